@@ -1,0 +1,64 @@
+// The rendezvous store: a small key-value service that ranks use during init (and for split) to
+// exchange connection blobs. Every blocking call takes a deadline and throws
+// CollError(collTimeout) when it passes. Implementations: TcpStoreClient (talks to a
+// TcpStoreServer, bootstrap/tcp_store.h), MemoryStore (ranks as threads of one process), and
+// PrefixStore (namespaces keys per communicator).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace coll {
+namespace bootstrap {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+using Bytes = std::vector<uint8_t>;
+
+// Keys and values are bounded so that a malicious or confused peer cannot make the server
+// allocate without limit.
+constexpr size_t kMaxKeyBytes = 4096;
+constexpr size_t kMaxValueBytes = 64u << 20;
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const Bytes& value) = 0;
+  // Blocks until the key exists (or the deadline passes) and returns its value.
+  virtual Bytes get(const std::string& key, Deadline deadline) = 0;
+  // Atomically adds delta to the integer stored at key (0 when absent) and returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // Blocks until every key exists.
+  virtual void wait(const std::vector<std::string>& keys, Deadline deadline) = 0;
+  // True when every key exists; never blocks.
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+};
+
+// Prepends "prefix/" to every key: one communicator's keys never collide with another's.
+class PrefixStore : public Store {
+ public:
+  PrefixStore(std::string prefix, std::shared_ptr<Store> base) : prefix_(std::move(prefix)), base_(std::move(base)) {}
+  void set(const std::string& key, const Bytes& value) override { base_->set(full(key), value); }
+  Bytes get(const std::string& key, Deadline deadline) override { return base_->get(full(key), deadline); }
+  int64_t add(const std::string& key, int64_t delta) override { return base_->add(full(key), delta); }
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override { base_->wait(fullAll(keys), deadline); }
+  bool check(const std::vector<std::string>& keys) override { return base_->check(fullAll(keys)); }
+  const std::shared_ptr<Store>& base() const { return base_; }
+
+ private:
+  std::string full(const std::string& key) const { return prefix_ + "/" + key; }
+  std::vector<std::string> fullAll(const std::vector<std::string>& keys) const {
+    std::vector<std::string> result;
+    result.reserve(keys.size());
+    for (const auto& k : keys) result.push_back(full(k));
+    return result;
+  }
+  std::string prefix_;
+  std::shared_ptr<Store> base_;
+};
+
+}  // namespace bootstrap
+}  // namespace coll

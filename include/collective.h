@@ -1,0 +1,129 @@
+/*
+ * libcollective: collective communication over host and device memory.
+ *
+ * The C99 public interface. It mirrors NCCL's API with the prefix `coll` so that NCCL users can
+ * switch by renaming, and extends it to host memory (stream == NULL). The contract is documented
+ * in docs/api.md; names and signatures here never change, new ones are only added.
+ */
+#ifndef COLLECTIVE_H_
+#define COLLECTIVE_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLL_MAJOR 0
+#define COLL_MINOR 1
+#define COLL_PATCH 0
+#define COLL_VERSION_CODE (COLL_MAJOR * 10000 + COLL_MINOR * 100 + COLL_PATCH)
+
+typedef struct collComm* collComm_t;
+
+#define COLL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[COLL_UNIQUE_ID_BYTES];
+} collUniqueId;
+
+#define COLL_SPLIT_NOCOLOR (-1)
+
+typedef enum {
+  collSuccess = 0,
+  collUnhandledCudaError = 1,
+  collSystemError = 2,
+  collInternalError = 3,
+  collInvalidArgument = 4,
+  collInvalidUsage = 5,
+  collRemoteError = 6,
+  collInProgress = 7,
+  collTimeout = 8,
+  collNumResults = 9
+} collResult_t;
+
+typedef enum {
+  collInt8 = 0,
+  collChar = 0,
+  collUint8 = 1,
+  collInt32 = 2,
+  collInt = 2,
+  collUint32 = 3,
+  collInt64 = 4,
+  collUint64 = 5,
+  collFloat16 = 6,
+  collHalf = 6,
+  collFloat32 = 7,
+  collFloat = 7,
+  collFloat64 = 8,
+  collDouble = 8,
+  collBfloat16 = 9,
+  collNumTypes = 10
+} collDataType_t;
+
+typedef enum { collSum = 0, collProd = 1, collMax = 2, collMin = 3, collAvg = 4, collNumOps = 5 } collRedOp_t;
+
+/* A cudaStream_t for device buffers; NULL for host buffers (the call completes before it returns). */
+typedef void* collStream_t;
+
+#define COLL_CONFIG_MAGIC 0x636f6c6cu
+
+typedef struct {
+  size_t size;          /* sizeof(collConfig_t), set by COLL_CONFIG_INITIALIZER */
+  unsigned magic;       /* set by the initializer; checked by the library */
+  unsigned version;     /* COLL_VERSION_CODE of the header the caller compiled with */
+  int blocking;         /* 1 (default): init and collectives block until done (host) */
+  int timeoutMs;        /* every wait in init and collectives; default 300000; <=0: default */
+  const char* commName; /* for logs; may be NULL */
+} collConfig_t;
+
+#define COLL_CONFIG_INITIALIZER \
+  { sizeof(collConfig_t), COLL_CONFIG_MAGIC, COLL_VERSION_CODE, 1, -1, NULL }
+
+/* Lifecycle and queries */
+collResult_t collGetVersion(int* version);
+collResult_t collGetUniqueId(collUniqueId* uniqueId);
+collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank);
+collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collUniqueId commId, int rank,
+                                    collConfig_t* config);
+collResult_t collCommInitFromEnv(collComm_t* comm, collConfig_t* config);
+collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm, collConfig_t* config);
+collResult_t collCommFinalize(collComm_t comm);
+collResult_t collCommDestroy(collComm_t comm);
+collResult_t collCommAbort(collComm_t comm);
+collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError);
+collResult_t collCommCount(const collComm_t comm, int* count);
+collResult_t collCommUserRank(const collComm_t comm, int* rank);
+collResult_t collCommCuDevice(const collComm_t comm, int* device);
+const char* collGetErrorString(collResult_t result);
+const char* collGetLastError(collComm_t comm);
+
+/* Collectives. count is in elements of datatype. */
+collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                           collRedOp_t op, collComm_t comm, collStream_t stream);
+collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype, int root,
+                           collComm_t comm, collStream_t stream);
+collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                        collRedOp_t op, int root, collComm_t comm, collStream_t stream);
+collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype,
+                           collComm_t comm, collStream_t stream);
+collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collDataType_t datatype,
+                               collRedOp_t op, collComm_t comm, collStream_t stream);
+collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype, int root,
+                        collComm_t comm, collStream_t stream);
+collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collDataType_t datatype, int root,
+                         collComm_t comm, collStream_t stream);
+collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                          collComm_t comm, collStream_t stream);
+collResult_t collBarrier(collComm_t comm, collStream_t stream);
+collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
+                      collStream_t stream);
+collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
+                      collStream_t stream);
+collResult_t collGroupStart(void);
+collResult_t collGroupEnd(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* COLLECTIVE_H_ */

@@ -1,0 +1,49 @@
+// Errors inside the library are C++ exceptions carrying a collResult_t and a message; the C API
+// layer (api.cc) catches every one of them, stores the message as this thread's last error and
+// returns the code. Nothing throws across the C boundary.
+#pragma once
+
+#include <cstdarg>
+#include <stdexcept>
+#include <string>
+
+#include "collective.h"
+
+namespace coll {
+
+class CollError : public std::runtime_error {
+ public:
+  CollError(collResult_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  collResult_t code() const { return code_; }
+
+ private:
+  collResult_t code_;
+};
+
+// printf-style formatting into a std::string.
+std::string formatString(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string formatStringV(const char* fmt, va_list args);
+
+// Throws CollError(code, formatted message). The message names the function, the bad value and
+// what was expected.
+[[noreturn]] void throwError(collResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Throws collSystemError with strerror(errno) appended; `what` names the failed operation.
+[[noreturn]] void throwSystemError(const char* what);
+
+}  // namespace coll
+
+// Checks a syscall-style result (-1 on failure) and throws collSystemError naming the call and
+// where it started.
+#define COLL_SYSCHECK(expr, what)                                         \
+  do {                                                                    \
+    if ((expr) == -1) ::coll::throwSystemError(what " (" __FILE__ ")");   \
+  } while (0)
+
+// Evaluates a collResult_t-returning expression and throws when it failed.
+#define COLL_CHECK_RESULT(expr)                                                                   \
+  do {                                                                                            \
+    collResult_t collCheckResult_ = (expr);                                                       \
+    if (collCheckResult_ != collSuccess)                                                          \
+      ::coll::throwError(collCheckResult_, "%s failed at %s:%d", #expr, __FILE__, __LINE__);      \
+  } while (0)

@@ -1,0 +1,95 @@
+#include "src/logging.h"
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "src/error.h"
+
+namespace coll {
+namespace {
+
+struct LogSettings {
+  LogLevel level = LogLevel::kWarn;
+  unsigned subsysMask = ~0u;
+};
+
+LogLevel parseLevel(const char* text) {
+  if (text == nullptr) return LogLevel::kWarn;
+  if (strcasecmp(text, "NONE") == 0) return LogLevel::kNone;
+  if (strcasecmp(text, "INFO") == 0) return LogLevel::kInfo;
+  if (strcasecmp(text, "TRACE") == 0) return LogLevel::kTrace;
+  return LogLevel::kWarn;
+}
+
+unsigned subsysBit(const std::string& name) {
+  if (name == "INIT") return static_cast<unsigned>(LogSubsys::kInit);
+  if (name == "COLL") return static_cast<unsigned>(LogSubsys::kColl);
+  if (name == "TRANSPORT" || name == "NET" || name == "SHM") return static_cast<unsigned>(LogSubsys::kTransport);
+  if (name == "BOOTSTRAP") return static_cast<unsigned>(LogSubsys::kBootstrap);
+  if (name == "PLAN" || name == "TUNING") return static_cast<unsigned>(LogSubsys::kPlan);
+  if (name == "ALL") return ~0u;
+  return 0;
+}
+
+unsigned parseSubsys(const char* text) {
+  if (text == nullptr || *text == '\0') return ~0u;
+  bool exclude = text[0] == '^';
+  std::string list(exclude ? text + 1 : text);
+  unsigned mask = 0;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(start, end - start);
+    for (char& c : name) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    mask |= subsysBit(name);
+    start = end + 1;
+  }
+  return exclude ? ~mask : mask;
+}
+
+// The parameter cache: environment variables are read once per process.
+const LogSettings& settings() {
+  static const LogSettings cached = [] {
+    LogSettings s;
+    s.level = parseLevel(getenv("COLL_DEBUG"));
+    s.subsysMask = parseSubsys(getenv("COLL_DEBUG_SUBSYS"));
+    return s;
+  }();
+  return cached;
+}
+
+const char* levelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kWarn: return "WARN";
+    case LogLevel::kInfo: return "INFO";
+    case LogLevel::kTrace: return "TRACE";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+bool logEnabled(LogLevel level, LogSubsys subsys) {
+  const LogSettings& s = settings();
+  return level <= s.level && (s.subsysMask & static_cast<unsigned>(subsys)) != 0;
+}
+
+void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) {
+  if (!logEnabled(level, subsys)) return;
+  char host[64] = "?";
+  gethostname(host, sizeof(host) - 1);
+  va_list args;
+  va_start(args, fmt);
+  std::string body = formatStringV(fmt, args);
+  va_end(args);
+  // One fprintf per line so lines from several threads do not interleave mid-line.
+  fprintf(stderr, "%s:%d [coll %s] %s\n", host, static_cast<int>(getpid()), levelName(level), body.c_str());
+}
+
+}  // namespace coll
