@@ -5,6 +5,7 @@
 // PrefixStore (namespaces keys per communicator).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -17,6 +18,9 @@ namespace bootstrap {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 using Bytes = std::vector<uint8_t>;
+// Proves that a connection to a rendezvous store belongs to the job that created it (carried in
+// the unique id, or derived from COLL_STORE_SECRET for launcher-started jobs).
+using Secret = std::array<uint8_t, 32>;
 
 // Keys and values are bounded so that a malicious or confused peer cannot make the server
 // allocate without limit.

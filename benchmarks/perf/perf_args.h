@@ -1,0 +1,36 @@
+// Command-line flags of the perf programs: nccl-tests' names, meanings and defaults.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "perf_types.h"
+
+namespace collperf {
+
+struct PerfArgs {
+  size_t minBytes = 32u << 20;
+  size_t maxBytes = 32u << 20;
+  size_t stepFactor = 1;        // > 1: multiply the size by this
+  size_t stepBytes = 1u << 20;  // otherwise: add this
+  int iters = 20;
+  int warmups = 5;
+  bool check = true;
+  bool blocking = true;
+  bool deviceMemory = false;
+  int root = 0;
+  std::vector<const TypeInfo*> types;
+  std::vector<const OpInfo*> ops;
+  std::string commandLine;
+};
+
+enum class ArgsOutcome { kRun, kExitSuccess, kUsageError };
+
+// Parses argv; prints help or errors itself (errors only on rank 0 of the launch environment).
+ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp, PerfArgs* args);
+
+// "8", "64K", "1M", "2G" (powers of 1024) -> bytes; false when malformed.
+bool parseBytes(const char* text, size_t* bytes);
+
+}  // namespace collperf

@@ -1,0 +1,223 @@
+#include "bootstrap/launch_env.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+#include "bootstrap/tcp_store.h"
+#include "src/error.h"
+#include "src/logging.h"
+
+namespace coll {
+namespace bootstrap {
+
+namespace {
+
+const char* const kLaunchHint =
+    "; launch with collrun, torchrun, mpirun -x MASTER_ADDR -x MASTER_PORT, or srun, or set RANK, WORLD_SIZE, "
+    "MASTER_ADDR and MASTER_PORT";
+
+// Unset and empty mean the same: launch scripts often export VAR= to clear a value.
+const char* envValue(const char* name) {
+  const char* value = getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+[[noreturn]] void notSet(const std::string& what) {
+  throwError(collInvalidUsage, "collCommInitFromEnv: %s not set%s", what.c_str(), kLaunchHint);
+}
+
+int parseInt(const char* name, const char* text, long min, long max) {
+  char* end = nullptr;
+  errno = 0;
+  long value = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') {
+    throwError(collInvalidUsage, "collCommInitFromEnv: %s='%s' is not an integer%s", name, text, kLaunchHint);
+  }
+  if (value < min || value > max) {
+    throwError(collInvalidUsage, "collCommInitFromEnv: %s=%ld is outside [%ld, %ld]", name, value, min, max);
+  }
+  return static_cast<int>(value);
+}
+
+int requireInt(const char* name, long min, long max) {
+  const char* text = envValue(name);
+  if (text == nullptr) notSet(std::string(name) + " is");
+  return parseInt(name, text, min, max);
+}
+
+int optionalInt(const char* name, long min, long max) {
+  const char* text = envValue(name);
+  return text == nullptr ? -1 : parseInt(name, text, min, max);
+}
+
+// SLURM_TASKS_PER_NODE is a run-length list such as "4(x2),3": nodes 0-1 run 4 tasks, node 2
+// runs 3. Returns the count for `node`, or -1 when the list is malformed or too short.
+int slurmTasksOnNode(const std::string& spec, int node) {
+  size_t pos = 0;
+  int first = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    std::string item = spec.substr(pos, end - pos);
+    char* rest = nullptr;
+    long tasks = strtol(item.c_str(), &rest, 10);
+    long repeat = 1;
+    if (rest == item.c_str() || tasks < 1) return -1;
+    if (*rest == '(') {
+      if (rest[1] != 'x') return -1;
+      char* close = nullptr;
+      repeat = strtol(rest + 2, &close, 10);
+      if (repeat < 1 || close == nullptr || strcmp(close, ")") != 0) return -1;
+    } else if (*rest != '\0') {
+      return -1;
+    }
+    if (node < first + repeat) return tasks > INT_MAX ? -1 : static_cast<int>(tasks);
+    first += static_cast<int>(std::min<long>(repeat, INT_MAX - first));
+    pos = end + 1;
+  }
+  return -1;
+}
+
+LaunchEnv readEnvSource() {
+  LaunchEnv env;
+  env.source = "env";
+  env.size = requireInt("WORLD_SIZE", 1, INT_MAX);
+  env.rank = requireInt("RANK", 0, INT_MAX);
+  env.localRank = optionalInt("LOCAL_RANK", 0, INT_MAX);
+  env.localSize = optionalInt("LOCAL_WORLD_SIZE", 1, INT_MAX);
+  return env;
+}
+
+LaunchEnv readMpiSource() {
+  LaunchEnv env;
+  env.source = "mpi";
+  if (envValue("OMPI_COMM_WORLD_RANK") != nullptr || envValue("OMPI_COMM_WORLD_SIZE") != nullptr) {
+    env.size = requireInt("OMPI_COMM_WORLD_SIZE", 1, INT_MAX);
+    env.rank = requireInt("OMPI_COMM_WORLD_RANK", 0, INT_MAX);
+    env.localRank = optionalInt("OMPI_COMM_WORLD_LOCAL_RANK", 0, INT_MAX);
+    env.localSize = optionalInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1, INT_MAX);
+  } else if (envValue("PMI_RANK") != nullptr || envValue("PMI_SIZE") != nullptr) {
+    // MPICH and Intel MPI (Hydra).
+    env.size = requireInt("PMI_SIZE", 1, INT_MAX);
+    env.rank = requireInt("PMI_RANK", 0, INT_MAX);
+    env.localRank = optionalInt("MPI_LOCALRANKID", 0, INT_MAX);
+    env.localSize = optionalInt("MPI_LOCALNRANKS", 1, INT_MAX);
+  } else {
+    notSet("COLL_BOOTSTRAP=mpi but OMPI_COMM_WORLD_RANK and PMI_RANK are");
+  }
+  return env;
+}
+
+LaunchEnv readSlurmSource() {
+  LaunchEnv env;
+  env.source = "slurm";
+  env.size = requireInt("SLURM_NTASKS", 1, INT_MAX);
+  env.rank = requireInt("SLURM_PROCID", 0, INT_MAX);
+  env.localRank = optionalInt("SLURM_LOCALID", 0, INT_MAX);
+  const char* perNode = envValue("SLURM_TASKS_PER_NODE");
+  int node = optionalInt("SLURM_NODEID", 0, INT_MAX);
+  if (perNode != nullptr && node >= 0) env.localSize = slurmTasksOnNode(perNode, node);
+  return env;
+}
+
+std::string chooseSource() {
+  if (const char* forced = envValue("COLL_BOOTSTRAP")) {
+    for (const char* name : {"env", "mpi", "slurm"}) {
+      if (strcasecmp(forced, name) == 0) return name;
+    }
+    throwError(collInvalidUsage, "collCommInitFromEnv: COLL_BOOTSTRAP='%s' is not one of env, mpi, slurm", forced);
+  }
+  if (envValue("RANK") != nullptr || envValue("WORLD_SIZE") != nullptr) return "env";
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"}) {
+    if (envValue(name) != nullptr) return "mpi";
+  }
+  if (envValue("SLURM_PROCID") != nullptr) return "slurm";
+  notSet("RANK and WORLD_SIZE are");
+}
+
+// Keeps rank 0's server alive exactly as long as the store handed to the communicator.
+class ServerOwningStore : public Store {
+ public:
+  ServerOwningStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
+      : server_(std::move(server)), client_(std::move(client)) {}
+  void set(const std::string& key, const Bytes& value) override { client_->set(key, value); }
+  Bytes get(const std::string& key, Deadline deadline) override { return client_->get(key, deadline); }
+  int64_t add(const std::string& key, int64_t delta) override { return client_->add(key, delta); }
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override { client_->wait(keys, deadline); }
+  bool check(const std::vector<std::string>& keys) override { return client_->check(keys); }
+
+ private:
+  // Declared first so it is destroyed last, after the client's connection is closed.
+  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<Store> client_;
+};
+
+}  // namespace
+
+LaunchEnv detectLaunchEnv() {
+  std::string source = chooseSource();
+  LaunchEnv env = source == "env" ? readEnvSource() : source == "mpi" ? readMpiSource() : readSlurmSource();
+  if (env.rank >= env.size) {
+    throwError(collInvalidUsage, "collCommInitFromEnv: rank %d (from the %s launcher variables) is outside [0, %d)",
+               env.rank, source.c_str(), env.size);
+  }
+  if (env.localRank >= 0 && env.localSize > 0 && env.localRank >= env.localSize) {
+    throwError(collInvalidUsage, "collCommInitFromEnv: local rank %d is outside [0, local size %d)", env.localRank,
+               env.localSize);
+  }
+  const char* addr = envValue("MASTER_ADDR");
+  if (addr == nullptr && source == "slurm") addr = envValue("SLURM_LAUNCH_NODE_IPADDR");
+  if (addr == nullptr) notSet("MASTER_ADDR is");
+  env.masterAddr = addr;
+  env.masterPort = requireInt("MASTER_PORT", 1, 65535);
+  COLL_INFO(kBootstrap, "launch environment (%s): rank %d of %d, local %d of %d, store %s:%d", source.c_str(),
+            env.rank, env.size, env.localRank, env.localSize, env.masterAddr.c_str(), env.masterPort);
+  return env;
+}
+
+Secret launchSecret() {
+  Secret secret{};
+  const char* text = getenv("COLL_STORE_SECRET");
+  if (text == nullptr || *text == '\0') return secret;
+  // FNV-1a then SplitMix64 stretches any string to 32 bytes deterministically on every rank. It
+  // is no key derivation: the result is exactly as guessable as the string. Its purpose is to
+  // stop a rank of another job (or a stale run) that reaches this MASTER_ADDR:MASTER_PORT from
+  // joining by accident; jobs that need a real secret use collGetUniqueId's random one.
+  uint64_t state = 1469598103934665603ull;
+  for (const char* p = text; *p != '\0'; ++p) state = (state ^ static_cast<uint8_t>(*p)) * 1099511628211ull;
+  for (size_t i = 0; i < secret.size(); i += 8) {
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    for (size_t b = 0; b < 8; ++b) secret[i + b] = static_cast<uint8_t>(z >> (8 * b));
+  }
+  return secret;
+}
+
+std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadline) {
+  if (env.masterPort < 1 || env.masterPort > 65535) {
+    throwError(collInvalidArgument, "connectLaunchStore: MASTER_PORT=%d is outside [1, 65535]", env.masterPort);
+  }
+  const Secret secret = launchSecret();
+  const auto port = static_cast<uint16_t>(env.masterPort);
+  std::unique_ptr<TcpStoreServer> server;
+  if (env.rank == 0) {
+    try {
+      server = std::make_unique<TcpStoreServer>("", port, secret);
+    } catch (const CollError& e) {
+      throwError(e.code(), "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "
+                 "(is another job or an earlier run using this port?)", env.masterPort, e.what());
+    }
+  }
+  auto client = std::make_shared<TcpStoreClient>(env.masterAddr, port, secret, deadline);
+  if (!server) return client;
+  return std::make_shared<ServerOwningStore>(std::move(server), std::move(client));
+}
+
+}  // namespace bootstrap
+}  // namespace coll

@@ -1,0 +1,42 @@
+// Where collCommInitFromEnv learns rank, size and the rendezvous address: the variables that
+// launchers set (collrun and torchrun, mpirun, srun).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bootstrap/store.h"
+
+namespace coll {
+namespace bootstrap {
+
+struct LaunchEnv {
+  int rank = 0;
+  int size = 0;
+  int localRank = -1;  // -1 when the launcher did not say
+  int localSize = -1;  // -1 when the launcher did not say
+  std::string masterAddr;
+  int masterPort = 0;
+  std::string source;  // "env", "mpi" or "slurm"
+};
+
+// Reads, by precedence: RANK/WORLD_SIZE (+LOCAL_RANK/LOCAL_WORLD_SIZE) ("env", set by collrun
+// and torchrun); OMPI_COMM_WORLD_RANK/_SIZE (+_LOCAL_RANK/_LOCAL_SIZE), else PMI_RANK/PMI_SIZE
+// (+MPI_LOCALRANKID/MPI_LOCALNRANKS) ("mpi"); SLURM_PROCID/SLURM_NTASKS (+SLURM_LOCALID, and the
+// local size from SLURM_TASKS_PER_NODE and SLURM_NODEID) ("slurm"). COLL_BOOTSTRAP=env|mpi|slurm
+// forces one source. Every source needs MASTER_ADDR and MASTER_PORT; Slurm's MASTER_ADDR
+// defaults to SLURM_LAUNCH_NODE_IPADDR. Throws collInvalidUsage for a missing, malformed or
+// out-of-range value, naming the variable.
+LaunchEnv detectLaunchEnv();
+
+// The secret launcher-started ranks share: COLL_STORE_SECRET hashed to 32 bytes, or all zeros
+// when unset.
+Secret launchSecret();
+
+// Rank 0 starts a TcpStoreServer on MASTER_PORT on every interface; every rank (0 included)
+// connects to MASTER_ADDR:MASTER_PORT, retrying until the deadline. On rank 0 the returned
+// store keeps the server alive for as long as the store lives.
+std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadline);
+
+}  // namespace bootstrap
+}  // namespace coll

@@ -1,0 +1,117 @@
+// The wire format between TcpStoreClient and TcpStoreServer.
+//
+// Every message is a frame: a little-endian u32 body length, then the body: u8 opcode, u32
+// sequence number, then the opcode's fields (integers little-endian; strings and byte arrays as a
+// u32 length then the bytes). The client numbers its requests and the server echoes the number in
+// the reply, so that replies can arrive out of order (a blocked get does not hold up a set on
+// the same connection) and a reply to a request the client gave up on is recognised and dropped.
+//
+// The first frame on a connection must be kHello (magic, version, 32-byte secret); the server
+// answers kHelloOk, or kHelloReject and closes. Readers here never trust a length: every field is
+// checked against what remains in the frame and against its own maximum before anything is
+// allocated.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+
+namespace coll {
+namespace bootstrap {
+namespace wire {
+
+constexpr uint32_t kMagic = 0x54534c43;  // "CLST" in little-endian bytes
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderBytes = 4;
+constexpr size_t kOpAndSeqBytes = 5;
+// A hello body is exactly 1 + 4 + 4 + 2 + 32 bytes; anything bigger before authentication is an
+// unauthenticated peer trying to make the server buffer data.
+constexpr size_t kHelloBodyBytes = kOpAndSeqBytes + 4 + 2 + sizeof(Secret);
+constexpr size_t kMaxKeysPerRequest = 65536;
+// The largest legitimate body: a set of the largest key and value, plus field headers.
+constexpr size_t kMaxBodyBytes = kOpAndSeqBytes + 8 + kMaxKeyBytes + kMaxValueBytes;
+constexpr size_t kMaxErrorMessageBytes = 1024;
+
+enum class Op : uint8_t {
+  // client -> server
+  kHello = 1,  // u32 magic, u16 version, 32-byte secret
+  kSet = 2,    // str key, bytes value                         -> kOk
+  kGet = 3,    // u32 timeoutMs, str key                        -> kValue | kNotFound (after timeoutMs)
+  kAdd = 4,    // str key, i64 delta                            -> kCounter | kError
+  kCheck = 5,  // u32 n, n x str key                            -> kCheckResult
+  kWait = 6,   // u32 timeoutMs, u32 n, n x str key             -> kOk | kNotFound (after timeoutMs)
+  // server -> client
+  kHelloOk = 64,
+  kHelloReject = 65,  // u8 RejectReason, str message
+  kOk = 66,
+  kValue = 67,        // bytes value
+  kNotFound = 68,
+  kCounter = 69,      // i64 new value
+  kCheckResult = 70,  // u8 0|1
+  kError = 71,        // str message
+};
+
+enum class RejectReason : uint8_t { kWrongSecret = 1, kVersionMismatch = 2 };
+
+// Builds one frame. The length prefix is filled in by finish().
+class FrameWriter {
+ public:
+  FrameWriter(Op op, uint32_t seq);
+  FrameWriter& u8(uint8_t v);
+  FrameWriter& u16(uint16_t v);
+  FrameWriter& u32(uint32_t v);
+  FrameWriter& i64(int64_t v);
+  FrameWriter& raw(const void* data, size_t size);
+  FrameWriter& str(const std::string& s);
+  FrameWriter& bytes(const Bytes& b);
+  // The client numbers a request only once it is about to send it.
+  void setSeq(uint32_t seq);
+  Bytes finish();
+
+ private:
+  Bytes buffer_;
+};
+
+// Reads fields from one frame body. A read past the end, or a length above its maximum, marks
+// the reader failed and returns zeros; callers check ok()/atEnd() once after reading all fields.
+class FrameReader {
+ public:
+  FrameReader(const uint8_t* body, size_t size) : data_(body), size_(size) {}
+  uint8_t u8();
+  uint16_t u16();
+  uint32_t u32();
+  int64_t i64();
+  void raw(void* out, size_t size);
+  std::string str(size_t maxBytes);
+  Bytes bytes(size_t maxBytes);
+  bool ok() const { return ok_; }
+  // Every byte consumed and nothing failed: trailing garbage is as malformed as a short frame.
+  bool atEnd() const { return ok_ && offset_ == size_; }
+
+ private:
+  bool take(size_t n);
+  const uint8_t* data_;
+  size_t size_;
+  size_t offset_ = 0;
+  bool ok_ = true;
+};
+
+enum class FrameCheck { kIncomplete, kComplete, kTooSmall, kTooLarge };
+
+// Looks at the start of a receive buffer: whether a whole frame is there (then *frameBytes is
+// header + body) or the length prefix is out of [kOpAndSeqBytes, maxBody].
+FrameCheck checkFrame(const uint8_t* data, size_t size, size_t maxBody, size_t* frameBytes);
+
+Bytes encodeHello(const Secret& secret, uint32_t magic = kMagic, uint16_t version = kVersion);
+
+// Compares in time independent of where the first difference is, so that response timing does
+// not reveal how much of a guessed secret was right.
+bool secretsEqual(const Secret& a, const Secret& b);
+
+const char* opName(uint8_t op);
+
+}  // namespace wire
+}  // namespace bootstrap
+}  // namespace coll

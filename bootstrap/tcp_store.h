@@ -1,0 +1,110 @@
+// The TCP rendezvous store: one TcpStoreServer (in the process that created the unique id, or
+// rank 0 of a launcher-started job) and a TcpStoreClient per rank. The wire format is in
+// store_protocol.h; the security model (a per-job secret checked on every connection) is in
+// bootstrap/README.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "bootstrap/socket_util.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/store.h"
+
+namespace coll {
+namespace bootstrap {
+
+// Serves the store from one background thread that polls every client; nothing blocks that
+// thread, so one slow or hostile client cannot stall the others.
+class TcpStoreServer {
+ public:
+  // Caps that bound what peers can make the server hold.
+  static constexpr size_t kMaxClients = 4096;
+  static constexpr size_t kMaxWaitersPerClient = 1024;
+
+  // Listens on bindHost:port (port 0: an ephemeral port; bindHost "" or "0.0.0.0"/"::": every
+  // interface). Throws collSystemError when the address cannot be bound.
+  TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret);
+  // Stops the thread and closes every connection; clients then see EOF.
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  class Loop;  // the thread's state, in tcp_store_server.cc
+  uint16_t port_ = 0;
+  Fd wakeFd_;  // an eventfd written by the destructor to end the thread's poll()
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+// A connection to a TcpStoreServer. Thread-safe: several threads may call it at once, and a
+// blocked get() on one thread does not delay a set() on another (requests are numbered and
+// replies matched, so they need not arrive in order).
+class TcpStoreClient : public Store {
+ public:
+  // Bounds set, add and check, which the server answers at once unless it is stuck.
+  static constexpr std::chrono::milliseconds kDefaultRequestTimeout{300000};
+
+  // Connects (retrying until connectDeadline while nobody listens) and presents the secret.
+  // Throws collTimeout when no store answers in time, collInvalidUsage when the store rejects
+  // the secret, collRemoteError when it closes the connection.
+  TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline);
+  ~TcpStoreClient() override;
+  TcpStoreClient(const TcpStoreClient&) = delete;
+  TcpStoreClient& operator=(const TcpStoreClient&) = delete;
+
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key, Deadline deadline) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+  bool check(const std::vector<std::string>& keys) override;
+
+  void setRequestTimeout(std::chrono::milliseconds timeout) { requestTimeoutMs_ = timeout.count(); }
+  const std::string& address() const { return address_; }  // "host:port"
+
+ private:
+  struct Reply {
+    uint8_t op = 0;
+    Bytes body;  // the fields after op and seq
+  };
+  struct Slot {
+    bool done = false;
+    Reply reply;
+  };
+  // Numbers the request, sends it and waits for its reply until replyDeadline; false on
+  // timeout. Throws collRemoteError when the connection is lost; `what` names the call.
+  bool roundTrip(wire::FrameWriter& request, Deadline replyDeadline, const std::string& what, Reply* reply);
+  // roundTrip for requests the server answers at once (a timeout means the server is stuck).
+  Reply request(wire::FrameWriter& request, const std::string& what);
+  void handshake(const Secret& secret, Clock::time_point start, Deadline deadline);
+  // Reads what the socket has (waiting until the deadline) and hands complete replies to their
+  // slots. Called by one thread at a time (the "reader"). False on timeout.
+  bool readAndDispatch(Deadline deadline);
+  void markBroken(const std::string& reason);  // mutex_ held
+  [[noreturn]] void throwBroken(const std::string& what);
+  [[noreturn]] void throwUnexpected(const std::string& what, uint8_t op);
+
+  Fd fd_;
+  std::string address_;
+  std::atomic<long long> requestTimeoutMs_{kDefaultRequestTimeout.count()};
+  std::mutex sendMutex_;  // one frame at a time on the socket
+  std::mutex mutex_;      // guards everything below
+  std::condition_variable cv_;
+  uint32_t nextSeq_ = 1;
+  std::unordered_map<uint32_t, Slot*> slots_;
+  bool readerActive_ = false;
+  std::string brokenReason_;  // set once the stream is unusable (EOF, malformed reply, partial send)
+  Bytes rx_;                  // bytes received and not yet parsed; touched only by the reader
+};
+
+}  // namespace bootstrap
+}  // namespace coll

@@ -1,0 +1,458 @@
+// TcpStoreServer: one thread, one poll() over the listening socket, an eventfd that ends the
+// thread, and every client. Sockets are non-blocking and each client has its own input and
+// output buffers, so a client that stops reading, sends half a frame or sends garbage only ever
+// costs its own connection. Blocking requests (get, wait) are parked in the StoreTable and
+// answered when their keys appear or their deadline passes.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/store_table.h"
+#include "bootstrap/tcp_store.h"
+#include "src/error.h"
+#include "src/logging.h"
+
+namespace coll {
+namespace bootstrap {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kReadChunksPerWakeup = 16;  // bounds one client's share of a loop iteration
+// Stop reading requests from a client that does not read its replies: its backlog stays bounded.
+constexpr size_t kOutputBackpressure = 1 << 20;
+// A legitimate client sends its hello right after connecting; an idle unauthenticated
+// connection only occupies one of the kMaxClients slots.
+constexpr auto kHelloTimeout = std::chrono::seconds(30);
+
+// A peer broke the protocol: its connection is closed, the server carries on.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+using wire::FrameReader;
+using wire::FrameWriter;
+using wire::Op;
+
+class TcpStoreServer::Loop {
+ public:
+  Loop(Fd listenFd, int wakeFd, const Secret& secret, std::string name)
+      : listenFd_(std::move(listenFd)), wakeFd_(wakeFd), secret_(secret), name_(std::move(name)) {}
+
+  // Runs until the eventfd is signalled. An unexpected failure closes every connection so that
+  // clients see EOF at once instead of waiting for their deadlines.
+  void runGuarded() {
+    try {
+      run();
+    } catch (const std::exception& e) {
+      COLL_WARN(kBootstrap, "rendezvous store %s stopped: %s", name_.c_str(), e.what());
+      conns_.clear();
+      listenFd_.reset();
+    }
+  }
+
+ private:
+  struct Connection {
+    uint64_t id = 0;
+    Fd fd;
+    std::string peer;
+    bool authenticated = false;
+    bool closeAfterFlush = false;
+    bool dead = false;
+    Deadline helloDeadline;
+    Bytes in;
+    size_t inStart = 0;  // parsed prefix of `in`
+    Bytes out;
+    size_t outSent = 0;
+    std::vector<StoreTable::WaiterId> waiters;
+  };
+  struct PendingReply {
+    uint64_t connId;
+    uint32_t seq;
+    bool isGet;
+    std::string key;  // for get: whose value to send
+  };
+
+  static size_t backlog(const Connection& c) { return c.out.size() - c.outSent; }
+
+  void run() {
+    std::vector<pollfd> fds;
+    std::vector<Connection*> order;
+    while (true) {
+      fds.clear();
+      order.clear();
+      fds.push_back({wakeFd_, POLLIN, 0});
+      // poll() ignores a negative fd: that is how accepting pauses after EMFILE.
+      fds.push_back({Clock::now() >= acceptPausedUntil_ ? listenFd_.get() : -1, POLLIN, 0});
+      for (auto& entry : conns_) {
+        Connection& c = *entry.second;
+        short events = 0;
+        if (!c.closeAfterFlush && backlog(c) < kOutputBackpressure) events |= POLLIN;
+        if (backlog(c) > 0) events |= POLLOUT;
+        fds.push_back({c.fd.get(), events, 0});
+        order.push_back(&c);
+      }
+      int rc = poll(fds.data(), fds.size(), pollTimeoutMs(nextWakeup()));
+      if (rc < 0 && errno != EINTR) throwSystemError("poll() in the rendezvous store");
+      if (rc > 0 && fds[0].revents != 0) return;
+      expire(Clock::now());
+      if (rc > 0 && (fds[1].revents & POLLIN) != 0) acceptClients();
+      for (size_t i = 0; i < order.size(); ++i) {
+        Connection& c = *order[i];
+        short revents = rc > 0 ? fds[i + 2].revents : 0;
+        if (!c.dead && (revents & POLLOUT) != 0) flush(c);
+        if (!c.dead && (revents & (POLLIN | POLLHUP | POLLERR)) != 0) readFrom(c);
+      }
+      // Frames left unparsed while a client was backpressured: its backlog may have drained
+      // (here or inside another client's request), and no new POLLIN would come for them.
+      for (Connection* c : order) {
+        if (!c->dead && c->in.size() > c->inStart) processInput(*c);
+      }
+      reap();
+    }
+  }
+
+  Deadline nextWakeup() const {
+    Deadline next = table_.nextDeadline();
+    for (const auto& entry : conns_) {
+      if (!entry.second->authenticated) next = std::min(next, entry.second->helloDeadline);
+    }
+    if (Clock::now() < acceptPausedUntil_) next = std::min(next, acceptPausedUntil_);
+    return next;
+  }
+
+  void acceptClients() {
+    for (int i = 0; i < 64; ++i) {
+      sockaddr_storage address{};
+      socklen_t length = sizeof(address);
+      int fd = accept4(listenFd_.get(), reinterpret_cast<sockaddr*>(&address), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+        // Out of descriptors or memory: the pending connection would make poll() spin.
+        COLL_WARN(kBootstrap, "rendezvous store %s: accept() failed: %s; pausing 100 ms", name_.c_str(),
+                  strerror(errno));
+        acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(100);
+        return;
+      }
+      Fd socket(fd);
+      SocketAddress peer;
+      memcpy(&peer.storage, &address, sizeof(address));
+      peer.length = length;
+      if (conns_.size() >= kMaxClients) {
+        COLL_WARN(kBootstrap, "rendezvous store %s: refusing %s: already %zu clients", name_.c_str(),
+                  peer.toString().c_str(), conns_.size());
+        continue;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      auto c = std::make_unique<Connection>();
+      c->id = nextConnId_++;
+      c->fd = std::move(socket);
+      c->peer = peer.toString();
+      c->helloDeadline = Clock::now() + kHelloTimeout;
+      conns_.emplace(c->id, std::move(c));
+    }
+  }
+
+  void readFrom(Connection& c) {
+    for (int i = 0; i < kReadChunksPerWakeup && !c.dead && backlog(c) < kOutputBackpressure; ++i) {
+      size_t old = c.in.size();
+      c.in.resize(old + kReadChunk);
+      ssize_t n = recv(c.fd.get(), c.in.data() + old, kReadChunk, 0);
+      c.in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+      if (n > 0) {
+        processInput(c);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (c.in.size() > c.inStart) {
+        drop(c, formatString("connection ended inside a frame (%zu bytes buffered)", c.in.size() - c.inStart));
+      } else if (n < 0) {
+        drop(c, formatString("recv() failed: %s", strerror(errno)));
+      } else {
+        COLL_TRACE(kBootstrap, "rendezvous store %s: %s disconnected", name_.c_str(), c.peer.c_str());
+        c.dead = true;
+      }
+      return;
+    }
+  }
+
+  void processInput(Connection& c) {
+    while (!c.dead && !c.closeAfterFlush && backlog(c) < kOutputBackpressure) {
+      size_t frameBytes = 0;
+      size_t maxBody = c.authenticated ? wire::kMaxBodyBytes : wire::kHelloBodyBytes;
+      auto check = wire::checkFrame(c.in.data() + c.inStart, c.in.size() - c.inStart, maxBody, &frameBytes);
+      if (check == wire::FrameCheck::kIncomplete) break;
+      if (check != wire::FrameCheck::kComplete) {
+        drop(c, check == wire::FrameCheck::kTooLarge ? "length prefix above the limit" : "length prefix too small");
+        return;
+      }
+      try {
+        FrameReader reader(c.in.data() + c.inStart + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes);
+        handleFrame(c, reader);
+      } catch (const ProtocolError& e) {
+        drop(c, e.what());
+        return;
+      }
+      c.inStart += frameBytes;
+    }
+    // Keep `in` from growing with consumed bytes without moving data on every frame.
+    if (c.inStart == c.in.size()) {
+      c.in.clear();
+      c.inStart = 0;
+    } else if (c.inStart > c.in.size() / 2) {
+      c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.inStart));
+      c.inStart = 0;
+    }
+  }
+
+  void handleFrame(Connection& c, FrameReader& r) {
+    uint8_t op = r.u8();
+    uint32_t seq = r.u32();
+    if (!c.authenticated) {
+      if (op != static_cast<uint8_t>(Op::kHello)) {
+        throw ProtocolError(formatString("first frame is '%s', not hello", wire::opName(op)));
+      }
+      handleHello(c, r, seq);
+      return;
+    }
+    switch (static_cast<Op>(op)) {
+      case Op::kSet: {
+        std::string key = r.str(kMaxKeyBytes);
+        Bytes value = r.bytes(kMaxValueBytes);
+        requireEnd(r, op);
+        std::vector<StoreTable::WaiterId> ready;
+        table_.set(key, std::move(value), &ready);
+        reply(c, FrameWriter(Op::kOk, seq).finish());
+        completeWaiters(ready);
+        return;
+      }
+      case Op::kGet: {
+        uint32_t timeoutMs = r.u32();
+        std::string key = r.str(kMaxKeyBytes);
+        requireEnd(r, op);
+        if (const Bytes* value = table_.find(key)) {
+          reply(c, FrameWriter(Op::kValue, seq).bytes(*value).finish());
+        } else {
+          park(c, seq, {key}, timeoutMs, true);
+        }
+        return;
+      }
+      case Op::kAdd: {
+        std::string key = r.str(kMaxKeyBytes);
+        int64_t delta = r.i64();
+        requireEnd(r, op);
+        int64_t result = 0;
+        std::vector<StoreTable::WaiterId> ready;
+        if (table_.add(key, delta, &result, &ready)) {
+          reply(c, FrameWriter(Op::kCounter, seq).i64(result).finish());
+          completeWaiters(ready);
+        } else {
+          std::string message = "the value of key '" + key.substr(0, 200) +
+                                "' is not a decimal counter, or adding the delta overflows int64";
+          reply(c, FrameWriter(Op::kError, seq).str(message).finish());
+        }
+        return;
+      }
+      case Op::kCheck: {
+        std::vector<std::string> keys = readKeys(r);
+        requireEnd(r, op);
+        reply(c, FrameWriter(Op::kCheckResult, seq).u8(table_.hasAll(keys) ? 1 : 0).finish());
+        return;
+      }
+      case Op::kWait: {
+        uint32_t timeoutMs = r.u32();
+        std::vector<std::string> keys = readKeys(r);
+        requireEnd(r, op);
+        if (table_.hasAll(keys)) {
+          reply(c, FrameWriter(Op::kOk, seq).finish());
+        } else {
+          park(c, seq, keys, timeoutMs, false);
+        }
+        return;
+      }
+      default:
+        throw ProtocolError(formatString("unknown or unexpected opcode %u", static_cast<unsigned>(op)));
+    }
+  }
+
+  void handleHello(Connection& c, FrameReader& r, uint32_t seq) {
+    uint32_t magic = r.u32();
+    uint16_t version = r.u16();
+    Secret secret{};
+    r.raw(secret.data(), secret.size());
+    if (!r.atEnd()) throw ProtocolError("malformed hello");
+    if (magic != wire::kMagic) throw ProtocolError(formatString("not a libcollective client (magic 0x%08x)", magic));
+    if (version != wire::kVersion) {
+      reject(c, seq, wire::RejectReason::kVersionMismatch,
+             formatString("client speaks protocol version %u, this store speaks %u", version, wire::kVersion));
+      return;
+    }
+    if (!wire::secretsEqual(secret, secret_)) {
+      reject(c, seq, wire::RejectReason::kWrongSecret, "wrong secret");
+      return;
+    }
+    c.authenticated = true;
+    reply(c, FrameWriter(Op::kHelloOk, seq).finish());
+  }
+
+  void reject(Connection& c, uint32_t seq, wire::RejectReason reason, const std::string& message) {
+    COLL_WARN(kBootstrap, "rendezvous store %s: rejected %s: %s (is another job using this address?)", name_.c_str(),
+              c.peer.c_str(), message.c_str());
+    c.closeAfterFlush = true;
+    reply(c, FrameWriter(Op::kHelloReject, seq).u8(static_cast<uint8_t>(reason)).str(message).finish());
+  }
+
+  static void requireEnd(const FrameReader& r, uint8_t op) {
+    if (!r.atEnd()) throw ProtocolError(formatString("malformed '%s' request", wire::opName(op)));
+  }
+
+  static std::vector<std::string> readKeys(FrameReader& r) {
+    uint32_t n = r.u32();
+    if (n > wire::kMaxKeysPerRequest) throw ProtocolError(formatString("%u keys in one request", n));
+    std::vector<std::string> keys;
+    // The reader fails at the first key past the frame's end, so n cannot force a big allocation.
+    for (uint32_t i = 0; i < n && r.ok(); ++i) keys.push_back(r.str(kMaxKeyBytes));
+    return keys;
+  }
+
+  // Parks a get/wait until its keys exist or timeoutMs passes.
+  void park(Connection& c, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet) {
+    if (timeoutMs == 0) {
+      reply(c, FrameWriter(Op::kNotFound, seq).finish());
+      return;
+    }
+    if (c.waiters.size() >= kMaxWaitersPerClient) throw ProtocolError("too many pending get/wait requests");
+    auto id = table_.addWaiter(keys, Clock::now() + std::chrono::milliseconds(timeoutMs));
+    pending_[id] = PendingReply{c.id, seq, isGet, isGet ? keys.front() : std::string()};
+    c.waiters.push_back(id);
+  }
+
+  // Answers parked requests whose keys all exist now (found) or whose deadline passed.
+  void answer(StoreTable::WaiterId id, bool found) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;
+    PendingReply p = std::move(it->second);
+    pending_.erase(it);
+    auto conn = conns_.find(p.connId);
+    if (conn == conns_.end() || conn->second->dead) return;
+    Connection& c = *conn->second;
+    c.waiters.erase(std::remove(c.waiters.begin(), c.waiters.end(), id), c.waiters.end());
+    if (!found) {
+      reply(c, FrameWriter(Op::kNotFound, p.seq).finish());
+    } else if (p.isGet) {
+      reply(c, FrameWriter(Op::kValue, p.seq).bytes(*table_.find(p.key)).finish());
+    } else {
+      reply(c, FrameWriter(Op::kOk, p.seq).finish());
+    }
+  }
+
+  void completeWaiters(const std::vector<StoreTable::WaiterId>& ready) {
+    for (auto id : ready) answer(id, true);
+  }
+
+  void expire(Deadline now) {
+    for (auto id : table_.takeExpired(now)) answer(id, false);
+    for (auto& entry : conns_) {
+      Connection& c = *entry.second;
+      if (!c.dead && !c.authenticated && c.helloDeadline <= now) drop(c, "no hello within the time limit");
+    }
+  }
+
+  void reply(Connection& c, Bytes frame) {
+    if (c.dead) return;
+    if (c.out.empty()) {
+      c.out = std::move(frame);
+    } else {
+      c.out.insert(c.out.end(), frame.begin(), frame.end());
+    }
+    flush(c);
+  }
+
+  void flush(Connection& c) {
+    while (c.outSent < c.out.size()) {
+      ssize_t n = send(c.fd.get(), c.out.data() + c.outSent, c.out.size() - c.outSent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        c.outSent += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return;
+      } else {
+        COLL_TRACE(kBootstrap, "rendezvous store %s: send to %s failed: %s", name_.c_str(), c.peer.c_str(),
+                   strerror(errno));
+        c.dead = true;
+        return;
+      }
+    }
+    c.out.clear();
+    c.outSent = 0;
+    if (c.closeAfterFlush) c.dead = true;
+  }
+
+  void drop(Connection& c, const std::string& why) {
+    COLL_WARN(kBootstrap, "rendezvous store %s: closing the connection from %s: %s", name_.c_str(), c.peer.c_str(),
+              why.c_str());
+    c.dead = true;
+  }
+
+  // Closes dead connections and forgets their parked requests.
+  void reap() {
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      if (!it->second->dead) {
+        ++it;
+        continue;
+      }
+      for (auto id : it->second->waiters) {
+        table_.removeWaiter(id);
+        pending_.erase(id);
+      }
+      it = conns_.erase(it);
+    }
+  }
+
+  Fd listenFd_;
+  int wakeFd_;
+  Secret secret_;
+  std::string name_;
+  StoreTable table_;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  std::unordered_map<StoreTable::WaiterId, PendingReply> pending_;
+  uint64_t nextConnId_ = 1;
+  Deadline acceptPausedUntil_{};
+};
+
+TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret) {
+  Fd listenFd = listenOn(bindHost, port);
+  port_ = localAddressOf(listenFd.get()).port();
+  wakeFd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wakeFd_.valid()) throwSystemError("eventfd() for the rendezvous store");
+  std::string name = formatHostPort(bindHost.empty() ? "*" : bindHost, port_);
+  loop_ = std::make_unique<Loop>(std::move(listenFd), wakeFd_.get(), secret, name);
+  thread_ = std::thread([this] { loop_->runGuarded(); });
+  COLL_INFO(kBootstrap, "rendezvous store listening on %s", name.c_str());
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  uint64_t one = 1;
+  ssize_t written = write(wakeFd_.get(), &one, sizeof(one));
+  (void)written;  // an eventfd write only fails when the counter would overflow: already signalled
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace bootstrap
+}  // namespace coll

@@ -1,0 +1,43 @@
+// The unique id (collGetUniqueId): where the rendezvous store listens and the secret that every
+// rank must present to it, packed into the 128 opaque bytes of collUniqueId.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/store.h"
+#include "collective.h"
+
+namespace coll {
+namespace bootstrap {
+
+struct UniqueIdInfo {
+  std::string host;  // numeric address or host name, at most kMaxUniqueIdHostBytes
+  uint16_t port = 0;
+  Secret secret{};
+};
+
+constexpr size_t kMaxUniqueIdHostBytes = 83;
+
+// Layout (little-endian): u32 magic, u16 version, u16 port, 32-byte secret, u8 host length,
+// host bytes, zero padding, and a u32 FNV-1a checksum of everything before it in the last 4
+// bytes. Throws collInvalidArgument when the host does not fit or the port is 0.
+collUniqueId encodeUniqueId(const UniqueIdInfo& info);
+// Throws collInvalidArgument ("collCommInitRank: the unique id is not valid (...); pass the id
+// from collGetUniqueId unchanged") for anything that encodeUniqueId could not have produced.
+UniqueIdInfo decodeUniqueId(const collUniqueId& id);
+
+// 32 bytes from getrandom(): unpredictable, so another job cannot guess its way in.
+Secret randomSecret();
+
+// Starts a TcpStoreServer in this process on defaultServerAddress() (COLL_SOCKET_IFNAME), on
+// port $COLL_STORE_PORT if set, else an ephemeral one, with a fresh secret; it serves until the
+// process exits. Returns the id naming it.
+collUniqueId createUniqueId();
+
+// A TcpStoreClient connected to the store the id names (retrying until the deadline).
+std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline);
+
+}  // namespace bootstrap
+}  // namespace coll

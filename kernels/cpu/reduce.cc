@@ -1,0 +1,119 @@
+// reduceCopy: one table lookup per call picks the loop instantiated for (type, op); copies skip
+// the arithmetic entirely and go to memcpy.
+#include "kernels/cpu/reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/reduce_loops.h"
+#include "kernels/cpu/reduce_ops.h"
+
+namespace coll {
+namespace kernels {
+namespace {
+
+using detail::Bfloat16Codec;
+using detail::HalfCodec;
+using detail::NativeCodec;
+using detail::OpMax;
+using detail::OpMin;
+using detail::OpProd;
+using detail::OpSum;
+
+using ReduceFn = void (*)(const void* const* srcs, int nsrcs, void* const* dsts, int ndsts, size_t count,
+                          int divisor);
+
+// Columns: sum, prod, max, min, then sum followed by the avg division.
+constexpr int kDividingSum = 4;
+constexpr int kLoopsPerType = 5;
+
+template <class Codec>
+struct LoopsFor {
+  static constexpr ReduceFn fns[kLoopsPerType] = {
+      &detail::ReduceLoops<Codec, OpSum, false>::run, &detail::ReduceLoops<Codec, OpProd, false>::run,
+      &detail::ReduceLoops<Codec, OpMax, false>::run, &detail::ReduceLoops<Codec, OpMin, false>::run,
+      &detail::ReduceLoops<Codec, OpSum, true>::run};
+};
+
+// Rows in collDataType_t order; the static_asserts below keep the two in step.
+template <class... Codecs>
+struct LoopTable {
+  static constexpr const ReduceFn* rows[sizeof...(Codecs)] = {LoopsFor<Codecs>::fns...};
+};
+using Loops = LoopTable<NativeCodec<int8_t>, NativeCodec<uint8_t>, NativeCodec<int32_t>, NativeCodec<uint32_t>,
+                        NativeCodec<int64_t>, NativeCodec<uint64_t>, HalfCodec, NativeCodec<float>,
+                        NativeCodec<double>, Bfloat16Codec>;
+static_assert(collInt8 == 0 && collUint8 == 1 && collInt32 == 2 && collUint32 == 3 && collInt64 == 4 &&
+                  collUint64 == 5 && collFloat16 == 6 && collFloat32 == 7 && collFloat64 == 8 &&
+                  collBfloat16 == 9 && collNumTypes == 10,
+              "the loop table rows follow collDataType_t");
+static_assert(collSum == 0 && collProd == 1 && collMax == 2 && collMin == 3 && collAvg == 4,
+              "the loop table columns follow collRedOp_t");
+
+constexpr size_t kTypeSizes[collNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+constexpr const char* kTypeNames[collNumTypes] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                                  "uint64", "half",  "float", "double", "bfloat16"};
+constexpr const char* kOpNames[collNumOps] = {"sum", "prod", "max", "min", "avg"};
+
+// With several destinations the source is copied a block at a time, so it is read from memory
+// once and from L1 for the other destinations.
+constexpr size_t kCopyBlockBytes = 16384;
+
+void copyToAll(const void* src, void* const* dsts, int ndsts, size_t bytes) {
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  if (ndsts == 1) {
+    if (dsts[0] != src) std::memcpy(dsts[0], src, bytes);
+    return;
+  }
+  unsigned char* d[kMaxCopyDestinations] = {};
+  for (int j = 0; j < ndsts; ++j) d[j] = static_cast<unsigned char*>(dsts[j]);
+  for (size_t off = 0; off < bytes; off += kCopyBlockBytes) {
+    const size_t n = std::min(kCopyBlockBytes, bytes - off);
+    for (int j = 0; j < ndsts; ++j) {
+      // memcpy onto itself is undefined; an in-place destination already holds the data.
+      if (d[j] != s) std::memcpy(d[j] + off, s + off, n);
+    }
+  }
+}
+
+}  // namespace
+
+size_t dataTypeSize(collDataType_t type) {
+  const int t = static_cast<int>(type);
+  return t >= 0 && t < collNumTypes ? kTypeSizes[t] : 0;
+}
+
+const char* dataTypeName(collDataType_t type) {
+  const int t = static_cast<int>(type);
+  return t >= 0 && t < collNumTypes ? kTypeNames[t] : "unknown";
+}
+
+const char* redOpName(collRedOp_t op) {
+  const int o = static_cast<int>(op);
+  return o >= 0 && o < collNumOps ? kOpNames[o] : "unknown";
+}
+
+void reduceCopy(collDataType_t type, collRedOp_t op, const void* const* srcs, int nsrcs, void* const* dsts,
+                int ndsts, size_t count, int avgDivisor) {
+  const int t = static_cast<int>(type);
+  const int o = static_cast<int>(op);
+  // Arguments are validated by the callers (the API layer); this guard only keeps a bad internal
+  // call from indexing out of the table or writing anywhere.
+  if (count == 0 || t < 0 || t >= collNumTypes || o < 0 || o >= collNumOps || nsrcs < 1 ||
+      nsrcs > kMaxReduceSources || ndsts < 1 || ndsts > kMaxCopyDestinations) {
+    return;
+  }
+  // Dividing by 1 changes nothing (x / 1.0 is exact in every float type), so it is a plain sum.
+  const bool divides = o == collAvg && avgDivisor > 1;
+  if (nsrcs == 1 && !divides) {
+    // Every op over a single source is the identity.
+    copyToAll(srcs[0], dsts, ndsts, count * kTypeSizes[t]);
+    return;
+  }
+  const int column = divides ? kDividingSum : (o == collAvg ? static_cast<int>(collSum) : o);
+  Loops::rows[t][column](srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+}
+
+}  // namespace kernels
+}  // namespace coll

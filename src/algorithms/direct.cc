@@ -1,0 +1,84 @@
+// Direct exchanges: every transfer goes straight between the two ranks that own the data, and all
+// of a rank's transfers progress together (joinNext). Nothing waits in a cycle, so any size is
+// safe; on one host, where links do not contend, this is also the fastest shape for gather,
+// scatter and all-to-all.
+#include "src/algorithms/algorithms.h"
+
+namespace coll {
+namespace algorithms {
+namespace {
+
+// Marks every step but the last to progress together with its successor.
+void joinAll(Schedule& s) {
+  for (size_t i = 0; i + 1 < s.steps.size(); ++i) s.steps[i].joinNext = true;
+}
+
+}  // namespace
+
+Schedule directGather(int n, int r, int root, size_t sendCount) {
+  Schedule s;
+  s.algorithm = "direct";
+  if (r == root) {
+    Step& own = s.add(sendCount);
+    own.src = sendAt(0);
+    own.dst = recvAt(static_cast<size_t>(root) * sendCount);
+    for (int p = 0; p < n; ++p) {
+      if (p == root) continue;
+      Step& step = s.add(sendCount);
+      step.recvFrom(p);
+      step.dst = recvAt(static_cast<size_t>(p) * sendCount);
+    }
+    joinAll(s);
+  } else {
+    Step& step = s.add(sendCount);
+    step.src = sendAt(0);
+    step.sendTo(root);
+  }
+  return s;
+}
+
+Schedule directScatter(int n, int r, int root, size_t recvCount) {
+  Schedule s;
+  s.algorithm = "direct";
+  if (r == root) {
+    Step& own = s.add(recvCount);
+    own.src = sendAt(static_cast<size_t>(root) * recvCount);
+    own.dst = recvAt(0);
+    for (int p = 0; p < n; ++p) {
+      if (p == root) continue;
+      Step& step = s.add(recvCount);
+      step.src = sendAt(static_cast<size_t>(p) * recvCount);
+      step.sendTo(p);
+    }
+    joinAll(s);
+  } else {
+    Step& step = s.add(recvCount);
+    step.recvFrom(root);
+    step.dst = recvAt(0);
+  }
+  return s;
+}
+
+Schedule pairwiseAllToAll(int n, int r, size_t count) {
+  Schedule s;
+  s.algorithm = "pairwise";
+  Step& own = s.add(count);
+  own.src = sendAt(static_cast<size_t>(r) * count);
+  own.dst = recvAt(static_cast<size_t>(r) * count);
+  // Offsets k = 1..n-1 pair rank r with r+k (send) and r-k (receive): at any moment each rank
+  // feeds a different peer, so no receiver is flooded by everyone at once.
+  for (int k = 1; k < n; ++k) {
+    int to = (r + k) % n, from = (r - k + n) % n;
+    Step& send = s.add(count);
+    send.src = sendAt(static_cast<size_t>(to) * count);
+    send.sendTo(to);
+    Step& recv = s.add(count);
+    recv.recvFrom(from);
+    recv.dst = recvAt(static_cast<size_t>(from) * count);
+  }
+  joinAll(s);
+  return s;
+}
+
+}  // namespace algorithms
+}  // namespace coll

@@ -1,0 +1,158 @@
+// Rings: every rank receives from rank-1 and sends to rank+1, so each link carries the same bytes
+// and the busiest link moves 2(n-1)/n of the data for all-reduce: the bandwidth optimum.
+//
+// The data is cut into loops of at most n * maxStepElems elements; each loop is split into n
+// blocks. Reduce-scatter moves block (r-1-k) at step k and rank r finishes with block r; the
+// all-gather then circulates the finished blocks. Within a loop every step moves one block at
+// most, and maxStepElems is below a FIFO's capacity: the sum over the ring of (sent - received)
+// can then never reach n FIFOs' worth, so the cycle of waits cannot deadlock.
+#include <algorithm>
+
+#include "src/algorithms/algorithms.h"
+
+namespace coll {
+namespace algorithms {
+namespace {
+
+int wrap(int value, int n) { return ((value % n) + n) % n; }
+
+// Block b of a loop of `length` elements: [begin, begin+count) relative to the loop start. Every
+// rank computes the same split from the same numbers, so step counts match on both ends.
+struct Block {
+  size_t begin;
+  size_t count;
+};
+Block blockOf(size_t length, int nranks, int b) {
+  size_t per = (length + nranks - 1) / nranks;
+  size_t begin = std::min(length, per * static_cast<size_t>(b));
+  size_t end = std::min(length, begin + per);
+  return {begin, end - begin};
+}
+
+// Where block b of the current loop lives in the send and receive buffers.
+struct BlockPlacement {
+  size_t sendOffset;
+  size_t recvOffset;
+  size_t count;
+};
+
+// Reduce-scatter steps of one loop. placement(b) gives block b; on the last step rank r owns the
+// reduced block r and writes it to recvbuff (and forwards it when allGatherAfter).
+template <typename PlacementFn>
+void appendReduceScatterLoop(Schedule& s, int n, int r, PlacementFn placement, bool avg, bool allGatherAfter) {
+  int prev = wrap(r - 1, n), next = wrap(r + 1, n);
+  BlockPlacement first = placement(wrap(r - 1, n));
+  Step& step0 = s.add(first.count);
+  step0.src = sendAt(first.sendOffset);
+  step0.sendTo(next);
+  for (int k = 1; k < n - 1; ++k) {
+    BlockPlacement p = placement(wrap(r - 1 - k, n));
+    Step& step = s.add(p.count);
+    step.src = sendAt(p.sendOffset);
+    step.recvFrom(prev).sendTo(next);
+  }
+  BlockPlacement mine = placement(r);
+  Step& last = s.add(mine.count);
+  last.src = sendAt(mine.sendOffset);
+  last.dst = recvAt(mine.recvOffset);
+  last.finalAvg = avg;
+  last.recvFrom(prev);
+  if (allGatherAfter) last.sendTo(next);
+}
+
+// All-gather steps of one loop after rank r's own block went out (by the reduce-scatter's last
+// step, or by an explicit first step for a plain all-gather).
+template <typename PlacementFn>
+void appendAllGatherTail(Schedule& s, int n, int r, PlacementFn placement) {
+  int prev = wrap(r - 1, n), next = wrap(r + 1, n);
+  for (int j = 1; j < n; ++j) {
+    BlockPlacement p = placement(wrap(r - j, n));
+    Step& step = s.add(p.count);
+    step.dst = recvAt(p.recvOffset);
+    step.recvFrom(prev);
+    if (j < n - 1) step.sendTo(next);
+  }
+}
+
+Schedule localCopy(size_t count, const char* name) {
+  Schedule s;
+  s.algorithm = name;
+  Step& step = s.add(count);
+  step.src = sendAt(0);
+  step.dst = recvAt(0);
+  return s;
+}
+
+size_t loopElems(int nranks, size_t maxStepElems) { return std::max<size_t>(1, maxStepElems) * nranks; }
+
+}  // namespace
+
+Schedule ringAllReduce(int n, int r, size_t count, size_t maxStepElems, bool avg) {
+  Schedule s;
+  s.algorithm = "ring";
+  if (n == 1) return localCopy(count, "ring");
+  size_t loop = loopElems(n, maxStepElems);
+  for (size_t base = 0; base < count; base += loop) {
+    size_t length = std::min(loop, count - base);
+    auto placement = [&](int b) {
+      Block blk = blockOf(length, n, b);
+      return BlockPlacement{base + blk.begin, base + blk.begin, blk.count};
+    };
+    appendReduceScatterLoop(s, n, r, placement, avg, /*allGatherAfter=*/true);
+    appendAllGatherTail(s, n, r, placement);
+  }
+  return s;
+}
+
+Schedule ringReduceScatter(int n, int r, size_t recvCount, size_t maxStepElems, bool avg) {
+  Schedule s;
+  s.algorithm = "ring";
+  if (n == 1) return localCopy(recvCount, "ring");
+  // Every block is one rank's recvCount elements; a loop takes maxStepElems of each.
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  for (size_t base = 0; base < recvCount; base += chunk) {
+    size_t length = std::min(chunk, recvCount - base);
+    auto placement = [&](int b) { return BlockPlacement{static_cast<size_t>(b) * recvCount + base, base, length}; };
+    appendReduceScatterLoop(s, n, r, placement, avg, /*allGatherAfter=*/false);
+  }
+  return s;
+}
+
+Schedule ringAllGather(int n, int r, size_t sendCount, size_t maxStepElems) {
+  Schedule s;
+  s.algorithm = "ring";
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  for (size_t base = 0; base < sendCount; base += chunk) {
+    size_t length = std::min(chunk, sendCount - base);
+    auto placement = [&](int b) { return BlockPlacement{base, static_cast<size_t>(b) * sendCount + base, length}; };
+    Step& first = s.add(length);
+    first.src = sendAt(base);
+    first.dst = recvAt(static_cast<size_t>(r) * sendCount + base);
+    if (n > 1) first.sendTo(wrap(r + 1, n));
+    if (n > 1) appendAllGatherTail(s, n, r, placement);
+  }
+  return s;
+}
+
+Schedule chainBroadcast(int n, int r, int root, size_t count, size_t maxStepElems) {
+  Schedule s;
+  s.algorithm = "chain";
+  int position = wrap(r - root, n);
+  int next = wrap(r + 1, n), prev = wrap(r - 1, n);
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  for (size_t base = 0; base < count; base += chunk) {
+    size_t length = std::min(chunk, count - base);
+    Step& step = s.add(length);
+    if (position == 0) {
+      step.src = sendAt(base);
+    } else {
+      step.recvFrom(prev);
+    }
+    step.dst = recvAt(base);
+    if (position < n - 1) step.sendTo(next);
+  }
+  return s;
+}
+
+}  // namespace algorithms
+}  // namespace coll

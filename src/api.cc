@@ -1,0 +1,354 @@
+// The C API: every entry point validates its arguments, catches every C++ exception and turns it
+// into a collResult_t plus this thread's last-error message.
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include <unistd.h>
+
+#include "bootstrap/launch_env.h"
+#include "bootstrap/unique_id.h"
+#include "collective.h"
+#include "src/comm.h"
+#include "src/error.h"
+#include "src/group.h"
+#include "src/validate.h"
+
+#define COLL_API extern "C" __attribute__((visibility("default")))
+
+// The handle behind collComm_t. The magic tells a live communicator from a destroyed or foreign
+// pointer; `inflight` lets collCommAbort wait until the call it interrupts has let go.
+struct collComm {
+  static constexpr uint64_t kLive = 0x636f6c6c636f6d6dull;
+  uint64_t magic = kLive;
+  std::unique_ptr<coll::Communicator> impl;
+  std::atomic<int> inflight{0};
+};
+
+namespace coll {
+namespace {
+
+thread_local std::string tLastError;
+
+template <typename Body>
+collResult_t guarded(const char* function, Body&& body) {
+  try {
+    body();
+    return collSuccess;
+  } catch (const CollError& e) {
+    std::string message = e.what();
+    if (message.compare(0, strlen(function), function) != 0) message = std::string(function) + ": " + message;
+    tLastError = message;
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    tLastError = std::string(function) + ": out of memory";
+    return collSystemError;
+  } catch (const std::exception& e) {
+    tLastError = std::string(function) + ": internal error: " + e.what();
+    return collInternalError;
+  } catch (...) {
+    tLastError = std::string(function) + ": internal error (unknown exception)";
+    return collInternalError;
+  }
+}
+
+collComm* liveComm(collComm_t comm, const char* function) {
+  if (comm == nullptr) throwError(collInvalidArgument, "%s: comm is NULL: expected a communicator from collCommInit*", function);
+  if (comm->magic != collComm::kLive || !comm->impl)
+    throwError(collInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never initialized?)", function,
+               static_cast<void*>(comm));
+  return comm;
+}
+
+CommOptions optionsFrom(const collConfig_t* config, const char* function) {
+  CommOptions options;
+  options.timeoutMs = processParams().timeoutMs;
+  if (config == nullptr) return options;
+  if (config->magic != COLL_CONFIG_MAGIC)
+    throwError(collInvalidArgument, "%s: config->magic is 0x%x: expected a config set up with COLL_CONFIG_INITIALIZER",
+               function, config->magic);
+  if (config->size < offsetof(collConfig_t, commName) + sizeof(config->commName))
+    throwError(collInvalidArgument, "%s: config->size %zu is too small: expected sizeof(collConfig_t) = %zu", function,
+               config->size, sizeof(collConfig_t));
+  if (config->version / 10000 != COLL_MAJOR)
+    throwError(collInvalidArgument, "%s: config->version %u was compiled for major version %u; this library is %d",
+               function, config->version, config->version / 10000, COLL_MAJOR);
+  if (config->timeoutMs > 0) options.timeoutMs = config->timeoutMs;
+  if (config->commName != nullptr) options.name = config->commName;
+  return options;
+}
+
+// Each communicator built on one store gets its own key space: the k-th one a rank creates on
+// that store uses prefix "comm<k>", so a reused unique id never sees a previous job's keys.
+std::shared_ptr<bootstrap::Store> communicatorStore(const std::shared_ptr<bootstrap::Store>& base, int rank) {
+  int64_t generation = base->add("generation/" + std::to_string(rank), 1);
+  return std::make_shared<bootstrap::PrefixStore>("comm" + std::to_string(generation), base);
+}
+
+void initWithStore(collComm_t* out, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
+                   const CommOptions& options) {
+  auto handle = std::make_unique<collComm>();
+  handle->impl = std::make_unique<Communicator>(communicatorStore(store, rank), nranks, rank, options);
+  *out = handle.release();
+}
+
+void checkInitArgs(collComm_t* comm, int nranks, int rank, const char* function) {
+  if (comm == nullptr) throwError(collInvalidArgument, "%s: comm is NULL: expected a pointer to a collComm_t", function);
+  if (nranks < 1) throwError(collInvalidArgument, "%s: nranks %d: expected at least 1", function, nranks);
+  if (rank < 0 || rank >= nranks)
+    throwError(collInvalidArgument, "%s: rank %d is out of range: expected 0 <= rank < nranks (%d)", function, rank, nranks);
+}
+
+collResult_t runCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
+  return guarded(function, [&] {
+    collComm* handle = liveComm(comm, function);
+    Communicator& c = *handle->impl;
+    validateCall(function, call, c.rank(), c.nranks());
+    if (stream != nullptr)
+      throwError(collInvalidUsage,
+                 "%s: stream is not NULL, but this build of libcollective has no CUDA support: pass NULL for host "
+                 "buffers",
+                 function);
+    if (groupActive()) {
+      groupEnqueue(&c, call);
+      return;
+    }
+    handle->inflight.fetch_add(1);
+    struct Release {
+      collComm* h;
+      ~Release() { h->inflight.fetch_sub(1); }
+    } release{handle};
+    c.run(call);
+  });
+}
+
+}  // namespace
+}  // namespace coll
+
+using coll::CollCall;
+using coll::CollType;
+
+COLL_API collResult_t collGetVersion(int* version) {
+  return coll::guarded("collGetVersion", [&] {
+    if (version == nullptr) coll::throwError(collInvalidArgument, "collGetVersion: version is NULL");
+    *version = COLL_VERSION_CODE;
+  });
+}
+
+COLL_API collResult_t collGetUniqueId(collUniqueId* uniqueId) {
+  return coll::guarded("collGetUniqueId", [&] {
+    if (uniqueId == nullptr) coll::throwError(collInvalidArgument, "collGetUniqueId: uniqueId is NULL");
+    *uniqueId = coll::bootstrap::createUniqueId();
+  });
+}
+
+COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collUniqueId commId, int rank,
+                                             collConfig_t* config) {
+  return coll::guarded("collCommInitRank", [&] {
+    coll::checkInitArgs(comm, nranks, rank, "collCommInitRank");
+    coll::CommOptions options = coll::optionsFrom(config, "collCommInitRank");
+    auto deadline = coll::bootstrap::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+    auto store = coll::bootstrap::connectStore(commId, deadline);
+    coll::initWithStore(comm, store, nranks, rank, options);
+  });
+}
+
+COLL_API collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank) {
+  return collCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+COLL_API collResult_t collCommInitFromEnv(collComm_t* comm, collConfig_t* config) {
+  return coll::guarded("collCommInitFromEnv", [&] {
+    if (comm == nullptr) coll::throwError(collInvalidArgument, "collCommInitFromEnv: comm is NULL");
+    coll::CommOptions options = coll::optionsFrom(config, "collCommInitFromEnv");
+    coll::bootstrap::LaunchEnv env = coll::bootstrap::detectLaunchEnv();
+    auto deadline = coll::bootstrap::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+    auto store = coll::bootstrap::connectLaunchStore(env, deadline);
+    coll::initWithStore(comm, store, env.size, env.rank, options);
+  });
+}
+
+COLL_API collResult_t collCommSplit(collComm_t comm, int color, int key, collComm_t* newcomm, collConfig_t* config) {
+  return coll::guarded("collCommSplit", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommSplit");
+    if (newcomm == nullptr) coll::throwError(collInvalidArgument, "collCommSplit: newcomm is NULL");
+    if (color < 0 && color != COLL_SPLIT_NOCOLOR)
+      coll::throwError(collInvalidArgument, "collCommSplit: color %d: expected >= 0 or COLL_SPLIT_NOCOLOR (-1)", color);
+    // Without a config the child inherits the parent's settings.
+    coll::CommOptions options = config ? coll::optionsFrom(config, "collCommSplit") : handle->impl->options();
+    auto child = handle->impl->split(color, key, options);
+    if (!child) {
+      *newcomm = nullptr;
+      return;
+    }
+    auto out = std::make_unique<collComm>();
+    out->impl = std::move(child);
+    *newcomm = out.release();
+  });
+}
+
+COLL_API collResult_t collCommFinalize(collComm_t comm) {
+  // Host calls complete before they return, so there is nothing left to flush.
+  return coll::guarded("collCommFinalize", [&] { coll::liveComm(comm, "collCommFinalize"); });
+}
+
+COLL_API collResult_t collCommDestroy(collComm_t comm) {
+  return coll::guarded("collCommDestroy", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommDestroy");
+    handle->magic = 0;
+    handle->impl.reset();
+    delete handle;
+  });
+}
+
+COLL_API collResult_t collCommAbort(collComm_t comm) {
+  return coll::guarded("collCommAbort", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommAbort");
+    handle->impl->abort();
+    // The interrupted call notices within a few milliseconds; free only after it let go.
+    while (handle->inflight.load() > 0) usleep(1000);
+    handle->magic = 0;
+    handle->impl.reset();
+    delete handle;
+  });
+}
+
+COLL_API collResult_t collCommGetAsyncError(collComm_t comm, collResult_t* asyncError) {
+  return coll::guarded("collCommGetAsyncError", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommGetAsyncError");
+    if (asyncError == nullptr) coll::throwError(collInvalidArgument, "collCommGetAsyncError: asyncError is NULL");
+    *asyncError = handle->impl->asyncError();
+  });
+}
+
+COLL_API collResult_t collCommCount(const collComm_t comm, int* count) {
+  return coll::guarded("collCommCount", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommCount");
+    if (count == nullptr) coll::throwError(collInvalidArgument, "collCommCount: count is NULL");
+    *count = handle->impl->nranks();
+  });
+}
+
+COLL_API collResult_t collCommUserRank(const collComm_t comm, int* rank) {
+  return coll::guarded("collCommUserRank", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommUserRank");
+    if (rank == nullptr) coll::throwError(collInvalidArgument, "collCommUserRank: rank is NULL");
+    *rank = handle->impl->rank();
+  });
+}
+
+COLL_API collResult_t collCommCuDevice(const collComm_t comm, int* device) {
+  return coll::guarded("collCommCuDevice", [&] {
+    coll::liveComm(comm, "collCommCuDevice");
+    if (device == nullptr) coll::throwError(collInvalidArgument, "collCommCuDevice: device is NULL");
+    *device = -1;  // host-only build
+  });
+}
+
+COLL_API const char* collGetErrorString(collResult_t result) {
+  switch (result) {
+    case collSuccess: return "no error";
+    case collUnhandledCudaError: return "unhandled cuda error (run with COLL_DEBUG=INFO for details)";
+    case collSystemError: return "unhandled system error (run with COLL_DEBUG=INFO for details)";
+    case collInternalError: return "internal error - please report this issue";
+    case collInvalidArgument: return "invalid argument (see collGetLastError for details)";
+    case collInvalidUsage: return "invalid usage (see collGetLastError for details)";
+    case collRemoteError: return "remote process exited or there was a network error";
+    case collInProgress: return "operation in progress";
+    case collTimeout: return "operation timed out (COLL_TIMEOUT_MS)";
+    default: return "unknown result code";
+  }
+}
+
+COLL_API const char* collGetLastError(collComm_t comm) {
+  (void)comm;
+  return coll::tLastError.c_str();
+}
+
+COLL_API collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                                    collRedOp_t op, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kAllReduce, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.op = op;
+  return coll::runCall("collAllReduce", c, comm, stream);
+}
+
+COLL_API collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                                    int root, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kBroadcast, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.root = root;
+  return coll::runCall("collBroadcast", c, comm, stream);
+}
+
+COLL_API collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                                 collRedOp_t op, int root, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kReduce, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype;
+  c.op = op, c.root = root;
+  return coll::runCall("collReduce", c, comm, stream);
+}
+
+COLL_API collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype,
+                                    collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kAllGather, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = sendcount, c.datatype = datatype;
+  return coll::runCall("collAllGather", c, comm, stream);
+}
+
+COLL_API collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        collDataType_t datatype, collRedOp_t op, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kReduceScatter, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = recvcount;
+  c.datatype = datatype, c.op = op;
+  return coll::runCall("collReduceScatter", c, comm, stream);
+}
+
+COLL_API collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype,
+                                 int root, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kGather, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = sendcount, c.datatype = datatype, c.root = root;
+  return coll::runCall("collGather", c, comm, stream);
+}
+
+COLL_API collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collDataType_t datatype,
+                                  int root, collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kScatter, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = recvcount, c.datatype = datatype, c.root = root;
+  return coll::runCall("collScatter", c, comm, stream);
+}
+
+COLL_API collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                                   collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kAllToAll, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype;
+  return coll::runCall("collAllToAll", c, comm, stream);
+}
+
+COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kBarrier;
+  return coll::runCall("collBarrier", c, comm, stream);
+}
+
+COLL_API collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
+                               collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kSend, c.sendbuff = sendbuff, c.count = count, c.datatype = datatype, c.root = peer;
+  return coll::runCall("collSend", c, comm, stream);
+}
+
+COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
+                               collStream_t stream) {
+  CollCall c;
+  c.type = CollType::kRecv, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.root = peer;
+  return coll::runCall("collRecv", c, comm, stream);
+}
+
+COLL_API collResult_t collGroupStart(void) {
+  return coll::guarded("collGroupStart", [] { coll::groupStart(); });
+}
+
+COLL_API collResult_t collGroupEnd(void) {
+  return coll::guarded("collGroupEnd", [] { coll::groupEnd(); });
+}

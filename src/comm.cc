@@ -1,0 +1,316 @@
+#include "src/comm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+#include "bootstrap/bootstrap_ops.h"
+#include "kernels/cpu/reduce.h"
+#include "src/error.h"
+#include "src/logging.h"
+
+namespace coll {
+namespace {
+
+uint64_t hashString(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+template <typename T>
+bootstrap::Bytes toBytes(const T& value) {
+  bootstrap::Bytes bytes(sizeof(T));
+  memcpy(bytes.data(), &value, sizeof(T));
+  return bytes;
+}
+
+// Peer data arrives through the store from other processes: check its size before use.
+template <typename T>
+T fromBytes(const bootstrap::Bytes& bytes, int fromRank, const char* what) {
+  if (bytes.size() != sizeof(T))
+    throwError(collRemoteError, "rank %d sent %zu bytes of %s, expected %zu (a different libcollective version?)",
+               fromRank, bytes.size(), what, sizeof(T));
+  T value;
+  memcpy(&value, bytes.data(), sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+transport::PeerInfo describeSelf(int rank, const Params& params) {
+  transport::PeerInfo self;
+  self.rank = rank;
+  self.pid = static_cast<int32_t>(getpid());
+  std::string identity = params.hostId;
+  if (identity.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    std::ifstream bootId("/proc/sys/kernel/random/boot_id");
+    std::string boot;
+    std::getline(bootId, boot);
+    identity = std::string(host) + "/" + boot;
+  }
+  self.hostHash = hashString(identity);
+  self.processToken = hashString(identity + "/" + std::to_string(self.pid));
+  return self;
+}
+
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, int rank, const CommOptions& options)
+    : store_(std::move(store)), nranks_(nranks), rank_(rank), options_(options), params_(processParams()) {
+  transport::PeerInfo self = describeSelf(rank, params_);
+  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, toBytes(self), initDeadline());
+  peers_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    peers_[r] = fromBytes<transport::PeerInfo>(all[r], r, "peer information");
+    if (peers_[r].rank != r) throwError(collRemoteError, "rank %d announced itself as rank %d", r, peers_[r].rank);
+  }
+  setupTransports();
+  sends_.resize(nranks_);
+  recvs_.resize(nranks_);
+  executor_ = std::make_unique<Executor>(*this, nranks_);
+  int localRanks = shm_ ? shm_->localCount() : 1;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
+  // the rank we wait for needs, so oversubscribed ranks go to sleep at once.
+  spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000
+                                    : (localRanks <= cpus ? 50000 : 0);
+  COLL_INFO(kInit, "comm %s rank %d/%d ready: %s, spin %lld ns", options_.name.c_str(), rank_, nranks_,
+            shm_ ? "shared memory" : "no transport", static_cast<long long>(spinNs_));
+}
+
+Communicator::~Communicator() = default;
+
+bootstrap::Deadline Communicator::initDeadline() const {
+  return bootstrap::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+}
+
+void Communicator::setupTransports() {
+  std::vector<int> localRanks;
+  for (int r = 0; r < nranks_; ++r)
+    if (peers_[r].hostHash == peers_[rank_].hostHash) localRanks.push_back(r);
+  if (static_cast<int>(localRanks.size()) != nranks_)
+    throwError(collInvalidUsage,
+               "communicator init: the %d ranks run on more than one host (%zu on this one), and this build has no "
+               "network transport yet; run every rank on one host",
+               nranks_, localRanks.size());
+  if (!params_.shmEnabled)
+    throwError(collInvalidUsage,
+               "communicator init: COLL_TRANSPORTS excludes shm, and no other transport connects ranks on one host");
+  transport::ShmConfig config;
+  config.fifoDepth = params_.shmFifoDepth;
+  config.slotBytes = params_.shmSlotBytes;
+  config.oneshotBytes = params_.oneshotBytes;
+  shm_ = std::make_unique<transport::ShmDomain>(config, rank_, localRanks);
+  std::string blob = shm_->blob();
+  std::vector<bootstrap::Bytes> blobs = bootstrap::allGather(
+      *store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
+  std::vector<std::string> names;
+  for (int i = 0; i < nranks_; ++i) {
+    if (blobs[i].empty() || blobs[i].size() > 255 || blobs[i][0] != '/')
+      throwError(collRemoteError, "rank %d sent a malformed shared-memory name", i);
+    names.emplace_back(blobs[i].begin(), blobs[i].end());
+  }
+  shm_->attach(names);
+  bootstrap::barrier(*store_, "shm-attached", rank_, nranks_, initDeadline());
+  shm_->unlinkOwn();
+  bell_ = &shm_->myHeader()->doorbell;
+  oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
+  planContext_.nranks = nranks_;
+  planContext_.oneshotAvailable = true;
+  planContext_.oneshotBytes = config.oneshotBytes;
+  planContext_.slotBytes = config.slotBytes;
+  planContext_.fifoDepth = config.fifoDepth;
+  planContext_.overrides = params_.algoOverride;
+}
+
+transport::SendConnection* Communicator::sendConnection(int peer) {
+  if (!sends_[peer]) sends_[peer] = shm_->connectSend(peer);
+  return sends_[peer].get();
+}
+
+transport::RecvConnection* Communicator::recvConnection(int peer) {
+  if (!recvs_[peer]) recvs_[peer] = shm_->connectRecv(peer);
+  return recvs_[peer].get();
+}
+
+void Communicator::healthCheck() const {
+  if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
+  if (shm_) shm_->checkPeers();
+}
+
+void Communicator::markFailed(collResult_t code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    if (asyncError_.load() != collSuccess) return;
+    failureMessage_ = message;
+    asyncError_.store(code);
+  }
+  COLL_WARN(kColl, "comm %s rank %d failed: %s", options_.name.c_str(), rank_, message.c_str());
+  if (shm_) shm_->announceFailure(formatString("rank %d: %s", rank_, message.c_str()));
+}
+
+void Communicator::abort() {
+  aborted_.store(true);
+  markFailed(collRemoteError, formatString("rank %d called collCommAbort", rank_));
+  transport::forceRingDoorbell(bell_);
+}
+
+void Communicator::run(const CollCall& call) {
+  if (call.type == CollType::kSend || call.type == CollType::kRecv) {
+    runPointToPoint({call});
+    return;
+  }
+  if (asyncError_.load() != collSuccess) {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    throwError(asyncError_.load(), "the communicator failed earlier and cannot be used: %s", failureMessage_.c_str());
+  }
+  std::function<void()> health = [this] { healthCheck(); };
+  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  ProgressWaiter waiter(bell_, spinNs_, deadline, health, collTypeName(call.type), options_.timeoutMs);
+  try {
+    if (params_.checkConsistency) checkConsistency(call, waiter);
+    ++callCount_;
+    runPlanned(call, waiter);
+  } catch (const CollError& e) {
+    if (e.code() != collInvalidArgument && e.code() != collInvalidUsage) markFailed(e.code(), e.what());
+    throw;
+  }
+}
+
+void Communicator::runPlanned(const CollCall& call, ProgressWaiter& waiter) {
+  if (call.count == 0 && call.type != CollType::kBarrier) return;
+  Plan plan = planCall(call, planContext_);
+  COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", rank_, collTypeName(call.type), call.count,
+             kernels::dataTypeName(call.datatype), algoName(plan.algo));
+  if (plan.algo == Algo::kOneShot) {
+    oneshot_->run(call, waiter);
+    return;
+  }
+  Schedule schedule = buildSchedule(call, plan, rank_, nranks_);
+  ExecBuffers buffers;
+  uint8_t barrierIn = 0, barrierOut = 0;
+  buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;
+  buffers.recv = call.type == CollType::kBarrier ? &barrierOut : call.recvbuff;
+  buffers.datatype = call.datatype;
+  buffers.op = call.op;
+  buffers.elemSize = call.elemSize;
+  buffers.nranks = nranks_;
+  executor_->run(schedule, buffers, waiter);
+}
+
+void Communicator::runPointToPoint(const std::vector<CollCall>& calls) {
+  if (asyncError_.load() != collSuccess) {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    throwError(asyncError_.load(), "the communicator failed earlier and cannot be used: %s", failureMessage_.c_str());
+  }
+  // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
+  // different types, and every transfer progresses together.
+  Schedule schedule;
+  schedule.algorithm = "p2p";
+  for (const CollCall& call : calls) {
+    size_t bytes = call.count * call.elemSize;
+    if (bytes == 0) continue;
+    Step& step = schedule.add(bytes);
+    if (call.type == CollType::kSend) {
+      step.src = atAddress(call.sendbuff);
+      step.sendTo(call.root);
+    } else {
+      step.dst = atAddress(call.recvbuff);
+      step.recvFrom(call.root);
+    }
+    step.joinNext = true;
+  }
+  if (schedule.steps.empty()) return;
+  schedule.steps.back().joinNext = false;
+  std::function<void()> health = [this] { healthCheck(); };
+  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  ProgressWaiter waiter(bell_, spinNs_, deadline, health, calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd",
+                        options_.timeoutMs);
+  ExecBuffers buffers;
+  buffers.datatype = collUint8;
+  buffers.elemSize = 1;
+  buffers.nranks = nranks_;
+  try {
+    executor_->run(schedule, buffers, waiter);
+  } catch (const CollError& e) {
+    markFailed(e.code(), e.what());
+    throw;
+  }
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, const CommOptions& options) {
+  if (asyncError_.load() != collSuccess)
+    throwError(asyncError_.load(), "collCommSplit: the communicator failed earlier: %s", failureMessage_.c_str());
+  std::string tag = "split" + std::to_string(splitCount_++);
+  int32_t mine[2] = {color, key};
+  bootstrap::Bytes bytes(sizeof(mine));
+  memcpy(bytes.data(), mine, sizeof(mine));
+  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, tag, rank_, nranks_, bytes, initDeadline());
+  if (color == COLL_SPLIT_NOCOLOR) return nullptr;
+  struct Member {
+    int key, rank;
+  };
+  std::vector<Member> members;
+  for (int r = 0; r < nranks_; ++r) {
+    if (all[r].size() != sizeof(mine)) throwError(collRemoteError, "collCommSplit: rank %d sent a malformed entry", r);
+    int32_t theirs[2];
+    memcpy(theirs, all[r].data(), sizeof(theirs));
+    if (theirs[0] == color) members.push_back({theirs[1], r});
+  }
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Member& a, const Member& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+  int newRank = -1;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i].rank == rank_) newRank = static_cast<int>(i);
+  auto childStore = std::make_shared<bootstrap::PrefixStore>(tag + "/color" + std::to_string(color), store_);
+  return std::make_unique<Communicator>(childStore, static_cast<int>(members.size()), newRank, options);
+}
+
+void Communicator::checkConsistency(const CollCall& call, ProgressWaiter& waiter) {
+  // Every rank shares a fixed-size description of its call, so the exchange itself can never
+  // mismatch; then each rank compares all descriptions and they all reach the same verdict.
+  struct Description {
+    uint64_t callIndex, count;
+    int32_t type, datatype, op, root;
+  } mine{};
+  bool reduces = call.type == CollType::kAllReduce || call.type == CollType::kReduce ||
+                 call.type == CollType::kReduceScatter;
+  bool rooted = call.type == CollType::kBroadcast || call.type == CollType::kReduce ||
+                call.type == CollType::kGather || call.type == CollType::kScatter;
+  mine.callIndex = callCount_;
+  mine.count = call.type == CollType::kBarrier ? 0 : call.count;
+  mine.type = static_cast<int32_t>(call.type);
+  mine.datatype = call.type == CollType::kBarrier ? 0 : call.datatype;
+  mine.op = reduces ? call.op : 0;
+  mine.root = rooted ? call.root : 0;
+  std::vector<Description> all(nranks_);
+  CollCall exchange;
+  exchange.type = CollType::kAllGather;
+  exchange.sendbuff = &mine;
+  exchange.recvbuff = all.data();
+  exchange.count = sizeof(Description);
+  exchange.datatype = collUint8;
+  exchange.elemSize = 1;
+  runPlanned(exchange, waiter);
+  for (int r = 1; r < nranks_; ++r) {
+    const Description& d = all[r];
+    const Description& first = all[0];
+    if (memcmp(&d, &first, sizeof(Description)) == 0) continue;
+    auto describe = [](const Description& x) {
+      return formatString("%s(count=%llu, datatype=%s, op=%s, root=%d) as call #%llu",
+                          collTypeName(static_cast<CollType>(std::min<int32_t>(x.type, int32_t(CollType::kCount) - 1))),
+                          static_cast<unsigned long long>(x.count),
+                          kernels::dataTypeName(static_cast<collDataType_t>(x.datatype)),
+                          kernels::redOpName(static_cast<collRedOp_t>(x.op)), x.root,
+                          static_cast<unsigned long long>(x.callIndex));
+    };
+    throwError(collInvalidUsage, "%s: COLL_CHECK: rank %d called %s but rank 0 called %s", collTypeName(call.type), r,
+               describe(d).c_str(), describe(first).c_str());
+  }
+}
+
+}  // namespace coll

@@ -1,0 +1,115 @@
+#include "src/executor.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/reduce.h"
+#include "src/error.h"
+
+namespace coll {
+namespace {
+
+void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
+  void* base = ref.buffer == BufferId::kAddress ? ref.address
+               : ref.buffer == BufferId::kSend  ? const_cast<void*>(b.send)
+                                                : b.recv;
+  return static_cast<char*>(base) + (ref.offset + extra) * b.elemSize;
+}
+
+}  // namespace
+
+Executor::Executor(ConnectionSource& connections, int nranks)
+    : connections_(connections), sendClaim_(nranks, 0), recvClaim_(nranks, 0) {}
+
+bool Executor::claim(const Step& step) {
+  // Two steps of one batch that use the same connection must not interleave their slices: the
+  // receiver could not tell them apart. The earlier step keeps the connection until it is done.
+  for (int i = 0; i < step.nsend; ++i)
+    if (sendClaim_[step.sendPeers[i]] == round_) return false;
+  for (int i = 0; i < step.nrecv; ++i)
+    if (recvClaim_[step.recvPeers[i]] == round_) return false;
+  for (int i = 0; i < step.nsend; ++i) sendClaim_[step.sendPeers[i]] = round_;
+  for (int i = 0; i < step.nrecv; ++i) recvClaim_[step.recvPeers[i]] = round_;
+  return true;
+}
+
+bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
+  const Step& step = *active.step;
+  size_t slice = step.count - active.done;
+  bool usesPeers = step.nrecv + step.nsend > 0;
+  transport::SendConnection* sends[kMaxStepPeers];
+  transport::RecvConnection* recvs[kMaxStepPeers];
+  const void* srcs[kMaxStepPeers + 1];
+  void* dsts[kMaxStepPeers + 1];
+  int nsrcs = 0, ndsts = 0;
+  if (usesPeers) {
+    // Every connection has the same slot size, so both ends cut a step into the same slices.
+    for (int i = 0; i < step.nsend; ++i) sends[i] = connections_.sendConnection(step.sendPeers[i]);
+    for (int i = 0; i < step.nrecv; ++i) recvs[i] = connections_.recvConnection(step.recvPeers[i]);
+    size_t slotBytes = step.nsend > 0 ? sends[0]->slotBytes() : recvs[0]->slotBytes();
+    slice = std::min(slice, slotBytes / b.elemSize);
+  }
+  size_t sliceBytes = slice * b.elemSize;
+  for (int i = 0; i < step.nrecv; ++i) {
+    size_t bytes = 0;
+    const void* data = recvs[i]->tryPeek(&bytes);
+    if (data == nullptr) return false;
+    if (bytes != sliceBytes)
+      throwError(collRemoteError,
+                 "rank %d sent a slice of %zu bytes where %zu were expected: do all ranks call the same collective "
+                 "with the same count and datatype? (COLL_CHECK=1 tells which rank differs)",
+                 step.recvPeers[i], bytes, sliceBytes);
+    srcs[nsrcs++] = data;
+  }
+  for (int i = 0; i < step.nsend; ++i) {
+    void* slot = sends[i]->tryAcquire();
+    if (slot == nullptr) return false;
+    dsts[ndsts++] = slot;
+  }
+  if (step.src.buffer != BufferId::kNone) srcs[nsrcs++] = pointerOf(b, step.src, active.done);
+  if (step.dst.buffer != BufferId::kNone) dsts[ndsts++] = pointerOf(b, step.dst, active.done);
+  if (slice > 0 && nsrcs > 0) {
+    int avgDivisor = (step.finalAvg && b.op == collAvg && b.nranks > 1) ? b.nranks : 0;
+    // The kernel takes a bounded number of destinations per pass; wider fan-outs take several.
+    for (int first = 0; first < ndsts; first += kernels::kMaxCopyDestinations) {
+      int count = std::min(ndsts - first, kernels::kMaxCopyDestinations);
+      kernels::reduceCopy(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+    }
+  }
+  for (int i = 0; i < step.nsend; ++i) sends[i]->post(sliceBytes);
+  for (int i = 0; i < step.nrecv; ++i) recvs[i]->release();
+  active.done += slice;
+  return true;
+}
+
+void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter) {
+  const std::vector<Step>& steps = schedule.steps;
+  size_t next = 0;
+  while (next < steps.size()) {
+    batch_.clear();
+    do {
+      batch_.push_back({&steps[next], 0});
+    } while (steps[next++].joinNext && next < steps.size());
+    size_t remaining = batch_.size();
+    // Zero-count steps exchange nothing on either side.
+    for (ActiveStep& a : batch_)
+      if (a.step->count == 0) --remaining;
+    while (remaining > 0) {
+      bool moved = false;
+      ++round_;
+      for (ActiveStep& a : batch_) {
+        if (a.done == a.step->count) continue;
+        if (batch_.size() > 1 && !claim(*a.step)) continue;
+        // Keep moving one step while it can: fewer rounds, longer streams through one connection.
+        while (a.done < a.step->count && advance(a, buffers)) moved = true;
+        if (a.done == a.step->count) --remaining;
+      }
+      if (moved) {
+        waiter.progressed();
+      } else {
+        waiter.idle();
+      }
+    }
+  }
+}
+
+}  // namespace coll

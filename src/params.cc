@@ -1,0 +1,107 @@
+#include "src/params.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+#include "src/error.h"
+
+namespace coll {
+namespace {
+
+long long parseInteger(const char* name, long long minValue, long long maxValue, long long fallback) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  long long value = strtoll(text, &end, 0);
+  if (end != nullptr && (*end == 'k' || *end == 'K')) value <<= 10, ++end;
+  else if (end != nullptr && (*end == 'm' || *end == 'M')) value <<= 20, ++end;
+  if (end == text || *end != '\0' || value < minValue || value > maxValue)
+    throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected an integer in [%lld, %lld]", name,
+               text, minValue, maxValue);
+  return value;
+}
+
+bool parseBool(const char* name, bool fallback) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on")) return true;
+  if (!strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcasecmp(text, "off")) return false;
+  throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected 0 or 1", name, text);
+}
+
+Algo parseAlgoName(const std::string& name, const std::string& whole) {
+  static const struct { const char* name; Algo algo; } kNames[] = {
+      {"auto", Algo::kAuto},     {"oneshot", Algo::kOneShot}, {"ring", Algo::kRing},         {"tree", Algo::kTree},
+      {"chain", Algo::kChain},   {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise},
+  };
+  for (const auto& entry : kNames)
+    if (strcasecmp(entry.name, name.c_str()) == 0) return entry.algo;
+  throwError(collInvalidUsage,
+             "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct or pairwise",
+             whole.c_str(), name.c_str());
+}
+
+int collTypeByName(const std::string& name, const std::string& whole) {
+  for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
+    if (strcasecmp(collTypeName(static_cast<CollType>(t)), name.c_str()) == 0) return t;
+  throwError(collInvalidUsage, "COLL_ALGO=\"%s\": unknown collective \"%s\"; expected e.g. allreduce:ring",
+             whole.c_str(), name.c_str());
+}
+
+}  // namespace
+
+const char* algoName(Algo algo) {
+  switch (algo) {
+    case Algo::kAuto: return "auto";
+    case Algo::kOneShot: return "oneshot";
+    case Algo::kRing: return "ring";
+    case Algo::kTree: return "tree";
+    case Algo::kChain: return "chain";
+    case Algo::kDirect: return "direct";
+    case Algo::kPairwise: return "pairwise";
+  }
+  return "?";
+}
+
+void parseAlgoOverrides(const std::string& text, Algo* overrides) {
+  // "ring" applies to every collective; "allreduce:tree,broadcast:chain" to the ones named.
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      Algo algo = parseAlgoName(item, text);
+      for (int t = 0; t < static_cast<int>(CollType::kCount); ++t) overrides[t] = algo;
+    } else {
+      overrides[collTypeByName(item.substr(0, colon), text)] = parseAlgoName(item.substr(colon + 1), text);
+    }
+    start = end + 1;
+  }
+}
+
+const Params& processParams() {
+  static const Params cached = [] {
+    Params p;
+    p.timeoutMs = static_cast<int>(parseInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
+    p.checkConsistency = parseBool("COLL_CHECK", false);
+    if (const char* transports = getenv("COLL_TRANSPORTS")) {
+      std::string t(transports);
+      if (t.find("^shm") != std::string::npos) p.shmEnabled = false;
+      else if (!t.empty() && t[0] != '^' && t.find("shm") == std::string::npos) p.shmEnabled = false;
+    }
+    if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
+    p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
+    p.shmSlotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.shmSlotBytes));
+    p.shmSlotBytes = (p.shmSlotBytes + 63) / 64 * 64;
+    p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
+    p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
+    if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
+    return p;
+  }();
+  return cached;
+}
+
+}  // namespace coll

@@ -1,0 +1,34 @@
+// Environment parameters, read once per process (the parameter cache the design allows) and then
+// copied into each communicator, which is what the rest of the library reads. Every variable is
+// documented in docs/env.md with its default.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "src/coll_call.h"
+
+namespace coll {
+
+enum class Algo : uint8_t { kAuto, kOneShot, kRing, kTree, kChain, kDirect, kPairwise };
+const char* algoName(Algo algo);
+
+struct Params {
+  int timeoutMs = 300000;          // COLL_TIMEOUT_MS
+  bool checkConsistency = false;   // COLL_CHECK
+  bool shmEnabled = true;          // COLL_TRANSPORTS (^shm disables)
+  Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
+  int shmFifoDepth = 8;            // COLL_SHM_FIFO_DEPTH
+  size_t shmSlotBytes = 128 << 10; // COLL_SHM_SLOT_BYTES
+  size_t oneshotBytes = 64 << 10;  // COLL_ONESHOT_BYTES (per rank, per buffer)
+  int spinMicros = -1;             // COLL_SPIN_US (-1: chosen from ranks per core)
+  std::string hostId;              // COLL_HOSTID (overrides host detection; tests simulate hosts)
+};
+
+// Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
+const Params& processParams();
+
+// Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
+void parseAlgoOverrides(const std::string& text, Algo* overrides);
+
+}  // namespace coll

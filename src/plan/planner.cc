@@ -1,0 +1,131 @@
+#include "src/plan/planner.h"
+
+#include <algorithm>
+
+#include "src/algorithms/algorithms.h"
+#include "src/error.h"
+
+namespace coll {
+namespace {
+
+// Cost model constants for shared memory on one host, from the measurements in
+// docs/performance.md: a flag round trip between cores, a pipeline step, and the rate at which
+// one core streams bytes through its caches.
+constexpr double kOneshotLatencyUs = 0.5;
+constexpr double kStepLatencyUs = 1.5;
+constexpr double kCopyBytesPerUs = 10000.0;  // about 10 GB/s
+
+// Bytes a rank moves through memory per byte of its input.
+double oneshotTraffic(CollType type, int n) {
+  switch (type) {
+    case CollType::kAllReduce:
+    case CollType::kReduce:
+    case CollType::kAllGather:
+    case CollType::kGather:
+      return 2.0 + n;  // publish (read+write), then read every rank's copy
+    default:
+      return 3.0;
+  }
+}
+
+double ringTraffic(CollType type, int n) {
+  // Reduce-scatter then all-gather: per step a slot is written and read once more than the data.
+  double fraction = static_cast<double>(n - 1) / n;
+  return type == CollType::kAllReduce ? 2 * fraction * 3.0 : fraction * 3.0;
+}
+
+Algo defaultAlgo(CollType type, int nranks, size_t bytes) {
+  switch (type) {
+    case CollType::kAllReduce: return Algo::kRing;
+    case CollType::kAllGather:
+    case CollType::kReduceScatter: return Algo::kRing;
+    case CollType::kBroadcast: return nranks <= 3 || bytes >= (1u << 20) ? Algo::kChain : Algo::kTree;
+    case CollType::kReduce: return Algo::kTree;
+    case CollType::kGather:
+    case CollType::kScatter: return Algo::kDirect;
+    case CollType::kAllToAll: return Algo::kPairwise;
+    case CollType::kBarrier: return Algo::kTree;
+    default: return Algo::kDirect;
+  }
+}
+
+bool algoSupports(Algo algo, CollType type) {
+  switch (algo) {
+    case Algo::kOneShot: return type != CollType::kSend && type != CollType::kRecv;
+    case Algo::kRing: return type == CollType::kAllReduce || type == CollType::kAllGather || type == CollType::kReduceScatter;
+    case Algo::kTree:
+      return type == CollType::kAllReduce || type == CollType::kBroadcast || type == CollType::kReduce ||
+             type == CollType::kBarrier;
+    case Algo::kChain: return type == CollType::kBroadcast;
+    case Algo::kDirect: return type == CollType::kGather || type == CollType::kScatter;
+    case Algo::kPairwise: return type == CollType::kAllToAll;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+size_t oneshotInputBytes(const CollCall& call, int nranks) {
+  size_t bytes = call.count * call.elemSize;
+  switch (call.type) {
+    case CollType::kReduceScatter:
+    case CollType::kScatter:
+    case CollType::kAllToAll: return bytes * static_cast<size_t>(nranks);
+    case CollType::kBarrier: return 0;
+    default: return bytes;
+  }
+}
+
+Plan planCall(const CollCall& call, const PlanContext& ctx) {
+  Plan plan;
+  // A step may use at most half a FIFO: see ring.cc for why that rules out deadlock.
+  size_t stepBytes = std::max<size_t>(ctx.slotBytes, ctx.slotBytes * static_cast<size_t>(ctx.fifoDepth / 2));
+  plan.maxStepElems = std::max<size_t>(1, stepBytes / call.elemSize);
+  size_t input = oneshotInputBytes(call, ctx.nranks);
+  bool oneshotFits = ctx.oneshotAvailable && input <= ctx.oneshotBytes;
+
+  Algo forced = ctx.overrides != nullptr ? ctx.overrides[static_cast<int>(call.type)] : Algo::kAuto;
+  if (forced != Algo::kAuto) {
+    if (!algoSupports(forced, call.type))
+      throwError(collInvalidUsage, "COLL_ALGO: algorithm %s cannot run %s", algoName(forced), collTypeName(call.type));
+    if (forced == Algo::kOneShot && !oneshotFits)
+      throwError(collInvalidUsage,
+                 "COLL_ALGO: oneshot cannot run this %s: it needs every rank on one host with shared memory and at most "
+                 "%zu input bytes per rank (COLL_ONESHOT_BYTES), got %zu",
+                 collTypeName(call.type), ctx.oneshotBytes, input);
+    plan.algo = forced;
+    return plan;
+  }
+  plan.algo = defaultAlgo(call.type, ctx.nranks, call.count * call.elemSize);
+  if (oneshotFits) {
+    int n = ctx.nranks;
+    double oneshotUs = kOneshotLatencyUs + input * oneshotTraffic(call.type, n) / kCopyBytesPerUs;
+    double pipelineUs = kStepLatencyUs * 2 * (n - 1) + input * ringTraffic(call.type, n) / kCopyBytesPerUs;
+    if (oneshotUs <= pipelineUs || call.type == CollType::kBarrier) plan.algo = Algo::kOneShot;
+  }
+  return plan;
+}
+
+Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int n) {
+  namespace a = algorithms;
+  bool avg = call.op == collAvg;
+  size_t step = plan.maxStepElems;
+  switch (call.type) {
+    case CollType::kAllReduce:
+      return plan.algo == Algo::kTree ? a::treeAllReduce(n, rank, call.count, step, avg)
+                                      : a::ringAllReduce(n, rank, call.count, step, avg);
+    case CollType::kReduceScatter: return a::ringReduceScatter(n, rank, call.count, step, avg);
+    case CollType::kAllGather: return a::ringAllGather(n, rank, call.count, step);
+    case CollType::kBroadcast:
+      return plan.algo == Algo::kTree ? a::treeBroadcast(n, rank, call.root, call.count, step)
+                                      : a::chainBroadcast(n, rank, call.root, call.count, step);
+    case CollType::kReduce: return a::treeReduce(n, rank, call.root, call.count, step, avg);
+    case CollType::kGather: return a::directGather(n, rank, call.root, call.count);
+    case CollType::kScatter: return a::directScatter(n, rank, call.root, call.count);
+    case CollType::kAllToAll: return a::pairwiseAllToAll(n, rank, call.count);
+    case CollType::kBarrier: return a::treeAllReduce(n, rank, 1, step, false);
+    default: throwError(collInternalError, "buildSchedule: %s has no schedule", collTypeName(call.type));
+  }
+}
+
+}  // namespace coll

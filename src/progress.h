@@ -1,0 +1,51 @@
+// How a rank waits when nothing can move: spin briefly (peers usually answer within
+// microseconds), then announce sleep on the rank's doorbell and futex-wait, so that more ranks
+// than cores still run well. Every sleep first checks the call's deadline, the communicator's
+// abort flag and the health of the peers: a wait can end in an error, never in a hang.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "transport/doorbell.h"
+
+namespace coll {
+
+class ProgressWaiter {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
+  // timeout message.
+  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
+                 const std::function<void()>& healthCheck, const char* what, int timeoutMs);
+  ~ProgressWaiter();
+
+  // Call after a round of progress that moved nothing.
+  void idle();
+  // Call after a round that moved something.
+  void progressed() {
+    if (armed_) disarm();
+    spinStartNs_ = 0;
+  }
+
+ private:
+  void disarm();
+  transport::Doorbell* bell_;
+  int64_t spinNs_;
+  Clock::time_point deadline_;
+  const std::function<void()>& healthCheck_;
+  const char* what_;
+  int timeoutMs_;
+  int64_t spinStartNs_ = 0;
+  int64_t lastHealthCheckNs_ = 0;
+  uint32_t idleRounds_ = 0;
+  bool armed_ = false;
+  uint32_t snapshot_ = 0;
+};
+
+int64_t monotonicNs();
+
+}  // namespace coll

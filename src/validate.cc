@@ -1,0 +1,99 @@
+#include "src/validate.h"
+
+#include <cstdint>
+
+#include "kernels/cpu/reduce.h"
+#include "src/error.h"
+
+namespace coll {
+namespace {
+
+bool isReduction(CollType t) {
+  return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;
+}
+bool isRooted(CollType t) {
+  return t == CollType::kBroadcast || t == CollType::kReduce || t == CollType::kGather || t == CollType::kScatter;
+}
+
+// How many `count`s each buffer holds: the send and receive sides differ for gather-like calls.
+void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, size_t* recvMul) {
+  *sendMul = 1;
+  *recvMul = 1;
+  bool root = rank == c.root;
+  switch (c.type) {
+    case CollType::kAllGather: *recvMul = nranks; break;
+    case CollType::kReduceScatter: *sendMul = nranks; break;
+    case CollType::kGather: *recvMul = root ? nranks : 0; break;
+    case CollType::kScatter: *sendMul = root ? nranks : 0; break;
+    case CollType::kAllToAll: *sendMul = *recvMul = nranks; break;
+    case CollType::kBroadcast: *sendMul = root ? 1 : 0; break;
+    case CollType::kReduce: *recvMul = root ? 1 : 0; break;
+    case CollType::kSend: *recvMul = 0; break;
+    case CollType::kRecv: *sendMul = 0; break;
+    default: break;
+  }
+}
+
+// The in-place form API.md allows: the send data sits exactly where this rank's part of the
+// receive buffer is (or the reverse for reduce-scatter and scatter).
+bool isAllowedInPlace(const CollCall& c, int rank) {
+  auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
+  auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  size_t bytes = c.count * c.elemSize;
+  switch (c.type) {
+    case CollType::kAllReduce:
+    case CollType::kBroadcast:
+    case CollType::kReduce: return send == recv;
+    case CollType::kAllGather: return send == recv + rank * bytes;
+    case CollType::kReduceScatter: return recv == send + rank * bytes;
+    case CollType::kGather: return send == recv + c.root * bytes;
+    case CollType::kScatter: return recv == send + c.root * bytes;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
+  if (c.type == CollType::kBarrier) return;
+  if (static_cast<int>(c.datatype) < 0 || c.datatype >= collNumTypes)
+    throwError(collInvalidArgument, "%s: datatype %d is out of range: expected a collDataType_t in [0, %d)", fn,
+               static_cast<int>(c.datatype), static_cast<int>(collNumTypes));
+  c.elemSize = kernels::dataTypeSize(c.datatype);
+  if (isReduction(c.type) && (static_cast<int>(c.op) < 0 || c.op >= collNumOps))
+    throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn,
+               static_cast<int>(c.op), static_cast<int>(collNumOps));
+  if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
+    throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)", fn,
+               c.root, nranks);
+  if ((c.type == CollType::kSend || c.type == CollType::kRecv) && (c.root < 0 || c.root >= nranks))
+    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)", fn,
+               c.root, nranks);
+  size_t sendMul, recvMul;
+  bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
+  size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
+  if (maxMul == 0) maxMul = 1;
+  if (c.count > SIZE_MAX / c.elemSize / maxMul)
+    throwError(collInvalidArgument, "%s: count %zu of %s (x%zu ranks) overflows size_t bytes", fn, c.count,
+               kernels::dataTypeName(c.datatype), maxMul);
+  if (c.count == 0) return;
+  if (sendMul > 0 && c.sendbuff == nullptr)
+    throwError(collInvalidArgument, "%s: sendbuff is NULL with count %zu: expected a buffer of %zu bytes", fn, c.count,
+               c.count * c.elemSize * sendMul);
+  if (recvMul > 0 && c.recvbuff == nullptr)
+    throwError(collInvalidArgument, "%s: recvbuff is NULL with count %zu: expected a buffer of %zu bytes", fn, c.count,
+               c.count * c.elemSize * recvMul);
+  if (sendMul > 0 && recvMul > 0) {
+    auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
+    auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+    size_t sendBytes = c.count * c.elemSize * sendMul, recvBytes = c.count * c.elemSize * recvMul;
+    bool overlap = send < recv + recvBytes && recv < send + sendBytes;
+    if (overlap && !isAllowedInPlace(c, rank))
+      throwError(collInvalidArgument,
+                 "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
+                 "disjoint buffers or the in-place layout of the API",
+                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes);
+  }
+}
+
+}  // namespace coll

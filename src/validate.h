@@ -1,0 +1,14 @@
+// Argument checks for the collective entry points. Each throws CollError(collInvalidArgument)
+// with a message naming the C function, the bad value and what was expected, before any buffer
+// or peer is touched.
+#pragma once
+
+#include "src/coll_call.h"
+
+namespace coll {
+
+// Checks a call's datatype, op, root or peer, count overflow, buffer presence and overlap for a
+// communicator of `nranks` where this rank is `rank`. Fills call.elemSize.
+void validateCall(const char* function, CollCall& call, int rank, int nranks);
+
+}  // namespace coll

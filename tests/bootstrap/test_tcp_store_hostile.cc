@@ -1,0 +1,299 @@
+// What a confused or hostile peer can do to the rendezvous store: every malformed connection is
+// closed on its own and well-behaved clients keep being served.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/socket_util.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/tcp_store.h"
+#include "test_helpers.h"
+
+namespace coll {
+namespace bootstrap {
+namespace {
+
+using testing::expectCollError;
+using testing::in;
+using testing::msSince;
+using testing::toBytes;
+using testing::toString;
+using wire::FrameWriter;
+using wire::Op;
+
+Secret secretOf(uint8_t v) {
+  Secret s{};
+  s.fill(v);
+  return s;
+}
+
+class HostileClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<TcpStoreServer>("127.0.0.1", 0, secretOf(7));
+    good_ = std::make_unique<TcpStoreClient>("127.0.0.1", server_->port(), secretOf(7), in(5000));
+    good_->set("before", toBytes("1"));
+  }
+
+  Fd rawConnect() { return connectWithDeadline("127.0.0.1", server_->port(), in(2000)); }
+
+  static void sendBytes(const Fd& fd, const Bytes& bytes) {
+    ASSERT_EQ(sendAll(fd.get(), bytes.data(), bytes.size(), in(2000)), IoStatus::kOk);
+  }
+
+  // Reads until EOF or reset; returns everything received before it, or fails after 3 s.
+  static Bytes readUntilClosed(const Fd& fd) {
+    Bytes received;
+    auto deadline = in(3000);
+    while (Clock::now() < deadline) {
+      pollfd pfd{fd.get(), POLLIN, 0};
+      if (poll(&pfd, 1, pollTimeoutMs(deadline)) <= 0) break;
+      uint8_t chunk[4096];
+      ssize_t n = recv(fd.get(), chunk, sizeof(chunk), 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return received;
+      if (n < 0 && errno != EAGAIN && errno != EINTR) return received;
+      if (n > 0) received.insert(received.end(), chunk, chunk + n);
+    }
+    ADD_FAILURE() << "the server did not close the connection";
+    return received;
+  }
+
+  // Sends a valid hello and consumes the hello-ok reply.
+  void authenticate(const Fd& fd) {
+    sendBytes(fd, wire::encodeHello(secretOf(7)));
+    uint8_t reply[wire::kHeaderBytes + wire::kOpAndSeqBytes];
+    ASSERT_EQ(recvAll(fd.get(), reply, sizeof(reply), in(2000)), IoStatus::kOk);
+    ASSERT_EQ(reply[4], static_cast<uint8_t>(Op::kHelloOk));
+  }
+
+  // The store still serves the client connected before, and a new one.
+  void expectStillServing() {
+    good_->set("after", toBytes("2"));
+    EXPECT_EQ(toString(good_->get("before", in(2000))), "1");
+    TcpStoreClient fresh("127.0.0.1", server_->port(), secretOf(7), in(2000));
+    EXPECT_EQ(toString(fresh.get("after", in(2000))), "2");
+    int64_t counted = fresh.add("n", 1);
+    EXPECT_EQ(good_->add("n", 0), counted);
+  }
+
+  static Bytes header(uint32_t bodyBytes) {
+    Bytes h(4);
+    for (int i = 0; i < 4; ++i) h[i] = static_cast<uint8_t>(bodyBytes >> (8 * i));
+    return h;
+  }
+
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStoreClient> good_;
+};
+
+TEST_F(HostileClientTest, GarbageBeforeHello) {
+  Fd fd = rawConnect();
+  sendBytes(fd, toBytes("GET / HTTP/1.1\r\nHost: store\r\n\r\n"));
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, TruncatedHelloThenHalfClose) {
+  Fd fd = rawConnect();
+  Bytes hello = wire::encodeHello(secretOf(7));
+  hello.resize(12);
+  sendBytes(fd, hello);
+  shutdown(fd.get(), SHUT_WR);
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, TruncatedRequestThenClose) {
+  {
+    Fd fd = rawConnect();
+    authenticate(fd);
+    Bytes set = FrameWriter(Op::kSet, 1).str("k").bytes(Bytes(1000, 1)).finish();
+    set.resize(set.size() / 2);
+    sendBytes(fd, set);
+  }  // closed mid-frame
+  expectStillServing();
+  EXPECT_FALSE(good_->check({"k"}));
+}
+
+TEST_F(HostileClientTest, OversizedLengthPrefixBeforeAndAfterHello) {
+  Fd before = rawConnect();
+  sendBytes(before, header(1000));  // a hello is 43 bytes; the server must not wait for 1000
+  EXPECT_TRUE(readUntilClosed(before).empty());
+
+  Fd after = rawConnect();
+  authenticate(after);
+  sendBytes(after, header(0xfffffff0u));
+  EXPECT_TRUE(readUntilClosed(after).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, LengthPrefixTooSmall) {
+  Fd fd = rawConnect();
+  authenticate(fd);
+  Bytes frame = header(2);
+  frame.push_back(static_cast<uint8_t>(Op::kGet));
+  frame.push_back(0);
+  sendBytes(fd, frame);
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, WrongMagic) {
+  Fd fd = rawConnect();
+  sendBytes(fd, wire::encodeHello(secretOf(7), 0xdeadbeef));
+  EXPECT_TRUE(readUntilClosed(fd).empty());  // not even a rejection: it is not our protocol
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, RequestBeforeHello) {
+  Fd fd = rawConnect();
+  sendBytes(fd, FrameWriter(Op::kGet, 1).u32(0).str("before").finish());
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, UnknownOpcode) {
+  Fd fd = rawConnect();
+  authenticate(fd);
+  sendBytes(fd, FrameWriter(static_cast<Op>(0xee), 1).str("x").finish());
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  // A server-to-client opcode sent by a client is just as unknown.
+  Fd fd2 = rawConnect();
+  authenticate(fd2);
+  sendBytes(fd2, FrameWriter(Op::kValue, 1).bytes(Bytes{1}).finish());
+  EXPECT_TRUE(readUntilClosed(fd2).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, FieldLengthsThatLie) {
+  // A key length pointing past the end of the frame.
+  Fd fd = rawConnect();
+  authenticate(fd);
+  sendBytes(fd, FrameWriter(Op::kSet, 1).u32(1000).raw("abc", 3).finish());
+  EXPECT_TRUE(readUntilClosed(fd).empty());
+  // A key longer than kMaxKeyBytes inside a frame that really holds it.
+  Fd fd2 = rawConnect();
+  authenticate(fd2);
+  sendBytes(fd2, FrameWriter(Op::kSet, 1).str(std::string(kMaxKeyBytes + 1, 'k')).bytes(Bytes{}).finish());
+  EXPECT_TRUE(readUntilClosed(fd2).empty());
+  // Four billion keys announced in a small frame.
+  Fd fd3 = rawConnect();
+  authenticate(fd3);
+  sendBytes(fd3, FrameWriter(Op::kCheck, 1).u32(0xffffffffu).str("a").finish());
+  EXPECT_TRUE(readUntilClosed(fd3).empty());
+  // Trailing bytes after a complete get.
+  Fd fd4 = rawConnect();
+  authenticate(fd4);
+  sendBytes(fd4, FrameWriter(Op::kGet, 1).u32(0).str("before").u8(0).finish());
+  EXPECT_TRUE(readUntilClosed(fd4).empty());
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, DisconnectWhileWaitingDoesNotDisturbOthers) {
+  {
+    Fd fd = rawConnect();
+    authenticate(fd);
+    sendBytes(fd, FrameWriter(Op::kGet, 1).u32(60000).str("later").finish());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }  // parked get abandoned
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    TcpStoreClient c("127.0.0.1", server_->port(), secretOf(7), in(2000));
+    c.set("later", toBytes("v"));
+  });
+  EXPECT_EQ(toString(good_->get("later", in(3000))), "v");
+  setter.join();
+  expectStillServing();
+}
+
+TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {
+  auto start = Clock::now();
+  std::string message = expectCollError(collInvalidUsage, [&] {
+    TcpStoreClient intruder("127.0.0.1", server_->port(), secretOf(8), in(5000));
+  });
+  EXPECT_LT(msSince(start), 2000);
+  std::string expected = "rejected by the rendezvous store at 127.0.0.1:" + std::to_string(server_->port()) +
+                         ": wrong secret (is another job using this address?)";
+  EXPECT_NE(message.find(expected), std::string::npos) << message;
+  expectStillServing();
+  EXPECT_FALSE(good_->check({"intruder"}));
+}
+
+TEST_F(HostileClientTest, WrongSecretGetsARejectFrameThenClose) {
+  Fd fd = rawConnect();
+  Secret wrong = secretOf(7);
+  wrong[31] ^= 1;  // differs only in the last byte
+  sendBytes(fd, wire::encodeHello(wrong));
+  Bytes received = readUntilClosed(fd);
+  ASSERT_GE(received.size(), wire::kHeaderBytes + wire::kOpAndSeqBytes + 1);
+  EXPECT_EQ(received[4], static_cast<uint8_t>(Op::kHelloReject));
+  EXPECT_EQ(received[9], static_cast<uint8_t>(wire::RejectReason::kWrongSecret));
+  // Requests pipelined behind a rejected hello are never executed.
+  Fd fd2 = rawConnect();
+  Bytes both = wire::encodeHello(wrong);
+  Bytes set = FrameWriter(Op::kSet, 1).str("intruder").bytes(Bytes{1}).finish();
+  both.insert(both.end(), set.begin(), set.end());
+  sendBytes(fd2, both);
+  readUntilClosed(fd2);
+  EXPECT_FALSE(good_->check({"intruder"}));
+}
+
+TEST_F(HostileClientTest, VersionMismatchIsRejected) {
+  Fd fd = rawConnect();
+  sendBytes(fd, wire::encodeHello(secretOf(7), wire::kMagic, 99));
+  Bytes received = readUntilClosed(fd);
+  ASSERT_GE(received.size(), 10u);
+  EXPECT_EQ(received[4], static_cast<uint8_t>(Op::kHelloReject));
+  EXPECT_EQ(received[9], static_cast<uint8_t>(wire::RejectReason::kVersionMismatch));
+}
+
+TEST(TcpStoreConnect, AbsentStoreTimesOutNamingTheAddress) {
+  uint16_t port;
+  {
+    Fd probe = listenOn("127.0.0.1", 0);
+    port = localAddressOf(probe.get()).port();
+  }
+  auto start = Clock::now();
+  std::string message =
+      expectCollError(collTimeout, [&] { TcpStoreClient c("127.0.0.1", port, secretOf(1), in(400)); });
+  EXPECT_GE(msSince(start), 390);
+  EXPECT_LT(msSince(start), 1500);
+  EXPECT_NE(message.find("no rendezvous store at 127.0.0.1:" + std::to_string(port) + " after"), std::string::npos)
+      << message;
+}
+
+TEST(TcpStoreConnect, ClientWaitsForAStoreThatStartsLater) {
+  uint16_t port;
+  {
+    Fd probe = listenOn("127.0.0.1", 0);
+    port = localAddressOf(probe.get()).port();
+  }
+  std::unique_ptr<TcpStoreServer> server;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    server = std::make_unique<TcpStoreServer>("127.0.0.1", port, secretOf(1));
+  });
+  TcpStoreClient client("127.0.0.1", port, secretOf(1), in(5000));
+  starter.join();
+  client.set("k", toBytes("v"));
+  EXPECT_EQ(toString(client.get("k", in(1000))), "v");
+}
+
+TEST(TcpStoreConnect, SilentListenerTimesOut) {
+  // Something accepts connections but never answers the hello.
+  Fd listener = listenOn("127.0.0.1", 0);
+  uint16_t port = localAddressOf(listener.get()).port();
+  auto start = Clock::now();
+  std::string message =
+      expectCollError(collTimeout, [&] { TcpStoreClient c("127.0.0.1", port, secretOf(1), in(300)); });
+  EXPECT_GE(msSince(start), 290);
+  EXPECT_LT(msSince(start), 1500);
+  EXPECT_NE(message.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace bootstrap
+}  // namespace coll

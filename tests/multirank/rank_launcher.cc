@@ -1,0 +1,113 @@
+#include "rank_launcher.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace colltest {
+
+std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config) {
+  collUniqueId id;
+  if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
+  std::vector<std::string> failures;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] {
+      collComm_t comm = nullptr;
+      collResult_t rc = collCommInitRankConfig(&comm, nranks, id, r, config);
+      std::vector<std::string> mine;
+      if (rc != collSuccess) {
+        mine.push_back("rank " + std::to_string(r) + ": init: " + collGetLastError(nullptr));
+      } else {
+        mine = body(comm, r, nranks);
+        collCommDestroy(comm);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      failures.insert(failures.end(), mine.begin(), mine.end());
+    });
+  }
+  for (auto& t : threads) t.join();
+  return failures;
+}
+
+std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds) {
+  collUniqueId id;
+  if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
+  std::vector<pid_t> pids;
+  std::vector<int> pipes;
+  for (int r = 0; r < nranks; ++r) {
+    int fds[2];
+    if (pipe(fds) != 0) return {"pipe failed"};
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      collComm_t comm = nullptr;
+      std::vector<std::string> mine;
+      if (collCommInitRank(&comm, nranks, id, r) != collSuccess) {
+        mine.push_back("rank " + std::to_string(r) + ": init: " + collGetLastError(nullptr));
+      } else {
+        mine = body(comm, r, nranks);
+        collCommDestroy(comm);
+      }
+      std::string report;
+      for (const auto& m : mine) report += m + "\n";
+      ssize_t ignored = write(fds[1], report.data(), report.size());
+      (void)ignored;
+      _exit(mine.empty() ? 0 : 1);
+    }
+    close(fds[1]);
+    pids.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::vector<std::string> failures;
+  std::vector<std::string> reports(nranks);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  int open = nranks;
+  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::vector<pollfd> fds;
+    for (int fd : pipes)
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    poll(fds.data(), fds.size(), 200);
+    for (int r = 0; r < nranks; ++r) {
+      if (pipes[r] < 0) continue;
+      pollfd p{pipes[r], POLLIN, 0};
+      if (poll(&p, 1, 0) <= 0) continue;
+      char buffer[4096];
+      ssize_t got = read(pipes[r], buffer, sizeof(buffer));
+      if (got > 0) {
+        reports[r].append(buffer, got);
+      } else {
+        close(pipes[r]);
+        pipes[r] = -1;
+        --open;
+      }
+    }
+  }
+  for (int r = 0; r < nranks; ++r) {
+    if (pipes[r] >= 0) {
+      kill(pids[r], SIGKILL);
+      close(pipes[r]);
+      failures.push_back("rank " + std::to_string(r) + " did not finish within " + std::to_string(timeoutSeconds) + " s");
+    }
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    size_t start = 0;
+    while (start < reports[r].size()) {
+      size_t end = reports[r].find('\n', start);
+      failures.push_back(reports[r].substr(start, end - start));
+      start = end == std::string::npos ? reports[r].size() : end + 1;
+    }
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && reports[r].empty())
+      failures.push_back("rank " + std::to_string(r) + " exited abnormally (status " + std::to_string(status) + ")");
+  }
+  return failures;
+}
+
+}  // namespace colltest

@@ -1,0 +1,21 @@
+// Runs a function on n ranks, as threads of this process or as forked processes, each with its
+// own communicator built from one unique id (the real TCP rendezvous store and shared memory).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+
+namespace colltest {
+
+// The body of one rank: returns failure descriptions (empty when the rank passed).
+using RankBody = std::function<std::vector<std::string>(collComm_t comm, int rank, int nranks)>;
+
+std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config = nullptr);
+// Each child reports its failures through a pipe and its exit status; a child that dies or hangs
+// past timeoutSeconds is a failure too.
+std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds = 120);
+
+}  // namespace colltest

@@ -1,0 +1,29 @@
+// collrun's command line: what to start, how many, and how to wire the ranks together.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace collrun {
+
+enum class Binding { kNone, kCore, kNuma };
+
+struct Options {
+  int nprocs = 0;    // -n: processes on this node
+  int nnodes = 1;    // --nnodes
+  int nodeRank = 0;  // --node-rank
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 0;  // 0: pick a free one (single node only)
+  Binding bind = Binding::kNone;
+  bool tagOutput = false;
+  double timeoutSec = 0;             // 0: none
+  std::vector<std::string> command;  // PROGRAM ARGS...
+};
+
+enum class ParseOutcome { kRun, kExitSuccess, kUsageError };
+
+// Parses argv into *opts. On kExitSuccess (--help, --version) the text has been printed; on
+// kUsageError the error and the usage have been printed to stderr and the caller exits 2.
+ParseOutcome parseOptions(int argc, char** argv, Options* opts);
+
+}  // namespace collrun

@@ -1,0 +1,49 @@
+// The transport interface: how bytes move between two ranks. A connection is a FIFO of fixed-size
+// slots with credits. The sender acquires a free slot, fills (or reduces into) it and posts it;
+// the receiver peeks at the oldest posted slot, consumes it in place and releases it. Both sides
+// are non-blocking: the executor progresses many connections at once and sleeps on the rank's
+// Doorbell when none can move, so a transport must ring the peer's doorbell whenever it posts or
+// releases. Every transport (shm here; sockets and verbs later) offers the same two classes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace coll {
+namespace transport {
+
+class SendConnection {
+ public:
+  virtual ~SendConnection() = default;
+  // A free slot of slotBytes() to write into, or nullptr when every slot is still in flight.
+  virtual void* tryAcquire() = 0;
+  // Publishes the slot returned by the last tryAcquire() holding `bytes` bytes (<= slotBytes()).
+  virtual void post(size_t bytes) = 0;
+  virtual size_t slotBytes() const = 0;
+  virtual int depth() const = 0;
+};
+
+class RecvConnection {
+ public:
+  virtual ~RecvConnection() = default;
+  // The oldest posted slot and its byte count, or nullptr when none has arrived yet. The bytes
+  // come from another process: the caller checks *bytes against what it expects.
+  virtual const void* tryPeek(size_t* bytes) = 0;
+  // Returns the slot from the last tryPeek() to the sender.
+  virtual void release() = 0;
+  // The sender cuts data into slots of this size; both ends use it to agree on slices.
+  virtual size_t slotBytes() const = 0;
+};
+
+// Describes one rank to the transports: where it runs and how to watch it.
+struct PeerInfo {
+  int rank = -1;
+  uint64_t hostHash = 0;  // equal for ranks on one host (boot id + hostname)
+  int32_t pid = 0;
+  uint64_t processToken = 0;  // distinguishes processes that reuse a pid, and threads of one process
+};
+
+}  // namespace transport
+}  // namespace coll
