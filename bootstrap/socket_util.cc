@@ -30,6 +30,13 @@ void Fd::reset(int fd) {
 
 std::string SocketAddress::host() const {
   char text[NI_MAXHOST] = "";
+  if (family() == AF_INET6) {
+    // A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d; logs read better as a.b.c.d.
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], text, sizeof(text))) {
+      return text;
+    }
+  }
   if (getnameinfo(reinterpret_cast<const sockaddr*>(&storage), length, text, sizeof(text), nullptr, 0,
                   NI_NUMERICHOST) != 0) {
     return "?";
@@ -60,7 +67,9 @@ long long elapsedMs(Clock::time_point start, Clock::time_point end) {
 Deadline deadlineAfter(std::chrono::milliseconds timeout) {
   auto now = Clock::now();
   if (timeout.count() <= 0) return now;
-  if (Deadline::max() - now <= timeout) return Deadline::max();
+  // Compare in milliseconds: converting a huge timeout to the clock's nanoseconds would overflow.
+  auto headroom = std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::max() - now);
+  if (timeout >= headroom) return Deadline::max();
   return now + timeout;
 }
 

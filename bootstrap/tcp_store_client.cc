@@ -33,7 +33,8 @@ constexpr auto kReplyGrace = std::chrono::milliseconds(1000);
 constexpr size_t kMaxReplyBody = wire::kOpAndSeqBytes + 4 + kMaxValueBytes;
 
 Deadline addSaturating(Deadline d, std::chrono::milliseconds extra) {
-  return Deadline::max() - d <= extra ? Deadline::max() : d + extra;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::max() - d) <= extra ? Deadline::max()
+                                                                                            : d + extra;
 }
 
 // The timeout the server should apply: what is left until the deadline, rounded up, clamped.

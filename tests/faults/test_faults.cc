@@ -1,0 +1,149 @@
+// Faults end in errors on every surviving rank within the timeout, never in a hang: a rank killed
+// in the middle of a collective, a rendezvous that never completes, collCommAbort from another
+// thread, and a second job that presents the wrong secret.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/unique_id.h"
+#include "collective.h"
+#include "rank_launcher.h"
+
+namespace colltest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TEST(Faults, RankKilledMidCollectiveGivesEverySurvivorAnError) {
+  const int nranks = 4;
+  const int victim = 2;
+  auto failures = runAsProcesses(nranks, [](collComm_t comm, int rank, int) -> std::vector<std::string> {
+    // 16 Mi floats per call keeps every rank inside the collective when the victim dies.
+    std::vector<float> in(16 << 20, 1.0f), out(16 << 20);
+    if (rank == victim) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGKILL);
+      }).detach();
+    }
+    auto start = Clock::now();
+    for (int i = 0; i < 100000; ++i) {
+      collResult_t rc = collAllReduce(in.data(), out.data(), in.size(), collFloat, collSum, comm, nullptr);
+      if (rc != collSuccess) {
+        double elapsed = secondsSince(start);
+        std::string message = collGetLastError(comm);
+        if (rc != collRemoteError) return {"rank " + std::to_string(rank) + ": expected collRemoteError, got " + collGetErrorString(rc)};
+        if (elapsed > 10) return {"rank " + std::to_string(rank) + ": error came after " + std::to_string(elapsed) + " s"};
+        // The next call fails at once: the communicator remembers.
+        if (collAllReduce(in.data(), out.data(), 8, collFloat, collSum, comm, nullptr) == collSuccess)
+          return {"rank " + std::to_string(rank) + ": call after the failure succeeded"};
+        collResult_t async = collSuccess;
+        collCommGetAsyncError(comm, &async);
+        if (async == collSuccess) return {"rank " + std::to_string(rank) + ": no async error recorded"};
+        return {};
+      }
+    }
+    return {"rank " + std::to_string(rank) + ": never saw the victim die"};
+  }, 60);
+  // The victim's own report is "exited abnormally"; every other rank must pass.
+  std::vector<std::string> survivors;
+  for (const auto& f : failures)
+    if (f.find("rank " + std::to_string(victim) + " ") != 0) survivors.push_back(f);
+  std::string text;
+  for (const auto& f : survivors) text += f + "\n";
+  EXPECT_TRUE(survivors.empty()) << text;
+}
+
+TEST(Faults, RendezvousThatNeverCompletesTimesOut) {
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 1000;
+  collComm_t comm = nullptr;
+  auto start = Clock::now();
+  // Rank 1 of 2 never arrives.
+  EXPECT_EQ(collCommInitRankConfig(&comm, 2, id, 0, &config), collTimeout);
+  double elapsed = secondsSince(start);
+  EXPECT_GE(elapsed, 0.9);
+  EXPECT_LT(elapsed, 5.0);
+  EXPECT_NE(std::string(collGetLastError(nullptr)).find("collCommInitRank"), std::string::npos);
+}
+
+TEST(Faults, AbsentRendezvousStoreTimesOut) {
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  coll::bootstrap::UniqueIdInfo info = coll::bootstrap::decodeUniqueId(id);
+  info.port = 1;  // nothing listens there
+  collUniqueId nowhere = coll::bootstrap::encodeUniqueId(info);
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 1000;
+  collComm_t comm = nullptr;
+  auto start = Clock::now();
+  EXPECT_EQ(collCommInitRankConfig(&comm, 2, nowhere, 1, &config), collTimeout) << collGetLastError(nullptr);
+  EXPECT_LT(secondsSince(start), 5.0);
+}
+
+TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  collComm_t comms[2] = {nullptr, nullptr};
+  std::thread other([&] { EXPECT_EQ(collCommInitRank(&comms[1], 2, id, 1), collSuccess); });
+  ASSERT_EQ(collCommInitRank(&comms[0], 2, id, 0), collSuccess);
+  other.join();
+  std::atomic<collResult_t> result{collSuccess};
+  std::atomic<bool> returned{false};
+  // Rank 0 waits in an all-reduce that rank 1 never joins.
+  std::thread waiter([&] {
+    float x = 1, y = 0;
+    result = collAllReduce(&x, &y, 1, collFloat, collSum, comms[0], nullptr);
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(returned.load());
+  auto start = Clock::now();
+  EXPECT_EQ(collCommAbort(comms[0]), collSuccess);
+  waiter.join();
+  EXPECT_LT(secondsSince(start), 2.0);
+  EXPECT_TRUE(result == collRemoteError || result == collInvalidUsage) << result;
+  // Rank 1 learns of the abort too. Its first call may still complete (rank 0 had published its
+  // input before the abort); the one after needs rank 0 again and must fail, not hang.
+  float x = 1, y = 0;
+  start = Clock::now();
+  collResult_t rc = collSuccess;
+  for (int i = 0; i < 2 && rc == collSuccess; ++i) rc = collAllReduce(&x, &y, 1, collFloat, collSum, comms[1], nullptr);
+  EXPECT_EQ(rc, collRemoteError);
+  EXPECT_NE(std::string(collGetLastError(comms[1])).find("collCommAbort"), std::string::npos) << collGetLastError(comms[1]);
+  EXPECT_LT(secondsSince(start), 2.0);
+  EXPECT_EQ(collCommDestroy(comms[1]), collSuccess);
+}
+
+TEST(Faults, SecondJobWithAnotherSecretCannotJoin) {
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  coll::bootstrap::UniqueIdInfo info = coll::bootstrap::decodeUniqueId(id);
+  info.secret[0] ^= 0xff;  // same address, another job's secret
+  collUniqueId intruder = coll::bootstrap::encodeUniqueId(info);
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 3000;
+  collComm_t comm = nullptr;
+  auto start = Clock::now();
+  EXPECT_EQ(collCommInitRankConfig(&comm, 2, intruder, 1, &config), collInvalidUsage);
+  EXPECT_LT(secondsSince(start), 2.0);
+  EXPECT_NE(std::string(collGetLastError(nullptr)).find("secret"), std::string::npos) << collGetLastError(nullptr);
+  // The real job still forms.
+  auto failures = runAsThreads(1, [](collComm_t, int, int) { return std::vector<std::string>{}; });
+  EXPECT_TRUE(failures.empty());
+}
+
+}  // namespace
+}  // namespace colltest
