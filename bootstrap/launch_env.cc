@@ -1,10 +1,11 @@
 #include "bootstrap/launch_env.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 #include "bootstrap/tcp_store.h"
 #include "src/error.h"
@@ -173,8 +174,8 @@ LaunchEnv detectLaunchEnv() {
   if (addr == nullptr) notSet("MASTER_ADDR is");
   env.masterAddr = addr;
   env.masterPort = requireInt("MASTER_PORT", 1, 65535);
-  COLL_INFO(kBootstrap, "launch environment (%s): rank %d of %d, local %d of %d, store %s:%d", source.c_str(),
-            env.rank, env.size, env.localRank, env.localSize, env.masterAddr.c_str(), env.masterPort);
+  COLL_INFO(kBootstrap, "launch environment (%s): rank %d of %d, local %d of %d, store %s:%d", source.c_str(), env.rank,
+            env.size, env.localRank, env.localSize, env.masterAddr.c_str(), env.masterPort);
   return env;
 }
 
@@ -210,8 +211,10 @@ std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadlin
     try {
       server = std::make_unique<TcpStoreServer>("", port, secret);
     } catch (const CollError& e) {
-      throwError(e.code(), "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "
-                 "(is another job or an earlier run using this port?)", env.masterPort, e.what());
+      throwError(e.code(),
+                 "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "
+                 "(is another job or an earlier run using this port?)",
+                 env.masterPort, e.what());
     }
   }
   auto client = std::make_shared<TcpStoreClient>(env.masterAddr, port, secret, deadline);

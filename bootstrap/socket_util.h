@@ -70,12 +70,13 @@ bool splitHostPort(const std::string& text, std::string* host, uint16_t* port);
 // resolve; EAI_AGAIN (a transient DNS failure) is reported as collSystemError.
 std::vector<SocketAddress> resolveAddresses(const std::string& host, uint16_t port, bool passive = false);
 
-// Connects to host:port before the deadline. Refused, reset and unreachable attempts are retried
-// with a short backoff, because the server is often a peer that has not started listening yet.
+// Connects to host:port before the deadline. Refused, reset and unreachable attempts (and names
+// that do not resolve yet) are retried with a short backoff, because the server is often a peer
+// that has not started listening yet. getaddrinfo() itself cannot be interrupted, so a hung
+// resolver can overrun the deadline by its own timeout.
 // The socket is returned non-blocking, close-on-exec, with TCP_NODELAY. On timeout throws
 // collTimeout: "no <peerName> at host:port after N ms (last error: ...)".
-Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline,
-                       const char* peerName = "listener");
+Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline, const char* peerName = "listener");
 
 enum class IoStatus { kOk, kClosed, kTimeout };
 

@@ -146,20 +146,34 @@ bool secretsEqual(const Secret& a, const Secret& b) {
 
 const char* opName(uint8_t op) {
   switch (static_cast<Op>(op)) {
-    case Op::kHello: return "hello";
-    case Op::kSet: return "set";
-    case Op::kGet: return "get";
-    case Op::kAdd: return "add";
-    case Op::kCheck: return "check";
-    case Op::kWait: return "wait";
-    case Op::kHelloOk: return "hello-ok";
-    case Op::kHelloReject: return "hello-reject";
-    case Op::kOk: return "ok";
-    case Op::kValue: return "value";
-    case Op::kNotFound: return "not-found";
-    case Op::kCounter: return "counter";
-    case Op::kCheckResult: return "check-result";
-    case Op::kError: return "error";
+    case Op::kHello:
+      return "hello";
+    case Op::kSet:
+      return "set";
+    case Op::kGet:
+      return "get";
+    case Op::kAdd:
+      return "add";
+    case Op::kCheck:
+      return "check";
+    case Op::kWait:
+      return "wait";
+    case Op::kHelloOk:
+      return "hello-ok";
+    case Op::kHelloReject:
+      return "hello-reject";
+    case Op::kOk:
+      return "ok";
+    case Op::kValue:
+      return "value";
+    case Op::kNotFound:
+      return "not-found";
+    case Op::kCounter:
+      return "counter";
+    case Op::kCheckResult:
+      return "check-result";
+    case Op::kError:
+      return "error";
   }
   return "unknown";
 }

@@ -46,7 +46,7 @@ enum class Op : uint8_t {
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message
   kOk = 66,
-  kValue = 67,        // bytes value
+  kValue = 67,  // bytes value
   kNotFound = 68,
   kCounter = 69,      // i64 new value
   kCheckResult = 70,  // u8 0|1

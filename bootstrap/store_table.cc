@@ -90,9 +90,7 @@ std::vector<StoreTable::WaiterId> StoreTable::takeExpired(Deadline now) {
   return expired;
 }
 
-Deadline StoreTable::nextDeadline() const {
-  return byDeadline_.empty() ? Deadline::max() : byDeadline_.begin()->first;
-}
+Deadline StoreTable::nextDeadline() const { return byDeadline_.empty() ? Deadline::max() : byDeadline_.begin()->first; }
 
 }  // namespace bootstrap
 }  // namespace coll

@@ -14,8 +14,8 @@
 #include <unordered_map>
 
 #include "bootstrap/socket_util.h"
-#include "bootstrap/store_protocol.h"
 #include "bootstrap/store.h"
+#include "bootstrap/store_protocol.h"
 
 namespace coll {
 namespace bootstrap {
@@ -24,9 +24,8 @@ namespace bootstrap {
 // thread, so one slow or hostile client cannot stall the others.
 class TcpStoreServer {
  public:
-  // Caps that bound what peers can make the server hold.
+  // Bounds how many connections peers can make the server hold.
   static constexpr size_t kMaxClients = 4096;
-  static constexpr size_t kMaxWaitersPerClient = 1024;
 
   // Listens on bindHost:port (port 0: an ephemeral port; bindHost "" or "0.0.0.0"/"::": every
   // interface). Throws collSystemError when the address cannot be bound.

@@ -34,7 +34,7 @@ constexpr size_t kMaxReplyBody = wire::kOpAndSeqBytes + 4 + kMaxValueBytes;
 
 Deadline addSaturating(Deadline d, std::chrono::milliseconds extra) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::max() - d) <= extra ? Deadline::max()
-                                                                                            : d + extra;
+                                                                                             : d + extra;
 }
 
 // The timeout the server should apply: what is left until the deadline, rounded up, clamped.
@@ -70,8 +70,7 @@ void checkKey(const char* function, const std::string& key) {
 
 }  // namespace
 
-TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret,
-                               Deadline connectDeadline)
+TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline)
     : address_(formatHostPort(host, port)) {
   const auto start = Clock::now();
   fd_ = connectWithDeadline(host, port, connectDeadline, "rendezvous store");
@@ -255,7 +254,8 @@ Bytes TcpStoreClient::get(const std::string& key, Deadline deadline) {
   Reply reply;
   if (!roundTrip(w, addSaturating(deadline, kReplyGrace), what, &reply) ||
       reply.op == static_cast<uint8_t>(Op::kNotFound)) {
-    throwError(collTimeout, "TcpStoreClient::get: timed out waiting for key '%s' from the rendezvous store at %s after %lld ms",
+    throwError(collTimeout,
+               "TcpStoreClient::get: timed out waiting for key '%s' from the rendezvous store at %s after %lld ms",
                key.substr(0, 200).c_str(), address_.c_str(), elapsedMs(start, Clock::now()));
   }
   if (reply.op != static_cast<uint8_t>(Op::kValue)) throwUnexpected(what, reply.op);
@@ -292,7 +292,8 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, Deadline deadlin
   Reply reply;
   if (!roundTrip(w, addSaturating(deadline, kReplyGrace), what, &reply) ||
       reply.op == static_cast<uint8_t>(Op::kNotFound)) {
-    throwError(collTimeout, "TcpStoreClient::wait: timed out waiting for keys %s from the rendezvous store at %s after %lld ms",
+    throwError(collTimeout,
+               "TcpStoreClient::wait: timed out waiting for keys %s from the rendezvous store at %s after %lld ms",
                quoteKeys(keys).c_str(), address_.c_str(), elapsedMs(start, Clock::now()));
   }
   if (reply.op != static_cast<uint8_t>(Op::kOk)) throwUnexpected(what, reply.op);

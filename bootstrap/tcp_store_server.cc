@@ -1,8 +1,8 @@
 // TcpStoreServer: one thread, one poll() over the listening socket, an eventfd that ends the
 // thread, and every client. Sockets are non-blocking and each client has its own input and
 // output buffers, so a client that stops reading, sends half a frame or sends garbage only ever
-// costs its own connection. Blocking requests (get, wait) are parked in the StoreTable and
-// answered when their keys appear or their deadline passes.
+// costs its own connection. What a request means is StoreService's business (store_service.h);
+// this file frames bytes, enforces the limits and delivers replies.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -13,10 +13,9 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <stdexcept>
 
 #include "bootstrap/store_protocol.h"
-#include "bootstrap/store_table.h"
+#include "bootstrap/store_service.h"
 #include "bootstrap/tcp_store.h"
 #include "src/error.h"
 #include "src/logging.h"
@@ -34,22 +33,12 @@ constexpr size_t kOutputBackpressure = 1 << 20;
 // connection only occupies one of the kMaxClients slots.
 constexpr auto kHelloTimeout = std::chrono::seconds(30);
 
-// A peer broke the protocol: its connection is closed, the server carries on.
-class ProtocolError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 }  // namespace
-
-using wire::FrameReader;
-using wire::FrameWriter;
-using wire::Op;
 
 class TcpStoreServer::Loop {
  public:
   Loop(Fd listenFd, int wakeFd, const Secret& secret, std::string name)
-      : listenFd_(std::move(listenFd)), wakeFd_(wakeFd), secret_(secret), name_(std::move(name)) {}
+      : listenFd_(std::move(listenFd)), wakeFd_(wakeFd), name_(name), service_(secret, name) {}
 
   // Runs until the eventfd is signalled. An unexpected failure closes every connection so that
   // clients see EOF at once instead of waiting for their deadlines.
@@ -68,7 +57,7 @@ class TcpStoreServer::Loop {
     uint64_t id = 0;
     Fd fd;
     std::string peer;
-    bool authenticated = false;
+    bool authenticated = false;  // mirrors the service, to size the next frame without a lookup
     bool closeAfterFlush = false;
     bool dead = false;
     Deadline helloDeadline;
@@ -76,13 +65,6 @@ class TcpStoreServer::Loop {
     size_t inStart = 0;  // parsed prefix of `in`
     Bytes out;
     size_t outSent = 0;
-    std::vector<StoreTable::WaiterId> waiters;
-  };
-  struct PendingReply {
-    uint64_t connId;
-    uint32_t seq;
-    bool isGet;
-    std::string key;  // for get: whose value to send
   };
 
   static size_t backlog(const Connection& c) { return c.out.size() - c.outSent; }
@@ -125,7 +107,7 @@ class TcpStoreServer::Loop {
   }
 
   Deadline nextWakeup() const {
-    Deadline next = table_.nextDeadline();
+    Deadline next = service_.nextDeadline();
     for (const auto& entry : conns_) {
       if (!entry.second->authenticated) next = std::min(next, entry.second->helloDeadline);
     }
@@ -194,6 +176,8 @@ class TcpStoreServer::Loop {
   void processInput(Connection& c) {
     while (!c.dead && !c.closeAfterFlush && backlog(c) < kOutputBackpressure) {
       size_t frameBytes = 0;
+      // Before the hello is accepted only a hello-sized frame is allowed: an unauthenticated peer
+      // must not be able to make the server buffer up to kMaxBodyBytes.
       size_t maxBody = c.authenticated ? wire::kMaxBodyBytes : wire::kHelloBodyBytes;
       auto check = wire::checkFrame(c.in.data() + c.inStart, c.in.size() - c.inStart, maxBody, &frameBytes);
       if (check == wire::FrameCheck::kIncomplete) break;
@@ -202,8 +186,13 @@ class TcpStoreServer::Loop {
         return;
       }
       try {
-        FrameReader reader(c.in.data() + c.inStart + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes);
-        handleFrame(c, reader);
+        outgoing_.clear();
+        const uint8_t* body = c.in.data() + c.inStart + wire::kHeaderBytes;
+        if (!service_.handleFrame(c.id, c.peer, body, frameBytes - wire::kHeaderBytes, &outgoing_)) {
+          c.closeAfterFlush = true;  // after the rejection reply
+        }
+        c.authenticated = service_.authenticated(c.id);
+        deliver();
       } catch (const ProtocolError& e) {
         drop(c, e.what());
         return;
@@ -220,153 +209,19 @@ class TcpStoreServer::Loop {
     }
   }
 
-  void handleFrame(Connection& c, FrameReader& r) {
-    uint8_t op = r.u8();
-    uint32_t seq = r.u32();
-    if (!c.authenticated) {
-      if (op != static_cast<uint8_t>(Op::kHello)) {
-        throw ProtocolError(formatString("first frame is '%s', not hello", wire::opName(op)));
-      }
-      handleHello(c, r, seq);
-      return;
+  // Sends what the service produced to each addressed connection that is still open.
+  void deliver() {
+    for (auto& o : outgoing_) {
+      auto it = conns_.find(o.conn);
+      if (it != conns_.end()) reply(*it->second, std::move(o.frame));
     }
-    switch (static_cast<Op>(op)) {
-      case Op::kSet: {
-        std::string key = r.str(kMaxKeyBytes);
-        Bytes value = r.bytes(kMaxValueBytes);
-        requireEnd(r, op);
-        std::vector<StoreTable::WaiterId> ready;
-        table_.set(key, std::move(value), &ready);
-        reply(c, FrameWriter(Op::kOk, seq).finish());
-        completeWaiters(ready);
-        return;
-      }
-      case Op::kGet: {
-        uint32_t timeoutMs = r.u32();
-        std::string key = r.str(kMaxKeyBytes);
-        requireEnd(r, op);
-        if (const Bytes* value = table_.find(key)) {
-          reply(c, FrameWriter(Op::kValue, seq).bytes(*value).finish());
-        } else {
-          park(c, seq, {key}, timeoutMs, true);
-        }
-        return;
-      }
-      case Op::kAdd: {
-        std::string key = r.str(kMaxKeyBytes);
-        int64_t delta = r.i64();
-        requireEnd(r, op);
-        int64_t result = 0;
-        std::vector<StoreTable::WaiterId> ready;
-        if (table_.add(key, delta, &result, &ready)) {
-          reply(c, FrameWriter(Op::kCounter, seq).i64(result).finish());
-          completeWaiters(ready);
-        } else {
-          std::string message = "the value of key '" + key.substr(0, 200) +
-                                "' is not a decimal counter, or adding the delta overflows int64";
-          reply(c, FrameWriter(Op::kError, seq).str(message).finish());
-        }
-        return;
-      }
-      case Op::kCheck: {
-        std::vector<std::string> keys = readKeys(r);
-        requireEnd(r, op);
-        reply(c, FrameWriter(Op::kCheckResult, seq).u8(table_.hasAll(keys) ? 1 : 0).finish());
-        return;
-      }
-      case Op::kWait: {
-        uint32_t timeoutMs = r.u32();
-        std::vector<std::string> keys = readKeys(r);
-        requireEnd(r, op);
-        if (table_.hasAll(keys)) {
-          reply(c, FrameWriter(Op::kOk, seq).finish());
-        } else {
-          park(c, seq, keys, timeoutMs, false);
-        }
-        return;
-      }
-      default:
-        throw ProtocolError(formatString("unknown or unexpected opcode %u", static_cast<unsigned>(op)));
-    }
-  }
-
-  void handleHello(Connection& c, FrameReader& r, uint32_t seq) {
-    uint32_t magic = r.u32();
-    uint16_t version = r.u16();
-    Secret secret{};
-    r.raw(secret.data(), secret.size());
-    if (!r.atEnd()) throw ProtocolError("malformed hello");
-    if (magic != wire::kMagic) throw ProtocolError(formatString("not a libcollective client (magic 0x%08x)", magic));
-    if (version != wire::kVersion) {
-      reject(c, seq, wire::RejectReason::kVersionMismatch,
-             formatString("client speaks protocol version %u, this store speaks %u", version, wire::kVersion));
-      return;
-    }
-    if (!wire::secretsEqual(secret, secret_)) {
-      reject(c, seq, wire::RejectReason::kWrongSecret, "wrong secret");
-      return;
-    }
-    c.authenticated = true;
-    reply(c, FrameWriter(Op::kHelloOk, seq).finish());
-  }
-
-  void reject(Connection& c, uint32_t seq, wire::RejectReason reason, const std::string& message) {
-    COLL_WARN(kBootstrap, "rendezvous store %s: rejected %s: %s (is another job using this address?)", name_.c_str(),
-              c.peer.c_str(), message.c_str());
-    c.closeAfterFlush = true;
-    reply(c, FrameWriter(Op::kHelloReject, seq).u8(static_cast<uint8_t>(reason)).str(message).finish());
-  }
-
-  static void requireEnd(const FrameReader& r, uint8_t op) {
-    if (!r.atEnd()) throw ProtocolError(formatString("malformed '%s' request", wire::opName(op)));
-  }
-
-  static std::vector<std::string> readKeys(FrameReader& r) {
-    uint32_t n = r.u32();
-    if (n > wire::kMaxKeysPerRequest) throw ProtocolError(formatString("%u keys in one request", n));
-    std::vector<std::string> keys;
-    // The reader fails at the first key past the frame's end, so n cannot force a big allocation.
-    for (uint32_t i = 0; i < n && r.ok(); ++i) keys.push_back(r.str(kMaxKeyBytes));
-    return keys;
-  }
-
-  // Parks a get/wait until its keys exist or timeoutMs passes.
-  void park(Connection& c, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet) {
-    if (timeoutMs == 0) {
-      reply(c, FrameWriter(Op::kNotFound, seq).finish());
-      return;
-    }
-    if (c.waiters.size() >= kMaxWaitersPerClient) throw ProtocolError("too many pending get/wait requests");
-    auto id = table_.addWaiter(keys, Clock::now() + std::chrono::milliseconds(timeoutMs));
-    pending_[id] = PendingReply{c.id, seq, isGet, isGet ? keys.front() : std::string()};
-    c.waiters.push_back(id);
-  }
-
-  // Answers parked requests whose keys all exist now (found) or whose deadline passed.
-  void answer(StoreTable::WaiterId id, bool found) {
-    auto it = pending_.find(id);
-    if (it == pending_.end()) return;
-    PendingReply p = std::move(it->second);
-    pending_.erase(it);
-    auto conn = conns_.find(p.connId);
-    if (conn == conns_.end() || conn->second->dead) return;
-    Connection& c = *conn->second;
-    c.waiters.erase(std::remove(c.waiters.begin(), c.waiters.end(), id), c.waiters.end());
-    if (!found) {
-      reply(c, FrameWriter(Op::kNotFound, p.seq).finish());
-    } else if (p.isGet) {
-      reply(c, FrameWriter(Op::kValue, p.seq).bytes(*table_.find(p.key)).finish());
-    } else {
-      reply(c, FrameWriter(Op::kOk, p.seq).finish());
-    }
-  }
-
-  void completeWaiters(const std::vector<StoreTable::WaiterId>& ready) {
-    for (auto id : ready) answer(id, true);
+    outgoing_.clear();
   }
 
   void expire(Deadline now) {
-    for (auto id : table_.takeExpired(now)) answer(id, false);
+    outgoing_.clear();
+    service_.expire(now, &outgoing_);
+    deliver();
     for (auto& entry : conns_) {
       Connection& c = *entry.second;
       if (!c.dead && !c.authenticated && c.helloDeadline <= now) drop(c, "no hello within the time limit");
@@ -417,21 +272,17 @@ class TcpStoreServer::Loop {
         ++it;
         continue;
       }
-      for (auto id : it->second->waiters) {
-        table_.removeWaiter(id);
-        pending_.erase(id);
-      }
+      service_.disconnect(it->first);
       it = conns_.erase(it);
     }
   }
 
   Fd listenFd_;
   int wakeFd_;
-  Secret secret_;
   std::string name_;
-  StoreTable table_;
+  StoreService service_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
-  std::unordered_map<StoreTable::WaiterId, PendingReply> pending_;
+  std::vector<StoreService::Outgoing> outgoing_;  // reused to avoid an allocation per request
   uint64_t nextConnId_ = 1;
   Deadline acceptPausedUntil_{};
 };

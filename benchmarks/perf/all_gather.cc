@@ -24,8 +24,7 @@ double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 collResult_t run(const CallArgs& c) { return collAllGather(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, nullptr); }
 
 const CollDescriptor kColl = {"all_gather_perf", "collAllGather",  /*hasOp=*/false,
-                              /*hasRoot=*/false, /*inPlace=*/true, layout,
-                              expected,          busBwFactor,      run};
+                              /*hasRoot=*/false, /*inPlace=*/true, layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

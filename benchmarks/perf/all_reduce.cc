@@ -19,8 +19,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"all_reduce_perf", "collAllReduce",  /*hasOp=*/true,
-                              /*hasRoot=*/false, /*inPlace=*/true, layout,
-                              expected,          busBwFactor,      run};
+                              /*hasRoot=*/false, /*inPlace=*/true, layout,         expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

@@ -23,8 +23,7 @@ double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 collResult_t run(const CallArgs& c) { return collAllToAll(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, nullptr); }
 
 const CollDescriptor kColl = {"alltoall_perf",   "collAllToAll",    /*hasOp=*/false,
-                              /*hasRoot=*/false, /*inPlace=*/false, layout,
-                              expected,          busBwFactor,       run};
+                              /*hasRoot=*/false, /*inPlace=*/false, layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

@@ -19,8 +19,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"broadcast_perf", "collBroadcast",  /*hasOp=*/false,
-                              /*hasRoot=*/true, /*inPlace=*/true, layout,
-                              expected,         busBwFactor,      run};
+                              /*hasRoot=*/true, /*inPlace=*/true, layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

@@ -28,8 +28,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"gather_perf",    "collGather",     /*hasOp=*/false,
-                              /*hasRoot=*/true, /*inPlace=*/true, layout,
-                              expected,         busBwFactor,      run};
+                              /*hasRoot=*/true, /*inPlace=*/true, layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -138,6 +139,7 @@ collResult_t Driver::finish(collResult_t r) {
     collResult_t q = collCommGetAsyncError(comm_, &state);
     if (q != collSuccess) return q;
     r = state;
+    if (r == collInProgress) sched_yield();
   }
   return r;
 }

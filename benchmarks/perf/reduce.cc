@@ -22,8 +22,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"reduce_perf",    "collReduce",     /*hasOp=*/true,
-                              /*hasRoot=*/true, /*inPlace=*/true, layout,
-                              expected,         busBwFactor,      run};
+                              /*hasRoot=*/true, /*inPlace=*/true, layout,         expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

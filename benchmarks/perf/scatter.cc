@@ -27,8 +27,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"scatter_perf",   "collScatter",    /*hasOp=*/false,
-                              /*hasRoot=*/true, /*inPlace=*/true, layout,
-                              expected,         busBwFactor,      run};
+                              /*hasRoot=*/true, /*inPlace=*/true, layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

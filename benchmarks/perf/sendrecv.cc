@@ -30,8 +30,7 @@ collResult_t run(const CallArgs& c) {
 }
 
 const CollDescriptor kColl = {"sendrecv_perf",   "collSend/collRecv", /*hasOp=*/false,
-                              /*hasRoot=*/false, /*inPlace=*/false,   layout,
-                              expected,          busBwFactor,         run};
+                              /*hasRoot=*/false, /*inPlace=*/false,   layout,          expected, busBwFactor, run};
 
 }  // namespace
 }  // namespace collperf

@@ -49,8 +49,8 @@ inline uint16_t floatToHalf(float f) {
   // the even neighbour, which is infinity.
   if (magnitude >= 0x477ff000u) return uint16_t(sign | 0x7c00u);
   if (magnitude >= 0x38800000u) {
-    // Normal half. Adding 0xfff plus the lowest kept bit rounds to nearest even at bit 13; a carry
-    // into the exponent is the correct result (including 65504 < x < 65520 staying finite).
+    // Normal half. Adding 0xfff plus the lowest kept bit rounds to nearest even at bit 13; a
+    // mantissa that rounds up past all ones carries into the exponent, which is the right result.
     const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
     return uint16_t(sign | ((rounded - 0x38000000u) >> 13));
   }

@@ -4,10 +4,15 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/reduce_ops.h"
+
+#if defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
 
 namespace coll {
 namespace kernels {
@@ -20,9 +25,11 @@ struct ReduceLoops {
   // A chunk is one vector register of compute values.
   static constexpr size_t kChunk = Codec::kLanes;
   static constexpr size_t kChunkBytes = kChunk * sizeof(typename Codec::Storage);
-  // Three or more sources are folded into a 16 KiB accumulator one source at a time: each source
-  // is then read as a long sequential stream (which the prefetchers follow) while the accumulator
-  // stays in L1.
+  // Sources are read side by side in one pass while there are few of them. Past that, one 16 KiB
+  // block at a time, one source after the other, into an accumulator kept in L1. Measured on the
+  // development machine (Zen 4, float sum): one pass is faster for 3 and 8 sources at 1 and 16 MiB
+  // (86 vs 57 and 23 vs 16 GB/s for 3), blocks for 16 sources in L2 (60 vs 41 GB/s at 64 KiB).
+  static constexpr int kMaxStreamSources = 8;
   static constexpr size_t kBlockChunks = 16384 / kVectorBytes;
 
   static V finish(V x, int divisor) {
@@ -37,42 +44,47 @@ struct ReduceLoops {
     return Op::template apply<Compute>(acc, Codec::load(src));
   }
 
-  // One or two sources, single pass. Each chunk of every source is loaded before any destination
-  // is written, which is what makes exact aliasing (in-place) safe.
+  // Up to kMaxStreamSources sources, single pass: each chunk of every source is loaded and folded
+  // in a register, then stored to every destination. Loading all sources of a chunk before any
+  // destination is written is what makes exact aliasing (in-place) safe. kSources is the source
+  // count when it is known at compile time (1 and 2, the hot cases), 0 when it is not.
   template <int kSources>
-  static void streamChunks(const unsigned char* const* srcs, unsigned char* const* dsts, int ndsts,
+  static void streamChunks(const unsigned char* const* srcs, int nsrcs, unsigned char* const* dsts, int ndsts,
                            size_t nchunks, int divisor) {
     // Local copies: a store through unsigned char* may alias the caller's pointer arrays, which
     // would force a reload of every pointer after every store.
-    const unsigned char* a = srcs[0];
-    const unsigned char* b = kSources == 2 ? srcs[1] : nullptr;
-    if (ndsts == 1) {
-      unsigned char* d = dsts[0];
-      for (size_t off = 0; off < nchunks * kChunkBytes; off += kChunkBytes) {
-        V x = Codec::load(a + off);
-        if constexpr (kSources == 2) x = combine(x, b + off);
-        Codec::store(finish(x, divisor), d + off);
+    const unsigned char* s[kMaxReduceSources] = {};
+    unsigned char* d[kMaxCopyDestinations] = {};
+    for (int i = 0; i < nsrcs; ++i) s[i] = srcs[i];
+    for (int j = 0; j < ndsts; ++j) d[j] = dsts[j];
+    const size_t end = nchunks * kChunkBytes;
+    auto reduceAt = [&](size_t off) {
+      V x = Codec::load(s[0] + off);
+      if constexpr (kSources == 2) {
+        x = combine(x, s[1] + off);
+      } else if constexpr (kSources == 0) {
+        for (int i = 1; i < nsrcs; ++i) x = combine(x, s[i] + off);
       }
+      return finish(x, divisor);
+    };
+    if (ndsts == 1) {
+      for (size_t off = 0; off < end; off += kChunkBytes) Codec::store(reduceAt(off), d[0] + off);
       return;
     }
-    unsigned char* d[kMaxCopyDestinations] = {};
-    std::copy(dsts, dsts + ndsts, d);
-    for (size_t off = 0; off < nchunks * kChunkBytes; off += kChunkBytes) {
-      V x = Codec::load(a + off);
-      if constexpr (kSources == 2) x = combine(x, b + off);
-      x = finish(x, divisor);
+    for (size_t off = 0; off < end; off += kChunkBytes) {
+      const V x = reduceAt(off);
       for (int j = 0; j < ndsts; ++j) Codec::store(x, d[j] + off);
     }
   }
 
-  // Three or more sources. A block of every source is folded in before the block is written out,
-  // which keeps in-place correct.
+  // More sources than that: a block of every source is folded into an L1-resident accumulator
+  // before the block is written out (which keeps in-place correct).
   static void blockChunks(const unsigned char* const* srcs, int nsrcs, unsigned char* const* dsts,
                           int ndsts, size_t nchunks, int divisor) {
     const unsigned char* s[kMaxReduceSources] = {};
     unsigned char* d[kMaxCopyDestinations] = {};
-    std::copy(srcs, srcs + nsrcs, s);
-    std::copy(dsts, dsts + ndsts, d);
+    for (int i = 0; i < nsrcs; ++i) s[i] = srcs[i];
+    for (int j = 0; j < ndsts; ++j) d[j] = dsts[j];
     V acc[kBlockChunks];
     for (size_t first = 0; first < nchunks; first += kBlockChunks) {
       const size_t n = std::min(kBlockChunks, nchunks - first);
@@ -93,9 +105,11 @@ struct ReduceLoops {
   static void chunks(const unsigned char* const* srcs, int nsrcs, unsigned char* const* dsts, int ndsts,
                      size_t nchunks, int divisor) {
     if (nsrcs == 1) {
-      streamChunks<1>(srcs, dsts, ndsts, nchunks, divisor);
+      streamChunks<1>(srcs, nsrcs, dsts, ndsts, nchunks, divisor);
     } else if (nsrcs == 2) {
-      streamChunks<2>(srcs, dsts, ndsts, nchunks, divisor);
+      streamChunks<2>(srcs, nsrcs, dsts, ndsts, nchunks, divisor);
+    } else if (nsrcs <= kMaxStreamSources) {
+      streamChunks<0>(srcs, nsrcs, dsts, ndsts, nchunks, divisor);
     } else {
       blockChunks(srcs, nsrcs, dsts, ndsts, nchunks, divisor);
     }
@@ -105,11 +119,26 @@ struct ReduceLoops {
   // elements are computed exactly like the others and nothing past count is read or written.
   static void tail(const unsigned char* const* srcs, int nsrcs, unsigned char* const* dsts, int ndsts,
                    size_t count, int divisor) {
-    unsigned char in[kMaxReduceSources][kChunkBytes];
-    unsigned char out[kChunkBytes];
+    // Rows of at least 64 bytes so that AVX-512 can fill and drain them whole.
+    static constexpr size_t kRowBytes = kChunkBytes > 64 ? kChunkBytes : 64;
+    alignas(64) unsigned char in[kMaxReduceSources][kRowBytes];
+    alignas(64) unsigned char out[kRowBytes];
     const unsigned char* s[kMaxReduceSources] = {};
     unsigned char* d[1] = {out};
     const size_t bytes = count * sizeof(typename Codec::Storage);
+#if defined(__AVX512BW__)
+    // Masked loads and stores: with variable-length memcpy and memset calls instead, a 2-float
+    // sum took 42 ns against 16 ns for a 64-float one.
+    static_assert(kChunkBytes <= 64, "one mask covers the chunk");
+    const __mmask64 mask = (uint64_t(1) << bytes) - 1;  // bytes < kChunkBytes
+    for (int i = 0; i < nsrcs; ++i) {
+      _mm512_store_si512(in[i], _mm512_maskz_loadu_epi8(mask, srcs[i]));
+      s[i] = in[i];
+    }
+    chunks(s, nsrcs, d, 1, 1, divisor);
+    const __m512i result = _mm512_load_si512(out);
+    for (int j = 0; j < ndsts; ++j) _mm512_mask_storeu_epi8(dsts[j], mask, result);
+#else
     for (int i = 0; i < nsrcs; ++i) {
       std::memcpy(in[i], srcs[i], bytes);
       std::memset(in[i] + bytes, 0, kChunkBytes - bytes);
@@ -117,6 +146,7 @@ struct ReduceLoops {
     }
     chunks(s, nsrcs, d, 1, 1, divisor);
     for (int j = 0; j < ndsts; ++j) std::memcpy(dsts[j], out, bytes);
+#endif
   }
 
   static void run(const void* const* srcs, int nsrcs, void* const* dsts, int ndsts, size_t count, int divisor) {

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -39,7 +39,7 @@ struct VecOf {
 template <typename T, size_t Bytes = kVectorBytes>
 using Vec = typename VecOf<T, Bytes>::type;
 
-// mask lanes are all ones or all zeros (the result of a vector comparison).
+// Lane-wise choice; the mask lanes are all ones or all zeros (a vector comparison result).
 template <typename V, typename Mask>
 inline V select(Mask mask, V ifSet, V ifClear) {
   return (V)(((Mask)ifSet & mask) | ((Mask)ifClear & ~mask));
@@ -62,17 +62,16 @@ struct NativeCodec {
   static void store(Vec<T> v, unsigned char* dst) { std::memcpy(dst, &v, sizeof v); }
 };
 
-// IEEE binary16, computed in float. F16C converts 8 lanes per instruction; the AVX-512 forms are
-// avoided because GCC 12 raises a false -Wmaybe-uninitialized inside their intrinsics.
+// IEEE binary16, computed in float, converted with AVX-512 or F16C. The AVX-512 conversions are
+// the zero-masking forms with a full mask (the same instruction) because the plain intrinsics
+// make GCC 12 raise a false -Wmaybe-uninitialized.
 struct HalfCodec {
   using Storage = uint16_t;
   using Compute = float;
   static constexpr size_t kLanes = kVectorBytes / sizeof(float);
   static Vec<float> load(const unsigned char* src) {
-#if defined(__F16C__) && COLL_KERNEL_VECTOR_BYTES == 64
-    const __m256 lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
-    const __m256 hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16)));
-    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#if COLL_KERNEL_VECTOR_BYTES == 64
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
 #elif defined(__F16C__) && COLL_KERNEL_VECTOR_BYTES == 32
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
 #elif defined(__F16C__)
@@ -86,11 +85,9 @@ struct HalfCodec {
 #endif
   }
   static void store(Vec<float> v, unsigned char* dst) {
-#if defined(__F16C__) && COLL_KERNEL_VECTOR_BYTES == 64
-    const __m256 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_cvtps_ph(lo, _MM_FROUND_TO_NEAREST_INT));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm256_cvtps_ph(hi, _MM_FROUND_TO_NEAREST_INT));
+#if COLL_KERNEL_VECTOR_BYTES == 64
+    const __m256i h = _mm512_maskz_cvtps_ph(0xffff, v, _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), h);
 #elif defined(__F16C__) && COLL_KERNEL_VECTOR_BYTES == 32
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 #elif defined(__F16C__)
@@ -103,15 +100,44 @@ struct HalfCodec {
   }
 };
 
-// bfloat16, computed in float. Widening is a shift; narrowing is the integer rounding of
-// bfloat16FromBits, lane-wise. (AVX512-BF16's vcvtneps2bf16 is not used: it flushes subnormals to
-// zero, which is not round-to-nearest-even.)
+// bfloat16, computed in float. Widening puts the 16 bits on top of a zero half; narrowing is the
+// integer rounding of bfloat16FromBits, lane-wise. (AVX512-BF16's vcvtneps2bf16 is not used: it
+// flushes subnormals to zero, which is not round-to-nearest-even.)
 struct Bfloat16Codec {
   using Storage = uint16_t;
   using Compute = float;
   static constexpr size_t kLanes = kVectorBytes / sizeof(float);
   using Bits16 = Vec<uint16_t, kVectorBytes / 2>;
   using Bits32 = Vec<uint32_t>;
+
+#if COLL_KERNEL_VECTOR_BYTES == 64 && defined(__AVX512BW__)
+  // On AVX-512 the generic code below is integer-ALU bound (Zen 4 runs 512-bit integer operations
+  // at half rate), so the word moves are single vpermw shuffles, the rounding leaves its result in
+  // the high words instead of shifting it down, and the NaN test is a float compare. (Only
+  // intrinsics without an "undefined" operand are used: the others make GCC 12 raise false
+  // -Wmaybe-uninitialized warnings.)
+  static Vec<float> load(const unsigned char* src) {
+    // Word 2k+1 of the result takes word k of the input; even words are zeroed.
+    alignas(64) static constexpr uint16_t kSpread[32] = {0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7,
+                                                         0, 8, 0, 9, 0, 10, 0, 11, 0, 12, 0, 13, 0, 14, 0, 15};
+    // Both halves hold the input; the shuffle reads only the lower one.
+    const __m512i raw = _mm512_maskz_broadcast_i64x4(0xff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+    return (Vec<float>)_mm512_maskz_permutexvar_epi16(0xaaaaaaaau, _mm512_load_si512(kSpread), raw);
+  }
+  static void store(Vec<float> v, unsigned char* dst) {
+    // Word k of the result takes word 2k+1 (the high half of float k).
+    alignas(64) static constexpr uint16_t kGather[32] = {1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21,
+                                                         23, 25, 27, 29, 31, 1,  3,  5,  7,  9,  11,
+                                                         13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+    const Bits32 bits = (Bits32)v;
+    const Bits32 rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    // NaN: set the quiet bit and keep the high half as it is.
+    const __m512i narrowed = _mm512_mask_or_epi32((__m512i)rounded, nan, (__m512i)bits, _mm512_set1_epi32(0x400000));
+    const __m512i packed = _mm512_permutexvar_epi16(_mm512_load_si512(kGather), narrowed);
+    std::memcpy(dst, &packed, kLanes * sizeof(uint16_t));
+  }
+#else
   static Vec<float> load(const unsigned char* src) {
     Bits16 h;
     std::memcpy(&h, src, sizeof h);
@@ -121,9 +147,11 @@ struct Bfloat16Codec {
     const Bits32 bits = (Bits32)v;
     const Bits32 rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
     const Bits32 quietNan = (bits >> 16) | 0x40u;
-    const Bits16 h = __builtin_convertvector(select((bits & 0x7fffffffu) > 0x7f800000u, quietNan, rounded), Bits16);
+    const Bits32 narrowed = select((bits & 0x7fffffffu) > 0x7f800000u, quietNan, rounded);
+    const Bits16 h = __builtin_convertvector(narrowed, Bits16);
     std::memcpy(dst, &h, sizeof h);
   }
+#endif
 };
 
 // Integer sums and products are done on unsigned lanes so that they wrap instead of overflowing

@@ -1,10 +1,9 @@
-#include "bootstrap/bootstrap_ops.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
+#include "bootstrap/bootstrap_ops.h"
 #include "bootstrap/memory_store.h"
 #include "bootstrap/tcp_store.h"
 #include "test_helpers.h"

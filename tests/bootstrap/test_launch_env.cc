@@ -1,9 +1,8 @@
-#include "bootstrap/launch_env.h"
-
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "bootstrap/launch_env.h"
 #include "bootstrap/socket_util.h"
 #include "test_helpers.h"
 
@@ -17,11 +16,28 @@ using testing::in;
 using testing::toBytes;
 using testing::toString;
 
-const std::vector<std::string> kLaunchVars = {
-    "COLL_BOOTSTRAP", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_NODEID", "SLURM_TASKS_PER_NODE", "SLURM_LAUNCH_NODE_IPADDR", "COLL_STORE_SECRET"};
+const std::vector<std::string> kLaunchVars = {"COLL_BOOTSTRAP",
+                                              "RANK",
+                                              "WORLD_SIZE",
+                                              "LOCAL_RANK",
+                                              "LOCAL_WORLD_SIZE",
+                                              "MASTER_ADDR",
+                                              "MASTER_PORT",
+                                              "OMPI_COMM_WORLD_RANK",
+                                              "OMPI_COMM_WORLD_SIZE",
+                                              "OMPI_COMM_WORLD_LOCAL_RANK",
+                                              "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                              "PMI_RANK",
+                                              "PMI_SIZE",
+                                              "MPI_LOCALRANKID",
+                                              "MPI_LOCALNRANKS",
+                                              "SLURM_PROCID",
+                                              "SLURM_NTASKS",
+                                              "SLURM_LOCALID",
+                                              "SLURM_NODEID",
+                                              "SLURM_TASKS_PER_NODE",
+                                              "SLURM_LAUNCH_NODE_IPADDR",
+                                              "COLL_STORE_SECRET"};
 
 class LaunchEnvTest : public ::testing::Test {
  protected:
@@ -31,7 +47,9 @@ class LaunchEnvTest : public ::testing::Test {
     env_.set("MASTER_ADDR", "10.1.2.3");
     env_.set("MASTER_PORT", "29500");
   }
-  std::string expectUsageError() { return expectCollError(collInvalidUsage, [] { detectLaunchEnv(); }); }
+  std::string expectUsageError() {
+    return expectCollError(collInvalidUsage, [] { detectLaunchEnv(); });
+  }
 };
 
 TEST_F(LaunchEnvTest, TorchrunStyleVariables) {
@@ -169,11 +187,11 @@ TEST_F(LaunchEnvTest, MalformedAndOutOfRangeValues) {
     const char* value;
     const char* expected;
   };
-  for (const Case& c : {Case{"RANK", "abc", "RANK='abc' is not an integer"}, Case{"RANK", "1x", "RANK='1x'"},
-                        Case{"RANK", "-1", "RANK=-1 is outside"}, Case{"RANK", "4", "rank 4"},
-                        Case{"RANK", "99999999999", "RANK="}, Case{"MASTER_PORT", "0", "MASTER_PORT=0 is outside"},
-                        Case{"MASTER_PORT", "65536", "MASTER_PORT=65536"}, Case{"LOCAL_RANK", "x", "LOCAL_RANK='x'"},
-                        Case{"WORLD_SIZE", "0", "WORLD_SIZE=0 is outside"}}) {
+  for (const Case& c :
+       {Case{"RANK", "abc", "RANK='abc' is not an integer"}, Case{"RANK", "1x", "RANK='1x'"},
+        Case{"RANK", "-1", "RANK=-1 is outside"}, Case{"RANK", "4", "rank 4"}, Case{"RANK", "99999999999", "RANK="},
+        Case{"MASTER_PORT", "0", "MASTER_PORT=0 is outside"}, Case{"MASTER_PORT", "65536", "MASTER_PORT=65536"},
+        Case{"LOCAL_RANK", "x", "LOCAL_RANK='x'"}, Case{"WORLD_SIZE", "0", "WORLD_SIZE=0 is outside"}}) {
     env_.set("RANK", "1");
     env_.set("WORLD_SIZE", "4");
     env_.set("MASTER_PORT", "29500");

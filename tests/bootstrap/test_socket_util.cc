@@ -27,8 +27,8 @@ TEST(SocketUtil, SplitHostPort) {
   ASSERT_TRUE(splitHostPort("node-3.cluster:65535", &host, &port));
   EXPECT_EQ(host, "node-3.cluster");
   EXPECT_EQ(port, 65535);
-  for (const char* bad : {"", "host", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80", "[::1]80",
-                          "[::1]:", "host:123456"}) {
+  for (const char* bad :
+       {"", "host", "host:", ":80", "host:0", "host:65536", "host:8x", "::1:80", "[::1]80", "[::1]:", "host:123456"}) {
     EXPECT_FALSE(splitHostPort(bad, &host, &port)) << bad;
   }
 }
@@ -48,18 +48,18 @@ TEST(SocketUtil, DeadlineHelpers) {
 }
 
 std::vector<InterfaceAddress> fakeInterfaces() {
-  return {{"lo", "127.0.0.1", AF_INET, true},        {"docker0", "172.17.0.1", AF_INET, false},
-          {"eth0", "2001:db8::2", AF_INET6, false},   {"eth0", "10.0.0.2", AF_INET, false},
-          {"ib0", "192.168.1.2", AF_INET, false},     {"ib1", "2001:db8::9", AF_INET6, false}};
+  return {{"lo", "127.0.0.1", AF_INET, true},       {"docker0", "172.17.0.1", AF_INET, false},
+          {"eth0", "2001:db8::2", AF_INET6, false}, {"eth0", "10.0.0.2", AF_INET, false},
+          {"ib0", "192.168.1.2", AF_INET, false},   {"ib1", "2001:db8::9", AF_INET6, false}};
 }
 
 TEST(SocketUtil, ChooseInterfaceAddressFollowsIfnameSpec) {
   auto ifs = fakeInterfaces();
-  EXPECT_EQ(chooseInterfaceAddress(ifs, ""), "172.17.0.1");  // first non-loopback IPv4
+  EXPECT_EQ(chooseInterfaceAddress(ifs, ""), "172.17.0.1");   // first non-loopback IPv4
   EXPECT_EQ(chooseInterfaceAddress(ifs, "eth"), "10.0.0.2");  // IPv4 wins over IPv6 of a match
   EXPECT_EQ(chooseInterfaceAddress(ifs, "^docker,lo"), "10.0.0.2");
   EXPECT_EQ(chooseInterfaceAddress(ifs, "=ib0"), "192.168.1.2");
-  EXPECT_EQ(chooseInterfaceAddress(ifs, "ib1"), "2001:db8::9");  // only IPv6 there
+  EXPECT_EQ(chooseInterfaceAddress(ifs, "ib1"), "2001:db8::9");                // only IPv6 there
   EXPECT_EQ(chooseInterfaceAddress(ifs, "^=docker0,lo,eth0"), "192.168.1.2");  // "lo","eth0" exact
   std::string message = expectCollError(collInvalidUsage, [&] { chooseInterfaceAddress(ifs, "=ib"); });
   EXPECT_NE(message.find("COLL_SOCKET_IFNAME='=ib'"), std::string::npos) << message;
@@ -145,8 +145,12 @@ TEST(SocketUtil, ConnectRetriesUntilTheListenerAppears) {
   EXPECT_GE(msSince(start), 150);
 }
 
-TEST(SocketUtil, UnresolvableHostIsAUsageError) {
-  expectCollError(collInvalidUsage, [] { resolveAddresses("no-such-host.invalid", 80); });
+TEST(SocketUtil, UnresolvableHostIsAUsageErrorAndConnectKeepsTrying) {
+  std::string message = expectCollError(collInvalidUsage, [] { resolveAddresses("no-such-host.invalid", 80); });
+  EXPECT_NE(message.find("cannot resolve host 'no-such-host.invalid'"), std::string::npos) << message;
+  message = expectCollError(collTimeout, [] { connectWithDeadline("no-such-host.invalid", 80, in(200)); });
+  EXPECT_NE(message.find("no listener at no-such-host.invalid:80"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot resolve host"), std::string::npos) << message;
 }
 
 TEST(SocketUtil, WildcardListenerAcceptsIpv4AndIpv6Loopback) {

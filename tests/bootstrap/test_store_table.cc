@@ -1,8 +1,8 @@
-#include "bootstrap/store_table.h"
-
 #include <gtest/gtest.h>
 
 #include "bootstrap/store_counter.h"
+#include "bootstrap/store_service.h"
+#include "bootstrap/store_table.h"
 #include "test_helpers.h"
 
 namespace coll {
@@ -10,6 +10,21 @@ namespace bootstrap {
 namespace {
 
 using testing::toBytes;
+using wire::FrameReader;
+using wire::FrameWriter;
+using wire::Op;
+
+// Feeds one frame to the service as connection `conn` and returns the replies it produced.
+std::vector<StoreService::Outgoing> feed(StoreService& service, StoreService::ConnId conn, const Bytes& frame,
+                                         bool* keep = nullptr) {
+  std::vector<StoreService::Outgoing> out;
+  bool k =
+      service.handleFrame(conn, "peer", frame.data() + wire::kHeaderBytes, frame.size() - wire::kHeaderBytes, &out);
+  if (keep) *keep = k;
+  return out;
+}
+
+uint8_t opOf(const StoreService::Outgoing& o) { return o.frame[wire::kHeaderBytes]; }
 
 TEST(StoreTable, WaiterWakesWhenItsLastKeyIsSet) {
   StoreTable table;
@@ -72,6 +87,61 @@ TEST(StoreCounter, DecodesOnlyDecimalInt64) {
     EXPECT_FALSE(decodeCounter(toBytes(bad), &v)) << bad;
   }
   EXPECT_EQ(encodeCounter(INT64_MIN), toBytes("-9223372036854775808"));
+}
+
+TEST(StoreService, ParkedGetIsAnsweredOnAnotherConnectionsSet) {
+  Secret secret{};
+  secret[0] = 9;
+  StoreService service(secret, "test");
+  auto hello = feed(service, 1, wire::encodeHello(secret));
+  ASSERT_EQ(hello.size(), 1u);
+  EXPECT_EQ(opOf(hello[0]), static_cast<uint8_t>(Op::kHelloOk));
+  feed(service, 2, wire::encodeHello(secret));
+  EXPECT_TRUE(feed(service, 1, FrameWriter(Op::kGet, 7).u32(60000).str("k").finish()).empty());  // parked
+
+  auto out = feed(service, 2, FrameWriter(Op::kSet, 3).str("k").bytes(toBytes("v")).finish());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].conn, 2u);  // the setter's own ok first
+  EXPECT_EQ(opOf(out[0]), static_cast<uint8_t>(Op::kOk));
+  EXPECT_EQ(out[1].conn, 1u);
+  FrameReader r(out[1].frame.data() + wire::kHeaderBytes, out[1].frame.size() - wire::kHeaderBytes);
+  EXPECT_EQ(r.u8(), static_cast<uint8_t>(Op::kValue));
+  EXPECT_EQ(r.u32(), 7u);  // the parked request's sequence number
+  EXPECT_EQ(r.bytes(100), toBytes("v"));
+  EXPECT_TRUE(r.atEnd());
+}
+
+TEST(StoreService, ExpiryDisconnectAndWaiterCap) {
+  Secret secret{};
+  StoreService service(secret, "test");
+  feed(service, 1, wire::encodeHello(secret));
+  feed(service, 1, FrameWriter(Op::kWait, 1).u32(10).u32(1).str("never").finish());
+  std::vector<StoreService::Outgoing> out;
+  service.expire(Clock::now() + std::chrono::seconds(1), &out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(opOf(out[0]), static_cast<uint8_t>(Op::kNotFound));
+
+  for (size_t i = 0; i < StoreService::kMaxWaitersPerClient; ++i) {
+    feed(service, 1, FrameWriter(Op::kGet, 2).u32(60000).str("x").finish());
+  }
+  EXPECT_THROW(feed(service, 1, FrameWriter(Op::kGet, 3).u32(60000).str("x").finish()), ProtocolError);
+  service.disconnect(1);
+  EXPECT_EQ(service.nextDeadline(), Deadline::max());  // every parked request forgotten
+  EXPECT_FALSE(service.authenticated(1));
+  EXPECT_THROW(feed(service, 1, FrameWriter(Op::kGet, 4).u32(0).str("x").finish()), ProtocolError);
+}
+
+TEST(StoreService, WrongSecretIsRejectedAndNotAuthenticated) {
+  Secret secret{};
+  StoreService service(secret, "test");
+  Secret wrong{};
+  wrong[5] = 1;
+  bool keep = true;
+  auto out = feed(service, 1, wire::encodeHello(wrong), &keep);
+  EXPECT_FALSE(keep);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(opOf(out[0]), static_cast<uint8_t>(Op::kHelloReject));
+  EXPECT_FALSE(service.authenticated(1));
 }
 
 }  // namespace

@@ -209,11 +209,62 @@ TEST_F(HostileClientTest, DisconnectWhileWaitingDoesNotDisturbOthers) {
   expectStillServing();
 }
 
+TEST_F(HostileClientTest, ClientThatDoesNotReadRepliesIsThrottledNotServedForever) {
+  // 20,000 pipelined gets of a 1 KiB value make 20 MiB of replies. The server must stop reading
+  // this client while its replies back up, keep serving others, and still answer every request
+  // once the client reads.
+  constexpr int kRequests = 20000;
+  good_->set("kib", Bytes(1024, 0x5a));
+  Fd fd = rawConnect();
+  authenticate(fd);
+  Bytes burst;
+  for (int i = 0; i < kRequests; ++i) {
+    Bytes frame = FrameWriter(Op::kGet, static_cast<uint32_t>(i + 1)).u32(0).str("kib").finish();
+    burst.insert(burst.end(), frame.begin(), frame.end());
+  }
+  IoStatus sent = IoStatus::kTimeout;
+  std::thread sender([&] { sent = sendAll(fd.get(), burst.data(), burst.size(), in(8000)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto start = Clock::now();
+  expectStillServing();
+  EXPECT_LT(msSince(start), 1000);
+
+  int replies = 0;
+  uint32_t lastSeq = 0;
+  bool inOrder = true;
+  Bytes buffer;
+  auto deadline = in(8000);
+  while (replies < kRequests && Clock::now() < deadline) {
+    uint8_t chunk[65536];
+    pollfd pfd{fd.get(), POLLIN, 0};
+    if (poll(&pfd, 1, pollTimeoutMs(deadline)) <= 0) break;
+    ssize_t n = recv(fd.get(), chunk, sizeof(chunk), 0);
+    if (n <= 0) break;
+    buffer.insert(buffer.end(), chunk, chunk + n);
+    size_t offset = 0, frameBytes = 0;
+    while (wire::checkFrame(buffer.data() + offset, buffer.size() - offset, 1 << 20, &frameBytes) ==
+           wire::FrameCheck::kComplete) {
+      wire::FrameReader r(buffer.data() + offset + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes);
+      EXPECT_EQ(r.u8(), static_cast<uint8_t>(Op::kValue));
+      uint32_t seq = r.u32();
+      inOrder &= seq == lastSeq + 1;
+      lastSeq = seq;
+      EXPECT_EQ(r.bytes(4096).size(), 1024u);
+      ++replies;
+      offset += frameBytes;
+    }
+    buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(offset));
+  }
+  sender.join();
+  EXPECT_EQ(sent, IoStatus::kOk);
+  EXPECT_EQ(replies, kRequests);
+  EXPECT_TRUE(inOrder);
+}
+
 TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {
   auto start = Clock::now();
-  std::string message = expectCollError(collInvalidUsage, [&] {
-    TcpStoreClient intruder("127.0.0.1", server_->port(), secretOf(8), in(5000));
-  });
+  std::string message = expectCollError(
+      collInvalidUsage, [&] { TcpStoreClient intruder("127.0.0.1", server_->port(), secretOf(8), in(5000)); });
   EXPECT_LT(msSince(start), 2000);
   std::string expected = "rejected by the rendezvous store at 127.0.0.1:" + std::to_string(server_->port()) +
                          ": wrong secret (is another job using this address?)";

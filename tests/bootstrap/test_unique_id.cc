@@ -1,11 +1,10 @@
-#include "bootstrap/unique_id.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "bootstrap/socket_util.h"
 #include "bootstrap/tcp_store.h"
+#include "bootstrap/unique_id.h"
 #include "test_helpers.h"
 
 namespace coll {
@@ -34,8 +33,9 @@ void expectInvalidId(const collUniqueId& id, const std::string& reason) {
 }
 
 TEST(UniqueId, RoundTripIpv4Ipv6AndNames) {
-  for (const std::string& host : std::vector<std::string>{"10.1.2.3", "fd00::2", "fe80::1%eth0", "node-17.cluster.example.org",
-                                 std::string(kMaxUniqueIdHostBytes, 'h')}) {
+  for (const std::string& host :
+       std::vector<std::string>{"10.1.2.3", "fd00::2", "fe80::1%eth0", "node-17.cluster.example.org",
+                                std::string(kMaxUniqueIdHostBytes, 'h')}) {
     UniqueIdInfo info = sampleInfo(host);
     UniqueIdInfo back = decodeUniqueId(encodeUniqueId(info));
     EXPECT_EQ(back.host, info.host);
@@ -101,8 +101,7 @@ TEST(UniqueId, CreateStartsAStoreThatConnectStoreReaches) {
   // An id carrying the right address but another secret is refused.
   UniqueIdInfo forged = info;
   forged.secret[0] ^= 1;
-  std::string message =
-      expectCollError(collInvalidUsage, [&] { connectStore(encodeUniqueId(forged), in(2000)); });
+  std::string message = expectCollError(collInvalidUsage, [&] { connectStore(encodeUniqueId(forged), in(2000)); });
   EXPECT_NE(message.find("wrong secret"), std::string::npos) << message;
 }
 

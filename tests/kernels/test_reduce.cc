@@ -29,13 +29,14 @@ constexpr size_t kMaxCount = 100003;
 enum class Layout { Aligned, Misaligned, InPlace };
 
 // count elements with kGuardBytes of poison on each side; Misaligned shifts the data by one
-// element, so vector loads and stores cross alignment boundaries.
+// element, so vector loads and stores cross alignment boundaries. The storage is borrowed and
+// reused from case to case: allocating it afresh cost more time in page faults than the tests.
 class GuardedBuffer {
  public:
-  GuardedBuffer(size_t elemSize, size_t count, bool misaligned)
-      : offset_(kGuardBytes + (misaligned ? elemSize : 0)),
-        bytes_(count * elemSize),
-        storage_(offset_ + bytes_ + kGuardBytes, kPoison) {}
+  GuardedBuffer(std::vector<unsigned char>& storage, size_t elemSize, size_t count, bool misaligned)
+      : offset_(kGuardBytes + (misaligned ? elemSize : 0)), bytes_(count * elemSize), storage_(storage) {
+    storage_.assign(offset_ + bytes_ + kGuardBytes, kPoison);
+  }
   unsigned char* data() { return storage_.data() + offset_; }
   size_t bytes() const { return bytes_; }
   bool guardsIntact() const {
@@ -51,7 +52,7 @@ class GuardedBuffer {
  private:
   size_t offset_;
   size_t bytes_;
-  std::vector<unsigned char> storage_;
+  std::vector<unsigned char>& storage_;
 };
 
 template <class R>
@@ -88,16 +89,17 @@ void checkCase(collDataType_t type, collRedOp_t op, const std::vector<std::vecto
   using S = typename R::Storage;
   const int nsrcs = int(inputs.size());
   const bool misaligned = layout != Layout::Aligned;
+  static std::vector<std::vector<unsigned char>> storage(kMaxReduceSources + kMaxCopyDestinations);
   std::vector<GuardedBuffer> srcBufs, dstBufs;
   for (int i = 0; i < nsrcs; ++i) {
-    srcBufs.emplace_back(sizeof(S), count, misaligned);
+    srcBufs.emplace_back(storage[i], sizeof(S), count, misaligned);
     std::memcpy(srcBufs.back().data(), inputs[i].data(), count * sizeof(S));
   }
   const void* srcs[kMaxReduceSources];
   void* dsts[kMaxCopyDestinations];
   for (int i = 0; i < nsrcs; ++i) srcs[i] = srcBufs[i].data();
   for (int j = 0; j < ndsts; ++j) {
-    dstBufs.emplace_back(sizeof(S), count, misaligned);
+    dstBufs.emplace_back(storage[kMaxReduceSources + j], sizeof(S), count, misaligned);
     // In place: destination j is source j wherever both exist (dst == srcs[0] is the common case).
     dsts[j] = layout == Layout::InPlace && j < nsrcs ? srcBufs[j].data() : dstBufs[j].data();
   }
@@ -162,6 +164,12 @@ std::string matrixName(const ::testing::TestParamInfo<MatrixParam>& info) {
 INSTANTIATE_TEST_SUITE_P(AllTypesOps, ReduceMatrixTest,
                          ::testing::Combine(::testing::Range(0, int(collNumTypes)), ::testing::Range(0, int(collNumOps)),
                                             ::testing::Values(1, 2, 3, 5, 8), ::testing::Values(1, 2)),
+                         matrixName);
+
+// Beyond kernels' single-pass limit of 8 sources, reduceCopy switches to blocked accumulation.
+INSTANTIATE_TEST_SUITE_P(ManySources, ReduceMatrixTest,
+                         ::testing::Combine(::testing::Range(0, int(collNumTypes)), ::testing::Range(0, int(collNumOps)),
+                                            ::testing::Values(9, 16), ::testing::Values(2)),
                          matrixName);
 
 // Full-mantissa values: the kernel must match the reference bit for bit because both combine in

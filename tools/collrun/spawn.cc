@@ -200,7 +200,7 @@ std::vector<std::string> rankEnvironment(const Options& opts, int localRank, con
 
 namespace {
 
-// Runs in the forked child: only async-signal-safe calls from here on.
+// Runs in the forked child, with every signal blocked: only async-signal-safe calls from here on.
 [[noreturn]] void execChild(const RankSpec& spec, pid_t parent, const char* program, char* const* argv,
                             char* const* envp) {
   setpgid(0, 0);
@@ -254,10 +254,19 @@ pid_t spawnRank(const RankSpec& spec, const std::string& program, const std::vec
   std::vector<char*> argv = cStrings(args);
   std::vector<char*> envp = cStrings(spec.env);
   pid_t parent = getpid();
+  // Block every signal across fork: until the child has reset its handlers, a signal (say our own
+  // SIGTERM to its new process group) must not run collrun's handler inside the child, which
+  // would write into collrun's self-pipe as if collrun had been signalled.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
   pid_t pid = fork();
   if (pid == 0) execChild(spec, parent, program.c_str(), argv.data(), envp.data());
+  int saved = errno;
   // Also set the group from the parent so that a signal sent right after fork reaches it.
   if (pid > 0) setpgid(pid, pid);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
   return pid;
 }
 

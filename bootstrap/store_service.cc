@@ -1,0 +1,186 @@
+#include "bootstrap/store_service.h"
+
+#include <algorithm>
+
+#include "src/error.h"
+#include "src/logging.h"
+
+namespace coll {
+namespace bootstrap {
+
+using wire::FrameReader;
+using wire::FrameWriter;
+using wire::Op;
+
+namespace {
+
+void requireEnd(const FrameReader& r, uint8_t op) {
+  if (!r.atEnd()) throw ProtocolError(formatString("malformed '%s' request", wire::opName(op)));
+}
+
+std::vector<std::string> readKeys(FrameReader& r) {
+  uint32_t n = r.u32();
+  if (n > wire::kMaxKeysPerRequest) throw ProtocolError(formatString("%u keys in one request", n));
+  std::vector<std::string> keys;
+  // The reader fails at the first key past the frame's end, so n cannot force a big allocation.
+  for (uint32_t i = 0; i < n && r.ok(); ++i) keys.push_back(r.str(kMaxKeyBytes));
+  return keys;
+}
+
+}  // namespace
+
+bool StoreService::authenticated(ConnId conn) const {
+  auto it = clients_.find(conn);
+  return it != clients_.end() && it->second.authenticated;
+}
+
+bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size,
+                               std::vector<Outgoing>* out) {
+  FrameReader r(body, size);
+  uint8_t op = r.u8();
+  uint32_t seq = r.u32();
+  if (!authenticated(conn)) {
+    if (op != static_cast<uint8_t>(Op::kHello)) {
+      throw ProtocolError(formatString("first frame is '%s', not hello", wire::opName(op)));
+    }
+    return handleHello(conn, peer, r, seq, out);
+  }
+  handleRequest(conn, op, seq, r, out);
+  return true;
+}
+
+bool StoreService::handleHello(ConnId conn, const std::string& peer, FrameReader& r, uint32_t seq,
+                               std::vector<Outgoing>* out) {
+  uint32_t magic = r.u32();
+  uint16_t version = r.u16();
+  Secret secret{};
+  r.raw(secret.data(), secret.size());
+  if (!r.atEnd()) throw ProtocolError("malformed hello");
+  if (magic != wire::kMagic) throw ProtocolError(formatString("not a libcollective client (magic 0x%08x)", magic));
+  wire::RejectReason reason;
+  std::string message;
+  if (version != wire::kVersion) {
+    reason = wire::RejectReason::kVersionMismatch;
+    message = formatString("client speaks protocol version %u, this store speaks %u", version, wire::kVersion);
+  } else if (!wire::secretsEqual(secret, secret_)) {
+    reason = wire::RejectReason::kWrongSecret;
+    message = "wrong secret";
+  } else {
+    clients_[conn].authenticated = true;
+    out->push_back({conn, FrameWriter(Op::kHelloOk, seq).finish()});
+    return true;
+  }
+  COLL_WARN(kBootstrap, "rendezvous store %s: rejected %s: %s (is another job using this address?)", name_.c_str(),
+            peer.c_str(), message.c_str());
+  out->push_back({conn, FrameWriter(Op::kHelloReject, seq).u8(static_cast<uint8_t>(reason)).str(message).finish()});
+  return false;
+}
+
+void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameReader& r, std::vector<Outgoing>* out) {
+  std::vector<StoreTable::WaiterId> ready;
+  switch (static_cast<Op>(op)) {
+    case Op::kSet: {
+      std::string key = r.str(kMaxKeyBytes);
+      Bytes value = r.bytes(kMaxValueBytes);
+      requireEnd(r, op);
+      table_.set(key, std::move(value), &ready);
+      out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      break;
+    }
+    case Op::kGet: {
+      uint32_t timeoutMs = r.u32();
+      std::string key = r.str(kMaxKeyBytes);
+      requireEnd(r, op);
+      if (const Bytes* value = table_.find(key)) {
+        out->push_back({conn, FrameWriter(Op::kValue, seq).bytes(*value).finish()});
+      } else {
+        park(conn, seq, {key}, timeoutMs, true, out);
+      }
+      break;
+    }
+    case Op::kAdd: {
+      std::string key = r.str(kMaxKeyBytes);
+      int64_t delta = r.i64();
+      requireEnd(r, op);
+      int64_t result = 0;
+      if (table_.add(key, delta, &result, &ready)) {
+        out->push_back({conn, FrameWriter(Op::kCounter, seq).i64(result).finish()});
+      } else {
+        std::string message = "the value of key '" + key.substr(0, 200) +
+                              "' is not a decimal counter, or adding the delta overflows int64";
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(message).finish()});
+      }
+      break;
+    }
+    case Op::kCheck: {
+      std::vector<std::string> keys = readKeys(r);
+      requireEnd(r, op);
+      out->push_back({conn, FrameWriter(Op::kCheckResult, seq).u8(table_.hasAll(keys) ? 1 : 0).finish()});
+      break;
+    }
+    case Op::kWait: {
+      uint32_t timeoutMs = r.u32();
+      std::vector<std::string> keys = readKeys(r);
+      requireEnd(r, op);
+      if (table_.hasAll(keys)) {
+        out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      } else {
+        park(conn, seq, keys, timeoutMs, false, out);
+      }
+      break;
+    }
+    default:
+      throw ProtocolError(formatString("unknown or unexpected opcode %u", static_cast<unsigned>(op)));
+  }
+  // The requester's own reply goes first, then the requests its set or add completed.
+  for (auto id : ready) answer(id, true, out);
+}
+
+void StoreService::park(ConnId conn, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet,
+                        std::vector<Outgoing>* out) {
+  if (timeoutMs == 0) {
+    out->push_back({conn, FrameWriter(Op::kNotFound, seq).finish()});
+    return;
+  }
+  Client& client = clients_[conn];
+  if (client.waiters.size() >= kMaxWaitersPerClient) throw ProtocolError("too many pending get/wait requests");
+  auto id = table_.addWaiter(keys, Clock::now() + std::chrono::milliseconds(timeoutMs));
+  parked_[id] = Parked{conn, seq, isGet, isGet ? keys.front() : std::string()};
+  client.waiters.push_back(id);
+}
+
+void StoreService::answer(StoreTable::WaiterId id, bool found, std::vector<Outgoing>* out) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return;
+  Parked p = std::move(it->second);
+  parked_.erase(it);
+  auto client = clients_.find(p.conn);
+  if (client != clients_.end()) {
+    auto& ids = client->second.waiters;
+    ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+  }
+  if (!found) {
+    out->push_back({p.conn, FrameWriter(Op::kNotFound, p.seq).finish()});
+  } else if (p.isGet) {
+    out->push_back({p.conn, FrameWriter(Op::kValue, p.seq).bytes(*table_.find(p.key)).finish()});
+  } else {
+    out->push_back({p.conn, FrameWriter(Op::kOk, p.seq).finish()});
+  }
+}
+
+void StoreService::expire(Deadline now, std::vector<Outgoing>* out) {
+  for (auto id : table_.takeExpired(now)) answer(id, false, out);
+}
+
+void StoreService::disconnect(ConnId conn) {
+  auto it = clients_.find(conn);
+  if (it == clients_.end()) return;
+  for (auto id : it->second.waiters) {
+    table_.removeWaiter(id);
+    parked_.erase(id);
+  }
+  clients_.erase(it);
+}
+
+}  // namespace bootstrap
+}  // namespace coll

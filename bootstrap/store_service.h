@@ -1,0 +1,78 @@
+// What the rendezvous server does with a request, without any socket: authenticate the hello,
+// run set/get/add/check/wait against the StoreTable, park blocking requests and answer them
+// later. The network loop (tcp_store_server.cc) only moves bytes: it hands complete frames in
+// and sends the replies this produces, which may be addressed to other connections (a set
+// wakes other clients' gets).
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/store_table.h"
+
+namespace coll {
+namespace bootstrap {
+
+// A peer broke the protocol; the caller closes that connection and carries on.
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class StoreService {
+ public:
+  using ConnId = uint64_t;
+  // Bounds the requests one connection may park, so it cannot grow the waiter index forever.
+  static constexpr size_t kMaxWaitersPerClient = 1024;
+
+  struct Outgoing {
+    ConnId conn;
+    Bytes frame;
+  };
+
+  StoreService(const Secret& secret, std::string name) : secret_(secret), name_(std::move(name)) {}
+
+  // Handles one frame body (after the length prefix) from `conn`. Appends replies to *out.
+  // Returns false when the connection must be closed once its replies are sent (rejected
+  // hello). Throws ProtocolError for anything malformed.
+  bool handleFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size, std::vector<Outgoing>* out);
+  bool authenticated(ConnId conn) const;
+  // Answers "not found" to parked requests whose deadline has passed.
+  void expire(Deadline now, std::vector<Outgoing>* out);
+  Deadline nextDeadline() const { return table_.nextDeadline(); }
+  // Forgets a closed connection and its parked requests.
+  void disconnect(ConnId conn);
+
+ private:
+  struct Client {
+    bool authenticated = false;
+    std::vector<StoreTable::WaiterId> waiters;
+  };
+  struct Parked {
+    ConnId conn;
+    uint32_t seq;
+    bool isGet;
+    std::string key;  // for get: whose value to send
+  };
+
+  bool handleHello(ConnId conn, const std::string& peer, wire::FrameReader& r, uint32_t seq,
+                   std::vector<Outgoing>* out);
+  void handleRequest(ConnId conn, uint8_t op, uint32_t seq, wire::FrameReader& r, std::vector<Outgoing>* out);
+  void park(ConnId conn, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet,
+            std::vector<Outgoing>* out);
+  void answer(StoreTable::WaiterId id, bool found, std::vector<Outgoing>* out);
+
+  Secret secret_;
+  std::string name_;
+  StoreTable table_;
+  std::unordered_map<ConnId, Client> clients_;
+  std::unordered_map<StoreTable::WaiterId, Parked> parked_;
+};
+
+}  // namespace bootstrap
+}  // namespace coll

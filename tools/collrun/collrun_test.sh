@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016  # the ranks' shell snippets are single-quoted on purpose
+# Behaviour tests of collrun (run by ctest, or by hand: tools/collrun/collrun_test.sh build/tools/collrun/collrun).
+# Every check prints one line; the script exits 1 when any failed.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  echo "usage: $0 PATH_TO_COLLRUN"
+  [ $# -eq 1 ] && [ "$1" != -h ] && [ "$1" != --help ] && exit 2
+  exit 0
+fi
+C=$1
+failures=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1: expected [$2], got [$3]"
+    failures=$((failures + 1))
+  fi
+}
+
+words() {  # lines -> one space-separated line
+  tr '\n' ' ' | sed 's/ $//'
+}
+
+status() {  # the exit status of a command, without tripping set -e
+  local s=0
+  "$@" >/dev/null 2>&1 || s=$?
+  echo "$s"
+}
+
+# Environment of every rank.
+out=$("$C" -n 3 sh -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$NODE_RANK/$MASTER_ADDR/${#COLL_STORE_SECRET}"' | sort | words)
+check "env, 3 ranks" "0/3/0/3/0/127.0.0.1/64 1/3/1/3/0/127.0.0.1/64 2/3/2/3/0/127.0.0.1/64" "$out"
+ports=$("$C" -n 3 sh -c 'echo "$MASTER_PORT"' | sort -u | wc -l)
+check "one MASTER_PORT for all ranks" 1 "$ports"
+out=$("$C" -n 2 --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29555 \
+  sh -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$NODE_RANK/$MASTER_ADDR/$MASTER_PORT/${COLL_STORE_SECRET:-none}"' | sort | words)
+check "env, node 1 of 2" "2/4/0/1/10.1.2.3/29555/none 3/4/1/1/10.1.2.3/29555/none" "$out"
+check "COLL_STORE_SECRET kept" "abc" "$(COLL_STORE_SECRET=abc "$C" -n 1 sh -c 'echo $COLL_STORE_SECRET')"
+
+# Exit statuses.
+check "all succeed" 0 "$(status "$C" -n 3 true)"
+start=$(date +%s)
+check "failing rank's status" 7 "$(status "$C" -n 3 sh -c 'if [ "$RANK" = 1 ]; then exit 7; fi; sleep 30')"
+check "others stopped promptly" 1 "$(( $(date +%s) - start < 10 ))"
+check "killed rank: 128+signal" 137 "$(status "$C" -n 2 sh -c 'if [ "$RANK" = 0 ]; then kill -9 $$; fi; sleep 30')"
+msg=$("$C" -n 2 sh -c 'if [ "$RANK" = 1 ]; then exit 3; fi; sleep 30' 2>&1 >/dev/null || true)
+check "failure message" "collrun: rank 1 (pid" "$(echo "$msg" | grep -o 'collrun: rank 1 (pid' | head -1)"
+check "--timeout exits 124" 124 "$(status "$C" -n 2 --timeout 0.5 sleep 30)"
+check "SIGTERM-proof ranks killed" 124 "$(status "$C" -n 1 --timeout 0.3 sh -c 'trap "" TERM; sleep 8; sleep 8')"
+
+# Usage errors and unrunnable programs.
+check "no -n" 2 "$(status "$C" true)"
+check "bad -n" 2 "$(status "$C" -n 0 true)"
+check "unknown flag" 2 "$(status "$C" -n 1 --bogus true)"
+check "bad --bind" 2 "$(status "$C" -n 1 --bind socket true)"
+check "--nnodes without --master-port" 2 "$(status "$C" -n 1 --nnodes 2 true)"
+check "missing program" 127 "$(status "$C" -n 1 /nonexistent/program)"
+check "--help" 0 "$(status "$C" --help)"
+check "--version" 0 "$(status "$C" --version)"
+
+# --tag-output.
+out=$("$C" -n 2 --tag-output sh -c 'echo "out $RANK"; echo "err $RANK" >&2; printf "tail $RANK"' 2>"$tmp/err" | sort | words)
+check "tagged stdout" "[0] out 0 [0] tail 0 [1] out 1 [1] tail 1" "$out"
+check "tagged stderr" "[0] err 0 [1] err 1" "$(sort "$tmp/err" | words)"
+
+# Binding.
+ncpu=$(nproc)
+out=$("$C" -n 2 --bind core sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2' | sort -u | wc -l)
+check "--bind core gives each rank one CPU" "$(( ncpu >= 2 ? 2 : 1 ))" "$out"
+
+# Signal forwarding: the ranks see SIGTERM (and run their handler) when collrun gets it.
+"$C" -n 2 sh -c 'trap "echo got-term-$RANK; exit 0" TERM; while :; do sleep 0.05; done' >"$tmp/sig" 2>/dev/null &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+wait "$pid" || true
+check "SIGTERM forwarded to every rank" "got-term-0 got-term-1" "$(sort "$tmp/sig" | words)"
+
+if [ "$failures" -ne 0 ]; then
+  echo "collrun_test: $failures check(s) failed"
+  exit 1
+fi
+echo "collrun_test: all checks passed"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# What CI runs: install the dependencies, build with warnings as errors, run the whole test suite.
+# Exits with ctest's status. Arguments go to ctest (e.g. -R store, -L unit, --repeat until-fail:3).
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: tools/test.sh [-h|--help] [CTEST_ARGS...]
+
+  1. tools/install-deps.sh
+  2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCOLL_WERROR=ON, then builds everything
+  3. ctest --test-dir build --output-on-failure -j $CTEST_JOBS CTEST_ARGS...
+
+environment:
+  BUILD_DIR   build directory (default: build)
+  BUILD_TYPE  CMake build type (default: Release)
+  JOBS        parallel build jobs (default: nproc)
+  CTEST_JOBS  tests run at once (default: 1; multi-rank tests start several processes each)
+  SKIP_DEPS=1 do not run tools/install-deps.sh
+USAGE
+}
+
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+esac
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+CTEST_JOBS=${CTEST_JOBS:-1}
+
+if [ "${SKIP_DEPS:-0}" != 1 ]; then
+  tools/install-deps.sh
+fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCOLL_WERROR=ON
+cmake --build "$BUILD_DIR" --parallel "$JOBS"
+
+status=0
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$CTEST_JOBS" "$@" || status=$?
+# ctest prints its own summary ("N% tests passed, M tests failed out of K"); say how we end too.
+echo "test.sh: ctest exited with status $status"
+exit "$status"
