@@ -1,10 +1,16 @@
 #include "src/progress.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include "src/error.h"
 
 namespace coll {
+namespace {
+
+constexpr int64_t kYieldNs = 2000000;
+
+}  // namespace
 
 int64_t monotonicNs() {
   struct timespec ts;
@@ -14,7 +20,13 @@ int64_t monotonicNs() {
 
 ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
                                const std::function<void()>& healthCheck, const char* what, int timeoutMs)
-    : bell_(bell), spinNs_(spinNs), deadline_(deadline), healthCheck_(healthCheck), what_(what), timeoutMs_(timeoutMs) {}
+    : bell_(bell),
+      spinNs_(spinNs),
+      deadline_(deadline),
+      healthCheck_(healthCheck),
+      what_(what),
+      timeoutMs_(timeoutMs),
+      spinning_(spinNs > 0) {}
 
 ProgressWaiter::~ProgressWaiter() {
   if (armed_) disarm();
@@ -25,25 +37,44 @@ void ProgressWaiter::disarm() {
   armed_ = false;
 }
 
+void ProgressWaiter::progressed() {
+  if (armed_) disarm();
+  idleStartNs_ = 0;
+  spinning_ = spinNs_ > 0;
+}
+
 void ProgressWaiter::idle() {
-  if (!armed_) {
-    // Reading the clock costs more than a pause: look at it every 64 rounds only.
-    if (spinNs_ > 0 && (++idleRounds_ & 63) != 0) {
-      transport::cpuRelax();
-      return;
-    }
-    int64_t now = monotonicNs();
-    if (spinStartNs_ == 0) spinStartNs_ = now;
-    if (now - spinStartNs_ < spinNs_) {
-      transport::cpuRelax();
-      return;
-    }
-    // Arm: the caller makes one more round of progress before we sleep (see doorbell.h).
-    snapshot_ = bell_->seq.load(std::memory_order_seq_cst);
-    bell_->sleeping.store(1, std::memory_order_seq_cst);
-    armed_ = true;
+  if (armed_) {
+    sleepUntilRung();
     return;
   }
+  // While spinning the clock is read every 64 rounds only: a pause is cheaper.
+  if (spinning_ && (++idleRounds_ & 63) != 0) {
+    transport::cpuRelax();
+    return;
+  }
+  int64_t now = monotonicNs();
+  if (idleStartNs_ == 0) idleStartNs_ = now;
+  int64_t idleNs = now - idleStartNs_;
+  spinning_ = idleNs < spinNs_;
+  if (spinning_) {
+    transport::cpuRelax();
+    return;
+  }
+  // Then yield: when ranks outnumber cores the rank we wait for is often runnable on this very
+  // core, and sched_yield hands it the core at once, where a futex sleep would add a wake-up
+  // through the scheduler (tens of microseconds). After kYieldNs of nothing, sleep for real.
+  if (idleNs < spinNs_ + kYieldNs) {
+    sched_yield();
+    return;
+  }
+  // Arm: the caller makes one more round of progress before we sleep (see doorbell.h).
+  snapshot_ = bell_->seq.load(std::memory_order_seq_cst);
+  bell_->sleeping.store(1, std::memory_order_seq_cst);
+  armed_ = true;
+}
+
+void ProgressWaiter::sleepUntilRung() {
   int64_t nowNs = monotonicNs();
   // Peers' health costs a syscall per peer: look at most once a millisecond.
   if (nowNs - lastHealthCheckNs_ >= 1000000) {

@@ -26,21 +26,20 @@ class ProgressWaiter {
   // Call after a round of progress that moved nothing.
   void idle();
   // Call after a round that moved something.
-  void progressed() {
-    if (armed_) disarm();
-    spinStartNs_ = 0;
-  }
+  void progressed();
 
  private:
   void disarm();
+  void sleepUntilRung();
   transport::Doorbell* bell_;
   int64_t spinNs_;
   Clock::time_point deadline_;
   const std::function<void()>& healthCheck_;
   const char* what_;
   int timeoutMs_;
-  int64_t spinStartNs_ = 0;
+  int64_t idleStartNs_ = 0;
   int64_t lastHealthCheckNs_ = 0;
+  bool spinning_ = true;
   uint32_t idleRounds_ = 0;
   bool armed_ = false;
   uint32_t snapshot_ = 0;
