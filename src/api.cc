@@ -10,6 +10,7 @@
 
 #include "bootstrap/launch_env.h"
 #include "bootstrap/unique_id.h"
+#include "src/api_internal.h"
 #include "collective.h"
 #include "src/comm.h"
 #include "src/error.h"
@@ -125,6 +126,16 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
 }
 
 }  // namespace
+
+collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
+                               const collConfig_t* config) {
+  return guarded("collCommInitRank", [&] {
+    checkInitArgs(comm, nranks, rank, "collCommInitRank");
+    if (!store) throwError(collInvalidArgument, "collCommInitRank: store is NULL");
+    initWithStore(comm, std::move(store), nranks, rank, optionsFrom(config, "collCommInitRank"));
+  });
+}
+
 }  // namespace coll
 
 using coll::CollCall;

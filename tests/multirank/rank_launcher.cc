@@ -1,5 +1,8 @@
 #include "rank_launcher.h"
 
+#include "bootstrap/memory_store.h"
+#include "src/api_internal.h"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,16 +14,18 @@
 
 namespace colltest {
 
-std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config) {
-  collUniqueId id;
-  if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
+namespace {
+
+using InitFn = std::function<collResult_t(collComm_t*, int rank)>;
+
+std::vector<std::string> runThreads(int nranks, const RankBody& body, const InitFn& init) {
   std::vector<std::string> failures;
   std::mutex mutex;
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r) {
     threads.emplace_back([&, r] {
       collComm_t comm = nullptr;
-      collResult_t rc = collCommInitRankConfig(&comm, nranks, id, r, config);
+      collResult_t rc = init(&comm, r);
       std::vector<std::string> mine;
       if (rc != collSuccess) {
         mine.push_back("rank " + std::to_string(r) + ": init: " + collGetLastError(nullptr));
@@ -34,6 +39,22 @@ std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConf
   }
   for (auto& t : threads) t.join();
   return failures;
+}
+
+}  // namespace
+
+std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config) {
+  collUniqueId id;
+  if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
+  return runThreads(nranks, body,
+                    [&](collComm_t* comm, int rank) { return collCommInitRankConfig(comm, nranks, id, rank, config); });
+}
+
+std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody& body) {
+  auto store = std::make_shared<coll::bootstrap::MemoryStore>();
+  return runThreads(nranks, body, [&](collComm_t* comm, int rank) {
+    return coll::commInitWithStore(comm, store, nranks, rank, nullptr);
+  });
 }
 
 std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds) {

@@ -14,6 +14,8 @@ namespace colltest {
 using RankBody = std::function<std::vector<std::string>(collComm_t comm, int rank, int nranks)>;
 
 std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config = nullptr);
+// Threads that rendezvous through an in-memory store instead of the TCP one.
+std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody& body);
 // Each child reports its failures through a pipe and its exit status; a child that dies or hangs
 // past timeoutSeconds is a failure too.
 std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds = 120);

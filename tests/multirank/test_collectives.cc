@@ -1,5 +1,6 @@
-// Every collective x type x op x count x root x in-place, on 1..8 ranks, as threads and as
-// processes, against the independent reference.
+// Every collective x type x op x count x root x in-place, on 1..8 ranks, as threads (through the
+// TCP rendezvous store and through an in-memory store) and as processes, against the independent
+// reference.
 #include <gtest/gtest.h>
 
 #include "collective_cases.h"
@@ -19,10 +20,16 @@ RankBody standardBody() {
 }
 
 class CollectivesAsThreads : public ::testing::TestWithParam<int> {};
+class CollectivesAsThreadsInMemory : public ::testing::TestWithParam<int> {};
 class CollectivesAsProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectivesAsThreads, AllCasesMatchReference) {
   auto failures = runAsThreads(GetParam(), standardBody());
+  EXPECT_TRUE(failures.empty()) << joined(failures);
+}
+
+TEST_P(CollectivesAsThreadsInMemory, AllCasesMatchReference) {
+  auto failures = runAsThreadsWithMemoryStore(GetParam(), standardBody());
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
 
@@ -31,8 +38,11 @@ TEST_P(CollectivesAsProcesses, AllCasesMatchReference) {
   EXPECT_TRUE(failures.empty()) << joined(failures);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsThreads, ::testing::Range(1, 9));
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsProcesses, ::testing::Range(1, 9));
+std::string rankCountName(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsThreads, ::testing::Range(1, 9), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsThreadsInMemory, ::testing::Values(2, 5, 8), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsProcesses, ::testing::Range(1, 9), rankCountName);
 
 }  // namespace
 }  // namespace colltest

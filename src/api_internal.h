@@ -1,0 +1,18 @@
+// C++ entry points beside the C API, for tests and for layers built on the library (the PyTorch
+// backend): build a communicator on a Store the caller already has, e.g. a MemoryStore shared by
+// ranks that are threads of one process.
+#pragma once
+
+#include <memory>
+
+#include "bootstrap/store.h"
+#include "collective.h"
+
+namespace coll {
+
+// Collective over the nranks callers that share `store`; returns collResult_t like the C API and
+// sets the last error on failure. config may be NULL.
+collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
+                               const collConfig_t* config);
+
+}  // namespace coll
