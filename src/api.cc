@@ -10,8 +10,8 @@
 
 #include "bootstrap/launch_env.h"
 #include "bootstrap/unique_id.h"
-#include "src/api_internal.h"
 #include "collective.h"
+#include "src/api_internal.h"
 #include "src/comm.h"
 #include "src/error.h"
 #include "src/group.h"
@@ -56,10 +56,11 @@ collResult_t guarded(const char* function, Body&& body) {
 }
 
 collComm* liveComm(collComm_t comm, const char* function) {
-  if (comm == nullptr) throwError(collInvalidArgument, "%s: comm is NULL: expected a communicator from collCommInit*", function);
+  if (comm == nullptr)
+    throwError(collInvalidArgument, "%s: comm is NULL: expected a communicator from collCommInit*", function);
   if (comm->magic != collComm::kLive || !comm->impl)
-    throwError(collInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never initialized?)", function,
-               static_cast<void*>(comm));
+    throwError(collInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never initialized?)",
+               function, static_cast<void*>(comm));
   return comm;
 }
 
@@ -96,10 +97,12 @@ void initWithStore(collComm_t* out, std::shared_ptr<bootstrap::Store> store, int
 }
 
 void checkInitArgs(collComm_t* comm, int nranks, int rank, const char* function) {
-  if (comm == nullptr) throwError(collInvalidArgument, "%s: comm is NULL: expected a pointer to a collComm_t", function);
+  if (comm == nullptr)
+    throwError(collInvalidArgument, "%s: comm is NULL: expected a pointer to a collComm_t", function);
   if (nranks < 1) throwError(collInvalidArgument, "%s: nranks %d: expected at least 1", function, nranks);
   if (rank < 0 || rank >= nranks)
-    throwError(collInvalidArgument, "%s: rank %d is out of range: expected 0 <= rank < nranks (%d)", function, rank, nranks);
+    throwError(collInvalidArgument, "%s: rank %d is out of range: expected 0 <= rank < nranks (%d)", function, rank,
+               nranks);
 }
 
 collResult_t runCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
@@ -140,6 +143,23 @@ collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Stor
 
 using coll::CollCall;
 using coll::CollType;
+
+namespace {
+
+CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                collRedOp_t op, int root) {
+  CollCall c;
+  c.type = type;
+  c.sendbuff = sendbuff;
+  c.recvbuff = recvbuff;
+  c.count = count;
+  c.datatype = datatype;
+  c.op = op;
+  c.root = root;
+  return c;
+}
+
+}  // namespace
 
 COLL_API collResult_t collGetVersion(int* version) {
   return coll::guarded("collGetVersion", [&] {
@@ -260,16 +280,26 @@ COLL_API collResult_t collCommCuDevice(const collComm_t comm, int* device) {
 
 COLL_API const char* collGetErrorString(collResult_t result) {
   switch (result) {
-    case collSuccess: return "no error";
-    case collUnhandledCudaError: return "unhandled cuda error (run with COLL_DEBUG=INFO for details)";
-    case collSystemError: return "unhandled system error (run with COLL_DEBUG=INFO for details)";
-    case collInternalError: return "internal error - please report this issue";
-    case collInvalidArgument: return "invalid argument (see collGetLastError for details)";
-    case collInvalidUsage: return "invalid usage (see collGetLastError for details)";
-    case collRemoteError: return "remote process exited or there was a network error";
-    case collInProgress: return "operation in progress";
-    case collTimeout: return "operation timed out (COLL_TIMEOUT_MS)";
-    default: return "unknown result code";
+    case collSuccess:
+      return "no error";
+    case collUnhandledCudaError:
+      return "unhandled cuda error (run with COLL_DEBUG=INFO for details)";
+    case collSystemError:
+      return "unhandled system error (run with COLL_DEBUG=INFO for details)";
+    case collInternalError:
+      return "internal error - please report this issue";
+    case collInvalidArgument:
+      return "invalid argument (see collGetLastError for details)";
+    case collInvalidUsage:
+      return "invalid usage (see collGetLastError for details)";
+    case collRemoteError:
+      return "remote process exited or there was a network error";
+    case collInProgress:
+      return "operation in progress";
+    case collTimeout:
+      return "operation timed out (COLL_TIMEOUT_MS)";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -280,80 +310,67 @@ COLL_API const char* collGetLastError(collComm_t comm) {
 
 COLL_API collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                                     collRedOp_t op, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kAllReduce, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.op = op;
-  return coll::runCall("collAllReduce", c, comm, stream);
+  return coll::runCall("collAllReduce", callOf(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0), comm,
+                       stream);
 }
 
 COLL_API collResult_t collBroadcast(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                                     int root, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kBroadcast, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.root = root;
-  return coll::runCall("collBroadcast", c, comm, stream);
+  return coll::runCall("collBroadcast",
+                       callOf(CollType::kBroadcast, sendbuff, recvbuff, count, datatype, collSum, root), comm, stream);
 }
 
 COLL_API collResult_t collReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                                  collRedOp_t op, int root, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kReduce, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype;
-  c.op = op, c.root = root;
-  return coll::runCall("collReduce", c, comm, stream);
+  return coll::runCall("collReduce", callOf(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root), comm,
+                       stream);
 }
 
 COLL_API collResult_t collAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype,
                                     collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kAllGather, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = sendcount, c.datatype = datatype;
-  return coll::runCall("collAllGather", c, comm, stream);
+  return coll::runCall("collAllGather",
+                       callOf(CollType::kAllGather, sendbuff, recvbuff, sendcount, datatype, collSum, 0), comm, stream);
 }
 
-COLL_API collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                        collDataType_t datatype, collRedOp_t op, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kReduceScatter, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = recvcount;
-  c.datatype = datatype, c.op = op;
-  return coll::runCall("collReduceScatter", c, comm, stream);
+COLL_API collResult_t collReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collDataType_t datatype,
+                                        collRedOp_t op, collComm_t comm, collStream_t stream) {
+  return coll::runCall("collReduceScatter",
+                       callOf(CollType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0), comm, stream);
 }
 
 COLL_API collResult_t collGather(const void* sendbuff, void* recvbuff, size_t sendcount, collDataType_t datatype,
                                  int root, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kGather, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = sendcount, c.datatype = datatype, c.root = root;
-  return coll::runCall("collGather", c, comm, stream);
+  return coll::runCall("collGather", callOf(CollType::kGather, sendbuff, recvbuff, sendcount, datatype, collSum, root),
+                       comm, stream);
 }
 
 COLL_API collResult_t collScatter(const void* sendbuff, void* recvbuff, size_t recvcount, collDataType_t datatype,
                                   int root, collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kScatter, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = recvcount, c.datatype = datatype, c.root = root;
-  return coll::runCall("collScatter", c, comm, stream);
+  return coll::runCall(
+      "collScatter", callOf(CollType::kScatter, sendbuff, recvbuff, recvcount, datatype, collSum, root), comm, stream);
 }
 
 COLL_API collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                                    collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kAllToAll, c.sendbuff = sendbuff, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype;
-  return coll::runCall("collAllToAll", c, comm, stream);
+  return coll::runCall("collAllToAll", callOf(CollType::kAllToAll, sendbuff, recvbuff, count, datatype, collSum, 0),
+                       comm, stream);
 }
 
 COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kBarrier;
-  return coll::runCall("collBarrier", c, comm, stream);
+  return coll::runCall("collBarrier", callOf(CollType::kBarrier, nullptr, nullptr, 0, collUint8, collSum, 0), comm,
+                       stream);
 }
 
 COLL_API collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
                                collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kSend, c.sendbuff = sendbuff, c.count = count, c.datatype = datatype, c.root = peer;
-  return coll::runCall("collSend", c, comm, stream);
+  return coll::runCall("collSend", callOf(CollType::kSend, sendbuff, nullptr, count, datatype, collSum, peer), comm,
+                       stream);
 }
 
 COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
                                collStream_t stream) {
-  CollCall c;
-  c.type = CollType::kRecv, c.recvbuff = recvbuff, c.count = count, c.datatype = datatype, c.root = peer;
-  return coll::runCall("collRecv", c, comm, stream);
+  return coll::runCall("collRecv", callOf(CollType::kRecv, nullptr, recvbuff, count, datatype, collSum, peer), comm,
+                       stream);
 }
 
 COLL_API collResult_t collGroupStart(void) {

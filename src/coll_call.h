@@ -33,7 +33,7 @@ struct CollCall {
   size_t count = 0;  // the count argument of the C call (per-rank count for gather-like calls)
   collDataType_t datatype = collUint8;
   collRedOp_t op = collSum;
-  int root = 0;      // root, or the peer of send/recv
+  int root = 0;  // root, or the peer of send/recv
   size_t elemSize = 1;
 };
 

@@ -62,7 +62,8 @@ transport::PeerInfo describeSelf(int rank, const Params& params) {
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, int rank, const CommOptions& options)
     : store_(std::move(store)), nranks_(nranks), rank_(rank), options_(options), params_(processParams()) {
   transport::PeerInfo self = describeSelf(rank, params_);
-  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, toBytes(self), initDeadline());
+  std::vector<bootstrap::Bytes> all =
+      bootstrap::allGather(*store_, "peers", rank_, nranks_, toBytes(self), initDeadline());
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     peers_[r] = fromBytes<transport::PeerInfo>(all[r], r, "peer information");
@@ -76,8 +77,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
   // the rank we wait for needs, so oversubscribed ranks go to sleep at once.
-  spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000
-                                    : (localRanks <= cpus ? 50000 : 0);
+  spinNs_ =
+      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 50000 : 0);
   COLL_INFO(kInit, "comm %s rank %d/%d ready: %s, spin %lld ns", options_.name.c_str(), rank_, nranks_,
             shm_ ? "shared memory" : "no transport", static_cast<long long>(spinNs_));
 }
@@ -106,8 +107,8 @@ void Communicator::setupTransports() {
   config.oneshotBytes = params_.oneshotBytes;
   shm_ = std::make_unique<transport::ShmDomain>(config, rank_, localRanks);
   std::string blob = shm_->blob();
-  std::vector<bootstrap::Bytes> blobs = bootstrap::allGather(
-      *store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
+  std::vector<bootstrap::Bytes> blobs =
+      bootstrap::allGather(*store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
   std::vector<std::string> names;
   for (int i = 0; i < nranks_; ++i) {
     if (blobs[i].empty() || blobs[i].size() > 255 || blobs[i][0] != '/')
@@ -277,10 +278,10 @@ void Communicator::checkConsistency(const CollCall& call, ProgressWaiter& waiter
     uint64_t callIndex, count;
     int32_t type, datatype, op, root;
   } mine{};
-  bool reduces = call.type == CollType::kAllReduce || call.type == CollType::kReduce ||
-                 call.type == CollType::kReduceScatter;
-  bool rooted = call.type == CollType::kBroadcast || call.type == CollType::kReduce ||
-                call.type == CollType::kGather || call.type == CollType::kScatter;
+  bool reduces =
+      call.type == CollType::kAllReduce || call.type == CollType::kReduce || call.type == CollType::kReduceScatter;
+  bool rooted = call.type == CollType::kBroadcast || call.type == CollType::kReduce || call.type == CollType::kGather ||
+                call.type == CollType::kScatter;
   mine.callIndex = callCount_;
   mine.count = call.type == CollType::kBarrier ? 0 : call.count;
   mine.type = static_cast<int32_t>(call.type);
@@ -301,12 +302,11 @@ void Communicator::checkConsistency(const CollCall& call, ProgressWaiter& waiter
     const Description& first = all[0];
     if (memcmp(&d, &first, sizeof(Description)) == 0) continue;
     auto describe = [](const Description& x) {
-      return formatString("%s(count=%llu, datatype=%s, op=%s, root=%d) as call #%llu",
-                          collTypeName(static_cast<CollType>(std::min<int32_t>(x.type, int32_t(CollType::kCount) - 1))),
-                          static_cast<unsigned long long>(x.count),
-                          kernels::dataTypeName(static_cast<collDataType_t>(x.datatype)),
-                          kernels::redOpName(static_cast<collRedOp_t>(x.op)), x.root,
-                          static_cast<unsigned long long>(x.callIndex));
+      return formatString(
+          "%s(count=%llu, datatype=%s, op=%s, root=%d) as call #%llu",
+          collTypeName(static_cast<CollType>(std::min<int32_t>(x.type, int32_t(CollType::kCount) - 1))),
+          static_cast<unsigned long long>(x.count), kernels::dataTypeName(static_cast<collDataType_t>(x.datatype)),
+          kernels::redOpName(static_cast<collRedOp_t>(x.op)), x.root, static_cast<unsigned long long>(x.callIndex));
     };
     throwError(collInvalidUsage, "%s: COLL_CHECK: rank %d called %s but rank 0 called %s", collTypeName(call.type), r,
                describe(d).c_str(), describe(first).c_str());

@@ -35,15 +35,15 @@ std::string formatStringV(const char* fmt, va_list args);
 
 // Checks a syscall-style result (-1 on failure) and throws collSystemError naming the call and
 // where it started.
-#define COLL_SYSCHECK(expr, what)                                         \
-  do {                                                                    \
-    if ((expr) == -1) ::coll::throwSystemError(what " (" __FILE__ ")");   \
+#define COLL_SYSCHECK(expr, what)                                       \
+  do {                                                                  \
+    if ((expr) == -1) ::coll::throwSystemError(what " (" __FILE__ ")"); \
   } while (0)
 
 // Evaluates a collResult_t-returning expression and throws when it failed.
-#define COLL_CHECK_RESULT(expr)                                                                   \
-  do {                                                                                            \
-    collResult_t collCheckResult_ = (expr);                                                       \
-    if (collCheckResult_ != collSuccess)                                                          \
-      ::coll::throwError(collCheckResult_, "%s failed at %s:%d", #expr, __FILE__, __LINE__);      \
+#define COLL_CHECK_RESULT(expr)                                                              \
+  do {                                                                                       \
+    collResult_t collCheckResult_ = (expr);                                                  \
+    if (collCheckResult_ != collSuccess)                                                     \
+      ::coll::throwError(collCheckResult_, "%s failed at %s:%d", #expr, __FILE__, __LINE__); \
   } while (0)

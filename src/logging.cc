@@ -66,10 +66,14 @@ const LogSettings& settings() {
 
 const char* levelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    default: return "";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 

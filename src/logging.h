@@ -14,13 +14,13 @@ void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) __attrib
 }  // namespace coll
 
 #define COLL_WARN(subsys, ...) ::coll::logMessage(::coll::LogLevel::kWarn, ::coll::LogSubsys::subsys, __VA_ARGS__)
-#define COLL_INFO(subsys, ...)                                                          \
-  do {                                                                                  \
-    if (::coll::logEnabled(::coll::LogLevel::kInfo, ::coll::LogSubsys::subsys))         \
+#define COLL_INFO(subsys, ...)                                                             \
+  do {                                                                                     \
+    if (::coll::logEnabled(::coll::LogLevel::kInfo, ::coll::LogSubsys::subsys))            \
       ::coll::logMessage(::coll::LogLevel::kInfo, ::coll::LogSubsys::subsys, __VA_ARGS__); \
   } while (0)
-#define COLL_TRACE(subsys, ...)                                                          \
-  do {                                                                                   \
-    if (::coll::logEnabled(::coll::LogLevel::kTrace, ::coll::LogSubsys::subsys))         \
+#define COLL_TRACE(subsys, ...)                                                             \
+  do {                                                                                      \
+    if (::coll::logEnabled(::coll::LogLevel::kTrace, ::coll::LogSubsys::subsys))            \
       ::coll::logMessage(::coll::LogLevel::kTrace, ::coll::LogSubsys::subsys, __VA_ARGS__); \
   } while (0)

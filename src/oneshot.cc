@@ -23,9 +23,14 @@ void OneShot::publish(const CollCall& call, uint8_t* mine) {
   bool hasInput = true;
   switch (call.type) {
     case CollType::kBroadcast:
-    case CollType::kScatter: hasInput = rank_ == call.root; break;
-    case CollType::kBarrier: hasInput = false; break;
-    default: break;
+    case CollType::kScatter:
+      hasInput = rank_ == call.root;
+      break;
+    case CollType::kBarrier:
+      hasInput = false;
+      break;
+    default:
+      break;
   }
   if (!hasInput) return;
   size_t bytes = oneshotInputBytes(call, nranks_);

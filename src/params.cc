@@ -1,8 +1,8 @@
 #include "src/params.h"
 
+#include <strings.h>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 #include "src/error.h"
 
@@ -14,32 +14,40 @@ long long parseInteger(const char* name, long long minValue, long long maxValue,
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
   long long value = strtoll(text, &end, 0);
-  if (end != nullptr && (*end == 'k' || *end == 'K')) value <<= 10, ++end;
-  else if (end != nullptr && (*end == 'm' || *end == 'M')) value <<= 20, ++end;
+  if (end != nullptr && (*end == 'k' || *end == 'K'))
+    value <<= 10, ++end;
+  else if (end != nullptr && (*end == 'm' || *end == 'M'))
+    value <<= 20, ++end;
   if (end == text || *end != '\0' || value < minValue || value > maxValue)
-    throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected an integer in [%lld, %lld]", name,
-               text, minValue, maxValue);
+    throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected an integer in [%lld, %lld]",
+               name, text, minValue, maxValue);
   return value;
 }
 
 bool parseBool(const char* name, bool fallback) {
   const char* text = getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
-  if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on")) return true;
-  if (!strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcasecmp(text, "off")) return false;
+  if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on"))
+    return true;
+  if (!strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcasecmp(text, "off"))
+    return false;
   throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected 0 or 1", name, text);
 }
 
 Algo parseAlgoName(const std::string& name, const std::string& whole) {
-  static const struct { const char* name; Algo algo; } kNames[] = {
-      {"auto", Algo::kAuto},     {"oneshot", Algo::kOneShot}, {"ring", Algo::kRing},         {"tree", Algo::kTree},
-      {"chain", Algo::kChain},   {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise},
+  static const struct {
+    const char* name;
+    Algo algo;
+  } kNames[] = {
+      {"auto", Algo::kAuto},   {"oneshot", Algo::kOneShot}, {"ring", Algo::kRing},         {"tree", Algo::kTree},
+      {"chain", Algo::kChain}, {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise},
   };
   for (const auto& entry : kNames)
     if (strcasecmp(entry.name, name.c_str()) == 0) return entry.algo;
-  throwError(collInvalidUsage,
-             "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct or pairwise",
-             whole.c_str(), name.c_str());
+  throwError(
+      collInvalidUsage,
+      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct or pairwise",
+      whole.c_str(), name.c_str());
 }
 
 int collTypeByName(const std::string& name, const std::string& whole) {
@@ -53,13 +61,20 @@ int collTypeByName(const std::string& name, const std::string& whole) {
 
 const char* algoName(Algo algo) {
   switch (algo) {
-    case Algo::kAuto: return "auto";
-    case Algo::kOneShot: return "oneshot";
-    case Algo::kRing: return "ring";
-    case Algo::kTree: return "tree";
-    case Algo::kChain: return "chain";
-    case Algo::kDirect: return "direct";
-    case Algo::kPairwise: return "pairwise";
+    case Algo::kAuto:
+      return "auto";
+    case Algo::kOneShot:
+      return "oneshot";
+    case Algo::kRing:
+      return "ring";
+    case Algo::kTree:
+      return "tree";
+    case Algo::kChain:
+      return "chain";
+    case Algo::kDirect:
+      return "direct";
+    case Algo::kPairwise:
+      return "pairwise";
   }
   return "?";
 }
@@ -89,8 +104,10 @@ const Params& processParams() {
     p.checkConsistency = parseBool("COLL_CHECK", false);
     if (const char* transports = getenv("COLL_TRANSPORTS")) {
       std::string t(transports);
-      if (t.find("^shm") != std::string::npos) p.shmEnabled = false;
-      else if (!t.empty() && t[0] != '^' && t.find("shm") == std::string::npos) p.shmEnabled = false;
+      if (t.find("^shm") != std::string::npos)
+        p.shmEnabled = false;
+      else if (!t.empty() && t[0] != '^' && t.find("shm") == std::string::npos)
+        p.shmEnabled = false;
     }
     if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));

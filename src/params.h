@@ -14,15 +14,15 @@ enum class Algo : uint8_t { kAuto, kOneShot, kRing, kTree, kChain, kDirect, kPai
 const char* algoName(Algo algo);
 
 struct Params {
-  int timeoutMs = 300000;          // COLL_TIMEOUT_MS
-  bool checkConsistency = false;   // COLL_CHECK
-  bool shmEnabled = true;          // COLL_TRANSPORTS (^shm disables)
+  int timeoutMs = 300000;                                      // COLL_TIMEOUT_MS
+  bool checkConsistency = false;                               // COLL_CHECK
+  bool shmEnabled = true;                                      // COLL_TRANSPORTS (^shm disables)
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
-  int shmFifoDepth = 8;            // COLL_SHM_FIFO_DEPTH
-  size_t shmSlotBytes = 128 << 10; // COLL_SHM_SLOT_BYTES
-  size_t oneshotBytes = 64 << 10;  // COLL_ONESHOT_BYTES (per rank, per buffer)
-  int spinMicros = -1;             // COLL_SPIN_US (-1: chosen from ranks per core)
-  std::string hostId;              // COLL_HOSTID (overrides host detection; tests simulate hosts)
+  int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
+  size_t shmSlotBytes = 128 << 10;                             // COLL_SHM_SLOT_BYTES
+  size_t oneshotBytes = 64 << 10;                              // COLL_ONESHOT_BYTES (per rank, per buffer)
+  int spinMicros = -1;                                         // COLL_SPIN_US (-1: chosen from ranks per core)
+  std::string hostId;  // COLL_HOSTID (overrides host detection; tests simulate hosts)
 };
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.

@@ -81,12 +81,10 @@ void ProgressWaiter::sleepUntilRung() {
     lastHealthCheckNs_ = nowNs;
     healthCheck_();
     if (Clock::now() >= deadline_)
-      throwError(collTimeout,
-                 "%s: timed out after %d ms waiting for peers (COLL_TIMEOUT_MS or collConfig_t.timeoutMs)", what_,
-                 timeoutMs_);
+      throwError(collTimeout, "%s: timed out after %d ms waiting for peers (COLL_TIMEOUT_MS or collConfig_t.timeoutMs)",
+                 what_, timeoutMs_);
   }
-  int64_t remainingNs =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_ - Clock::now()).count();
+  int64_t remainingNs = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_ - Clock::now()).count();
   if (remainingNs < 1) remainingNs = 1;
   // Wake at least every few milliseconds to look at peers' health even if no one rings.
   transport::sleepOnDoorbell(bell_, snapshot_, remainingNs < 5000000 ? remainingNs : 5000000);

@@ -21,16 +21,35 @@ void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, s
   *recvMul = 1;
   bool root = rank == c.root;
   switch (c.type) {
-    case CollType::kAllGather: *recvMul = nranks; break;
-    case CollType::kReduceScatter: *sendMul = nranks; break;
-    case CollType::kGather: *recvMul = root ? nranks : 0; break;
-    case CollType::kScatter: *sendMul = root ? nranks : 0; break;
-    case CollType::kAllToAll: *sendMul = *recvMul = nranks; break;
-    case CollType::kBroadcast: *sendMul = root ? 1 : 0; break;
-    case CollType::kReduce: *recvMul = root ? 1 : 0; break;
-    case CollType::kSend: *recvMul = 0; break;
-    case CollType::kRecv: *sendMul = 0; break;
-    default: break;
+    case CollType::kAllGather:
+      *recvMul = nranks;
+      break;
+    case CollType::kReduceScatter:
+      *sendMul = nranks;
+      break;
+    case CollType::kGather:
+      *recvMul = root ? nranks : 0;
+      break;
+    case CollType::kScatter:
+      *sendMul = root ? nranks : 0;
+      break;
+    case CollType::kAllToAll:
+      *sendMul = *recvMul = nranks;
+      break;
+    case CollType::kBroadcast:
+      *sendMul = root ? 1 : 0;
+      break;
+    case CollType::kReduce:
+      *recvMul = root ? 1 : 0;
+      break;
+    case CollType::kSend:
+      *recvMul = 0;
+      break;
+    case CollType::kRecv:
+      *sendMul = 0;
+      break;
+    default:
+      break;
   }
 }
 
@@ -43,12 +62,18 @@ bool isAllowedInPlace(const CollCall& c, int rank) {
   switch (c.type) {
     case CollType::kAllReduce:
     case CollType::kBroadcast:
-    case CollType::kReduce: return send == recv;
-    case CollType::kAllGather: return send == recv + rank * bytes;
-    case CollType::kReduceScatter: return recv == send + rank * bytes;
-    case CollType::kGather: return send == recv + c.root * bytes;
-    case CollType::kScatter: return recv == send + c.root * bytes;
-    default: return false;
+    case CollType::kReduce:
+      return send == recv;
+    case CollType::kAllGather:
+      return send == recv + rank * bytes;
+    case CollType::kReduceScatter:
+      return recv == send + rank * bytes;
+    case CollType::kGather:
+      return send == recv + c.root * bytes;
+    case CollType::kScatter:
+      return recv == send + c.root * bytes;
+    default:
+      return false;
   }
 }
 
@@ -64,11 +89,11 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
     throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn,
                static_cast<int>(c.op), static_cast<int>(collNumOps));
   if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
-    throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)", fn,
-               c.root, nranks);
+    throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
+               fn, c.root, nranks);
   if ((c.type == CollType::kSend || c.type == CollType::kRecv) && (c.root < 0 || c.root >= nranks))
-    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)", fn,
-               c.root, nranks);
+    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
+               fn, c.root, nranks);
   size_t sendMul, recvMul;
   bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;

@@ -34,14 +34,20 @@ struct Step {
   int sendPeers[kMaxStepPeers];
   int nrecv = 0;
   int nsend = 0;
-  BufferRef src;         // local source, if any
-  BufferRef dst;         // local destination, if any
-  size_t count = 0;      // elements
-  bool finalAvg = false; // collAvg: divide by nranks when storing this step's results
-  bool joinNext = false; // progress together with the following step (independent transfers)
+  BufferRef src;          // local source, if any
+  BufferRef dst;          // local destination, if any
+  size_t count = 0;       // elements
+  bool finalAvg = false;  // collAvg: divide by nranks when storing this step's results
+  bool joinNext = false;  // progress together with the following step (independent transfers)
 
-  Step& recvFrom(int peer) { recvPeers[nrecv++] = peer; return *this; }
-  Step& sendTo(int peer) { sendPeers[nsend++] = peer; return *this; }
+  Step& recvFrom(int peer) {
+    recvPeers[nrecv++] = peer;
+    return *this;
+  }
+  Step& sendTo(int peer) {
+    sendPeers[nsend++] = peer;
+    return *this;
+  }
 };
 
 struct Schedule {

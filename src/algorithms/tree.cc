@@ -60,7 +60,8 @@ int binomialChildren(int n, int rank, int root, int* children, int maxChildren) 
   // The root may adopt every power of two; others only those below their lowest set bit.
   int limit = v == 0 ? n : (v & -v);
   int count = 0;
-  for (int bit = 1; bit < limit && v + bit < n && count < maxChildren; bit <<= 1) children[count++] = toReal(v + bit, root, n);
+  for (int bit = 1; bit < limit && v + bit < n && count < maxChildren; bit <<= 1)
+    children[count++] = toReal(v + bit, root, n);
   return count;
 }
 

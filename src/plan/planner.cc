@@ -36,30 +36,44 @@ double ringTraffic(CollType type, int n) {
 
 Algo defaultAlgo(CollType type, int nranks, size_t bytes) {
   switch (type) {
-    case CollType::kAllReduce: return Algo::kRing;
+    case CollType::kAllReduce:
+      return Algo::kRing;
     case CollType::kAllGather:
-    case CollType::kReduceScatter: return Algo::kRing;
-    case CollType::kBroadcast: return nranks <= 3 || bytes >= (1u << 20) ? Algo::kChain : Algo::kTree;
-    case CollType::kReduce: return Algo::kTree;
+    case CollType::kReduceScatter:
+      return Algo::kRing;
+    case CollType::kBroadcast:
+      return nranks <= 3 || bytes >= (1u << 20) ? Algo::kChain : Algo::kTree;
+    case CollType::kReduce:
+      return Algo::kTree;
     case CollType::kGather:
-    case CollType::kScatter: return Algo::kDirect;
-    case CollType::kAllToAll: return Algo::kPairwise;
-    case CollType::kBarrier: return Algo::kTree;
-    default: return Algo::kDirect;
+    case CollType::kScatter:
+      return Algo::kDirect;
+    case CollType::kAllToAll:
+      return Algo::kPairwise;
+    case CollType::kBarrier:
+      return Algo::kTree;
+    default:
+      return Algo::kDirect;
   }
 }
 
 bool algoSupports(Algo algo, CollType type) {
   switch (algo) {
-    case Algo::kOneShot: return type != CollType::kSend && type != CollType::kRecv;
-    case Algo::kRing: return type == CollType::kAllReduce || type == CollType::kAllGather || type == CollType::kReduceScatter;
+    case Algo::kOneShot:
+      return type != CollType::kSend && type != CollType::kRecv;
+    case Algo::kRing:
+      return type == CollType::kAllReduce || type == CollType::kAllGather || type == CollType::kReduceScatter;
     case Algo::kTree:
       return type == CollType::kAllReduce || type == CollType::kBroadcast || type == CollType::kReduce ||
              type == CollType::kBarrier;
-    case Algo::kChain: return type == CollType::kBroadcast;
-    case Algo::kDirect: return type == CollType::kGather || type == CollType::kScatter;
-    case Algo::kPairwise: return type == CollType::kAllToAll;
-    default: return false;
+    case Algo::kChain:
+      return type == CollType::kBroadcast;
+    case Algo::kDirect:
+      return type == CollType::kGather || type == CollType::kScatter;
+    case Algo::kPairwise:
+      return type == CollType::kAllToAll;
+    default:
+      return false;
   }
 }
 
@@ -70,9 +84,12 @@ size_t oneshotInputBytes(const CollCall& call, int nranks) {
   switch (call.type) {
     case CollType::kReduceScatter:
     case CollType::kScatter:
-    case CollType::kAllToAll: return bytes * static_cast<size_t>(nranks);
-    case CollType::kBarrier: return 0;
-    default: return bytes;
+    case CollType::kAllToAll:
+      return bytes * static_cast<size_t>(nranks);
+    case CollType::kBarrier:
+      return 0;
+    default:
+      return bytes;
   }
 }
 
@@ -89,10 +106,11 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     if (!algoSupports(forced, call.type))
       throwError(collInvalidUsage, "COLL_ALGO: algorithm %s cannot run %s", algoName(forced), collTypeName(call.type));
     if (forced == Algo::kOneShot && !oneshotFits)
-      throwError(collInvalidUsage,
-                 "COLL_ALGO: oneshot cannot run this %s: it needs every rank on one host with shared memory and at most "
-                 "%zu input bytes per rank (COLL_ONESHOT_BYTES), got %zu",
-                 collTypeName(call.type), ctx.oneshotBytes, input);
+      throwError(
+          collInvalidUsage,
+          "COLL_ALGO: oneshot cannot run this %s: it needs every rank on one host with shared memory and at most "
+          "%zu input bytes per rank (COLL_ONESHOT_BYTES), got %zu",
+          collTypeName(call.type), ctx.oneshotBytes, input);
     plan.algo = forced;
     return plan;
   }
@@ -114,17 +132,25 @@ Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int n) 
     case CollType::kAllReduce:
       return plan.algo == Algo::kTree ? a::treeAllReduce(n, rank, call.count, step, avg)
                                       : a::ringAllReduce(n, rank, call.count, step, avg);
-    case CollType::kReduceScatter: return a::ringReduceScatter(n, rank, call.count, step, avg);
-    case CollType::kAllGather: return a::ringAllGather(n, rank, call.count, step);
+    case CollType::kReduceScatter:
+      return a::ringReduceScatter(n, rank, call.count, step, avg);
+    case CollType::kAllGather:
+      return a::ringAllGather(n, rank, call.count, step);
     case CollType::kBroadcast:
       return plan.algo == Algo::kTree ? a::treeBroadcast(n, rank, call.root, call.count, step)
                                       : a::chainBroadcast(n, rank, call.root, call.count, step);
-    case CollType::kReduce: return a::treeReduce(n, rank, call.root, call.count, step, avg);
-    case CollType::kGather: return a::directGather(n, rank, call.root, call.count);
-    case CollType::kScatter: return a::directScatter(n, rank, call.root, call.count);
-    case CollType::kAllToAll: return a::pairwiseAllToAll(n, rank, call.count);
-    case CollType::kBarrier: return a::treeAllReduce(n, rank, 1, step, false);
-    default: throwError(collInternalError, "buildSchedule: %s has no schedule", collTypeName(call.type));
+    case CollType::kReduce:
+      return a::treeReduce(n, rank, call.root, call.count, step, avg);
+    case CollType::kGather:
+      return a::directGather(n, rank, call.root, call.count);
+    case CollType::kScatter:
+      return a::directScatter(n, rank, call.root, call.count);
+    case CollType::kAllToAll:
+      return a::pairwiseAllToAll(n, rank, call.count);
+    case CollType::kBarrier:
+      return a::treeAllReduce(n, rank, 1, step, false);
+    default:
+      throwError(collInternalError, "buildSchedule: %s has no schedule", collTypeName(call.type));
   }
 }
 

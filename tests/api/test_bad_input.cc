@@ -25,17 +25,22 @@ struct Expectation {
 std::vector<Expectation> badCalls(int nranks) {
   const size_t n = 4;
   return {
-      {"NULL comm", [](collComm_t, void* s, void* r) { return collAllReduce(s, r, n, collFloat, collSum, nullptr, nullptr); },
+      {"NULL comm",
+       [](collComm_t, void* s, void* r) { return collAllReduce(s, r, n, collFloat, collSum, nullptr, nullptr); },
        {"collAllReduce", "comm is NULL"}},
-      {"NULL sendbuff", [](collComm_t c, void*, void* r) { return collAllReduce(nullptr, r, n, collFloat, collSum, c, nullptr); },
+      {"NULL sendbuff",
+       [](collComm_t c, void*, void* r) { return collAllReduce(nullptr, r, n, collFloat, collSum, c, nullptr); },
        {"collAllReduce", "sendbuff is NULL", "count 4"}},
-      {"NULL recvbuff", [](collComm_t c, void* s, void*) { return collAllGather(s, nullptr, n, collInt32, c, nullptr); },
+      {"NULL recvbuff",
+       [](collComm_t c, void* s, void*) { return collAllGather(s, nullptr, n, collInt32, c, nullptr); },
        {"collAllGather", "recvbuff is NULL"}},
       {"datatype too large",
        [](collComm_t c, void* s, void* r) { return collAllReduce(s, r, n, collNumTypes, collSum, c, nullptr); },
        {"collAllReduce", "datatype 10", "[0, 10)"}},
       {"datatype negative",
-       [](collComm_t c, void* s, void* r) { return collBroadcast(s, r, n, static_cast<collDataType_t>(-1), 0, c, nullptr); },
+       [](collComm_t c, void* s, void* r) {
+         return collBroadcast(s, r, n, static_cast<collDataType_t>(-1), 0, c, nullptr);
+       },
        {"collBroadcast", "datatype -1"}},
       {"op too large",
        [](collComm_t c, void* s, void* r) { return collReduce(s, r, n, collFloat, collNumOps, 0, c, nullptr); },
@@ -45,15 +50,20 @@ std::vector<Expectation> badCalls(int nranks) {
          return collReduceScatter(s, r, 1, collFloat, static_cast<collRedOp_t>(-3), c, nullptr);
        },
        {"collReduceScatter", "op -3"}},
-      {"root too large", [nranks](collComm_t c, void* s, void* r) { return collBroadcast(s, r, n, collFloat, nranks, c, nullptr); },
+      {"root too large",
+       [nranks](collComm_t c, void* s, void* r) { return collBroadcast(s, r, n, collFloat, nranks, c, nullptr); },
        {"collBroadcast", "root " + std::to_string(nranks)}},
-      {"root negative", [](collComm_t c, void* s, void* r) { return collGather(s, r, 1, collFloat, -1, c, nullptr); },
+      {"root negative",
+       [](collComm_t c, void* s, void* r) { return collGather(s, r, 1, collFloat, -1, c, nullptr); },
        {"collGather", "root -1"}},
-      {"scatter root", [nranks](collComm_t c, void* s, void* r) { return collScatter(s, r, 1, collFloat, nranks + 5, c, nullptr); },
+      {"scatter root",
+       [nranks](collComm_t c, void* s, void* r) { return collScatter(s, r, 1, collFloat, nranks + 5, c, nullptr); },
        {"collScatter", "root"}},
-      {"peer too large", [nranks](collComm_t c, void* s, void*) { return collSend(s, n, collFloat, nranks, c, nullptr); },
+      {"peer too large",
+       [nranks](collComm_t c, void* s, void*) { return collSend(s, n, collFloat, nranks, c, nullptr); },
        {"collSend", "peer " + std::to_string(nranks)}},
-      {"peer negative", [](collComm_t c, void*, void* r) { return collRecv(r, n, collFloat, -2, c, nullptr); },
+      {"peer negative",
+       [](collComm_t c, void*, void* r) { return collRecv(r, n, collFloat, -2, c, nullptr); },
        {"collRecv", "peer -2"}},
       {"count overflows",
        [](collComm_t c, void* s, void* r) { return collAllReduce(s, r, SIZE_MAX / 2, collFloat, collSum, c, nullptr); },
@@ -82,7 +92,8 @@ TEST(BadInput, EveryRuleGivesInvalidArgumentAndTheCommunicatorKeepsWorking) {
       if (rc != collInvalidArgument)
         problems.push_back(e.name + ": returned " + std::to_string(rc) + " (" + message + ")");
       for (const std::string& word : e.mustMention)
-        if (message.find(word) == std::string::npos) problems.push_back(e.name + ": message \"" + message + "\" lacks \"" + word + "\"");
+        if (message.find(word) == std::string::npos)
+          problems.push_back(e.name + ": message \"" + message + "\" lacks \"" + word + "\"");
       if (!isPoisoned(recv.data(), recv.size()) || !isPoisoned(send.data(), send.size()))
         problems.push_back(e.name + ": a buffer was written");
       // A valid collective right after: every rank must still agree.
@@ -91,16 +102,15 @@ TEST(BadInput, EveryRuleGivesInvalidArgumentAndTheCommunicatorKeepsWorking) {
     }
     return problems;
   });
-  std::string text;
-  for (const auto& f : failures) text += f + "\n";
-  EXPECT_TRUE(failures.empty()) << text;
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 TEST(BadInput, CountZeroIsANoOpOnEveryRank) {
   auto failures = runAsThreads(2, [](collComm_t comm, int, int) {
     std::vector<std::string> problems;
     // NULL buffers are fine with count 0.
-    if (collAllReduce(nullptr, nullptr, 0, collFloat, collSum, comm, nullptr) != collSuccess) problems.push_back("allreduce 0");
+    if (collAllReduce(nullptr, nullptr, 0, collFloat, collSum, comm, nullptr) != collSuccess)
+      problems.push_back("allreduce 0");
     if (collAllToAll(nullptr, nullptr, 0, collFloat, comm, nullptr) != collSuccess) problems.push_back("alltoall 0");
     if (collSend(nullptr, 0, collFloat, 0, comm, nullptr) != collSuccess) problems.push_back("send 0");
     return problems;

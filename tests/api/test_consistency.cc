@@ -35,9 +35,7 @@ TEST(ConsistencyCheck, MismatchedCountIsReportedOnEveryRank) {
     if (rc != collInvalidUsage) problems.push_back("different roots not caught on rank " + std::to_string(rank));
     return problems;
   });
-  std::string text;
-  for (const auto& f : failures) text += f + "\n";
-  EXPECT_TRUE(failures.empty()) << text;
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ TEST(Split, ByParityWithReversedKeys) {
       int expectedSize = 2;
       int expectedRank = (color == 0) ? (rank == 2 ? 0 : 1) : (rank == 3 ? 0 : 1);
       if (size != expectedSize || newRank != expectedRank)
-        problems.push_back("rank " + std::to_string(rank) + " got " + std::to_string(newRank) + "/" + std::to_string(size));
+        problems.push_back("rank " + std::to_string(rank) + " got " + std::to_string(newRank) + "/" +
+                           std::to_string(size));
       auto cases = standardCases(size, false);
       cases.resize(200);
       auto childProblems = runCases(child, newRank, size, cases);
@@ -38,9 +39,7 @@ TEST(Split, ByParityWithReversedKeys) {
     if (!after.empty()) problems.push_back("parent after split: " + after);
     return problems;
   });
-  std::string text;
-  for (const auto& f : failures) text += f + "\n";
-  EXPECT_TRUE(failures.empty()) << text;
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 }  // namespace

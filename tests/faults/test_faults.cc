@@ -20,48 +20,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 TEST(Faults, RankKilledMidCollectiveGivesEverySurvivorAnError) {
   const int nranks = 4;
   const int victim = 2;
-  auto failures = runAsProcesses(nranks, [](collComm_t comm, int rank, int) -> std::vector<std::string> {
-    // 16 Mi floats per call keeps every rank inside the collective when the victim dies.
-    std::vector<float> in(16 << 20, 1.0f), out(16 << 20);
-    if (rank == victim) {
-      std::thread([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        kill(getpid(), SIGKILL);
-      }).detach();
-    }
-    auto start = Clock::now();
-    for (int i = 0; i < 100000; ++i) {
-      collResult_t rc = collAllReduce(in.data(), out.data(), in.size(), collFloat, collSum, comm, nullptr);
-      if (rc != collSuccess) {
-        double elapsed = secondsSince(start);
-        std::string message = collGetLastError(comm);
-        if (rc != collRemoteError) return {"rank " + std::to_string(rank) + ": expected collRemoteError, got " + collGetErrorString(rc)};
-        if (elapsed > 10) return {"rank " + std::to_string(rank) + ": error came after " + std::to_string(elapsed) + " s"};
-        // The next call fails at once: the communicator remembers.
-        if (collAllReduce(in.data(), out.data(), 8, collFloat, collSum, comm, nullptr) == collSuccess)
-          return {"rank " + std::to_string(rank) + ": call after the failure succeeded"};
-        collResult_t async = collSuccess;
-        collCommGetAsyncError(comm, &async);
-        if (async == collSuccess) return {"rank " + std::to_string(rank) + ": no async error recorded"};
-        return {};
-      }
-    }
-    return {"rank " + std::to_string(rank) + ": never saw the victim die"};
-  }, 60);
+  auto failures = runAsProcesses(
+      nranks,
+      [](collComm_t comm, int rank, int) -> std::vector<std::string> {
+        // 16 Mi floats per call keeps every rank inside the collective when the victim dies.
+        std::vector<float> in(16 << 20, 1.0f), out(16 << 20);
+        if (rank == victim) {
+          std::thread([] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            kill(getpid(), SIGKILL);
+          }).detach();
+        }
+        auto start = Clock::now();
+        for (int i = 0; i < 100000; ++i) {
+          collResult_t rc = collAllReduce(in.data(), out.data(), in.size(), collFloat, collSum, comm, nullptr);
+          if (rc != collSuccess) {
+            double elapsed = secondsSince(start);
+            std::string message = collGetLastError(comm);
+            if (rc != collRemoteError)
+              return {"rank " + std::to_string(rank) + ": expected collRemoteError, got " + collGetErrorString(rc)};
+            if (elapsed > 10)
+              return {"rank " + std::to_string(rank) + ": error came after " + std::to_string(elapsed) + " s"};
+            // The next call fails at once: the communicator remembers.
+            if (collAllReduce(in.data(), out.data(), 8, collFloat, collSum, comm, nullptr) == collSuccess)
+              return {"rank " + std::to_string(rank) + ": call after the failure succeeded"};
+            collResult_t async = collSuccess;
+            collCommGetAsyncError(comm, &async);
+            if (async == collSuccess) return {"rank " + std::to_string(rank) + ": no async error recorded"};
+            return {};
+          }
+        }
+        return {"rank " + std::to_string(rank) + ": never saw the victim die"};
+      },
+      60);
   // The victim's own report is "exited abnormally"; every other rank must pass.
   std::vector<std::string> survivors;
   for (const auto& f : failures)
     if (f.find("rank " + std::to_string(victim) + " ") != 0) survivors.push_back(f);
-  std::string text;
-  for (const auto& f : survivors) text += f + "\n";
-  EXPECT_TRUE(survivors.empty()) << text;
+  EXPECT_TRUE(survivors.empty()) << joinFailures(survivors);
 }
 
 TEST(Faults, RendezvousThatNeverCompletesTimesOut) {
@@ -122,7 +123,8 @@ TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
   collResult_t rc = collSuccess;
   for (int i = 0; i < 2 && rc == collSuccess; ++i) rc = collAllReduce(&x, &y, 1, collFloat, collSum, comms[1], nullptr);
   EXPECT_EQ(rc, collRemoteError);
-  EXPECT_NE(std::string(collGetLastError(comms[1])).find("collCommAbort"), std::string::npos) << collGetLastError(comms[1]);
+  EXPECT_NE(std::string(collGetLastError(comms[1])).find("collCommAbort"), std::string::npos)
+      << collGetLastError(comms[1]);
   EXPECT_LT(secondsSince(start), 2.0);
   EXPECT_EQ(collCommDestroy(comms[1]), collSuccess);
 }

@@ -21,7 +21,9 @@ struct GuardedBuffer {
   size_t bytes;
   explicit GuardedBuffer(size_t n) : storage(n + kGuardBytes + 1), bytes(n) { poison(storage.data(), storage.size()); }
   unsigned char* data() { return storage.data() + 1; }  // +1: deliberately unaligned for the kernels
-  bool guardIntact() const { return isPoisoned(storage.data() + 1 + bytes, kGuardBytes) && storage[0] == storage[1 + bytes]; }
+  bool guardIntact() const {
+    return isPoisoned(storage.data() + 1 + bytes, kGuardBytes) && storage[0] == storage[1 + bytes];
+  }
 };
 
 struct Checker {
@@ -48,16 +50,26 @@ void fillInput(void* base, int rank, size_t first, size_t count, const Case& c) 
 
 collResult_t issue(collComm_t comm, const Case& c, const void* send, void* recv) {
   switch (c.coll) {
-    case Coll::kAllReduce: return collAllReduce(send, recv, c.count, c.type, c.op, comm, nullptr);
-    case Coll::kBroadcast: return collBroadcast(send, recv, c.count, c.type, c.root, comm, nullptr);
-    case Coll::kReduce: return collReduce(send, recv, c.count, c.type, c.op, c.root, comm, nullptr);
-    case Coll::kAllGather: return collAllGather(send, recv, c.count, c.type, comm, nullptr);
-    case Coll::kReduceScatter: return collReduceScatter(send, recv, c.count, c.type, c.op, comm, nullptr);
-    case Coll::kGather: return collGather(send, recv, c.count, c.type, c.root, comm, nullptr);
-    case Coll::kScatter: return collScatter(send, recv, c.count, c.type, c.root, comm, nullptr);
-    case Coll::kAllToAll: return collAllToAll(send, recv, c.count, c.type, comm, nullptr);
-    case Coll::kBarrier: return collBarrier(comm, nullptr);
-    default: return collInternalError;
+    case Coll::kAllReduce:
+      return collAllReduce(send, recv, c.count, c.type, c.op, comm, nullptr);
+    case Coll::kBroadcast:
+      return collBroadcast(send, recv, c.count, c.type, c.root, comm, nullptr);
+    case Coll::kReduce:
+      return collReduce(send, recv, c.count, c.type, c.op, c.root, comm, nullptr);
+    case Coll::kAllGather:
+      return collAllGather(send, recv, c.count, c.type, comm, nullptr);
+    case Coll::kReduceScatter:
+      return collReduceScatter(send, recv, c.count, c.type, c.op, comm, nullptr);
+    case Coll::kGather:
+      return collGather(send, recv, c.count, c.type, c.root, comm, nullptr);
+    case Coll::kScatter:
+      return collScatter(send, recv, c.count, c.type, c.root, comm, nullptr);
+    case Coll::kAllToAll:
+      return collAllToAll(send, recv, c.count, c.type, comm, nullptr);
+    case Coll::kBarrier:
+      return collBarrier(comm, nullptr);
+    default:
+      return collInternalError;
   }
 }
 
@@ -75,7 +87,8 @@ std::string runSendRecv(collComm_t comm, int rank, int nranks, const Case& c) {
   if (rc == collSuccess) rc = collRecv(fromNext.data(), c.count, c.type, next, comm, nullptr);
   collResult_t end = collGroupEnd();
   if (rc != collSuccess || end != collSuccess)
-    return std::string("send/recv failed: ") + collGetErrorString(rc != collSuccess ? rc : end) + ": " + collGetLastError(comm);
+    return std::string("send/recv failed: ") + collGetErrorString(rc != collSuccess ? rc : end) + ": " +
+           collGetLastError(comm);
   Checker check{c, "", 0};
   for (size_t i = 0; i < c.count; ++i) {
     check.expect(fromPrev.data(), i, inputValue(prev, i, c.type, c.op), "fromPrev");
@@ -88,8 +101,8 @@ std::string runSendRecv(collComm_t comm, int rank, int nranks, const Case& c) {
 }  // namespace
 
 const char* collName(Coll coll) {
-  static const char* names[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                "Gather", "Scatter", "AllToAll", "SendRecv", "Barrier"};
+  static const char* names[] = {"AllReduce", "Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                                "Gather",    "Scatter",   "AllToAll", "SendRecv",  "Barrier"};
   return names[static_cast<int>(coll)];
 }
 
@@ -108,12 +121,23 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
   // Element counts of the send and receive sides for this rank.
   size_t sendElems = count, recvElems = count;
   switch (c.coll) {
-    case Coll::kAllGather: recvElems = count * n; break;
-    case Coll::kReduceScatter: sendElems = count * n; break;
-    case Coll::kGather: recvElems = count * n; break;
-    case Coll::kScatter: sendElems = count * n; break;
-    case Coll::kAllToAll: sendElems = recvElems = count * n; break;
-    default: break;
+    case Coll::kAllGather:
+      recvElems = count * n;
+      break;
+    case Coll::kReduceScatter:
+      sendElems = count * n;
+      break;
+    case Coll::kGather:
+      recvElems = count * n;
+      break;
+    case Coll::kScatter:
+      sendElems = count * n;
+      break;
+    case Coll::kAllToAll:
+      sendElems = recvElems = count * n;
+      break;
+    default:
+      break;
   }
   GuardedBuffer recv(recvElems * es);
   GuardedBuffer sendStorage(sendElems * es);
@@ -122,21 +146,44 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
   // In place: the input sits inside the output buffer where API.md says.
   if (c.inPlace) {
     switch (c.coll) {
-      case Coll::kAllReduce: case Coll::kBroadcast: case Coll::kReduce: send = out; break;
-      case Coll::kAllGather: send = out + rank * count * es; break;
-      case Coll::kReduceScatter: out = send + rank * count * es; break;
-      case Coll::kGather: if (isRoot) send = out + rank * count * es; break;
-      case Coll::kScatter: if (isRoot) out = send + rank * count * es; break;
-      default: break;
+      case Coll::kAllReduce:
+      case Coll::kBroadcast:
+      case Coll::kReduce:
+        send = out;
+        break;
+      case Coll::kAllGather:
+        send = out + rank * count * es;
+        break;
+      case Coll::kReduceScatter:
+        out = send + rank * count * es;
+        break;
+      case Coll::kGather:
+        if (isRoot) send = out + rank * count * es;
+        break;
+      case Coll::kScatter:
+        if (isRoot) out = send + rank * count * es;
+        break;
+      default:
+        break;
     }
   }
   // Inputs: the reference's values; for rooted "send from root" collectives only the root's matter.
   switch (c.coll) {
-    case Coll::kReduceScatter: case Coll::kAllToAll: fillInput(send, rank, 0, sendElems, c); break;
-    case Coll::kScatter: if (isRoot) fillInput(send, rank, 0, sendElems, c); break;
-    case Coll::kBroadcast: if (isRoot) fillInput(send, rank, 0, count, c); break;
-    case Coll::kBarrier: break;
-    default: fillInput(send, rank, 0, count, c); break;
+    case Coll::kReduceScatter:
+    case Coll::kAllToAll:
+      fillInput(send, rank, 0, sendElems, c);
+      break;
+    case Coll::kScatter:
+      if (isRoot) fillInput(send, rank, 0, sendElems, c);
+      break;
+    case Coll::kBroadcast:
+      if (isRoot) fillInput(send, rank, 0, count, c);
+      break;
+    case Coll::kBarrier:
+      break;
+    default:
+      fillInput(send, rank, 0, count, c);
+      break;
   }
   collResult_t rc = issue(comm, c, send, out);
   if (rc != collSuccess) return std::string("call failed: ") + collGetErrorString(rc) + ": " + collGetLastError(comm);
@@ -146,7 +193,8 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
       for (size_t i = 0; i < count; ++i) check.expect(out, i, reducedValue(n, i, c.type, c.op), "out");
       break;
     case Coll::kReduce:
-      if (isRoot) for (size_t i = 0; i < count; ++i) check.expect(out, i, reducedValue(n, i, c.type, c.op), "out");
+      if (isRoot)
+        for (size_t i = 0; i < count; ++i) check.expect(out, i, reducedValue(n, i, c.type, c.op), "out");
       break;
     case Coll::kBroadcast:
       for (size_t i = 0; i < count; ++i) check.expect(out, i, inputValue(c.root, i, c.type, c.op), "out");
@@ -164,13 +212,16 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
           for (size_t i = 0; i < count; ++i) check.expect(out, r * count + i, inputValue(r, i, c.type, c.op), "out");
       break;
     case Coll::kScatter:
-      for (size_t i = 0; i < count; ++i) check.expect(out, i, inputValue(c.root, rank * count + i, c.type, c.op), "out");
+      for (size_t i = 0; i < count; ++i)
+        check.expect(out, i, inputValue(c.root, rank * count + i, c.type, c.op), "out");
       break;
     case Coll::kAllToAll:
       for (int p = 0; p < n; ++p)
-        for (size_t i = 0; i < count; ++i) check.expect(out, p * count + i, inputValue(p, rank * count + i, c.type, c.op), "out");
+        for (size_t i = 0; i < count; ++i)
+          check.expect(out, p * count + i, inputValue(p, rank * count + i, c.type, c.op), "out");
       break;
-    default: break;
+    default:
+      break;
   }
   // Outputs a rank must not receive stay untouched (non-roots of reduce and gather).
   bool untouchedOutput = !c.inPlace && ((c.coll == Coll::kReduce || c.coll == Coll::kGather) && !isRoot);
@@ -181,11 +232,11 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
 
 std::vector<Case> standardCases(int n, bool thorough) {
   std::vector<Case> cases;
-  const collDataType_t types[] = {collInt8, collUint8, collInt32, collUint32, collInt64,
+  const collDataType_t types[] = {collInt8,   collUint8,   collInt32,   collUint32,  collInt64,
                                   collUint64, collFloat16, collFloat32, collFloat64, collBfloat16};
   const collRedOp_t ops[] = {collSum, collProd, collMax, collMin, collAvg};
-  const Coll colls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter,
-                        Coll::kGather, Coll::kScatter, Coll::kAllToAll, Coll::kSendRecv};
+  const Coll colls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kReduce,   Coll::kAllGather, Coll::kReduceScatter,
+                        Coll::kGather,    Coll::kScatter,   Coll::kAllToAll, Coll::kSendRecv};
   // 0, 1, odd, not a multiple of n; then larger than a pipeline step (512 KiB) and above the
   // one-shot limit so the ring and tree paths run.
   const size_t smallCounts[] = {0, 1, 7, static_cast<size_t>(3 * n + 1)};
@@ -202,10 +253,13 @@ std::vector<Case> standardCases(int n, bool thorough) {
                 cases.push_back({coll, type, ops[o], count, root, inPlace == 1});
         bool bigType = thorough || type == collFloat32 || type == collInt8 || type == collBfloat16;
         if (bigType && (o == 0 || o == 4 || thorough)) {
-          cases.push_back({coll, type, ops[o], largeCount / (coll == Coll::kAllGather || coll == Coll::kReduceScatter ||
-                                                                        coll == Coll::kGather || coll == Coll::kScatter ||
-                                                                        coll == Coll::kAllToAll ? n : 1),
-                           roots - 1, false});
+          cases.push_back(
+              {coll, type, ops[o],
+               largeCount / (coll == Coll::kAllGather || coll == Coll::kReduceScatter || coll == Coll::kGather ||
+                                     coll == Coll::kScatter || coll == Coll::kAllToAll
+                                 ? n
+                                 : 1),
+               roots - 1, false});
           if (coll != Coll::kAllToAll && coll != Coll::kSendRecv)
             cases.push_back({coll, type, ops[o], largeCount / n + 1, 0, true});
         }

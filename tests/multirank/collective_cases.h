@@ -10,7 +10,18 @@
 
 namespace colltest {
 
-enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kGather, kScatter, kAllToAll, kSendRecv, kBarrier };
+enum class Coll {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kSendRecv,
+  kBarrier
+};
 const char* collName(Coll coll);
 
 struct Case {

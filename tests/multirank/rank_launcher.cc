@@ -14,6 +14,12 @@
 
 namespace colltest {
 
+std::string joinFailures(const std::vector<std::string>& failures) {
+  std::string text;
+  for (const auto& f : failures) text += f + "\n";
+  return text;
+}
+
 namespace {
 
 using InitFn = std::function<collResult_t(collComm_t*, int rank)>;
@@ -115,7 +121,8 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
     if (pipes[r] >= 0) {
       kill(pids[r], SIGKILL);
       close(pipes[r]);
-      failures.push_back("rank " + std::to_string(r) + " did not finish within " + std::to_string(timeoutSeconds) + " s");
+      failures.push_back("rank " + std::to_string(r) + " did not finish within " + std::to_string(timeoutSeconds) +
+                         " s");
     }
     int status = 0;
     waitpid(pids[r], &status, 0);

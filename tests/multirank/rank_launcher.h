@@ -13,6 +13,9 @@ namespace colltest {
 // The body of one rank: returns failure descriptions (empty when the rank passed).
 using RankBody = std::function<std::vector<std::string>(collComm_t comm, int rank, int nranks)>;
 
+// One failure per line, for a test's failure message.
+std::string joinFailures(const std::vector<std::string>& failures);
+
 std::vector<std::string> runAsThreads(int nranks, const RankBody& body, collConfig_t* config = nullptr);
 // Threads that rendezvous through an in-memory store instead of the TCP one.
 std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody& body);

@@ -9,15 +9,24 @@ namespace colltest {
 
 size_t typeSize(collDataType_t type) {
   switch (type) {
-    case collInt8: case collUint8: return 1;
-    case collFloat16: case collBfloat16: return 2;
-    case collInt32: case collUint32: case collFloat32: return 4;
-    default: return 8;
+    case collInt8:
+    case collUint8:
+      return 1;
+    case collFloat16:
+    case collBfloat16:
+      return 2;
+    case collInt32:
+    case collUint32:
+    case collFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 const char* typeName(collDataType_t type) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
+  static const char* names[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                "uint64", "half",  "float", "double", "bfloat16"};
   return names[type];
 }
 
@@ -49,11 +58,21 @@ double reducedValue(int nranks, size_t index, collDataType_t type, collRedOp_t o
   for (int r = 1; r < nranks; ++r) {
     double v = inputValue(r, index, type, op);
     switch (op) {
-      case collSum: case collAvg: acc += v; break;
-      case collProd: acc *= v; break;
-      case collMax: acc = std::max(acc, v); break;
-      case collMin: acc = std::min(acc, v); break;
-      default: break;
+      case collSum:
+      case collAvg:
+        acc += v;
+        break;
+      case collProd:
+        acc *= v;
+        break;
+      case collMax:
+        acc = std::max(acc, v);
+        break;
+      case collMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        break;
     }
   }
   if (op == collAvg) {
@@ -65,33 +84,65 @@ double reducedValue(int nranks, size_t index, collDataType_t type, collRedOp_t o
 
 void storeValue(void* base, size_t index, collDataType_t type, double v) {
   switch (type) {
-    case collInt8: static_cast<int8_t*>(base)[index] = static_cast<int8_t>(v); break;
-    case collUint8: static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(v); break;
-    case collInt32: static_cast<int32_t*>(base)[index] = static_cast<int32_t>(v); break;
-    case collUint32: static_cast<uint32_t*>(base)[index] = static_cast<uint32_t>(v); break;
-    case collInt64: static_cast<int64_t*>(base)[index] = static_cast<int64_t>(v); break;
-    case collUint64: static_cast<uint64_t*>(base)[index] = static_cast<uint64_t>(v); break;
-    case collFloat16: static_cast<uint16_t*>(base)[index] = coll::kernels::floatToHalf(static_cast<float>(v)); break;
-    case collFloat32: static_cast<float*>(base)[index] = static_cast<float>(v); break;
-    case collFloat64: static_cast<double*>(base)[index] = v; break;
-    case collBfloat16: static_cast<uint16_t*>(base)[index] = coll::kernels::floatToBfloat16(static_cast<float>(v)); break;
-    default: break;
+    case collInt8:
+      static_cast<int8_t*>(base)[index] = static_cast<int8_t>(v);
+      break;
+    case collUint8:
+      static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(v);
+      break;
+    case collInt32:
+      static_cast<int32_t*>(base)[index] = static_cast<int32_t>(v);
+      break;
+    case collUint32:
+      static_cast<uint32_t*>(base)[index] = static_cast<uint32_t>(v);
+      break;
+    case collInt64:
+      static_cast<int64_t*>(base)[index] = static_cast<int64_t>(v);
+      break;
+    case collUint64:
+      static_cast<uint64_t*>(base)[index] = static_cast<uint64_t>(v);
+      break;
+    case collFloat16:
+      static_cast<uint16_t*>(base)[index] = coll::kernels::floatToHalf(static_cast<float>(v));
+      break;
+    case collFloat32:
+      static_cast<float*>(base)[index] = static_cast<float>(v);
+      break;
+    case collFloat64:
+      static_cast<double*>(base)[index] = v;
+      break;
+    case collBfloat16:
+      static_cast<uint16_t*>(base)[index] = coll::kernels::floatToBfloat16(static_cast<float>(v));
+      break;
+    default:
+      break;
   }
 }
 
 double loadValue(const void* base, size_t index, collDataType_t type) {
   switch (type) {
-    case collInt8: return static_cast<const int8_t*>(base)[index];
-    case collUint8: return static_cast<const uint8_t*>(base)[index];
-    case collInt32: return static_cast<const int32_t*>(base)[index];
-    case collUint32: return static_cast<const uint32_t*>(base)[index];
-    case collInt64: return static_cast<double>(static_cast<const int64_t*>(base)[index]);
-    case collUint64: return static_cast<double>(static_cast<const uint64_t*>(base)[index]);
-    case collFloat16: return coll::kernels::halfToFloat(static_cast<const uint16_t*>(base)[index]);
-    case collFloat32: return static_cast<const float*>(base)[index];
-    case collFloat64: return static_cast<const double*>(base)[index];
-    case collBfloat16: return coll::kernels::bfloat16ToFloat(static_cast<const uint16_t*>(base)[index]);
-    default: return NAN;
+    case collInt8:
+      return static_cast<const int8_t*>(base)[index];
+    case collUint8:
+      return static_cast<const uint8_t*>(base)[index];
+    case collInt32:
+      return static_cast<const int32_t*>(base)[index];
+    case collUint32:
+      return static_cast<const uint32_t*>(base)[index];
+    case collInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[index]);
+    case collUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(base)[index]);
+    case collFloat16:
+      return coll::kernels::halfToFloat(static_cast<const uint16_t*>(base)[index]);
+    case collFloat32:
+      return static_cast<const float*>(base)[index];
+    case collFloat64:
+      return static_cast<const double*>(base)[index];
+    case collBfloat16:
+      return coll::kernels::bfloat16ToFloat(static_cast<const uint16_t*>(base)[index]);
+    default:
+      return NAN;
   }
 }
 
@@ -114,8 +165,10 @@ bool valueMatches(const void* base, size_t index, collDataType_t type, collRedOp
   double got = loadValue(base, index, type);
   if (got == want) return true;
   if (op == collAvg && isFloatType(type)) {
-    double ulp = type == collFloat16 ? std::ldexp(1.0, -10) : type == collBfloat16 ? std::ldexp(1.0, -7)
-               : type == collFloat32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -52);
+    double ulp = type == collFloat16    ? std::ldexp(1.0, -10)
+                 : type == collBfloat16 ? std::ldexp(1.0, -7)
+                 : type == collFloat32  ? std::ldexp(1.0, -23)
+                                        : std::ldexp(1.0, -52);
     return std::fabs(got - want) <= ulp * std::max(1.0, std::fabs(want));
   }
   return false;

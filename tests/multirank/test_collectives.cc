@@ -9,14 +9,9 @@
 namespace colltest {
 namespace {
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& l : lines) text += l + "\n";
-  return text;
-}
-
 RankBody standardBody() {
-  return [](collComm_t comm, int rank, int nranks) { return runCases(comm, rank, nranks, standardCases(nranks, false)); };
+  return
+      [](collComm_t comm, int rank, int nranks) { return runCases(comm, rank, nranks, standardCases(nranks, false)); };
 }
 
 class CollectivesAsThreads : public ::testing::TestWithParam<int> {};
@@ -25,17 +20,17 @@ class CollectivesAsProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectivesAsThreads, AllCasesMatchReference) {
   auto failures = runAsThreads(GetParam(), standardBody());
-  EXPECT_TRUE(failures.empty()) << joined(failures);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 TEST_P(CollectivesAsThreadsInMemory, AllCasesMatchReference) {
   auto failures = runAsThreadsWithMemoryStore(GetParam(), standardBody());
-  EXPECT_TRUE(failures.empty()) << joined(failures);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 TEST_P(CollectivesAsProcesses, AllCasesMatchReference) {
   auto failures = runAsProcesses(GetParam(), standardBody());
-  EXPECT_TRUE(failures.empty()) << joined(failures);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 std::string rankCountName(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; }

@@ -35,7 +35,8 @@ std::string randomSegmentName() {
 
 void* mapFd(int fd, size_t bytes, const std::string& name) {
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (data == MAP_FAILED) throwSystemError(formatString("mmap of shared memory %s (%zu bytes)", name.c_str(), bytes).c_str());
+  if (data == MAP_FAILED)
+    throwSystemError(formatString("mmap of shared memory %s (%zu bytes)", name.c_str(), bytes).c_str());
   return data;
 }
 
@@ -55,7 +56,8 @@ ShmSegment ShmSegment::create(size_t bytes) {
     int saved = errno;
     close(fd);
     errno = saved;
-    throwSystemError(formatString("ftruncate of %s to %zu bytes (is /dev/shm full?)", segment.name_.c_str(), bytes).c_str());
+    throwSystemError(
+        formatString("ftruncate of %s to %zu bytes (is /dev/shm full?)", segment.name_.c_str(), bytes).c_str());
   }
   // Touch the pages now (posix_fallocate) so that a too-small /dev/shm fails here with a clear
   // error instead of a SIGBUS in the middle of a collective.
@@ -63,7 +65,9 @@ ShmSegment ShmSegment::create(size_t bytes) {
   if (rc != 0) {
     close(fd);
     errno = rc;
-    throwSystemError(formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, segment.name_.c_str()).c_str());
+    throwSystemError(
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, segment.name_.c_str())
+            .c_str());
   }
   segment.data_ = mapFd(fd, bytes, segment.name_);
   segment.size_ = bytes;

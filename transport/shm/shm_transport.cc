@@ -27,72 +27,71 @@ uint64_t layoutSignatureOf(const ShmConfig& config, size_t nlocal) {
   return h;
 }
 
+// One FIFO as both ends see it: the counters, the slot sizes and the slots, all in the
+// receiver's segment, plus the doorbell of the end to wake.
+struct FifoView {
+  FifoView(uint8_t* fifo, const ShmConfig& config, Doorbell* otherEnd)
+      : header(reinterpret_cast<ShmFifoHeader*>(fifo)),
+        sizes(reinterpret_cast<uint64_t*>(fifo + sizeof(ShmFifoHeader))),
+        data(fifo + sizeof(ShmFifoHeader) + roundUp(sizeof(uint64_t) * config.fifoDepth, 64)),
+        slotBytes(config.slotBytes),
+        depth(config.fifoDepth),
+        bell(otherEnd) {}
+  uint8_t* slot(uint64_t index) const { return data + (index % depth) * slotBytes; }
+
+  ShmFifoHeader* header;
+  uint64_t* sizes;
+  uint8_t* data;
+  size_t slotBytes;
+  int depth;
+  Doorbell* bell;
+};
+
 class ShmSendConnection : public SendConnection {
  public:
   ShmSendConnection(uint8_t* fifo, const ShmConfig& config, Doorbell* receiverBell)
-      : header_(reinterpret_cast<ShmFifoHeader*>(fifo)),
-        sizes_(reinterpret_cast<uint64_t*>(fifo + sizeof(ShmFifoHeader))),
-        data_(fifo + sizeof(ShmFifoHeader) + roundUp(sizeof(uint64_t) * config.fifoDepth, 64)),
-        slotBytes_(config.slotBytes),
-        depth_(config.fifoDepth),
-        bell_(receiverBell),
-        head_(header_->head.load(std::memory_order_relaxed)) {}
+      : fifo_(fifo, config, receiverBell), head_(fifo_.header->head.load(std::memory_order_relaxed)) {}
 
   void* tryAcquire() override {
-    if (head_ - header_->tail.load(std::memory_order_acquire) >= static_cast<uint64_t>(depth_)) return nullptr;
-    return data_ + (head_ % depth_) * slotBytes_;
+    if (head_ - fifo_.header->tail.load(std::memory_order_acquire) >= static_cast<uint64_t>(fifo_.depth))
+      return nullptr;
+    return fifo_.slot(head_);
   }
   void post(size_t bytes) override {
-    sizes_[head_ % depth_] = bytes;
+    fifo_.sizes[head_ % fifo_.depth] = bytes;
     ++head_;
-    header_->head.store(head_, std::memory_order_release);
-    ringDoorbell(bell_);
+    fifo_.header->head.store(head_, std::memory_order_release);
+    ringDoorbell(fifo_.bell);
   }
-  size_t slotBytes() const override { return slotBytes_; }
-  int depth() const override { return depth_; }
+  size_t slotBytes() const override { return fifo_.slotBytes; }
+  int depth() const override { return fifo_.depth; }
 
  private:
-  ShmFifoHeader* header_;
-  uint64_t* sizes_;
-  uint8_t* data_;
-  size_t slotBytes_;
-  int depth_;
-  Doorbell* bell_;
+  FifoView fifo_;
   uint64_t head_;
 };
 
 class ShmRecvConnection : public RecvConnection {
  public:
   ShmRecvConnection(uint8_t* fifo, const ShmConfig& config, Doorbell* senderBell)
-      : header_(reinterpret_cast<ShmFifoHeader*>(fifo)),
-        sizes_(reinterpret_cast<uint64_t*>(fifo + sizeof(ShmFifoHeader))),
-        data_(fifo + sizeof(ShmFifoHeader) + roundUp(sizeof(uint64_t) * config.fifoDepth, 64)),
-        slotBytes_(config.slotBytes),
-        depth_(config.fifoDepth),
-        bell_(senderBell),
-        tail_(header_->tail.load(std::memory_order_relaxed)) {}
+      : fifo_(fifo, config, senderBell), tail_(fifo_.header->tail.load(std::memory_order_relaxed)) {}
 
   const void* tryPeek(size_t* bytes) override {
-    if (header_->head.load(std::memory_order_acquire) <= tail_) return nullptr;
+    if (fifo_.header->head.load(std::memory_order_acquire) <= tail_) return nullptr;
     // The size comes from another process: clamp it so a corrupt value cannot make a reader run
     // past the slot; the executor then reports the mismatch.
-    *bytes = std::min<uint64_t>(sizes_[tail_ % depth_], slotBytes_ + 1);
-    return data_ + (tail_ % depth_) * slotBytes_;
+    *bytes = std::min<uint64_t>(fifo_.sizes[tail_ % fifo_.depth], fifo_.slotBytes + 1);
+    return fifo_.slot(tail_);
   }
   void release() override {
     ++tail_;
-    header_->tail.store(tail_, std::memory_order_release);
-    ringDoorbell(bell_);
+    fifo_.header->tail.store(tail_, std::memory_order_release);
+    ringDoorbell(fifo_.bell);
   }
-  size_t slotBytes() const override { return slotBytes_; }
+  size_t slotBytes() const override { return fifo_.slotBytes; }
 
  private:
-  ShmFifoHeader* header_;
-  uint64_t* sizes_;
-  uint8_t* data_;
-  size_t slotBytes_;
-  int depth_;
-  Doorbell* bell_;
+  FifoView fifo_;
   uint64_t tail_;
 };
 
@@ -145,8 +144,8 @@ uint8_t* ShmDomain::oneshotBuffer(int localIndex, int which) const {
 
 // receiverLocal == -1 means our own segment before attach() filled headers_.
 uint8_t* ShmDomain::fifoBase(int receiverLocal, int senderLocal) const {
-  uint8_t* base = receiverLocal < 0 ? static_cast<uint8_t*>(own_.data())
-                                    : reinterpret_cast<uint8_t*>(headers_[receiverLocal]);
+  uint8_t* base =
+      receiverLocal < 0 ? static_cast<uint8_t*>(own_.data()) : reinterpret_cast<uint8_t*>(headers_[receiverLocal]);
   return base + kHeaderBytes + 2 * roundUp(config_.oneshotBytes, 4096) +
          roundUp(fifoBytes(), 4096) * static_cast<size_t>(senderLocal);
 }
@@ -173,7 +172,8 @@ void ShmDomain::attach(const std::vector<std::string>& blobs) {
     int pid = headers_[i]->pid;
     if (pid > 0 && pid != getpid()) {
       pidfds_[i] = openPidfd(pid);
-      if (pidfds_[i] < 0) COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[i]);
+      if (pidfds_[i] < 0)
+        COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[i]);
     }
   }
 }

@@ -22,9 +22,9 @@ namespace coll {
 namespace transport {
 
 struct ShmConfig {
-  int fifoDepth = 8;                  // slots per FIFO
-  size_t slotBytes = 128 << 10;       // bytes per slot
-  size_t oneshotBytes = 64 << 10;     // bytes per one-shot buffer (two per rank)
+  int fifoDepth = 8;               // slots per FIFO
+  size_t slotBytes = 128 << 10;    // bytes per slot
+  size_t oneshotBytes = 64 << 10;  // bytes per one-shot buffer (two per rank)
 };
 
 // The first bytes of every rank's segment.
@@ -33,7 +33,7 @@ struct alignas(64) ShmRankHeader {
   alignas(64) std::atomic<uint64_t> oneshotSeq{0};  // last one-shot call whose input is published
   alignas(64) std::atomic<uint32_t> failed{0};      // set when this rank's communicator failed
   char failReason[188];
-  alignas(64) uint64_t layoutSignature = 0;         // identical on every rank, or the layouts differ
+  alignas(64) uint64_t layoutSignature = 0;  // identical on every rank, or the layouts differ
   int32_t pid = 0;
 };
 
@@ -86,9 +86,9 @@ class ShmDomain {
   int myLocal_ = -1;
   std::vector<int> localRanks_;
   ShmSegment own_;
-  std::vector<ShmSegment> peers_;       // indexed by local index; own slot empty
+  std::vector<ShmSegment> peers_;  // indexed by local index; own slot empty
   std::vector<ShmRankHeader*> headers_;
-  std::vector<int> pidfds_;             // per local index; -1 for self and same-process ranks
+  std::vector<int> pidfds_;  // per local index; -1 for self and same-process ranks
 };
 
 }  // namespace transport
