@@ -11,6 +11,7 @@
 #include "kernels/cpu/reduce.h"
 #include "src/error.h"
 #include "src/logging.h"
+#include "transport/shm/cross_memory.h"
 
 namespace coll {
 namespace {
@@ -116,16 +117,49 @@ void Communicator::setupTransports() {
     names.emplace_back(blobs[i].begin(), blobs[i].end());
   }
   shm_->attach(names);
-  bootstrap::barrier(*store_, "shm-attached", rank_, nranks_, initDeadline());
+  // Every rank checks that it can read every other rank's memory; the all-gather of the verdicts
+  // is also the barrier after which no segment name is needed any more.
+  crossMemoryProbe_ = peers_[rank_].processToken ^ 0x636f6c6c70726f62ull;
+  struct Probe {
+    uint64_t address, value;
+  } probe{reinterpret_cast<uint64_t>(&crossMemoryProbe_), crossMemoryProbe_};
+  std::vector<bootstrap::Bytes> probes =
+      bootstrap::allGather(*store_, "cma-probe", rank_, nranks_, toBytes(probe), initDeadline());
+  uint8_t canRead = probePeersMemory(probes) ? 1 : 0;
+  std::vector<bootstrap::Bytes> verdicts =
+      bootstrap::allGather(*store_, "cma-verdict", rank_, nranks_, bootstrap::Bytes{canRead}, initDeadline());
   shm_->unlinkOwn();
+  bool everyoneCanRead = true;
+  for (const auto& v : verdicts) everyoneCanRead = everyoneCanRead && v.size() == 1 && v[0] == 1;
   bell_ = &shm_->myHeader()->doorbell;
   oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
+  if (everyoneCanRead) directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);
+  COLL_INFO(kInit, "rank %d: cross-memory reads %s", rank_, everyoneCanRead ? "available" : "unavailable");
   planContext_.nranks = nranks_;
   planContext_.oneshotAvailable = true;
+  planContext_.directReadAvailable = everyoneCanRead;
+  planContext_.directReadBytes = params_.directReadBytes;
   planContext_.oneshotBytes = config.oneshotBytes;
   planContext_.slotBytes = config.slotBytes;
   planContext_.fifoDepth = config.fifoDepth;
   planContext_.overrides = params_.algoOverride;
+}
+
+bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes) {
+  struct Probe {
+    uint64_t address, value;
+  };
+  bool ok = true;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    Probe theirs = fromBytes<Probe>(probes[r], r, "memory probe");
+    if (!transport::probeCrossMemory(peers_[r].pid, theirs.address, &theirs.value, sizeof(theirs.value))) {
+      COLL_INFO(kInit, "rank %d cannot read rank %d's memory (pid %d): large messages use the FIFO ring", rank_, r,
+                peers_[r].pid);
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) {
@@ -191,6 +225,10 @@ void Communicator::runPlanned(const CollCall& call, ProgressWaiter& waiter) {
     oneshot_->run(call, waiter);
     return;
   }
+  if (plan.algo == Algo::kDirectRead) {
+    directRead_->run(call, waiter);
+    return;
+  }
   Schedule schedule = buildSchedule(call, plan, rank_, nranks_);
   ExecBuffers buffers;
   uint8_t barrierIn = 0, barrierOut = 0;
@@ -200,6 +238,7 @@ void Communicator::runPlanned(const CollCall& call, ProgressWaiter& waiter) {
   buffers.op = call.op;
   buffers.elemSize = call.elemSize;
   buffers.nranks = nranks_;
+  buffers.streamOutput = params_.streamingBytes > 0 && call.count * call.elemSize >= params_.streamingBytes;
   executor_->run(schedule, buffers, waiter);
 }
 

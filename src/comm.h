@@ -12,6 +12,7 @@
 
 #include "bootstrap/store.h"
 #include "src/coll_call.h"
+#include "src/direct_read.h"
 #include "src/executor.h"
 #include "src/oneshot.h"
 #include "src/params.h"
@@ -58,6 +59,7 @@ class Communicator : public ConnectionSource {
 
  private:
   void setupTransports();
+  bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes);
   bootstrap::Deadline initDeadline() const;
   void healthCheck() const;
   void runPlanned(const CollCall& call, ProgressWaiter& waiter);
@@ -76,6 +78,8 @@ class Communicator : public ConnectionSource {
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<OneShot> oneshot_;
+  std::unique_ptr<DirectRead> directRead_;
+  uint64_t crossMemoryProbe_ = 0;  // a word peers read to learn whether cross-memory attach works
   PlanContext planContext_;
   int64_t spinNs_ = 0;
   uint64_t splitCount_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/streaming.h"
 #include "src/error.h"
 
 namespace coll {
@@ -72,7 +73,14 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     // The kernel takes a bounded number of destinations per pass; wider fan-outs take several.
     for (int first = 0; first < ndsts; first += kernels::kMaxCopyDestinations) {
       int count = std::min(ndsts - first, kernels::kMaxCopyDestinations);
-      kernels::reduceCopy(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+      // The local destination is last; it streams past the caches when the call is too large to
+      // stay in them (see streaming.h).
+      bool stream = b.streamOutput && step.dst.buffer != BufferId::kNone && first + count == ndsts;
+      if (stream) {
+        kernels::reduceCopyStreamingLast(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+      } else {
+        kernels::reduceCopy(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+      }
     }
   }
   for (int i = 0; i < step.nsend; ++i) sends[i]->post(sliceBytes);

@@ -30,6 +30,7 @@ struct ExecBuffers {
   collRedOp_t op = collSum;
   size_t elemSize = 1;
   int nranks = 1;
+  bool streamOutput = false;  // write the receive buffer with non-temporal stores
 };
 
 class Executor {

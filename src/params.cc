@@ -40,13 +40,13 @@ Algo parseAlgoName(const std::string& name, const std::string& whole) {
     Algo algo;
   } kNames[] = {
       {"auto", Algo::kAuto},   {"oneshot", Algo::kOneShot}, {"ring", Algo::kRing},         {"tree", Algo::kTree},
-      {"chain", Algo::kChain}, {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise},
+      {"chain", Algo::kChain}, {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise}, {"cma", Algo::kDirectRead},
   };
   for (const auto& entry : kNames)
     if (strcasecmp(entry.name, name.c_str()) == 0) return entry.algo;
   throwError(
       collInvalidUsage,
-      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct or pairwise",
+      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct, pairwise or cma",
       whole.c_str(), name.c_str());
 }
 
@@ -73,6 +73,8 @@ const char* algoName(Algo algo) {
       return "chain";
     case Algo::kDirect:
       return "direct";
+    case Algo::kDirectRead:
+      return "cma";
     case Algo::kPairwise:
       return "pairwise";
   }
@@ -115,6 +117,9 @@ const Params& processParams() {
     p.shmSlotBytes = (p.shmSlotBytes + 63) / 64 * 64;
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
+    p.directReadBytes =
+        static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
+    p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     return p;
   }();

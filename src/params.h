@@ -10,7 +10,7 @@
 
 namespace coll {
 
-enum class Algo : uint8_t { kAuto, kOneShot, kRing, kTree, kChain, kDirect, kPairwise };
+enum class Algo : uint8_t { kAuto, kOneShot, kRing, kTree, kChain, kDirect, kPairwise, kDirectRead };
 const char* algoName(Algo algo);
 
 struct Params {
@@ -22,6 +22,8 @@ struct Params {
   size_t shmSlotBytes = 128 << 10;                             // COLL_SHM_SLOT_BYTES
   size_t oneshotBytes = 64 << 10;                              // COLL_ONESHOT_BYTES (per rank, per buffer)
   int spinMicros = -1;                                         // COLL_SPIN_US (-1: chosen from ranks per core)
+  size_t directReadBytes = 1 << 20;                            // COLL_DIRECT_READ_BYTES (0: never)
+  size_t streamingBytes = 8 << 20;                             // COLL_STREAMING_BYTES (0: never)
   std::string hostId;  // COLL_HOSTID (overrides host detection; tests simulate hosts)
 };
 

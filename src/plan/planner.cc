@@ -72,6 +72,9 @@ bool algoSupports(Algo algo, CollType type) {
       return type == CollType::kGather || type == CollType::kScatter;
     case Algo::kPairwise:
       return type == CollType::kAllToAll;
+    case Algo::kDirectRead:
+      return type == CollType::kAllReduce || type == CollType::kReduceScatter || type == CollType::kAllGather ||
+             type == CollType::kBroadcast;
     default:
       return false;
   }
@@ -111,10 +114,19 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
           "COLL_ALGO: oneshot cannot run this %s: it needs every rank on one host with shared memory and at most "
           "%zu input bytes per rank (COLL_ONESHOT_BYTES), got %zu",
           collTypeName(call.type), ctx.oneshotBytes, input);
+    if (forced == Algo::kDirectRead && !ctx.directReadAvailable)
+      throwError(collInvalidUsage,
+                 "COLL_ALGO: cma cannot run: it needs every rank on one host and permission to read the other ranks' "
+                 "memory (process_vm_readv; see /proc/sys/kernel/yama/ptrace_scope)");
     plan.algo = forced;
     return plan;
   }
   plan.algo = defaultAlgo(call.type, ctx.nranks, call.count * call.elemSize);
+  // Large messages on one host: single-copy reads from the peers' buffers beat staging through
+  // FIFOs (see direct_read.h); the threshold comes from the crossover in docs/performance.md.
+  if (ctx.directReadAvailable && ctx.directReadBytes > 0 && algoSupports(Algo::kDirectRead, call.type) &&
+      input >= ctx.directReadBytes && ctx.nranks <= 16)
+    plan.algo = Algo::kDirectRead;
   if (oneshotFits) {
     int n = ctx.nranks;
     double oneshotUs = kOneshotLatencyUs + input * oneshotTraffic(call.type, n) / kCopyBytesPerUs;

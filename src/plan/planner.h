@@ -14,6 +14,8 @@ namespace coll {
 struct PlanContext {
   int nranks = 1;
   bool oneshotAvailable = false;  // every rank on this host, sharing memory
+  bool directReadAvailable = false;  // and each may read the others' memory (cross-memory attach)
+  size_t directReadBytes = 0;        // per-rank input from which direct reads win (0: never)
   size_t oneshotBytes = 0;        // capacity of one one-shot buffer
   size_t slotBytes = 0;           // transport slot size
   int fifoDepth = 2;

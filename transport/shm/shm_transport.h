@@ -31,6 +31,14 @@ struct ShmConfig {
 struct alignas(64) ShmRankHeader {
   Doorbell doorbell;
   alignas(64) std::atomic<uint64_t> oneshotSeq{0};  // last one-shot call whose input is published
+  // The direct-read path (src/direct_read.h): where this rank's buffers are for call `postedSeq`,
+  // and how far it got. Addresses are in this rank's process; peers read them with
+  // process_vm_readv and never dereference them.
+  alignas(64) std::atomic<uint64_t> directPostedSeq{0};
+  uint64_t directSendAddr = 0;
+  uint64_t directRecvAddr = 0;
+  alignas(64) std::atomic<uint64_t> directReducedSeq{0};  // its share of call s is final
+  alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
   alignas(64) std::atomic<uint32_t> failed{0};      // set when this rank's communicator failed
   char failReason[188];
   alignas(64) uint64_t layoutSignature = 0;  // identical on every rank, or the layouts differ

@@ -1,0 +1,252 @@
+#include "tests/schedules/collectives.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "src/algorithms/algorithms.h"
+
+namespace coll {
+namespace schedsim {
+namespace {
+
+constexpr size_t kGuard = 3;  // sentinel elements around and between the buffers
+
+double sentinel(int rank, size_t index) { return -1e7 * (rank + 1) - static_cast<double>(index) - 0.25; }
+double inputValue(int rank, size_t index) { return rank * 100000.0 + static_cast<double>(index) + 1; }
+
+struct Sizes {
+  size_t sendNominal, recvNominal;  // what the caller allocates
+  size_t sendLen, recvLen;          // what the API lets the collective use on this rank
+};
+
+Sizes sizesOf(const Case& c, int r) {
+  size_t k = c.count, nk = c.count * static_cast<size_t>(c.nranks);
+  bool root = r == c.root;
+  switch (c.builder) {
+    case Builder::kRingAllReduce:
+    case Builder::kTreeAllReduce: return {k, k, k, k};
+    case Builder::kRingReduceScatter: return {nk, k, nk, k};
+    case Builder::kRingAllGather: return {k, nk, k, nk};
+    case Builder::kChainBroadcast:
+    case Builder::kTreeBroadcast: return {k, k, root ? k : 0, k};
+    case Builder::kTreeReduce: return {k, k, k, root ? k : 0};
+    case Builder::kDirectGather: return {k, nk, k, root ? nk : 0};
+    case Builder::kDirectScatter: return {nk, k, root ? nk : 0, k};
+    case Builder::kPairwiseAllToAll: return {nk, nk, nk, nk};
+    default: return {0, 0, 0, 0};
+  }
+}
+
+}  // namespace
+
+const char* builderName(Builder b) {
+  switch (b) {
+    case Builder::kRingAllReduce: return "ringAllReduce";
+    case Builder::kRingReduceScatter: return "ringReduceScatter";
+    case Builder::kRingAllGather: return "ringAllGather";
+    case Builder::kChainBroadcast: return "chainBroadcast";
+    case Builder::kTreeBroadcast: return "treeBroadcast";
+    case Builder::kTreeReduce: return "treeReduce";
+    case Builder::kTreeAllReduce: return "treeAllReduce";
+    case Builder::kDirectGather: return "directGather";
+    case Builder::kDirectScatter: return "directScatter";
+    case Builder::kPairwiseAllToAll: return "pairwiseAllToAll";
+    default: return "?";
+  }
+}
+
+const char* builderAlgorithm(Builder b) {
+  switch (b) {
+    case Builder::kRingAllReduce:
+    case Builder::kRingReduceScatter:
+    case Builder::kRingAllGather: return "ring";
+    case Builder::kChainBroadcast: return "chain";
+    case Builder::kTreeBroadcast:
+    case Builder::kTreeReduce:
+    case Builder::kTreeAllReduce: return "tree";
+    case Builder::kDirectGather:
+    case Builder::kDirectScatter: return "direct";
+    case Builder::kPairwiseAllToAll: return "pairwise";
+    default: return "?";
+  }
+}
+
+bool isRooted(Builder b) {
+  return b == Builder::kChainBroadcast || b == Builder::kTreeBroadcast || b == Builder::kTreeReduce ||
+         b == Builder::kDirectGather || b == Builder::kDirectScatter;
+}
+
+bool isReducing(Builder b) {
+  return b == Builder::kRingAllReduce || b == Builder::kRingReduceScatter || b == Builder::kTreeReduce ||
+         b == Builder::kTreeAllReduce;
+}
+
+bool usesMaxStep(Builder b) {
+  return b != Builder::kDirectGather && b != Builder::kDirectScatter && b != Builder::kPairwiseAllToAll;
+}
+
+bool allowsInPlace(Builder b) { return b != Builder::kPairwiseAllToAll; }
+
+std::string Case::describe() const {
+  std::ostringstream o;
+  o << builderName(builder) << " n=" << nranks;
+  if (isRooted(builder)) o << " root=" << root;
+  o << " count=" << count << " maxStepElems=" << maxStepElems << (avg ? " avg" : "") << (inPlace ? " in-place" : "")
+    << " depth=" << sim.depth << " slotElems=" << sim.slotElems;
+  if (sim.seed != 0)
+    o << " random order seed " << sim.seed;
+  else
+    o << (sim.greedy ? " greedy" : " one-slice") << (sim.reverse ? " reverse" : "");
+  return o.str();
+}
+
+std::vector<Schedule> buildAll(const Case& c) {
+  namespace a = algorithms;
+  std::vector<Schedule> out;
+  int n = c.nranks;
+  for (int r = 0; r < n; ++r) {
+    switch (c.builder) {
+      case Builder::kRingAllReduce: out.push_back(a::ringAllReduce(n, r, c.count, c.maxStepElems, c.avg)); break;
+      case Builder::kRingReduceScatter:
+        out.push_back(a::ringReduceScatter(n, r, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kRingAllGather: out.push_back(a::ringAllGather(n, r, c.count, c.maxStepElems)); break;
+      case Builder::kChainBroadcast: out.push_back(a::chainBroadcast(n, r, c.root, c.count, c.maxStepElems)); break;
+      case Builder::kTreeBroadcast: out.push_back(a::treeBroadcast(n, r, c.root, c.count, c.maxStepElems)); break;
+      case Builder::kTreeReduce: out.push_back(a::treeReduce(n, r, c.root, c.count, c.maxStepElems, c.avg)); break;
+      case Builder::kTreeAllReduce: out.push_back(a::treeAllReduce(n, r, c.count, c.maxStepElems, c.avg)); break;
+      case Builder::kDirectGather: out.push_back(a::directGather(n, r, c.root, c.count)); break;
+      case Builder::kDirectScatter: out.push_back(a::directScatter(n, r, c.root, c.count)); break;
+      case Builder::kPairwiseAllToAll: out.push_back(a::pairwiseAllToAll(n, r, c.count)); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+std::vector<RankMemory> initialMemory(const Case& c) {
+  std::vector<RankMemory> mems(c.nranks);
+  size_t k = c.count;
+  for (int r = 0; r < c.nranks; ++r) {
+    RankMemory& m = mems[r];
+    Sizes s = sizesOf(c, r);
+    m.sendLen = s.sendLen;
+    m.recvLen = s.recvLen;
+    if (c.inPlace) {
+      size_t region = std::max(s.sendNominal, s.recvNominal);
+      m.mem.resize(kGuard + region + kGuard);
+      m.sendBase = m.recvBase = kGuard;
+      switch (c.builder) {
+        case Builder::kRingAllGather: m.sendBase = kGuard + r * k; break;
+        case Builder::kRingReduceScatter: m.recvBase = kGuard + r * k; break;
+        case Builder::kDirectGather: m.sendBase = kGuard + c.root * k; break;
+        case Builder::kDirectScatter: m.recvBase = kGuard + c.root * k; break;
+        default: break;
+      }
+    } else {
+      m.mem.resize(kGuard + s.sendNominal + kGuard + s.recvNominal + kGuard);
+      m.sendBase = kGuard;
+      m.recvBase = kGuard + s.sendNominal + kGuard;
+    }
+    for (size_t i = 0; i < m.mem.size(); ++i) m.mem[i] = sentinel(r, i);
+    for (size_t i = 0; i < m.sendLen; ++i) m.mem[m.sendBase + i] = inputValue(r, i);
+  }
+  return mems;
+}
+
+std::vector<std::vector<double>> expectedMemory(const Case& c, const std::vector<RankMemory>& initial) {
+  int n = c.nranks;
+  size_t k = c.count;
+  auto in = [&](int p, size_t i) { return initial[p].mem[initial[p].sendBase + i]; };
+  auto reduced = [&](size_t i) {
+    double sum = 0;
+    for (int p = 0; p < n; ++p) sum += in(p, i);
+    return c.avg ? sum / n : sum;
+  };
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < n; ++r) {
+    std::vector<double> mem = initial[r].mem;
+    size_t base = initial[r].recvBase;
+    bool root = r == c.root;
+    switch (c.builder) {
+      case Builder::kRingAllReduce:
+      case Builder::kTreeAllReduce:
+        for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(i);
+        break;
+      case Builder::kRingReduceScatter:
+        for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(r * k + i);
+        break;
+      case Builder::kRingAllGather:
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, i);
+        break;
+      case Builder::kChainBroadcast:
+      case Builder::kTreeBroadcast:
+        for (size_t i = 0; i < k; ++i) mem[base + i] = in(c.root, i);
+        break;
+      case Builder::kTreeReduce:
+        if (root)
+          for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(i);
+        break;
+      case Builder::kDirectGather:
+        if (root)
+          for (int p = 0; p < n; ++p)
+            for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, i);
+        break;
+      case Builder::kDirectScatter:
+        for (size_t i = 0; i < k; ++i) mem[base + i] = in(c.root, r * k + i);
+        break;
+      case Builder::kPairwiseAllToAll:
+        for (int p = 0; p < n; ++p)
+          for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, r * k + i);
+        break;
+      default: break;
+    }
+    out.push_back(std::move(mem));
+  }
+  return out;
+}
+
+std::string runCase(const Case& c) { return runCase(c, buildAll(c)); }
+
+std::string runCase(const Case& c, const std::vector<Schedule>& schedules) {
+  std::ostringstream o;
+  if (static_cast<int>(schedules.size()) != c.nranks) return "wrong number of schedules";
+  for (int r = 0; r < c.nranks; ++r)
+    if (schedules[r].algorithm != builderAlgorithm(c.builder)) {
+      o << "rank " << r << " schedule says algorithm \"" << schedules[r].algorithm << "\", expected \""
+        << builderAlgorithm(c.builder) << "\"";
+      return o.str();
+    }
+  std::string structure =
+      checkStructure(schedules, c.sim.slotElems, c.avg, usesMaxStep(c.builder) ? c.maxStepElems : 0);
+  if (!structure.empty()) return "structure: " + structure;
+
+  std::vector<RankMemory> memory = initialMemory(c);
+  std::vector<std::vector<double>> expected = expectedMemory(c, memory);
+  SimResult result = simulate(schedules, memory, c.sim, c.avg);
+  if (!result.ok) return result.error;
+
+  int shown = 0, wrong = 0;
+  for (int r = 0; r < c.nranks; ++r) {
+    const RankMemory& m = memory[r];
+    for (size_t i = 0; i < m.mem.size(); ++i) {
+      if (m.mem[i] == expected[r][i]) continue;
+      ++wrong;
+      if (shown++ >= 6) continue;
+      o << "  rank " << r << " element " << i;
+      if (i >= m.recvBase && i < m.recvBase + m.recvLen)
+        o << " (recv+" << i - m.recvBase << ")";
+      else if (i >= m.sendBase && i < m.sendBase + m.sendLen)
+        o << " (send+" << i - m.sendBase << ")";
+      else
+        o << " (outside the rank's buffers)";
+      o << ": got " << m.mem[i] << ", expected " << expected[r][i] << "\n";
+    }
+  }
+  if (wrong > 0) return std::to_string(wrong) + " wrong element(s):\n" + o.str();
+  return "";
+}
+
+}  // namespace schedsim
+}  // namespace coll

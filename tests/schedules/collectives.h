@@ -1,0 +1,65 @@
+// The collectives the schedule builders implement, as simulator cases: which builder, the
+// buffers each rank holds (out of place or in the in-place layout of validate.cc), and the
+// memory image every rank must end with, from the definition of the collective.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "src/algorithms/schedule.h"
+#include "tests/schedules/simulator.h"
+
+namespace coll {
+namespace schedsim {
+
+enum class Builder {
+  kRingAllReduce,
+  kRingReduceScatter,
+  kRingAllGather,
+  kChainBroadcast,
+  kTreeBroadcast,
+  kTreeReduce,
+  kTreeAllReduce,
+  kDirectGather,
+  kDirectScatter,
+  kPairwiseAllToAll,
+  kCount
+};
+
+const char* builderName(Builder b);
+const char* builderAlgorithm(Builder b);  // the Schedule::algorithm it must report
+bool isRooted(Builder b);
+bool isReducing(Builder b);
+bool usesMaxStep(Builder b);     // whether maxStepElems bounds its steps
+bool allowsInPlace(Builder b);   // the API has an in-place form for the collective
+
+struct Case {
+  Builder builder = Builder::kRingAllReduce;
+  int nranks = 1;
+  int root = 0;
+  size_t count = 0;          // the C call's count (per rank for gather-like calls)
+  size_t maxStepElems = 1;
+  bool avg = false;
+  bool inPlace = false;
+  SimConfig sim;
+
+  std::string describe() const;
+};
+
+std::vector<Schedule> buildAll(const Case& c);
+
+// Initial memory of every rank: guards and unused space hold distinct sentinels, send buffers
+// hold distinct integers (sums stay exact in double).
+std::vector<RankMemory> initialMemory(const Case& c);
+
+// What every rank's memory must hold afterwards, computed from `initial`.
+std::vector<std::vector<double>> expectedMemory(const Case& c, const std::vector<RankMemory>& initial);
+
+// Runs one case: structure check, simulation, comparison of every rank's whole memory image.
+// Returns "" or what went wrong. `schedules` may be given to run altered schedules.
+std::string runCase(const Case& c);
+std::string runCase(const Case& c, const std::vector<Schedule>& schedules);
+
+}  // namespace schedsim
+}  // namespace coll
