@@ -32,6 +32,7 @@ namespace coll {
 namespace {
 
 thread_local std::string tLastError;
+constexpr int kMaxRanks = 1 << 15;
 
 template <typename Body>
 collResult_t guarded(const char* function, Body&& body) {
@@ -99,7 +100,9 @@ void initWithStore(collComm_t* out, std::shared_ptr<bootstrap::Store> store, int
 void checkInitArgs(collComm_t* comm, int nranks, int rank, const char* function) {
   if (comm == nullptr)
     throwError(collInvalidArgument, "%s: comm is NULL: expected a pointer to a collComm_t", function);
-  if (nranks < 1) throwError(collInvalidArgument, "%s: nranks %d: expected at least 1", function, nranks);
+  // Binomial trees reduce a node's children in one pass of at most 16 sources: 2^15 ranks.
+  if (nranks < 1 || nranks > kMaxRanks)
+    throwError(collInvalidArgument, "%s: nranks %d: expected 1 to %d", function, nranks, kMaxRanks);
   if (rank < 0 || rank >= nranks)
     throwError(collInvalidArgument, "%s: rank %d is out of range: expected 0 <= rank < nranks (%d)", function, rank,
                nranks);

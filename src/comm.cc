@@ -219,6 +219,31 @@ void Communicator::run(const CollCall& call) {
 void Communicator::runPlanned(const CollCall& call, ProgressWaiter& waiter) {
   if (call.count == 0 && call.type != CollType::kBarrier) return;
   Plan plan = planCall(call, planContext_);
+  if (plan.alternative == Algo::kAuto) {
+    runPlan(call, plan, waiter);
+    return;
+  }
+  // Two valid plans: rank 0 picks by measurement and tells the others in a one-byte one-shot
+  // broadcast, so every rank runs the same one (tuner.h).
+  uint8_t choice = 0;
+  if (rank_ == 0) choice = tuner_.choose(call.count * call.elemSize, plan.algo, plan.alternative) == plan.algo ? 0 : 1;
+  CollCall agree;
+  agree.type = CollType::kBroadcast;
+  agree.sendbuff = &choice;
+  agree.recvbuff = &choice;
+  agree.count = 1;
+  agree.datatype = collUint8;
+  agree.root = 0;
+  oneshot_->run(agree, waiter);
+  if (choice > 1) throwError(collRemoteError, "rank 0 sent plan choice %d, expected 0 or 1", choice);
+  Algo chosen = choice == 0 ? plan.algo : plan.alternative;
+  plan.algo = chosen;
+  int64_t start = rank_ == 0 ? monotonicNs() : 0;
+  runPlan(call, plan, waiter);
+  if (rank_ == 0) tuner_.record(call.count * call.elemSize, chosen, (monotonicNs() - start) * 1e-9);
+}
+
+void Communicator::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
   COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", rank_, collTypeName(call.type), call.count,
              kernels::dataTypeName(call.datatype), algoName(plan.algo));
   if (plan.algo == Algo::kOneShot) {

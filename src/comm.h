@@ -17,6 +17,7 @@
 #include "src/oneshot.h"
 #include "src/params.h"
 #include "src/plan/planner.h"
+#include "src/plan/tuner.h"
 #include "transport/shm/shm_transport.h"
 
 namespace coll {
@@ -63,6 +64,7 @@ class Communicator : public ConnectionSource {
   bootstrap::Deadline initDeadline() const;
   void healthCheck() const;
   void runPlanned(const CollCall& call, ProgressWaiter& waiter);
+  void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   void checkConsistency(const CollCall& call, ProgressWaiter& waiter);
 
   std::shared_ptr<bootstrap::Store> store_;
@@ -81,6 +83,7 @@ class Communicator : public ConnectionSource {
   std::unique_ptr<DirectRead> directRead_;
   uint64_t crossMemoryProbe_ = 0;  // a word peers read to learn whether cross-memory attach works
   PlanContext planContext_;
+  PlanTuner tuner_;  // used on rank 0 only
   int64_t spinNs_ = 0;
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;

@@ -122,11 +122,11 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     return plan;
   }
   plan.algo = defaultAlgo(call.type, ctx.nranks, call.count * call.elemSize);
-  // Large messages on one host: single-copy reads from the peers' buffers beat staging through
-  // FIFOs (see direct_read.h); the threshold comes from the crossover in docs/performance.md.
+  // Large messages on one host: single-copy reads from the peers' buffers or the FIFO schedule,
+  // whichever measures faster on this machine now (see tuner.h and direct_read.h).
   if (ctx.directReadAvailable && ctx.directReadBytes > 0 && algoSupports(Algo::kDirectRead, call.type) &&
       input >= ctx.directReadBytes && ctx.nranks <= 16)
-    plan.algo = Algo::kDirectRead;
+    plan.alternative = Algo::kDirectRead;
   if (oneshotFits) {
     int n = ctx.nranks;
     double oneshotUs = kOneshotLatencyUs + input * oneshotTraffic(call.type, n) / kCopyBytesPerUs;

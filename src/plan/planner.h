@@ -24,6 +24,9 @@ struct PlanContext {
 
 struct Plan {
   Algo algo = Algo::kRing;
+  // When not kAuto, an equally valid plan whose speed depends on the machine's state: the caller
+  // picks between the two by measurement (tuner.h).
+  Algo alternative = Algo::kAuto;
   size_t maxStepElems = 0;
 };
 

@@ -24,16 +24,25 @@ Sizes sizesOf(const Case& c, int r) {
   bool root = r == c.root;
   switch (c.builder) {
     case Builder::kRingAllReduce:
-    case Builder::kTreeAllReduce: return {k, k, k, k};
-    case Builder::kRingReduceScatter: return {nk, k, nk, k};
-    case Builder::kRingAllGather: return {k, nk, k, nk};
+    case Builder::kTreeAllReduce:
+      return {k, k, k, k};
+    case Builder::kRingReduceScatter:
+      return {nk, k, nk, k};
+    case Builder::kRingAllGather:
+      return {k, nk, k, nk};
     case Builder::kChainBroadcast:
-    case Builder::kTreeBroadcast: return {k, k, root ? k : 0, k};
-    case Builder::kTreeReduce: return {k, k, k, root ? k : 0};
-    case Builder::kDirectGather: return {k, nk, k, root ? nk : 0};
-    case Builder::kDirectScatter: return {nk, k, root ? nk : 0, k};
-    case Builder::kPairwiseAllToAll: return {nk, nk, nk, nk};
-    default: return {0, 0, 0, 0};
+    case Builder::kTreeBroadcast:
+      return {k, k, root ? k : 0, k};
+    case Builder::kTreeReduce:
+      return {k, k, k, root ? k : 0};
+    case Builder::kDirectGather:
+      return {k, nk, k, root ? nk : 0};
+    case Builder::kDirectScatter:
+      return {nk, k, root ? nk : 0, k};
+    case Builder::kPairwiseAllToAll:
+      return {nk, nk, nk, nk};
+    default:
+      return {0, 0, 0, 0};
   }
 }
 
@@ -41,17 +50,28 @@ Sizes sizesOf(const Case& c, int r) {
 
 const char* builderName(Builder b) {
   switch (b) {
-    case Builder::kRingAllReduce: return "ringAllReduce";
-    case Builder::kRingReduceScatter: return "ringReduceScatter";
-    case Builder::kRingAllGather: return "ringAllGather";
-    case Builder::kChainBroadcast: return "chainBroadcast";
-    case Builder::kTreeBroadcast: return "treeBroadcast";
-    case Builder::kTreeReduce: return "treeReduce";
-    case Builder::kTreeAllReduce: return "treeAllReduce";
-    case Builder::kDirectGather: return "directGather";
-    case Builder::kDirectScatter: return "directScatter";
-    case Builder::kPairwiseAllToAll: return "pairwiseAllToAll";
-    default: return "?";
+    case Builder::kRingAllReduce:
+      return "ringAllReduce";
+    case Builder::kRingReduceScatter:
+      return "ringReduceScatter";
+    case Builder::kRingAllGather:
+      return "ringAllGather";
+    case Builder::kChainBroadcast:
+      return "chainBroadcast";
+    case Builder::kTreeBroadcast:
+      return "treeBroadcast";
+    case Builder::kTreeReduce:
+      return "treeReduce";
+    case Builder::kTreeAllReduce:
+      return "treeAllReduce";
+    case Builder::kDirectGather:
+      return "directGather";
+    case Builder::kDirectScatter:
+      return "directScatter";
+    case Builder::kPairwiseAllToAll:
+      return "pairwiseAllToAll";
+    default:
+      return "?";
   }
 }
 
@@ -59,15 +79,21 @@ const char* builderAlgorithm(Builder b) {
   switch (b) {
     case Builder::kRingAllReduce:
     case Builder::kRingReduceScatter:
-    case Builder::kRingAllGather: return "ring";
-    case Builder::kChainBroadcast: return "chain";
+    case Builder::kRingAllGather:
+      return "ring";
+    case Builder::kChainBroadcast:
+      return "chain";
     case Builder::kTreeBroadcast:
     case Builder::kTreeReduce:
-    case Builder::kTreeAllReduce: return "tree";
+    case Builder::kTreeAllReduce:
+      return "tree";
     case Builder::kDirectGather:
-    case Builder::kDirectScatter: return "direct";
-    case Builder::kPairwiseAllToAll: return "pairwise";
-    default: return "?";
+    case Builder::kDirectScatter:
+      return "direct";
+    case Builder::kPairwiseAllToAll:
+      return "pairwise";
+    default:
+      return "?";
   }
 }
 
@@ -106,19 +132,38 @@ std::vector<Schedule> buildAll(const Case& c) {
   int n = c.nranks;
   for (int r = 0; r < n; ++r) {
     switch (c.builder) {
-      case Builder::kRingAllReduce: out.push_back(a::ringAllReduce(n, r, c.count, c.maxStepElems, c.avg)); break;
+      case Builder::kRingAllReduce:
+        out.push_back(a::ringAllReduce(n, r, c.count, c.maxStepElems, c.avg));
+        break;
       case Builder::kRingReduceScatter:
         out.push_back(a::ringReduceScatter(n, r, c.count, c.maxStepElems, c.avg));
         break;
-      case Builder::kRingAllGather: out.push_back(a::ringAllGather(n, r, c.count, c.maxStepElems)); break;
-      case Builder::kChainBroadcast: out.push_back(a::chainBroadcast(n, r, c.root, c.count, c.maxStepElems)); break;
-      case Builder::kTreeBroadcast: out.push_back(a::treeBroadcast(n, r, c.root, c.count, c.maxStepElems)); break;
-      case Builder::kTreeReduce: out.push_back(a::treeReduce(n, r, c.root, c.count, c.maxStepElems, c.avg)); break;
-      case Builder::kTreeAllReduce: out.push_back(a::treeAllReduce(n, r, c.count, c.maxStepElems, c.avg)); break;
-      case Builder::kDirectGather: out.push_back(a::directGather(n, r, c.root, c.count)); break;
-      case Builder::kDirectScatter: out.push_back(a::directScatter(n, r, c.root, c.count)); break;
-      case Builder::kPairwiseAllToAll: out.push_back(a::pairwiseAllToAll(n, r, c.count)); break;
-      default: break;
+      case Builder::kRingAllGather:
+        out.push_back(a::ringAllGather(n, r, c.count, c.maxStepElems));
+        break;
+      case Builder::kChainBroadcast:
+        out.push_back(a::chainBroadcast(n, r, c.root, c.count, c.maxStepElems));
+        break;
+      case Builder::kTreeBroadcast:
+        out.push_back(a::treeBroadcast(n, r, c.root, c.count, c.maxStepElems));
+        break;
+      case Builder::kTreeReduce:
+        out.push_back(a::treeReduce(n, r, c.root, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kTreeAllReduce:
+        out.push_back(a::treeAllReduce(n, r, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kDirectGather:
+        out.push_back(a::directGather(n, r, c.root, c.count));
+        break;
+      case Builder::kDirectScatter:
+        out.push_back(a::directScatter(n, r, c.root, c.count));
+        break;
+      case Builder::kPairwiseAllToAll:
+        out.push_back(a::pairwiseAllToAll(n, r, c.count));
+        break;
+      default:
+        break;
     }
   }
   return out;
@@ -137,11 +182,20 @@ std::vector<RankMemory> initialMemory(const Case& c) {
       m.mem.resize(kGuard + region + kGuard);
       m.sendBase = m.recvBase = kGuard;
       switch (c.builder) {
-        case Builder::kRingAllGather: m.sendBase = kGuard + r * k; break;
-        case Builder::kRingReduceScatter: m.recvBase = kGuard + r * k; break;
-        case Builder::kDirectGather: m.sendBase = kGuard + c.root * k; break;
-        case Builder::kDirectScatter: m.recvBase = kGuard + c.root * k; break;
-        default: break;
+        case Builder::kRingAllGather:
+          m.sendBase = kGuard + r * k;
+          break;
+        case Builder::kRingReduceScatter:
+          m.recvBase = kGuard + r * k;
+          break;
+        case Builder::kDirectGather:
+          m.sendBase = kGuard + c.root * k;
+          break;
+        case Builder::kDirectScatter:
+          m.recvBase = kGuard + c.root * k;
+          break;
+        default:
+          break;
       }
     } else {
       m.mem.resize(kGuard + s.sendNominal + kGuard + s.recvNominal + kGuard);
@@ -200,7 +254,8 @@ std::vector<std::vector<double>> expectedMemory(const Case& c, const std::vector
         for (int p = 0; p < n; ++p)
           for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, r * k + i);
         break;
-      default: break;
+      default:
+        break;
     }
     out.push_back(std::move(mem));
   }

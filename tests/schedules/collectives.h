@@ -31,14 +31,14 @@ const char* builderName(Builder b);
 const char* builderAlgorithm(Builder b);  // the Schedule::algorithm it must report
 bool isRooted(Builder b);
 bool isReducing(Builder b);
-bool usesMaxStep(Builder b);     // whether maxStepElems bounds its steps
-bool allowsInPlace(Builder b);   // the API has an in-place form for the collective
+bool usesMaxStep(Builder b);    // whether maxStepElems bounds its steps
+bool allowsInPlace(Builder b);  // the API has an in-place form for the collective
 
 struct Case {
   Builder builder = Builder::kRingAllReduce;
   int nranks = 1;
   int root = 0;
-  size_t count = 0;          // the C call's count (per rank for gather-like calls)
+  size_t count = 0;  // the C call's count (per rank for gather-like calls)
   size_t maxStepElems = 1;
   bool avg = false;
   bool inPlace = false;

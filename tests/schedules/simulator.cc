@@ -20,10 +20,14 @@ struct SimFailure : std::runtime_error {
 
 const char* bufferName(BufferId id) {
   switch (id) {
-    case BufferId::kNone: return "none";
-    case BufferId::kSend: return "send";
-    case BufferId::kRecv: return "recv";
-    case BufferId::kAddress: return "address";
+    case BufferId::kNone:
+      return "none";
+    case BufferId::kSend:
+      return "send";
+    case BufferId::kRecv:
+      return "recv";
+    case BufferId::kAddress:
+      return "address";
   }
   return "?";
 }

@@ -30,10 +30,10 @@ namespace coll {
 namespace schedsim {
 
 struct SimConfig {
-  int depth = 8;          // slots per FIFO (per ordered pair of ranks)
-  size_t slotElems = 4;   // elements per slot
-  bool greedy = true;     // keep moving a step while it can (as the executor does)
-  bool reverse = false;   // visit ranks from n-1 down to 0
+  int depth = 8;         // slots per FIFO (per ordered pair of ranks)
+  size_t slotElems = 4;  // elements per slot
+  bool greedy = true;    // keep moving a step while it can (as the executor does)
+  bool reverse = false;  // visit ranks from n-1 down to 0
   // Non-zero: a pseudo-random interleaving from this seed. Each pass visits the ranks in a
   // shuffled order, and each turn moves a step at most 1..4 slices (greedy is ignored).
   unsigned seed = 0;
@@ -49,8 +49,8 @@ struct RankMemory {
 
 struct SimResult {
   bool ok = true;
-  std::string error;     // starts with "deadlock", "slice mismatch", "bad access", ... when !ok
-  size_t passes = 0;     // passes over all ranks
+  std::string error;  // starts with "deadlock", "slice mismatch", "bad access", ... when !ok
+  size_t passes = 0;  // passes over all ranks
   size_t slicesMoved = 0;
 };
 

@@ -14,9 +14,9 @@
 namespace coll {
 namespace {
 
-const CollType kPlannedTypes[] = {CollType::kAllReduce,     CollType::kBroadcast, CollType::kReduce,
-                                  CollType::kAllGather,     CollType::kReduceScatter, CollType::kGather,
-                                  CollType::kScatter,       CollType::kAllToAll,  CollType::kBarrier};
+const CollType kPlannedTypes[] = {CollType::kAllReduce, CollType::kBroadcast,     CollType::kReduce,
+                                  CollType::kAllGather, CollType::kReduceScatter, CollType::kGather,
+                                  CollType::kScatter,   CollType::kAllToAll,      CollType::kBarrier};
 
 CollCall makeCall(CollType type, size_t count, size_t elemSize = 4) {
   CollCall call;

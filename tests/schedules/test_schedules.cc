@@ -7,7 +7,7 @@
 // non-root outputs) untouched.
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,18 +43,22 @@ size_t plannerMaxStep(int depth, size_t slotElems) {
 
 std::vector<Shape> shapes() {
   return {
-      {2, 3, 3},                        // depth 2: a step is one slot (maxStepElems == slotElems)
-      {4, 2, 4},                        // maxStepElems == slotElems * depth / 2
-      {8, 2, 5},                        // ragged slices (2, 2, 1) inside a step
-      {3, 1, 1},                        // odd depth, one element per slot
-      {8, 4, plannerMaxStep(8, 4)},     // exactly what the planner picks (16)
+      {2, 3, 3},                     // depth 2: a step is one slot (maxStepElems == slotElems)
+      {4, 2, 4},                     // maxStepElems == slotElems * depth / 2
+      {8, 2, 5},                     // ragged slices (2, 2, 1) inside a step
+      {3, 1, 1},                     // odd depth, one element per slot
+      {8, 4, plannerMaxStep(8, 4)},  // exactly what the planner picks (16)
   };
 }
 
 std::vector<size_t> countsFor(int n, size_t maxStep) {
   // 0, 1, odd, n-1, n+1, and several loops of n * maxStepElems (the ring's loop) with a ragged
   // last loop; for the chunked algorithms that is many chunks.
-  std::set<size_t> counts = {0, 1, 7, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1),
+  std::set<size_t> counts = {0,
+                             1,
+                             7,
+                             static_cast<size_t>(n - 1),
+                             static_cast<size_t>(n + 1),
                              2 * n * maxStep + static_cast<size_t>(n) / 2 + 1};
   return {counts.begin(), counts.end()};
 }
@@ -124,10 +128,9 @@ TEST_P(EveryBuilder, SimulatesCorrectlyForAllRanksRootsAndCounts) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, EveryBuilder,
                          ::testing::Values(Builder::kRingAllReduce, Builder::kRingReduceScatter,
-                                           Builder::kRingAllGather, Builder::kChainBroadcast,
-                                           Builder::kTreeBroadcast, Builder::kTreeReduce, Builder::kTreeAllReduce,
-                                           Builder::kDirectGather, Builder::kDirectScatter,
-                                           Builder::kPairwiseAllToAll),
+                                           Builder::kRingAllGather, Builder::kChainBroadcast, Builder::kTreeBroadcast,
+                                           Builder::kTreeReduce, Builder::kTreeAllReduce, Builder::kDirectGather,
+                                           Builder::kDirectScatter, Builder::kPairwiseAllToAll),
                          [](const ::testing::TestParamInfo<Builder>& info) {
                            return std::string(builderName(info.param));
                          });
@@ -135,8 +138,9 @@ INSTANTIATE_TEST_SUITE_P(Schedules, EveryBuilder,
 // A few larger communicators, where trees get deeper and rings longer.
 TEST(Schedules, LargerCommunicators) {
   for (int b = 0; b < static_cast<int>(Builder::kCount); ++b)
-    for (int n : {17, 31, 32, 33}) {
-      std::vector<int> roots = isRooted(static_cast<Builder>(b)) ? std::vector<int>{0, 1, n / 2, n - 1} : std::vector<int>{0};
+    for (int n : {17, 32, 33}) {
+      std::vector<int> roots =
+          isRooted(static_cast<Builder>(b)) ? std::vector<int>{0, 1, n / 2, n - 1} : std::vector<int>{0};
       for (int root : roots)
         for (size_t count : {static_cast<size_t>(n + 1), static_cast<size_t>(3 * n * 4 + 5)}) {
           Case c;

@@ -1,0 +1,38 @@
+// Measured choice between two plans for large messages. On one host the best large-message
+// algorithm depends on how the cores share caches, which can change while a job runs (a virtual
+// machine's vCPUs move between chiplets): FIFO rings win by 2-3x when the cores share a cache,
+// single-copy direct reads win by 2x when they do not (docs/performance.md). So rank 0 times its
+// calls, keeps an estimate per algorithm and size class, mostly takes the faster one and now and
+// then retries the other; a one-byte one-shot broadcast gives every rank rank 0's choice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/params.h"
+
+namespace coll {
+
+class PlanTuner {
+ public:
+  // Picks between `usual` and `alternative` for a call of `bytes`.
+  Algo choose(size_t bytes, Algo usual, Algo alternative);
+  // Reports how long a call of `bytes` took with `algo`.
+  void record(size_t bytes, Algo algo, double seconds);
+
+ private:
+  static constexpr int kSizeClasses = 48;  // log2 of the byte count
+  static constexpr int kExploreEvery = 16;
+  struct Estimate {
+    double secondsPerByte = 0;  // 0: never measured
+  };
+  struct SizeClass {
+    Algo algos[2] = {Algo::kAuto, Algo::kAuto};
+    Estimate estimates[2];
+    uint32_t calls = 0;
+  };
+  static int sizeClassOf(size_t bytes);
+  SizeClass classes_[kSizeClasses];
+};
+
+}  // namespace coll
