@@ -77,9 +77,12 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   int localRanks = shm_ ? shm_->localCount() : 1;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
-  // the rank we wait for needs, so oversubscribed ranks go to sleep at once.
+  // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
+  // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
+  // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
+  // both gave 0.20 us (docs/performance.md).
   spinNs_ =
-      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 50000 : 0);
+      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
   COLL_INFO(kInit, "comm %s rank %d/%d ready: %s, spin %lld ns", options_.name.c_str(), rank_, nranks_,
             shm_ ? "shared memory" : "no transport", static_cast<long long>(spinNs_));
 }
