@@ -62,13 +62,25 @@ transport::PeerInfo describeSelf(int rank, const Params& params) {
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, int rank, const CommOptions& options)
     : store_(std::move(store)), nranks_(nranks), rank_(rank), options_(options), params_(processParams()) {
-  transport::PeerInfo self = describeSelf(rank, params_);
+  // Besides where it runs, each rank shares a digest of the settings that shape plans: ranks
+  // that planned differently would wait on each other forever, so a difference is refused here.
+  struct InitInfo {
+    transport::PeerInfo peer;
+    uint64_t planSettings;
+  } mine{describeSelf(rank, params_), planSettingsDigest(params_)};
   std::vector<bootstrap::Bytes> all =
-      bootstrap::allGather(*store_, "peers", rank_, nranks_, toBytes(self), initDeadline());
+      bootstrap::allGather(*store_, "peers", rank_, nranks_, toBytes(mine), initDeadline());
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
-    peers_[r] = fromBytes<transport::PeerInfo>(all[r], r, "peer information");
+    InitInfo theirs = fromBytes<InitInfo>(all[r], r, "peer information");
+    peers_[r] = theirs.peer;
     if (peers_[r].rank != r) throwError(collRemoteError, "rank %d announced itself as rank %d", r, peers_[r].rank);
+    if (theirs.planSettings != mine.planSettings)
+      throwError(collInvalidUsage,
+                 "communicator init: rank %d has different planning settings from rank %d (COLL_ALGO, "
+                 "COLL_ONESHOT_BYTES, COLL_DIRECT_READ_BYTES, COLL_SHM_SLOT_BYTES or COLL_SHM_FIFO_DEPTH): every rank "
+                 "must use the same values",
+                 r, rank_);
   }
   setupTransports();
   sends_.resize(nranks_);

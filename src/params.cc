@@ -81,6 +81,20 @@ const char* algoName(Algo algo) {
   return "?";
 }
 
+uint64_t planSettingsDigest(const Params& p) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (Algo algo : p.algoOverride) mix(static_cast<uint64_t>(algo));
+  mix(p.oneshotBytes);
+  mix(p.directReadBytes);
+  mix(p.shmSlotBytes);
+  mix(static_cast<uint64_t>(p.shmFifoDepth));
+  mix(p.shmEnabled ? 1 : 0);
+  return h;
+}
+
 void parseAlgoOverrides(const std::string& text, Algo* overrides) {
   // "ring" applies to every collective; "allreduce:tree,broadcast:chain" to the ones named.
   size_t start = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "src/coll_call.h"
@@ -29,6 +30,9 @@ struct Params {
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
 const Params& processParams();
+
+// A digest of the settings every rank must share because they decide plans.
+uint64_t planSettingsDigest(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
 void parseAlgoOverrides(const std::string& text, Algo* overrides);

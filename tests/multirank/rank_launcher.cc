@@ -64,6 +64,17 @@ std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody&
 }
 
 std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds) {
+  return runAsProcessesWithSetup(
+      nranks, [](int) {}, body,
+      [](int rank, collResult_t, const std::string& message) {
+        return std::vector<std::string>{"rank " + std::to_string(rank) + ": init: " + message};
+      },
+      timeoutSeconds);
+}
+
+std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
+                                                 const RankBody& body, const InitFailureBody& onInitFailure,
+                                                 int timeoutSeconds) {
   collUniqueId id;
   if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
   std::vector<pid_t> pids;
@@ -75,10 +86,12 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      setup(r);
       collComm_t comm = nullptr;
       std::vector<std::string> mine;
-      if (collCommInitRank(&comm, nranks, id, r) != collSuccess) {
-        mine.push_back("rank " + std::to_string(r) + ": init: " + collGetLastError(nullptr));
+      collResult_t rc = collCommInitRank(&comm, nranks, id, r);
+      if (rc != collSuccess) {
+        mine = onInitFailure(r, rc, collGetLastError(nullptr));
       } else {
         mine = body(comm, r, nranks);
         collCommDestroy(comm);

@@ -23,4 +23,11 @@ std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody&
 // past timeoutSeconds is a failure too.
 std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds = 120);
 
+// What a rank reports when its init fails (rc, collGetLastError): failures, or none if expected.
+using InitFailureBody = std::function<std::vector<std::string>(int rank, collResult_t rc, const std::string& message)>;
+// Like runAsProcesses, with setup(rank) run in each child before init (e.g. setenv).
+std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
+                                                 const RankBody& body, const InitFailureBody& onInitFailure,
+                                                 int timeoutSeconds = 120);
+
 }  // namespace colltest
