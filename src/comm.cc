@@ -93,8 +93,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
   // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
   // both gave 0.20 us (docs/performance.md).
-  spinNs_ =
-      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
+  spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
   COLL_INFO(kInit, "comm %s rank %d/%d ready: %s, spin %lld ns", options_.name.c_str(), rank_, nranks_,
             shm_ ? "shared memory" : "no transport", static_cast<long long>(spinNs_));
 }
@@ -117,23 +116,10 @@ void Communicator::setupTransports() {
   if (!params_.shmEnabled)
     throwError(collInvalidUsage,
                "communicator init: COLL_TRANSPORTS excludes shm, and no other transport connects ranks on one host");
-  transport::ShmConfig config;
-  config.fifoDepth = params_.shmFifoDepth;
-  config.slotBytes = params_.shmSlotBytes;
-  config.oneshotBytes = params_.oneshotBytes;
-  shm_ = std::make_unique<transport::ShmDomain>(config, rank_, localRanks);
-  std::string blob = shm_->blob();
-  std::vector<bootstrap::Bytes> blobs =
-      bootstrap::allGather(*store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
-  std::vector<std::string> names;
-  for (int i = 0; i < nranks_; ++i) {
-    if (blobs[i].empty() || blobs[i].size() > 255 || blobs[i][0] != '/')
-      throwError(collRemoteError, "rank %d sent a malformed shared-memory name", i);
-    names.emplace_back(blobs[i].begin(), blobs[i].end());
-  }
-  shm_->attach(names);
-  // Every rank checks that it can read every other rank's memory; the all-gather of the verdicts
-  // is also the barrier after which no segment name is needed any more.
+  // Every rank checks that it can read every other rank's memory (cross-memory attach). The same
+  // permission lets a process take another's file descriptor, so when everyone can, segments are
+  // anonymous memfds handed over with pidfd_getfd: they have no name at all and vanish with the
+  // last process, even one killed during init. Otherwise they are named and unlinked once mapped.
   crossMemoryProbe_ = peers_[rank_].processToken ^ 0x636f6c6c70726f62ull;
   struct Probe {
     uint64_t address, value;
@@ -143,9 +129,23 @@ void Communicator::setupTransports() {
   uint8_t canRead = probePeersMemory(probes) ? 1 : 0;
   std::vector<bootstrap::Bytes> verdicts =
       bootstrap::allGather(*store_, "cma-verdict", rank_, nranks_, bootstrap::Bytes{canRead}, initDeadline());
-  shm_->unlinkOwn();
   bool everyoneCanRead = true;
   for (const auto& v : verdicts) everyoneCanRead = everyoneCanRead && v.size() == 1 && v[0] == 1;
+
+  transport::ShmConfig config;
+  config.fifoDepth = params_.shmFifoDepth;
+  config.slotBytes = params_.shmSlotBytes;
+  config.oneshotBytes = params_.oneshotBytes;
+  config.anonymousSegments = everyoneCanRead && !params_.shmNamedSegments;
+  shm_ = std::make_unique<transport::ShmDomain>(config, rank_, localRanks);
+  std::string blob = shm_->blob();
+  std::vector<bootstrap::Bytes> blobs =
+      bootstrap::allGather(*store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
+  std::vector<std::string> locators;
+  for (const auto& b : blobs) locators.emplace_back(b.begin(), b.end());
+  shm_->attach(locators);
+  bootstrap::barrier(*store_, "shm-attached", rank_, nranks_, initDeadline());
+  shm_->releaseLocator();
   bell_ = &shm_->myHeader()->doorbell;
   oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
   if (everyoneCanRead) directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);

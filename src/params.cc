@@ -131,8 +131,8 @@ const Params& processParams() {
     p.shmSlotBytes = (p.shmSlotBytes + 63) / 64 * 64;
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
-    p.directReadBytes =
-        static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
+    p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);
+    p.directReadBytes = static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
     p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     return p;

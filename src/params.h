@@ -24,6 +24,7 @@ struct Params {
   size_t oneshotBytes = 64 << 10;                              // COLL_ONESHOT_BYTES (per rank, per buffer)
   int spinMicros = -1;                                         // COLL_SPIN_US (-1: chosen from ranks per core)
   size_t directReadBytes = 1 << 20;                            // COLL_DIRECT_READ_BYTES (0: never)
+  bool shmNamedSegments = false;                               // COLL_SHM_NAMED
   size_t streamingBytes = 0;                                   // COLL_STREAMING_BYTES (0: never)
   std::string hostId;  // COLL_HOSTID (overrides host detection; tests simulate hosts)
 };

@@ -4,9 +4,11 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <utility>
 
 #include "src/error.h"
@@ -14,6 +16,8 @@
 namespace coll {
 namespace transport {
 namespace {
+
+constexpr char kMemfdPrefix[] = "memfd:";
 
 std::string randomSegmentName() {
   unsigned char random[12];
@@ -33,62 +37,114 @@ std::string randomSegmentName() {
   return name;
 }
 
-void* mapFd(int fd, size_t bytes, const std::string& name) {
+void* mapFd(int fd, size_t bytes, const std::string& what) {
   void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (data == MAP_FAILED)
-    throwSystemError(formatString("mmap of shared memory %s (%zu bytes)", name.c_str(), bytes).c_str());
+    throwSystemError(formatString("mmap of shared memory %s (%zu bytes)", what.c_str(), bytes).c_str());
   return data;
+}
+
+// Sizes the new segment and touches its pages now (posix_fallocate), so that a full /dev/shm
+// fails here with a clear error instead of a SIGBUS in the middle of a collective.
+void sizeSegment(int fd, size_t bytes, const std::string& what) {
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+    throwSystemError(formatString("ftruncate of %s to %zu bytes", what.c_str(), bytes).c_str());
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (rc != 0) {
+    errno = rc;
+    throwSystemError(
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, what.c_str()).c_str());
+  }
+}
+
+// "memfd:PID:FD" with both numbers in range, nothing else.
+bool parseMemfdLocator(const std::string& locator, long* pid, long* fd) {
+  const char* text = locator.c_str() + sizeof(kMemfdPrefix) - 1;
+  char* end = nullptr;
+  errno = 0;
+  *pid = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != ':' || *pid <= 0 || *pid > (1L << 30)) return false;
+  text = end + 1;
+  *fd = strtol(text, &end, 10);
+  return errno == 0 && end != text && *end == '\0' && *fd >= 0 && *fd < (1L << 24);
+}
+
+int takePeerDescriptor(long pid, long fd, const std::string& locator) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+  if (pidfd < 0)
+    throwSystemError(formatString("pidfd_open for shared memory %s (did the rank exit?)", locator.c_str()).c_str());
+  int local = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, static_cast<int>(fd), 0));
+  int saved = errno;
+  close(pidfd);
+  errno = saved;
+  if (local < 0) throwSystemError(formatString("pidfd_getfd for shared memory %s", locator.c_str()).c_str());
+  return local;
+#else
+  throwError(collSystemError, "shared memory %s: this system has no pidfd_getfd", locator.c_str());
+#endif
 }
 
 }  // namespace
 
-ShmSegment ShmSegment::create(size_t bytes) {
+ShmSegment ShmSegment::create(size_t bytes, bool anonymous) {
   ShmSegment segment;
   int fd = -1;
-  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
-    segment.name_ = randomSegmentName();
-    fd = shm_open(segment.name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno != EEXIST) throwSystemError(formatString("shm_open(%s)", segment.name_.c_str()).c_str());
+  if (anonymous) {
+    fd = memfd_create("coll-shm", MFD_CLOEXEC);
+    if (fd < 0) throwSystemError("memfd_create for shared memory");
+    segment.memfd_ = fd;
+    segment.locator_ = formatString("%s%d:%d", kMemfdPrefix, static_cast<int>(getpid()), fd);
+  } else {
+    for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+      segment.locator_ = randomSegmentName();
+      fd = shm_open(segment.locator_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0 && errno != EEXIST) throwSystemError(formatString("shm_open(%s)", segment.locator_.c_str()).c_str());
+    }
+    if (fd < 0) throwError(collSystemError, "shm_open: could not find an unused shared-memory name");
+    segment.linked_ = true;
   }
-  if (fd < 0) throwError(collSystemError, "shm_open: could not find an unused shared-memory name");
-  segment.linked_ = true;
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    throwSystemError(
-        formatString("ftruncate of %s to %zu bytes (is /dev/shm full?)", segment.name_.c_str(), bytes).c_str());
+  try {
+    sizeSegment(fd, bytes, segment.locator_);
+    segment.data_ = mapFd(fd, bytes, segment.locator_);
+  } catch (...) {
+    if (!anonymous) close(fd);
+    throw;  // the segment's destructor unlinks the name or closes the memfd
   }
-  // Touch the pages now (posix_fallocate) so that a too-small /dev/shm fails here with a clear
-  // error instead of a SIGBUS in the middle of a collective.
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  if (rc != 0) {
-    close(fd);
-    errno = rc;
-    throwSystemError(
-        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, segment.name_.c_str())
-            .c_str());
-  }
-  segment.data_ = mapFd(fd, bytes, segment.name_);
   segment.size_ = bytes;
-  close(fd);
+  if (!anonymous) close(fd);
   return segment;
 }
 
-ShmSegment ShmSegment::open(const std::string& name, size_t bytes) {
+ShmSegment ShmSegment::open(const std::string& locator, size_t bytes) {
   ShmSegment segment;
-  segment.name_ = name;
-  int fd = shm_open(name.c_str(), O_RDWR, 0);
-  if (fd < 0) throwSystemError(formatString("shm_open(%s) of a peer's segment", name.c_str()).c_str());
+  segment.locator_ = locator;
+  int fd = -1;
+  if (locator.compare(0, sizeof(kMemfdPrefix) - 1, kMemfdPrefix) == 0) {
+    long pid = 0, peerFd = 0;
+    if (!parseMemfdLocator(locator, &pid, &peerFd))
+      throwError(collRemoteError, "a rank sent a malformed shared-memory locator \"%.64s\"", locator.c_str());
+    fd = takePeerDescriptor(pid, peerFd, locator);
+  } else {
+    if (locator.size() < 2 || locator.size() > 255 || locator[0] != '/' || locator.find('/', 1) != std::string::npos)
+      throwError(collRemoteError, "a rank sent a malformed shared-memory name \"%.64s\"", locator.c_str());
+    fd = shm_open(locator.c_str(), O_RDWR, 0);
+    if (fd < 0) throwSystemError(formatString("shm_open(%s) of a peer's segment", locator.c_str()).c_str());
+  }
   struct stat st;
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
-    throwError(collRemoteError, "shared-memory segment %s has %lld bytes, expected %zu", name.c_str(),
+    throwError(collRemoteError, "shared-memory segment %s has %lld bytes, expected %zu", locator.c_str(),
                static_cast<long long>(st.st_size), bytes);
   }
-  segment.data_ = mapFd(fd, bytes, name);
-  segment.size_ = bytes;
+  try {
+    segment.data_ = mapFd(fd, bytes, locator);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
   close(fd);
+  segment.size_ = bytes;
   return segment;
 }
 
@@ -97,25 +153,30 @@ ShmSegment::ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); 
 ShmSegment& ShmSegment::operator=(ShmSegment&& other) noexcept {
   if (this != &other) {
     release();
-    name_ = std::move(other.name_);
+    locator_ = std::move(other.locator_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     linked_ = std::exchange(other.linked_, false);
+    memfd_ = std::exchange(other.memfd_, -1);
   }
   return *this;
 }
 
 ShmSegment::~ShmSegment() { release(); }
 
-void ShmSegment::unlink() {
+void ShmSegment::releaseLocator() {
   if (linked_) {
-    shm_unlink(name_.c_str());
+    shm_unlink(locator_.c_str());
     linked_ = false;
+  }
+  if (memfd_ >= 0) {
+    close(memfd_);
+    memfd_ = -1;
   }
 }
 
 void ShmSegment::release() {
-  unlink();
+  releaseLocator();
   if (data_ != nullptr) munmap(data_, size_);
   data_ = nullptr;
   size_ = 0;

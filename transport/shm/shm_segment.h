@@ -1,6 +1,8 @@
-// A POSIX shared-memory segment created 0600 under an unpredictable name. The creator publishes
-// the name through the bootstrap; peers map it; once everyone has mapped it the creator unlinks
-// it, so nothing is left in /dev/shm even if the job is killed later.
+// A shared-memory segment, in one of two forms. Anonymous: a memfd that peers take from the
+// creator's descriptor table with pidfd_getfd (it needs the right to ptrace the creator); it has
+// no name, so nothing can be left behind by a crash. Named: a POSIX segment created 0600 under an
+// unpredictable name, unlinked once every peer has mapped it. The creator publishes a locator
+// ("memfd:PID:FD" or the name) through the bootstrap; peers open() it.
 #pragma once
 
 #include <cstddef>
@@ -12,9 +14,10 @@ namespace transport {
 class ShmSegment {
  public:
   // Creates and maps a new zero-filled segment of `bytes`.
-  static ShmSegment create(size_t bytes);
-  // Maps an existing segment by name; `bytes` must match what the creator made.
-  static ShmSegment open(const std::string& name, size_t bytes);
+  static ShmSegment create(size_t bytes, bool anonymous);
+  // Maps another rank's segment from its locator; `bytes` must match what the creator made. The
+  // locator comes from another process: it is parsed strictly.
+  static ShmSegment open(const std::string& locator, size_t bytes);
 
   ShmSegment() = default;
   ShmSegment(ShmSegment&& other) noexcept;
@@ -23,17 +26,19 @@ class ShmSegment {
   ShmSegment& operator=(const ShmSegment&) = delete;
   ~ShmSegment();
 
-  void unlink();  // removes the name; the mapping stays valid
+  // Removes the name or closes the descriptor that peers open; the mapping stays valid.
+  void releaseLocator();
   void* data() const { return data_; }
   size_t size() const { return size_; }
-  const std::string& name() const { return name_; }
+  const std::string& locator() const { return locator_; }
 
  private:
   void release();
-  std::string name_;
+  std::string locator_;
   void* data_ = nullptr;
   size_t size_ = 0;
-  bool linked_ = false;
+  bool linked_ = false;  // a named segment whose name still exists
+  int memfd_ = -1;       // an anonymous segment's descriptor, open until releaseLocator()
 };
 
 }  // namespace transport

@@ -110,7 +110,7 @@ ShmDomain::ShmDomain(const ShmConfig& config, int myRank, std::vector<int> local
     : config_(config), myRank_(myRank), localRanks_(std::move(localRanks)) {
   myLocal_ = localIndexOf(myRank);
   if (myLocal_ < 0) throwError(collInternalError, "ShmDomain: rank %d is not among its host's ranks", myRank);
-  own_ = ShmSegment::create(segmentBytes());
+  own_ = ShmSegment::create(segmentBytes(), config_.anonymousSegments);
   auto* header = new (own_.data()) ShmRankHeader();
   header->layoutSignature = layoutSignatureOf(config_, localRanks_.size());
   header->pid = static_cast<int32_t>(getpid());

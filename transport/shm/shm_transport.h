@@ -25,6 +25,7 @@ struct ShmConfig {
   int fifoDepth = 8;               // slots per FIFO
   size_t slotBytes = 128 << 10;    // bytes per slot
   size_t oneshotBytes = 64 << 10;  // bytes per one-shot buffer (two per rank)
+  bool anonymousSegments = false;  // memfd + pidfd_getfd instead of named segments
 };
 
 // The first bytes of every rank's segment.
@@ -39,7 +40,7 @@ struct alignas(64) ShmRankHeader {
   uint64_t directRecvAddr = 0;
   alignas(64) std::atomic<uint64_t> directReducedSeq{0};  // its share of call s is final
   alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
-  alignas(64) std::atomic<uint32_t> failed{0};      // set when this rank's communicator failed
+  alignas(64) std::atomic<uint32_t> failed{0};            // set when this rank's communicator failed
   char failReason[188];
   alignas(64) uint64_t layoutSignature = 0;  // identical on every rank, or the layouts differ
   int32_t pid = 0;
@@ -58,12 +59,12 @@ class ShmDomain {
   ShmDomain(const ShmConfig& config, int myRank, std::vector<int> localRanks);
   ~ShmDomain();
 
-  // Phase 1: the blob the bootstrap sends to the other local ranks (the segment name).
-  std::string blob() const { return own_.name(); }
+  // Phase 1: the blob the bootstrap sends to the other local ranks (the segment's locator).
+  std::string blob() const { return own_.locator(); }
   // Phase 2: maps every local rank's segment (blobs indexed like localRanks) and checks layouts.
   void attach(const std::vector<std::string>& blobs);
-  // After every local rank attached: removes our segment's name.
-  void unlinkOwn() { own_.unlink(); }
+  // After every local rank attached: our segment needs no name or open descriptor any more.
+  void releaseLocator() { own_.releaseLocator(); }
 
   int localCount() const { return static_cast<int>(localRanks_.size()); }
   int localIndexOf(int rank) const;  // -1 when rank is not on this host
