@@ -54,8 +54,7 @@ void DirectRead::readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, vo
   transport::readPeerMemory(h->pid, base + remoteOffset, local, bytes);
 }
 
-void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst,
-                             ProgressWaiter& waiter) {
+void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst) {
   size_t es = call.elemSize;
   int peers = nranks_ - 1;
   size_t chunkElems = std::max<size_t>(1, std::min(kChunkBytes, kScratchBytes / std::max(1, peers)) / es);
@@ -85,7 +84,6 @@ void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t cou
       kernels::reduceCopy(call.datatype, call.op, srcs, nranks_, dsts, 1, n, avgDivisor);
     }
   }
-  (void)waiter;
 }
 
 void DirectRead::run(const CollCall& call, ProgressWaiter& waiter) {
@@ -104,7 +102,7 @@ void DirectRead::run(const CollCall& call, ProgressWaiter& waiter) {
       size_t per = (call.count + nranks_ - 1) / nranks_;
       auto blockBegin = [&](int b) { return std::min(call.count, per * static_cast<size_t>(b)); };
       size_t mine = blockBegin(rank_), mineEnd = blockBegin(rank_ + 1);
-      reduceRange(call, mine, mineEnd - mine, static_cast<unsigned char*>(call.recvbuff) + mine * es, waiter);
+      reduceRange(call, mine, mineEnd - mine, static_cast<unsigned char*>(call.recvbuff) + mine * es);
       announce(Stage::kReduced, seq);
       for (int k = 1; k < nranks_; ++k) {
         int p = (rank_ + k) % nranks_;  // start with different peers on different ranks
@@ -116,7 +114,7 @@ void DirectRead::run(const CollCall& call, ProgressWaiter& waiter) {
       break;
     }
     case CollType::kReduceScatter:
-      reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff, waiter);
+      reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff);
       break;
     case CollType::kAllGather:
       for (int k = 0; k < nranks_; ++k) {

@@ -37,7 +37,7 @@ class DirectRead {
   void waitFor(int peer, Stage stage, uint64_t seq, ProgressWaiter& waiter);
   // Reduces element range [first, first+count) of every rank's send buffer (at sendOffset) into
   // dst, reading peers chunk by chunk.
-  void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst, ProgressWaiter& waiter);
+  void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
   // Copies `bytes` at `remoteOffset` of peer's receive (or send) buffer into local memory.
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
 

@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <stdlib.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -63,6 +65,25 @@ TEST(Faults, RankKilledMidCollectiveGivesEverySurvivorAnError) {
   for (const auto& f : failures)
     if (f.find("rank " + std::to_string(victim) + " ") != 0) survivors.push_back(f);
   EXPECT_TRUE(survivors.empty()) << joinFailures(survivors);
+}
+
+TEST(Faults, RankThatFinishesAndExitsIsNotTakenForDead) {
+  // A binomial reduce to rank 1: rank 0 sends its part, destroys its communicator and exits while
+  // the root still waits for the late rank 2. The root must not report rank 0 as dead.
+  auto failures = runAsProcessesWithSetup(
+      3, [](int) { setenv("COLL_ALGO", "reduce:tree", 1); },
+      [](collComm_t comm, int rank, int) -> std::vector<std::string> {
+        std::vector<float> in(1024, 1.0f + rank), out(1024, 0.0f);
+        if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        collResult_t rc = collReduce(in.data(), out.data(), in.size(), collFloat, collSum, 1, comm, nullptr);
+        if (rc != collSuccess) return {"rank " + std::to_string(rank) + ": " + collGetLastError(comm)};
+        if (rank == 1 && out[0] != 6.0f) return {"root got " + std::to_string(out[0])};
+        return {};
+      },
+      [](int rank, collResult_t, const std::string& message) {
+        return std::vector<std::string>{"rank " + std::to_string(rank) + ": init: " + message};
+      });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 TEST(Faults, RendezvousThatNeverCompletesTimesOut) {

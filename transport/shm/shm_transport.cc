@@ -118,6 +118,7 @@ ShmDomain::ShmDomain(const ShmConfig& config, int myRank, std::vector<int> local
 }
 
 ShmDomain::~ShmDomain() {
+  if (myLocal_ >= 0 && !headers_.empty()) myHeader()->departed.store(1, std::memory_order_release);
   for (int fd : pidfds_)
     if (fd >= 0) close(fd);
 }
@@ -210,7 +211,9 @@ void ShmDomain::checkPeers() const {
       reason[sizeof(reason) - 1] = '\0';
       throwError(collRemoteError, "rank %d failed: %s", localRanks_[i], reason);
     }
-    if (pidfds_[i] >= 0) {
+    // A rank that destroyed its communicator and then exited finished every call it shared with
+    // us; only an exit without that is a death.
+    if (pidfds_[i] >= 0 && headers_[i]->departed.load(std::memory_order_acquire) == 0) {
       struct pollfd pfd = {pidfds_[i], POLLIN, 0};
       if (poll(&pfd, 1, 0) > 0)
         throwError(collRemoteError, "rank %d (pid %d) exited while this rank was waiting for it", localRanks_[i],

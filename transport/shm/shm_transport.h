@@ -42,6 +42,9 @@ struct alignas(64) ShmRankHeader {
   alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
   alignas(64) std::atomic<uint32_t> failed{0};            // set when this rank's communicator failed
   char failReason[188];
+  // Set when this rank destroyed its communicator normally: its process may then exit without
+  // that being a failure, since it owes its peers nothing more.
+  std::atomic<uint32_t> departed{0};
   alignas(64) uint64_t layoutSignature = 0;  // identical on every rank, or the layouts differ
   int32_t pid = 0;
 };
