@@ -12,6 +12,7 @@
 #include "src/error.h"
 #include "src/logging.h"
 #include "transport/shm/cross_memory.h"
+#include "transport/transport_table.h"
 
 namespace coll {
 namespace {
@@ -105,17 +106,25 @@ bootstrap::Deadline Communicator::initDeadline() const {
 }
 
 void Communicator::setupTransports() {
-  std::vector<int> localRanks;
-  for (int r = 0; r < nranks_; ++r)
+  // Every rank makes the same choice from the same table and peer information, so a pair that
+  // no transport connects is refused on every rank alike. Today's transports decide by host, so
+  // one representative rank per host stands for all of that host's ranks.
+  std::vector<int> localRanks, hostRepresentatives;
+  for (int r = 0; r < nranks_; ++r) {
     if (peers_[r].hostHash == peers_[rank_].hostHash) localRanks.push_back(r);
-  if (static_cast<int>(localRanks.size()) != nranks_)
-    throwError(collInvalidUsage,
-               "communicator init: the %d ranks run on more than one host (%zu on this one), and this build has no "
-               "network transport yet; run every rank on one host",
-               nranks_, localRanks.size());
-  if (!params_.shmEnabled)
-    throwError(collInvalidUsage,
-               "communicator init: COLL_TRANSPORTS excludes shm, and no other transport connects ranks on one host");
+    bool seen = false;
+    for (int rep : hostRepresentatives) seen = seen || peers_[rep].hostHash == peers_[r].hostHash;
+    if (!seen) hostRepresentatives.push_back(r);
+  }
+  for (int a : hostRepresentatives) {
+    for (int b : hostRepresentatives) {
+      if (transport::chooseTransport(peers_[a], peers_[b], params_.transports) != nullptr) continue;
+      throwError(collInvalidUsage,
+                 "communicator init: no transport connects rank %d and rank %d (%s; COLL_TRANSPORTS=\"%s\"); this "
+                 "build has shared memory only, between ranks on one host",
+                 a, b, a == b ? "same host" : "different hosts", params_.transports.c_str());
+    }
+  }
   // Every rank checks that it can read every other rank's memory (cross-memory attach). The same
   // permission lets a process take another's file descriptor, so when everyone can, segments are
   // anonymous memfds handed over with pidfd_getfd: they have no name at all and vanish with the

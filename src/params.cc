@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "src/error.h"
+#include "transport/transport_table.h"
 
 namespace coll {
 namespace {
@@ -91,7 +92,7 @@ uint64_t planSettingsDigest(const Params& p) {
   mix(p.directReadBytes);
   mix(p.shmSlotBytes);
   mix(static_cast<uint64_t>(p.shmFifoDepth));
-  mix(p.shmEnabled ? 1 : 0);
+  for (char c : p.transports) mix(static_cast<unsigned char>(c));
   return h;
 }
 
@@ -118,13 +119,8 @@ const Params& processParams() {
     Params p;
     p.timeoutMs = static_cast<int>(parseInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
     p.checkConsistency = parseBool("COLL_CHECK", false);
-    if (const char* transports = getenv("COLL_TRANSPORTS")) {
-      std::string t(transports);
-      if (t.find("^shm") != std::string::npos)
-        p.shmEnabled = false;
-      else if (!t.empty() && t[0] != '^' && t.find("shm") == std::string::npos)
-        p.shmEnabled = false;
-    }
+    if (const char* transports = getenv("COLL_TRANSPORTS")) p.transports = transports;
+    transport::validateTransportSpec(p.transports);
     if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
     p.shmSlotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.shmSlotBytes));

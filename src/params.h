@@ -17,7 +17,7 @@ const char* algoName(Algo algo);
 struct Params {
   int timeoutMs = 300000;                                      // COLL_TIMEOUT_MS
   bool checkConsistency = false;                               // COLL_CHECK
-  bool shmEnabled = true;                                      // COLL_TRANSPORTS (^shm disables)
+  std::string transports;                                      // COLL_TRANSPORTS (empty: all)
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
   int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
   size_t shmSlotBytes = 128 << 10;                             // COLL_SHM_SLOT_BYTES

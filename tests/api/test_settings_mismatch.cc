@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -26,6 +28,43 @@ TEST(SettingsMismatch, DifferentAlgorithmOverridesAreRefusedAtInit) {
           return {"rank " + std::to_string(rank) + ": message lacks the variable: " + message};
         return {};
       });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+}  // namespace
+}  // namespace colltest
+
+namespace colltest {
+namespace {
+
+// Init outcomes for 2 processes whose environment `setup` sets; every rank must get
+// collInvalidUsage with a message containing `expected`.
+std::vector<std::string> expectInitRefused(const std::function<void(int)>& setup, const std::string& expected) {
+  return runAsProcessesWithSetup(
+      2, setup,
+      [](collComm_t, int rank, int) {
+        return std::vector<std::string>{"rank " + std::to_string(rank) + ": init succeeded"};
+      },
+      [expected](int rank, collResult_t rc, const std::string& message) -> std::vector<std::string> {
+        if (rc != collInvalidUsage || message.find(expected) == std::string::npos)
+          return {"rank " + std::to_string(rank) + ": got " + std::to_string(rc) + ": " + message};
+        return {};
+      });
+}
+
+TEST(TransportChoice, RanksOnDifferentHostsAreRefusedWithoutANetworkTransport) {
+  auto failures =
+      expectInitRefused([](int rank) { setenv("COLL_HOSTID", rank == 0 ? "host-a" : "host-b", 1); }, "different hosts");
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(TransportChoice, ExcludingSharedMemoryLeavesNoTransport) {
+  auto failures = expectInitRefused([](int) { setenv("COLL_TRANSPORTS", "^shm", 1); }, "no transport connects");
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(TransportChoice, UnknownTransportNameIsRefused) {
+  auto failures = expectInitRefused([](int) { setenv("COLL_TRANSPORTS", "carrier-pigeon", 1); }, "carrier-pigeon");
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

@@ -1,0 +1,60 @@
+#include "transport/transport_table.h"
+
+#include <sstream>
+
+#include "src/error.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash == peer.hostHash; }
+
+std::vector<std::string> namesIn(const std::string& list) {
+  std::vector<std::string> names;
+  std::stringstream stream(list);
+  std::string name;
+  while (std::getline(stream, name, ','))
+    if (!name.empty()) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+const std::vector<TransportDescriptor>& transportTable() {
+  static const std::vector<TransportDescriptor> table = {
+      {/*name=*/"shm", /*priority=*/100, /*canConnect=*/sameHost},
+  };
+  return table;
+}
+
+void validateTransportSpec(const std::string& spec) {
+  std::string list = !spec.empty() && spec[0] == '^' ? spec.substr(1) : spec;
+  for (const std::string& name : namesIn(list)) {
+    bool known = false;
+    for (const TransportDescriptor& t : transportTable()) known = known || name == t.name;
+    if (!known)
+      throwError(collInvalidUsage, "COLL_TRANSPORTS=\"%s\": unknown transport \"%s\"; this build has: shm",
+                 spec.c_str(), name.c_str());
+  }
+}
+
+bool transportEnabled(const std::string& spec, const char* name) {
+  if (spec.empty()) return true;
+  bool exclude = spec[0] == '^';
+  bool listed = false;
+  for (const std::string& n : namesIn(exclude ? spec.substr(1) : spec)) listed = listed || n == name;
+  return exclude ? !listed : listed;
+}
+
+const TransportDescriptor* chooseTransport(const PeerInfo& self, const PeerInfo& peer, const std::string& spec) {
+  const TransportDescriptor* best = nullptr;
+  for (const TransportDescriptor& t : transportTable()) {
+    if (!transportEnabled(spec, t.name) || !t.canConnect(self, peer)) continue;
+    if (best == nullptr || t.priority > best->priority) best = &t;
+  }
+  return best;
+}
+
+}  // namespace transport
+}  // namespace coll
