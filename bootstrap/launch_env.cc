@@ -9,6 +9,7 @@
 
 #include "bootstrap/tcp_store.h"
 #include "src/error.h"
+#include "src/hash.h"
 #include "src/logging.h"
 
 namespace coll {
@@ -187,8 +188,7 @@ Secret launchSecret() {
   // is no key derivation: the result is exactly as guessable as the string. Its purpose is to
   // stop a rank of another job (or a stale run) that reaches this MASTER_ADDR:MASTER_PORT from
   // joining by accident; jobs that need a real secret use collGetUniqueId's random one.
-  uint64_t state = 1469598103934665603ull;
-  for (const char* p = text; *p != '\0'; ++p) state = (state ^ static_cast<uint8_t>(*p)) * 1099511628211ull;
+  uint64_t state = Fnv1a().add(text, strlen(text)).value();
   for (size_t i = 0; i < secret.size(); i += 8) {
     state += 0x9e3779b97f4a7c15ull;
     uint64_t z = state;

@@ -10,18 +10,13 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "kernels/cpu/reduce.h"
 #include "src/error.h"
+#include "src/hash.h"
 #include "src/logging.h"
 #include "transport/shm/cross_memory.h"
 #include "transport/transport_table.h"
 
 namespace coll {
 namespace {
-
-uint64_t hashString(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 template <typename T>
 bootstrap::Bytes toBytes(const T& value) {
@@ -41,6 +36,11 @@ T fromBytes(const bootstrap::Bytes& bytes, int fromRank, const char* what) {
   return value;
 }
 
+// Where a rank keeps a known word, so that peers can check they may read its memory.
+struct MemoryProbe {
+  uint64_t address, value;
+};
+
 }  // namespace
 
 transport::PeerInfo describeSelf(int rank, const Params& params) {
@@ -56,8 +56,8 @@ transport::PeerInfo describeSelf(int rank, const Params& params) {
     std::getline(bootId, boot);
     identity = std::string(host) + "/" + boot;
   }
-  self.hostHash = hashString(identity);
-  self.processToken = hashString(identity + "/" + std::to_string(self.pid));
+  self.hostHash = Fnv1a().add(identity).value();
+  self.processToken = Fnv1a().add(identity).add(static_cast<uint64_t>(self.pid)).value();
   return self;
 }
 
@@ -130,9 +130,7 @@ void Communicator::setupTransports() {
   // anonymous memfds handed over with pidfd_getfd: they have no name at all and vanish with the
   // last process, even one killed during init. Otherwise they are named and unlinked once mapped.
   crossMemoryProbe_ = peers_[rank_].processToken ^ 0x636f6c6c70726f62ull;
-  struct Probe {
-    uint64_t address, value;
-  } probe{reinterpret_cast<uint64_t>(&crossMemoryProbe_), crossMemoryProbe_};
+  MemoryProbe probe{reinterpret_cast<uint64_t>(&crossMemoryProbe_), crossMemoryProbe_};
   std::vector<bootstrap::Bytes> probes =
       bootstrap::allGather(*store_, "cma-probe", rank_, nranks_, toBytes(probe), initDeadline());
   uint8_t canRead = probePeersMemory(probes) ? 1 : 0;
@@ -170,13 +168,10 @@ void Communicator::setupTransports() {
 }
 
 bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes) {
-  struct Probe {
-    uint64_t address, value;
-  };
   bool ok = true;
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_) continue;
-    Probe theirs = fromBytes<Probe>(probes[r], r, "memory probe");
+    MemoryProbe theirs = fromBytes<MemoryProbe>(probes[r], r, "memory probe");
     if (!transport::probeCrossMemory(peers_[r].pid, theirs.address, &theirs.value, sizeof(theirs.value))) {
       COLL_INFO(kInit, "rank %d cannot read rank %d's memory (pid %d): large messages use the FIFO ring", rank_, r,
                 peers_[r].pid);
@@ -212,6 +207,17 @@ void Communicator::markFailed(collResult_t code, const std::string& message) {
   if (shm_) shm_->announceFailure(formatString("rank %d: %s", rank_, message.c_str()));
 }
 
+ProgressWaiter Communicator::makeWaiter(const char* what) const {
+  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  return ProgressWaiter(bell_, spinNs_, deadline, health_, what, options_.timeoutMs);
+}
+
+void Communicator::throwIfFailed() {
+  if (asyncError_.load() == collSuccess) return;
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  throwError(asyncError_.load(), "the communicator failed earlier and cannot be used: %s", failureMessage_.c_str());
+}
+
 void Communicator::abort() {
   aborted_.store(true);
   markFailed(collRemoteError, formatString("rank %d called collCommAbort", rank_));
@@ -223,13 +229,8 @@ void Communicator::run(const CollCall& call) {
     runPointToPoint({call});
     return;
   }
-  if (asyncError_.load() != collSuccess) {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    throwError(asyncError_.load(), "the communicator failed earlier and cannot be used: %s", failureMessage_.c_str());
-  }
-  std::function<void()> health = [this] { healthCheck(); };
-  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
-  ProgressWaiter waiter(bell_, spinNs_, deadline, health, collTypeName(call.type), options_.timeoutMs);
+  throwIfFailed();
+  ProgressWaiter waiter = makeWaiter(collTypeName(call.type));
   try {
     if (params_.checkConsistency) checkConsistency(call, waiter);
     ++callCount_;
@@ -292,10 +293,7 @@ void Communicator::runPlan(const CollCall& call, const Plan& plan, ProgressWaite
 }
 
 void Communicator::runPointToPoint(const std::vector<CollCall>& calls) {
-  if (asyncError_.load() != collSuccess) {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    throwError(asyncError_.load(), "the communicator failed earlier and cannot be used: %s", failureMessage_.c_str());
-  }
+  throwIfFailed();
   // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
   // different types, and every transfer progresses together.
   Schedule schedule;
@@ -315,10 +313,7 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls) {
   }
   if (schedule.steps.empty()) return;
   schedule.steps.back().joinNext = false;
-  std::function<void()> health = [this] { healthCheck(); };
-  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
-  ProgressWaiter waiter(bell_, spinNs_, deadline, health, calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd",
-                        options_.timeoutMs);
+  ProgressWaiter waiter = makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd");
   ExecBuffers buffers;
   buffers.datatype = collUint8;
   buffers.elemSize = 1;
@@ -332,8 +327,7 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls) {
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, const CommOptions& options) {
-  if (asyncError_.load() != collSuccess)
-    throwError(asyncError_.load(), "collCommSplit: the communicator failed earlier: %s", failureMessage_.c_str());
+  throwIfFailed();
   std::string tag = "split" + std::to_string(splitCount_++);
   int32_t mine[2] = {color, key};
   bootstrap::Bytes bytes(sizeof(mine));

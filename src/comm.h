@@ -54,6 +54,8 @@ class Communicator : public ConnectionSource {
   collResult_t asyncError() const { return asyncError_.load(); }
   // Records a failure: later calls fail fast and peers stop waiting for this rank.
   void markFailed(collResult_t code, const std::string& message);
+  // Throws the error that broke the communicator, if any.
+  void throwIfFailed();
 
   transport::SendConnection* sendConnection(int peer) override;
   transport::RecvConnection* recvConnection(int peer) override;
@@ -63,6 +65,8 @@ class Communicator : public ConnectionSource {
   bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes);
   bootstrap::Deadline initDeadline() const;
   void healthCheck() const;
+  // A waiter for one call: its deadline starts now.
+  ProgressWaiter makeWaiter(const char* what) const;
   void runPlanned(const CollCall& call, ProgressWaiter& waiter);
   void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   void checkConsistency(const CollCall& call, ProgressWaiter& waiter);
@@ -90,6 +94,8 @@ class Communicator : public ConnectionSource {
   std::atomic<bool> aborted_{false};
   std::atomic<collResult_t> asyncError_{collSuccess};
   std::string failureMessage_;
+  // healthCheck as the waiters take it, built once rather than per call.
+  const std::function<void()> health_ = [this] { healthCheck(); };
   std::mutex failureMutex_;
 };
 

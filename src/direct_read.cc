@@ -38,8 +38,7 @@ void DirectRead::publish(uint64_t seq, const CollCall& call) {
 
 void DirectRead::announce(Stage stage, uint64_t seq) {
   stageWord(shm_.myHeader(), static_cast<int>(stage)).store(seq, std::memory_order_release);
-  for (int i = 0; i < nranks_; ++i)
-    if (i != rank_) transport::ringDoorbell(&shm_.header(i)->doorbell);
+  shm_.ringPeers();
 }
 
 void DirectRead::waitFor(int peer, Stage stage, uint64_t seq, ProgressWaiter& waiter) {

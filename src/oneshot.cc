@@ -13,8 +13,7 @@ void OneShot::run(const CollCall& call, ProgressWaiter& waiter) {
   int buffer = static_cast<int>(seq & 1);
   publish(call, shm_.oneshotBuffer(rank_, buffer));
   shm_.myHeader()->oneshotSeq.store(seq, std::memory_order_release);
-  for (int i = 0; i < nranks_; ++i)
-    if (i != rank_) transport::ringDoorbell(&shm_.header(i)->doorbell);
+  shm_.ringPeers();
   waitForAll(seq, waiter);
   computeOutput(call, buffer);
 }

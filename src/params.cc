@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "src/error.h"
+#include "src/hash.h"
 #include "transport/transport_table.h"
 
 namespace coll {
@@ -83,17 +84,11 @@ const char* algoName(Algo algo) {
 }
 
 uint64_t planSettingsDigest(const Params& p) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-  };
-  for (Algo algo : p.algoOverride) mix(static_cast<uint64_t>(algo));
-  mix(p.oneshotBytes);
-  mix(p.directReadBytes);
-  mix(p.shmSlotBytes);
-  mix(static_cast<uint64_t>(p.shmFifoDepth));
-  for (char c : p.transports) mix(static_cast<unsigned char>(c));
-  return h;
+  Fnv1a h;
+  for (Algo algo : p.algoOverride) h.add(static_cast<uint64_t>(algo));
+  h.add(p.oneshotBytes).add(p.directReadBytes).add(p.shmSlotBytes).add(static_cast<uint64_t>(p.shmFifoDepth));
+  h.add(p.transports);
+  return h.value();
 }
 
 void parseAlgoOverrides(const std::string& text, Algo* overrides) {

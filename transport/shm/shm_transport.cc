@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "src/error.h"
+#include "src/hash.h"
 #include "src/logging.h"
 
 namespace coll {
@@ -19,12 +20,12 @@ constexpr size_t roundUp(size_t value, size_t multiple) { return (value + multip
 constexpr size_t kHeaderBytes = roundUp(sizeof(ShmRankHeader), 4096);
 
 uint64_t layoutSignatureOf(const ShmConfig& config, size_t nlocal) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (uint64_t v : {static_cast<uint64_t>(config.fifoDepth), static_cast<uint64_t>(config.slotBytes),
-                     static_cast<uint64_t>(config.oneshotBytes), static_cast<uint64_t>(nlocal)}) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  }
-  return h;
+  return Fnv1a()
+      .add(static_cast<uint64_t>(config.fifoDepth))
+      .add(static_cast<uint64_t>(config.slotBytes))
+      .add(static_cast<uint64_t>(config.oneshotBytes))
+      .add(static_cast<uint64_t>(nlocal))
+      .value();
 }
 
 // One FIFO as both ends see it: the counters, the slot sizes and the slots, all in the
@@ -189,6 +190,11 @@ std::unique_ptr<RecvConnection> ShmDomain::connectRecv(int peerRank) {
   int peer = localIndexOf(peerRank);
   if (peer < 0) throwError(collInternalError, "shm: rank %d is not on this host", peerRank);
   return std::make_unique<ShmRecvConnection>(fifoBase(myLocal_, peer), config_, &headers_[peer]->doorbell);
+}
+
+void ShmDomain::ringPeers() const {
+  for (int i = 0; i < localCount(); ++i)
+    if (i != myLocal_) ringDoorbell(&headers_[i]->doorbell);
 }
 
 void ShmDomain::announceFailure(const std::string& reason) {

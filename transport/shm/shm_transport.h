@@ -83,6 +83,8 @@ class ShmDomain {
   // One of the two one-shot buffers of a local rank.
   uint8_t* oneshotBuffer(int localIndex, int which) const;
 
+  // Wakes every other local rank that sleeps; call after publishing what they wait for.
+  void ringPeers() const;
   // Marks this rank failed and wakes every local rank so that they notice at once.
   void announceFailure(const std::string& reason);
   // Throws CollError(collRemoteError) naming a local peer that failed or whose process ended.
