@@ -39,6 +39,10 @@ class Store {
   virtual void wait(const std::vector<std::string>& keys, Deadline deadline) = 0;
   // True when every key exists; never blocks.
   virtual bool check(const std::vector<std::string>& keys) = 0;
+  // The numeric local address this process uses to reach the store, or "" when the store is in
+  // process memory. The socket transport listens there by default: it is the interface that
+  // reaches the rendezvous host (MASTER_ADDR), as NCCL and Gloo choose.
+  virtual std::string localAddress() const { return ""; }
 };
 
 // Prepends "prefix/" to every key: one communicator's keys never collide with another's.
@@ -50,6 +54,7 @@ class PrefixStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override { return base_->add(full(key), delta); }
   void wait(const std::vector<std::string>& keys, Deadline deadline) override { base_->wait(fullAll(keys), deadline); }
   bool check(const std::vector<std::string>& keys) override { return base_->check(fullAll(keys)); }
+  std::string localAddress() const override { return base_->localAddress(); }
   const std::shared_ptr<Store>& base() const { return base_; }
 
  private:

@@ -66,6 +66,7 @@ class TcpStoreClient : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   void wait(const std::vector<std::string>& keys, Deadline deadline) override;
   bool check(const std::vector<std::string>& keys) override;
+  std::string localAddress() const override { return localAddressOf(fd_.get()).host(); }
 
   void setRequestTimeout(std::chrono::milliseconds timeout) { requestTimeoutMs_ = timeout.count(); }
   const std::string& address() const { return address_; }  // "host:port"

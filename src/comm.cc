@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "bootstrap/bootstrap_ops.h"
+#include "bootstrap/socket_util.h"
 #include "kernels/cpu/reduce.h"
 #include "src/error.h"
 #include "src/hash.h"
@@ -47,17 +48,21 @@ transport::PeerInfo describeSelf(int rank, const Params& params) {
   transport::PeerInfo self;
   self.rank = rank;
   self.pid = static_cast<int32_t>(getpid());
-  std::string identity = params.hostId;
-  if (identity.empty()) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    std::ifstream bootId("/proc/sys/kernel/random/boot_id");
-    std::string boot;
-    std::getline(bootId, boot);
-    identity = std::string(host) + "/" + boot;
-  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::ifstream bootId("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  std::getline(bootId, boot);
+  // A network namespace is a host as far as sockets go: its loopback reaches only itself. Ranks
+  // in different namespaces (containers, or the namespaces the multi-host tests build) are
+  // therefore different hosts unless COLL_HOSTID says otherwise.
+  char netns[64] = {0};
+  ssize_t len = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
+  std::string machine = std::string(host) + "/" + boot + "/" + (len > 0 ? std::string(netns, len) : "");
+  self.machineHash = Fnv1a().add(machine).value();
+  std::string identity = params.hostId.empty() ? machine : params.hostId;
   self.hostHash = Fnv1a().add(identity).value();
-  self.processToken = Fnv1a().add(identity).add(static_cast<uint64_t>(self.pid)).value();
+  self.processToken = Fnv1a().add(machine).add(static_cast<uint64_t>(self.pid)).value();
   return self;
 }
 
@@ -87,7 +92,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   sends_.resize(nranks_);
   recvs_.resize(nranks_);
   executor_ = std::make_unique<Executor>(*this, nranks_);
-  int localRanks = shm_ ? shm_->localCount() : 1;
+  int localRanks = 0;  // ranks on this machine, whatever connects them
+  for (const auto& p : peers_) localRanks += p.machineHash == peers_[rank_].machineHash ? 1 : 0;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
   // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
@@ -95,11 +101,16 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
   // both gave 0.20 us (docs/performance.md).
   spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
-  COLL_INFO(kInit, "comm %s rank %d/%d ready: %s, spin %lld ns", options_.name.c_str(), rank_, nranks_,
-            shm_ ? "shared memory" : "no transport", static_cast<long long>(spinNs_));
+  COLL_INFO(kInit, "comm %s rank %d/%d ready: %d local rank(s) on shared memory, %s, spin %lld ns",
+            options_.name.c_str(), rank_, nranks_, localRanks, net_ ? "sockets to the others" : "no sockets",
+            static_cast<long long>(spinNs_));
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() {
+  // Sockets first: their progress thread rings this rank's doorbell, which lives in the shared
+  // memory segment, and pending sends are flushed before the closing frames.
+  net_.reset();
+}
 
 bootstrap::Deadline Communicator::initDeadline() const {
   return bootstrap::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
@@ -109,67 +120,152 @@ void Communicator::setupTransports() {
   // Every rank makes the same choice from the same table and peer information, so a pair that
   // no transport connects is refused on every rank alike. Today's transports decide by host, so
   // one representative rank per host stands for all of that host's ranks.
-  std::vector<int> localRanks, hostRepresentatives;
+  std::vector<int> hostRepresentatives;
   for (int r = 0; r < nranks_; ++r) {
-    if (peers_[r].hostHash == peers_[rank_].hostHash) localRanks.push_back(r);
     bool seen = false;
     for (int rep : hostRepresentatives) seen = seen || peers_[rep].hostHash == peers_[r].hostHash;
     if (!seen) hostRepresentatives.push_back(r);
   }
+  bool anyNet = false;
   for (int a : hostRepresentatives) {
     for (int b : hostRepresentatives) {
-      if (transport::chooseTransport(peers_[a], peers_[b], params_.transports) != nullptr) continue;
+      const transport::TransportDescriptor* chosen =
+          transport::chooseTransport(peers_[a], peers_[b], params_.transports);
+      anyNet = anyNet || (chosen != nullptr && std::string(chosen->name) == "net");
+      if (chosen != nullptr) continue;
       throwError(collInvalidUsage,
                  "communicator init: no transport connects rank %d and rank %d (%s; COLL_TRANSPORTS=\"%s\"); this "
-                 "build has shared memory only, between ranks on one host",
-                 a, b, a == b ? "same host" : "different hosts", params_.transports.c_str());
+                 "build has: %s",
+                 a, b, a == b ? "same host" : "different hosts", params_.transports.c_str(),
+                 transport::transportNames().c_str());
     }
   }
-  // Every rank checks that it can read every other rank's memory (cross-memory attach). The same
-  // permission lets a process take another's file descriptor, so when everyone can, segments are
-  // anonymous memfds handed over with pidfd_getfd: they have no name at all and vanish with the
-  // last process, even one killed during init. Otherwise they are named and unlinked once mapped.
+  // Shared memory serves the ranks of this host that the table gives it, and always this rank
+  // itself (a send to self goes through its own segment); sockets serve the ranks given "net".
+  std::vector<int> localRanks, netPeers;
+  transportOf_.assign(nranks_, "shm");
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) {
+      localRanks.push_back(r);
+      continue;
+    }
+    transportOf_[r] = transport::chooseTransport(peers_[rank_], peers_[r], params_.transports)->name;
+    if (transportOf_[r] == "shm") localRanks.push_back(r);
+    if (transportOf_[r] == "net") netPeers.push_back(r);
+  }
+  bool allLocal = static_cast<int>(localRanks.size()) == nranks_;
+  bool localCanRead = setupSharedMemory(localRanks);
+  if (anyNet) setupSockets(netPeers);
+  if (allLocal) oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
+  if (allLocal && localCanRead)
+    directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);
+  planContext_.nranks = nranks_;
+  planContext_.oneshotAvailable = allLocal;
+  planContext_.directReadAvailable = allLocal && localCanRead;
+  planContext_.directReadBytes = params_.directReadBytes;
+  planContext_.oneshotBytes = shm_->config().oneshotBytes;
+  planContext_.slotBytes = shm_->config().slotBytes;
+  planContext_.fifoDepth = shm_->config().fifoDepth;
+  planContext_.overrides = params_.algoOverride;
+}
+
+bool Communicator::setupSharedMemory(const std::vector<int>& localRanks) {
+  // Every rank checks that it can read the memory of the other ranks on its host (cross-memory
+  // attach). The same permission lets a process take another's file descriptor, so when all of
+  // them can, segments are anonymous memfds handed over with pidfd_getfd: they have no name at
+  // all and vanish with the last process, even one killed during init. Otherwise they are named
+  // and unlinked once mapped. The exchanges run over every rank; each reads its host's entries.
   crossMemoryProbe_ = peers_[rank_].processToken ^ 0x636f6c6c70726f62ull;
   MemoryProbe probe{reinterpret_cast<uint64_t>(&crossMemoryProbe_), crossMemoryProbe_};
   std::vector<bootstrap::Bytes> probes =
       bootstrap::allGather(*store_, "cma-probe", rank_, nranks_, toBytes(probe), initDeadline());
-  uint8_t canRead = probePeersMemory(probes) ? 1 : 0;
+  uint8_t canRead = probePeersMemory(probes, localRanks) ? 1 : 0;
   std::vector<bootstrap::Bytes> verdicts =
       bootstrap::allGather(*store_, "cma-verdict", rank_, nranks_, bootstrap::Bytes{canRead}, initDeadline());
-  bool everyoneCanRead = true;
-  for (const auto& v : verdicts) everyoneCanRead = everyoneCanRead && v.size() == 1 && v[0] == 1;
+  bool localCanRead = true;
+  for (int r : localRanks) localCanRead = localCanRead && verdicts[r].size() == 1 && verdicts[r][0] == 1;
 
   transport::ShmConfig config;
   config.fifoDepth = params_.shmFifoDepth;
   config.slotBytes = params_.shmSlotBytes;
   config.oneshotBytes = params_.oneshotBytes;
-  config.anonymousSegments = everyoneCanRead && !params_.shmNamedSegments;
+  config.anonymousSegments = localCanRead && !params_.shmNamedSegments;
   shm_ = std::make_unique<transport::ShmDomain>(config, rank_, localRanks);
   std::string blob = shm_->blob();
   std::vector<bootstrap::Bytes> blobs =
       bootstrap::allGather(*store_, "shm", rank_, nranks_, bootstrap::Bytes(blob.begin(), blob.end()), initDeadline());
   std::vector<std::string> locators;
-  for (const auto& b : blobs) locators.emplace_back(b.begin(), b.end());
+  for (int r : localRanks) locators.emplace_back(blobs[r].begin(), blobs[r].end());
   shm_->attach(locators);
   bootstrap::barrier(*store_, "shm-attached", rank_, nranks_, initDeadline());
   shm_->releaseLocator();
   bell_ = &shm_->myHeader()->doorbell;
-  oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
-  if (everyoneCanRead) directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);
-  COLL_INFO(kInit, "rank %d: cross-memory reads %s", rank_, everyoneCanRead ? "available" : "unavailable");
-  planContext_.nranks = nranks_;
-  planContext_.oneshotAvailable = true;
-  planContext_.directReadAvailable = everyoneCanRead;
-  planContext_.directReadBytes = params_.directReadBytes;
-  planContext_.oneshotBytes = config.oneshotBytes;
-  planContext_.slotBytes = config.slotBytes;
-  planContext_.fifoDepth = config.fifoDepth;
-  planContext_.overrides = params_.algoOverride;
+  COLL_INFO(kInit, "rank %d: %d rank(s) on this host share memory; cross-memory reads %s", rank_,
+            static_cast<int>(localRanks.size()), localCanRead ? "available" : "unavailable");
+  return localCanRead;
 }
 
-bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes) {
+void Communicator::setupSockets(const std::vector<int>& netPeers) {
+  transport::NetConfig config;
+  config.depth = params_.shmFifoDepth;
+  config.slotBytes = params_.shmSlotBytes;
+  config.socketsPerPeer = params_.socketsPerPeer;
+  config.timeoutMs = options_.timeoutMs;
+  net_ = std::make_unique<transport::NetDomain>(config, rank_, nranks_, bell_);
+  std::string card;
+  if (!netPeers.empty()) card = net_->listen(chooseSocketAddress());
+  std::vector<bootstrap::Bytes> all =
+      bootstrap::allGather(*store_, "net", rank_, nranks_, bootstrap::Bytes(card.begin(), card.end()), initDeadline());
+  std::vector<std::string> cards;
+  for (const auto& c : all) cards.emplace_back(c.begin(), c.end());
+  net_->connectPeers(cards, netPeers, initDeadline());
+  COLL_INFO(kInit, "rank %d: sockets to %d rank(s), %d per peer", rank_, static_cast<int>(netPeers.size()),
+            params_.socketsPerPeer);
+}
+
+std::string Communicator::chooseSocketAddress() const {
+  // Loopback reaches only the ranks of this kernel and network namespace; with any rank outside
+  // it the transport needs a real interface: the one named by COLL_SOCKET_IFNAME, else the one
+  // this rank reaches the rendezvous store through (the interface towards MASTER_ADDR).
+  bool allOnThisMachine = true;
+  for (const auto& p : peers_) allOnThisMachine = allOnThisMachine && p.machineHash == peers_[rank_].machineHash;
+  std::vector<bootstrap::InterfaceAddress> interfaces = bootstrap::listInterfaces();
+  std::string address, why;
+  if (!params_.socketIfname.empty()) {
+    address = bootstrap::chooseInterfaceAddress(interfaces, params_.socketIfname);
+    why = "COLL_SOCKET_IFNAME=" + params_.socketIfname;
+  } else if (allOnThisMachine) {
+    address = "127.0.0.1";
+    why = "every rank is on this host";
+  } else {
+    address = store_->localAddress();
+    why = "the interface that reaches the rendezvous store";
+    if (address.empty()) {
+      address = bootstrap::chooseInterfaceAddress(interfaces, "");
+      why = "the first interface that is not loopback";
+    }
+  }
+  std::string name = "?";
+  bool loopback = address == "127.0.0.1" || address == "::1";
+  for (const auto& i : interfaces) {
+    if (i.address != address) continue;
+    name = i.name;
+    loopback = loopback || i.loopback;
+  }
+  if (loopback && !allOnThisMachine)
+    throwError(
+        collInvalidUsage,
+        "communicator init: rank %d would use loopback (%s) for sockets, but other ranks run on other hosts; set "
+        "COLL_SOCKET_IFNAME to an interface they can reach, and MASTER_ADDR to a routable address",
+        rank_, address.c_str());
+  COLL_INFO(kInit, "rank %d: socket transport on interface %s (%s): %s", rank_, name.c_str(), address.c_str(),
+            why.c_str());
+  return address;
+}
+
+bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes, const std::vector<int>& localRanks) {
   bool ok = true;
-  for (int r = 0; r < nranks_; ++r) {
+  for (int r : localRanks) {
     if (r == rank_) continue;
     MemoryProbe theirs = fromBytes<MemoryProbe>(probes[r], r, "memory probe");
     if (!transport::probeCrossMemory(peers_[r].pid, theirs.address, &theirs.value, sizeof(theirs.value))) {
@@ -182,11 +278,13 @@ bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes)
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) {
+  if (net_ && net_->connects(peer)) return net_->sendConnection(peer);
   if (!sends_[peer]) sends_[peer] = shm_->connectSend(peer);
   return sends_[peer].get();
 }
 
 transport::RecvConnection* Communicator::recvConnection(int peer) {
+  if (net_ && net_->connects(peer)) return net_->recvConnection(peer);
   if (!recvs_[peer]) recvs_[peer] = shm_->connectRecv(peer);
   return recvs_[peer].get();
 }
@@ -194,6 +292,7 @@ transport::RecvConnection* Communicator::recvConnection(int peer) {
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
   if (shm_) shm_->checkPeers();
+  if (net_) net_->checkPeers();
 }
 
 void Communicator::markFailed(collResult_t code, const std::string& message) {
@@ -205,11 +304,12 @@ void Communicator::markFailed(collResult_t code, const std::string& message) {
   }
   COLL_WARN(kColl, "comm %s rank %d failed: %s", options_.name.c_str(), rank_, message.c_str());
   if (shm_) shm_->announceFailure(formatString("rank %d: %s", rank_, message.c_str()));
+  if (net_) net_->announceFailure();
 }
 
 ProgressWaiter Communicator::makeWaiter(const char* what) const {
   auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
-  return ProgressWaiter(bell_, spinNs_, deadline, health_, what, options_.timeoutMs);
+  return ProgressWaiter(bell_, spinNs_, deadline, health_, what, options_.timeoutMs, net_.get());
 }
 
 void Communicator::throwIfFailed() {

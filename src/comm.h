@@ -18,6 +18,7 @@
 #include "src/params.h"
 #include "src/plan/planner.h"
 #include "src/plan/tuner.h"
+#include "transport/net/net_domain.h"
 #include "transport/shm/shm_transport.h"
 
 namespace coll {
@@ -62,7 +63,12 @@ class Communicator : public ConnectionSource {
 
  private:
   void setupTransports();
-  bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes);
+  // Maps the segments of this host's ranks; returns whether they may all read each other's memory.
+  bool setupSharedMemory(const std::vector<int>& localRanks);
+  // Connects the sockets; collective (every rank calls it when any pair uses sockets).
+  void setupSockets(const std::vector<int>& netPeers);
+  std::string chooseSocketAddress() const;
+  bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes, const std::vector<int>& localRanks);
   bootstrap::Deadline initDeadline() const;
   void healthCheck() const;
   // A waiter for one call: its deadline starts now.
@@ -78,7 +84,9 @@ class Communicator : public ConnectionSource {
   Params params_;
   std::vector<transport::PeerInfo> peers_;
   std::unique_ptr<transport::ShmDomain> shm_;
-  transport::Doorbell localBell_;  // used when there is no shared memory
+  std::unique_ptr<transport::NetDomain> net_;
+  std::vector<std::string> transportOf_;  // per rank: "shm" or "net" (self: "shm")
+  transport::Doorbell localBell_;         // used when there is no shared memory
   transport::Doorbell* bell_ = &localBell_;
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;

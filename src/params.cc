@@ -87,7 +87,7 @@ uint64_t planSettingsDigest(const Params& p) {
   Fnv1a h;
   for (Algo algo : p.algoOverride) h.add(static_cast<uint64_t>(algo));
   h.add(p.oneshotBytes).add(p.directReadBytes).add(p.shmSlotBytes).add(static_cast<uint64_t>(p.shmFifoDepth));
-  h.add(p.transports);
+  h.add(p.transports).add(static_cast<uint64_t>(p.socketsPerPeer));
   return h.value();
 }
 
@@ -126,6 +126,8 @@ const Params& processParams() {
     p.directReadBytes = static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
     p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
+    if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
+    p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
     return p;
   }();
   return cached;

@@ -26,7 +26,9 @@ struct Params {
   size_t directReadBytes = 1 << 20;                            // COLL_DIRECT_READ_BYTES (0: never)
   bool shmNamedSegments = false;                               // COLL_SHM_NAMED
   size_t streamingBytes = 0;                                   // COLL_STREAMING_BYTES (0: never)
-  std::string hostId;  // COLL_HOSTID (overrides host detection; tests simulate hosts)
+  std::string hostId;        // COLL_HOSTID (overrides host detection; tests simulate hosts)
+  std::string socketIfname;  // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
+  int socketsPerPeer = 1;    // COLL_SOCKET_NSOCKS
 };
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.

@@ -19,17 +19,22 @@ int64_t monotonicNs() {
 }
 
 ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
-                               const std::function<void()>& healthCheck, const char* what, int timeoutMs)
+                               const std::function<void()>& healthCheck, const char* what, int timeoutMs,
+                               transport::ProgressDriver* driver)
     : bell_(bell),
+      driver_(driver),
       spinNs_(spinNs),
       deadline_(deadline),
       healthCheck_(healthCheck),
       what_(what),
       timeoutMs_(timeoutMs),
-      spinning_(spinNs > 0) {}
+      spinning_(spinNs > 0) {
+  if (driver_) driver_->executorState(transport::ProgressDriver::Executor::kDriving);
+}
 
 ProgressWaiter::~ProgressWaiter() {
   if (armed_) disarm();
+  if (driver_) driver_->executorState(transport::ProgressDriver::Executor::kReturned);
 }
 
 void ProgressWaiter::disarm() {
@@ -48,6 +53,7 @@ void ProgressWaiter::idle() {
     sleepUntilRung();
     return;
   }
+  if (driver_) driver_->progressOnce();
   // While spinning the clock is read every 64 rounds only: a pause is cheaper.
   if (spinning_ && (++idleRounds_ & 63) != 0) {
     transport::cpuRelax();
@@ -87,7 +93,9 @@ void ProgressWaiter::sleepUntilRung() {
   int64_t remainingNs = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_ - Clock::now()).count();
   if (remainingNs < 1) remainingNs = 1;
   // Wake at least every few milliseconds to look at peers' health even if no one rings.
+  if (driver_) driver_->executorState(transport::ProgressDriver::Executor::kAsleep);
   transport::sleepOnDoorbell(bell_, snapshot_, remainingNs < 5000000 ? remainingNs : 5000000);
+  if (driver_) driver_->executorState(transport::ProgressDriver::Executor::kDriving);
   snapshot_ = bell_->seq.load(std::memory_order_seq_cst);
 }
 

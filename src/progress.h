@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "transport/doorbell.h"
+#include "transport/transport.h"
 
 namespace coll {
 
@@ -19,8 +20,11 @@ class ProgressWaiter {
 
   // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
   // timeout message.
+  // driver (may be null): a transport this waiter drives on idle rounds and hands back to its
+  // own thread while asleep.
   ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
-                 const std::function<void()>& healthCheck, const char* what, int timeoutMs);
+                 const std::function<void()>& healthCheck, const char* what, int timeoutMs,
+                 transport::ProgressDriver* driver = nullptr);
   ~ProgressWaiter();
 
   // Call after a round of progress that moved nothing.
@@ -32,6 +36,7 @@ class ProgressWaiter {
   void disarm();
   void sleepUntilRung();
   transport::Doorbell* bell_;
+  transport::ProgressDriver* driver_;
   int64_t spinNs_;
   Clock::time_point deadline_;
   const std::function<void()>& healthCheck_;

@@ -37,10 +37,25 @@ class RecvConnection {
   virtual size_t slotBytes() const = 0;
 };
 
+// A transport whose bytes must be moved by someone (sockets): while a collective runs, the
+// executor drives it from its wait loop, which costs no thread switch; while the executor sleeps,
+// or between calls, the transport's own progress thread does.
+class ProgressDriver {
+ public:
+  virtual ~ProgressDriver() = default;
+  // Moves whatever can move without blocking (called by the executor on idle rounds).
+  virtual void progressOnce() = 0;
+  enum class Executor { kDriving, kAsleep, kReturned };
+  // kDriving: the executor began a call or woke up; kAsleep: it sleeps on its doorbell until the
+  // transport rings it; kReturned: the call ended (sends may still be in flight).
+  virtual void executorState(Executor state) = 0;
+};
+
 // Describes one rank to the transports: where it runs and how to watch it.
 struct PeerInfo {
   int rank = -1;
-  uint64_t hostHash = 0;  // equal for ranks on one host (boot id + hostname)
+  uint64_t hostHash = 0;     // equal for ranks on one host (hostname, boot id, network namespace; or COLL_HOSTID)
+  uint64_t machineHash = 0;  // equal for ranks on one kernel and network namespace (loopback reaches them)
   int32_t pid = 0;
   uint64_t processToken = 0;  // distinguishes processes that reuse a pid, and threads of one process
 };

@@ -9,6 +9,8 @@ namespace transport {
 namespace {
 
 bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash == peer.hostHash; }
+// Sockets reach any rank: another host over its network, or this one over loopback.
+bool anyRank(const PeerInfo&, const PeerInfo&) { return true; }
 
 std::vector<std::string> namesIn(const std::string& list) {
   std::vector<std::string> names;
@@ -24,8 +26,15 @@ std::vector<std::string> namesIn(const std::string& list) {
 const std::vector<TransportDescriptor>& transportTable() {
   static const std::vector<TransportDescriptor> table = {
       {/*name=*/"shm", /*priority=*/100, /*canConnect=*/sameHost},
+      {/*name=*/"net", /*priority=*/10, /*canConnect=*/anyRank},
   };
   return table;
+}
+
+std::string transportNames() {
+  std::string names;
+  for (const TransportDescriptor& t : transportTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  return names;
 }
 
 void validateTransportSpec(const std::string& spec) {
@@ -34,8 +43,8 @@ void validateTransportSpec(const std::string& spec) {
     bool known = false;
     for (const TransportDescriptor& t : transportTable()) known = known || name == t.name;
     if (!known)
-      throwError(collInvalidUsage, "COLL_TRANSPORTS=\"%s\": unknown transport \"%s\"; this build has: shm",
-                 spec.c_str(), name.c_str());
+      throwError(collInvalidUsage, "COLL_TRANSPORTS=\"%s\": unknown transport \"%s\"; this build has: %s", spec.c_str(),
+                 name.c_str(), transportNames().c_str());
   }
 }
 

@@ -1,6 +1,6 @@
 // Which transport connects two ranks: a table of descriptors with named fields, filtered by
 // COLL_TRANSPORTS and by each descriptor's canConnect, highest priority first. Today the table
-// holds shared memory; sockets, IB verbs and CUDA P2P join it as entries, and the communicator
+// holds shared memory and sockets; IB verbs and CUDA P2P join it as entries, and the communicator
 // sets up whatever the table picks per peer pair.
 #pragma once
 
@@ -19,6 +19,8 @@ struct TransportDescriptor {
 };
 
 const std::vector<TransportDescriptor>& transportTable();
+// "shm, net": the names in the table, for messages.
+std::string transportNames();
 
 // COLL_TRANSPORTS: empty for all, "shm,net" for those named, "^shm" for all but those named.
 // Throws CollError(collInvalidUsage) for a name no transport has.

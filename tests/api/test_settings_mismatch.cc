@@ -53,13 +53,40 @@ std::vector<std::string> expectInitRefused(const std::function<void(int)>& setup
 }
 
 TEST(TransportChoice, RanksOnDifferentHostsAreRefusedWithoutANetworkTransport) {
-  auto failures =
-      expectInitRefused([](int rank) { setenv("COLL_HOSTID", rank == 0 ? "host-a" : "host-b", 1); }, "different hosts");
+  auto failures = expectInitRefused(
+      [](int rank) {
+        setenv("COLL_HOSTID", rank == 0 ? "host-a" : "host-b", 1);
+        setenv("COLL_TRANSPORTS", "shm", 1);
+      },
+      "different hosts");
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
-TEST(TransportChoice, ExcludingSharedMemoryLeavesNoTransport) {
-  auto failures = expectInitRefused([](int) { setenv("COLL_TRANSPORTS", "^shm", 1); }, "no transport connects");
+TEST(TransportChoice, ExcludingEveryTransportLeavesNone) {
+  auto failures = expectInitRefused([](int) { setenv("COLL_TRANSPORTS", "^shm,net", 1); }, "no transport connects");
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// Ranks that call themselves different hosts (COLL_HOSTID) connect over sockets, here on
+// loopback since they share this machine, and compute correct results.
+TEST(TransportChoice, RanksOnDifferentHostsConnectOverSockets) {
+  auto failures = runAsProcessesWithSetup(
+      3, [](int rank) { setenv("COLL_HOSTID", rank == 1 ? "host-b" : "host-a", 1); },
+      [](collComm_t comm, int rank, int nranks) {
+        std::vector<std::string> problems;
+        std::vector<int32_t> data(1001);
+        for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i) * (rank + 1);
+        if (collAllReduce(data.data(), data.data(), data.size(), collInt32, collSum, comm, nullptr) != collSuccess)
+          problems.push_back("rank " + std::to_string(rank) + ": " + collGetLastError(comm));
+        for (size_t i = 0; i < data.size() && problems.empty(); ++i)
+          if (data[i] != static_cast<int32_t>(i) * nranks * (nranks + 1) / 2)
+            problems.push_back("rank " + std::to_string(rank) + ": element " + std::to_string(i) + " is " +
+                               std::to_string(data[i]));
+        return problems;
+      },
+      [](int rank, collResult_t rc, const std::string& message) -> std::vector<std::string> {
+        return {"rank " + std::to_string(rank) + ": init failed: " + message};
+      });
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

@@ -1,0 +1,350 @@
+#include "transport/net/net_domain.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/error.h"
+#include "src/logging.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+using bootstrap::Clock;
+using bootstrap::Deadline;
+using bootstrap::Fd;
+
+constexpr int kPollIntervalMs = 100;                       // the progress thread re-checks stop_ this often
+constexpr auto kHelloTimeout = std::chrono::seconds(5);    // a connection must say who it is by then
+constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // closing frames are tiny; do not wait long
+
+void fillRandom(void* data, size_t size) {
+  size_t filled = 0;
+  while (filled < size) {
+    ssize_t n = getrandom(static_cast<uint8_t*>(data) + filled, size - filled, 0);
+    if (n < 0 && errno == EINTR) continue;
+    COLL_SYSCHECK(n, "getrandom() for the socket transport's nonce");
+    filled += static_cast<size_t>(n);
+  }
+}
+
+void tuneSocket(int fd) {
+  bootstrap::setNoDelay(fd);
+  bootstrap::setNonBlocking(fd, true);
+  int one = 1;
+  // Notices a silent peer host between collectives too (a wait inside one has its own deadline).
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+}
+
+}  // namespace
+
+NetDomain::NetDomain(const NetConfig& config, int myRank, int nranks, Doorbell* bell)
+    : config_(config), myRank_(myRank), bell_(bell), peerIndex_(nranks, -1) {
+  fillRandom(nonce_, sizeof(nonce_));
+  wakeFd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
+}
+
+NetDomain::~NetDomain() {
+  try {
+    if (!failed_.load()) flushAndSayGoodbye();
+  } catch (const std::exception& e) {
+    // A peer that vanished while we said goodbye changes nothing for this rank any more.
+    COLL_INFO(kTransport, "rank %d: closing the socket transport: %s", myRank_, e.what());
+  }
+  stop_.store(true);
+  wakeProgress();
+  if (progress_.joinable()) progress_.join();
+}
+
+std::string NetDomain::listen(const std::string& host) {
+  listener_ = bootstrap::listenOn(host, 0);
+  listenAddress_ = bootstrap::localAddressOf(listener_.get()).toString();
+  NetCard card = makeNetCard(bootstrap::localAddressOf(listener_.get()).host(),
+                             bootstrap::localAddressOf(listener_.get()).port(), nonce_);
+  COLL_INFO(kTransport, "rank %d: socket transport listens on %s", myRank_, listenAddress_.c_str());
+  return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
+}
+
+void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::vector<int>& peers, Deadline deadline) {
+  int expected = 0;
+  for (int rank : peers) {
+    auto peer = std::make_unique<Peer>();
+    peer->rank = rank;
+    // The lower rank of a pair only accepts; it reads the dialler's card just for messages.
+    if (rank < myRank_ || !cards.at(rank).empty()) peer->card = parseNetCard(cards.at(rank), rank);
+    peer->sockets.resize(config_.socketsPerPeer);
+    peerIndex_[rank] = static_cast<int>(peers_.size());
+    peers_.push_back(std::move(peer));
+  }
+  // Each pair connects once: the higher rank dials the lower, which only accepts. Dialling first
+  // cannot deadlock: the kernel completes a connect into the listener's backlog without accept().
+  for (auto& peer : peers_) {
+    if (peer->rank > myRank_) {
+      expected += config_.socketsPerPeer;
+      continue;
+    }
+    for (int s = 0; s < config_.socketsPerPeer; ++s) {
+      std::string name = formatString("rank %d's socket listener", peer->rank);
+      Fd fd = bootstrap::connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
+      NetHello hello;
+      hello.nonce[0] = peer->card.nonce[0];
+      hello.nonce[1] = peer->card.nonce[1];
+      hello.fromRank = myRank_;
+      hello.socketIndex = s;
+      hello.socketsPerPeer = config_.socketsPerPeer;
+      hello.depth = config_.depth;
+      hello.slotBytes = config_.slotBytes;
+      if (bootstrap::sendAll(fd.get(), &hello, sizeof(hello), deadline) != bootstrap::IoStatus::kOk)
+        throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer->rank,
+                   peerAddress(peer->rank).c_str());
+      tuneSocket(fd.get());
+      peer->sockets[s] = std::move(fd);
+    }
+  }
+  acceptPeers(expected, deadline);
+  listener_.reset();  // nobody else may join this communicator
+  startChannels();
+}
+
+void NetDomain::acceptPeers(int expected, Deadline deadline) {
+  while (expected > 0) {
+    pollfd pfd{listener_.get(), POLLIN, 0};
+    int ready = poll(&pfd, 1, bootstrap::pollTimeoutMs(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
+    if (ready == 0) {
+      std::string missing;
+      for (auto& peer : peers_)
+        for (auto& s : peer->sockets)
+          if (peer->rank > myRank_ && !s.valid()) {
+            missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
+            break;
+          }
+      throwError(collTimeout, "socket transport setup: rank %d waited in vain for connections from rank(s) %s on %s",
+                 myRank_, missing.c_str(), listenAddress_.c_str());
+    }
+    Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd.valid()) continue;  // the connection went away before we took it
+    // A hello has to arrive promptly and be right; anything else is some other program (or a
+    // stale job) knocking, which is logged and turned away without disturbing this one.
+    NetHello hello;
+    Deadline helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
+    std::string refusal;
+    if (bootstrap::recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != bootstrap::IoStatus::kOk) {
+      refusal = "no hello";
+    } else {
+      refusal = checkNetHello(hello, nonce_, config_.socketsPerPeer, config_.depth, config_.slotBytes);
+      if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
+        refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
+      if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
+        refusal = formatString("rank %d connected socket %d twice", hello.fromRank, hello.socketIndex);
+    }
+    if (!refusal.empty()) {
+      COLL_WARN(kTransport, "rank %d: refused a connection on %s: %s", myRank_, listenAddress_.c_str(),
+                refusal.c_str());
+      continue;
+    }
+    tuneSocket(fd.get());
+    peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex] = std::move(fd);
+    --expected;
+  }
+}
+
+void NetDomain::startChannels() {
+  for (auto& peer : peers_) {
+    std::vector<int> fds;
+    for (auto& s : peer->sockets) fds.push_back(s.get());
+    peer->send = std::make_unique<NetSendChannel>(peer->rank, fds, config_.depth, config_.slotBytes, *this);
+    peer->recv = std::make_unique<NetRecvChannel>(peer->rank, fds, config_.depth, config_.slotBytes, *this);
+  }
+  if (!peers_.empty()) progress_ = std::thread([this] { progressLoop(); });
+}
+
+SendConnection* NetDomain::sendConnection(int peer) {
+  if (!connects(peer)) throwError(collInternalError, "socket transport: no connection to rank %d", peer);
+  return peers_[peerIndex_[peer]]->send.get();
+}
+
+RecvConnection* NetDomain::recvConnection(int peer) {
+  if (!connects(peer)) throwError(collInternalError, "socket transport: no connection to rank %d", peer);
+  return peers_[peerIndex_[peer]]->recv.get();
+}
+
+std::string NetDomain::peerAddress(int peer) const {
+  if (!connects(peer)) return "?";
+  const NetCard& card = peers_[peerIndex_[peer]]->card;
+  if (card.family == 0) return "a peer that published no address";
+  return bootstrap::formatHostPort(netCardHost(card), card.port);
+}
+
+void NetDomain::checkPeers() const {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  throwError(collRemoteError, "%s", failure_.c_str());
+}
+
+void NetDomain::channelFailed(int peer, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    if (failed_.load()) return;
+    failure_ = formatString("socket connection to rank %d (%s): %s", peer, peerAddress(peer).c_str(), reason.c_str());
+    failed_.store(true, std::memory_order_release);
+  }
+  forceRingDoorbell(bell_);
+}
+
+void NetDomain::announceFailure() {
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    if (!failed_.load()) failure_ = "this rank's communicator failed";
+    failed_.store(true);
+  }
+  for (auto& peer : peers_)
+    for (auto& s : peer->sockets)
+      if (s.valid()) shutdown(s.get(), SHUT_RDWR);
+}
+
+void NetDomain::wakeProgress() {
+  if (!sleeping_.load(std::memory_order_seq_cst) && !stop_.load()) return;
+  uint64_t one = 1;
+  ssize_t ignored = write(wakeFd_.get(), &one, sizeof(one));
+  (void)ignored;
+}
+
+void NetDomain::progressOnce() {
+  if (pumpAll()) ringDoorbell(bell_);
+}
+
+void NetDomain::executorState(Executor state) {
+  executorDriving_.store(state == Executor::kDriving, std::memory_order_seq_cst);
+  if (state == Executor::kDriving) return;
+  bool sendsQueued = false;
+  for (auto& peer : peers_) sendsQueued = sendsQueued || !peer->send->drained();
+  // Asleep: someone must watch the sockets and ring the doorbell. Returned: only queued sends
+  // need the thread; data for the next call can wait in the kernel until that call reads it.
+  if (state == Executor::kAsleep || sendsQueued) wakeProgress();
+}
+
+bool NetDomain::pumpAll() {
+  bool moved = false;
+  for (auto& peer : peers_) {
+    // When the executor holds a channel it is pumping it itself; count that as activity so the
+    // thread looks again instead of sleeping on work it did not see.
+    if (peer->send->mutex().try_lock()) {
+      moved = peer->send->pump().moved || moved;
+      peer->send->mutex().unlock();
+    } else {
+      moved = true;
+    }
+    if (peer->recv->mutex().try_lock()) {
+      moved = peer->recv->pump().moved || moved;
+      peer->recv->mutex().unlock();
+    } else {
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+void NetDomain::progressLoop() {
+  std::vector<pollfd> fds;
+  std::vector<uint8_t> hungUp;  // per socket: the peer closed it and nothing more can be read now
+  size_t socketCount = peers_.size() * config_.socketsPerPeer;
+  hungUp.assign(socketCount, 0);
+  while (!stop_.load() && !failed_.load()) {
+    if (executorDriving_.load(std::memory_order_seq_cst)) {
+      // The executor moves the bytes; wait until it hands them back (or the domain closes).
+      sleeping_.store(true, std::memory_order_seq_cst);
+      if (executorDriving_.load(std::memory_order_seq_cst) && !stop_.load()) {
+        pollfd wake{wakeFd_.get(), POLLIN, 0};
+        poll(&wake, 1, kPollIntervalMs);
+        uint64_t drained;
+        if (wake.revents & POLLIN) {
+          ssize_t ignored = read(wakeFd_.get(), &drained, sizeof(drained));
+          (void)ignored;
+        }
+      }
+      sleeping_.store(false);
+      continue;
+    }
+    if (pumpAll()) {
+      ringDoorbell(bell_);
+      continue;
+    }
+    // Announce sleep, then look once more: a post or release that happened before the
+    // announcement is seen here, one after it writes the eventfd (wakeProgress).
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (pumpAll()) {
+      sleeping_.store(false);
+      ringDoorbell(bell_);
+      continue;
+    }
+    fds.clear();
+    fds.push_back({wakeFd_.get(), POLLIN, 0});
+    for (size_t p = 0; p < peers_.size(); ++p) {
+      for (int s = 0; s < config_.socketsPerPeer; ++s) {
+        short events = (peers_[p]->recv->wantsRead(s) ? POLLIN : 0) | (peers_[p]->send->wantsWrite(s) ? POLLOUT : 0);
+        size_t index = p * config_.socketsPerPeer + s;
+        // poll() reports a hang-up even for no events: leave such a socket out until it has
+        // something to do, or the thread would spin on it.
+        bool quiet = events == 0 && (hungUp[index] || peers_[p]->recv->departed());
+        fds.push_back({quiet ? -1 : peers_[p]->sockets[s].get(), events, 0});
+      }
+    }
+    int ready = poll(fds.data(), fds.size(), kPollIntervalMs);
+    sleeping_.store(false);
+    if (ready < 0 && errno != EINTR) {
+      channelFailed(peers_[0]->rank, formatString("poll() failed: %s", strerror(errno)));
+      break;
+    }
+    uint64_t drained;
+    if (fds[0].revents & POLLIN) {
+      ssize_t ignored = read(wakeFd_.get(), &drained, sizeof(drained));
+      (void)ignored;
+    }
+    for (size_t i = 1; i < fds.size(); ++i)
+      if ((fds[i].revents & (POLLHUP | POLLERR)) && !(fds[i].events & POLLIN)) hungUp[i - 1] = 1;
+  }
+  ringDoorbell(bell_);
+}
+
+void NetDomain::flushAndSayGoodbye() {
+  // Sends the executor posted are still ours to deliver: the collective that posted them has
+  // returned. Let the progress thread finish them, then send each socket its closing frame.
+  if (!progress_.joinable()) return;  // setup never finished: nothing was sent
+  Deadline deadline = bootstrap::deadlineAfter(std::chrono::milliseconds(config_.timeoutMs));
+  for (auto& peer : peers_) {
+    while (!peer->send->drained() && !failed_.load() && Clock::now() < deadline) {
+      wakeProgress();
+      usleep(100);
+    }
+  }
+  stop_.store(true);
+  wakeProgress();
+  if (progress_.joinable()) progress_.join();
+  if (failed_.load()) return;
+  Deadline byeDeadline = std::min(deadline, Clock::now() + kGoodbyeTimeout);
+  for (auto& peer : peers_) {
+    for (int s = 0; s < config_.socketsPerPeer; ++s) {
+      NetFrameHeader bye;
+      bye.kind = kNetFrameBye;
+      bye.seq = static_cast<uint32_t>(peer->send->nextSeq(s));
+      bye.bytes = 0;
+      // A peer that already left resets the connection; that is fine at this point.
+      if (bootstrap::sendAll(peer->sockets[s].get(), &bye, sizeof(bye), byeDeadline) == bootstrap::IoStatus::kOk)
+        shutdown(peer->sockets[s].get(), SHUT_WR);
+    }
+  }
+}
+
+}  // namespace transport
+}  // namespace coll
