@@ -142,6 +142,10 @@ collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Stor
   });
 }
 
+Communicator* communicatorOf(collComm_t comm) {
+  return comm != nullptr && comm->magic == collComm::kLive ? comm->impl.get() : nullptr;
+}
+
 }  // namespace coll
 
 using coll::CollCall;

@@ -10,6 +10,10 @@
 
 namespace coll {
 
+class Communicator;
+// The communicator behind a live handle, or nullptr (for tools such as colltopo).
+Communicator* communicatorOf(collComm_t comm);
+
 // Collective over the nranks callers that share `store`; returns collResult_t like the C API and
 // sets the last error on failure. config may be NULL.
 collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,

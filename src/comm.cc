@@ -10,9 +10,11 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "bootstrap/socket_util.h"
 #include "kernels/cpu/reduce.h"
+#include "src/algorithms/algorithms.h"
 #include "src/error.h"
 #include "src/hash.h"
 #include "src/logging.h"
+#include "src/topo/topology_log.h"
 #include "transport/shm/cross_memory.h"
 #include "transport/transport_table.h"
 
@@ -60,6 +62,7 @@ transport::PeerInfo describeSelf(int rank, const Params& params) {
   ssize_t len = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
   std::string machine = std::string(host) + "/" + boot + "/" + (len > 0 ? std::string(netns, len) : "");
   self.machineHash = Fnv1a().add(machine).value();
+  self.kernelHash = Fnv1a().add(std::string(host) + "/" + boot).value();
   std::string identity = params.hostId.empty() ? machine : params.hostId;
   self.hostHash = Fnv1a().add(identity).value();
   self.processToken = Fnv1a().add(machine).add(static_cast<uint64_t>(self.pid)).value();
@@ -88,12 +91,13 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
                  "must use the same values",
                  r, rank_);
   }
+  topo::logLocalTopology();
   setupTransports();
   sends_.resize(nranks_);
   recvs_.resize(nranks_);
   executor_ = std::make_unique<Executor>(*this, nranks_);
-  int localRanks = 0;  // ranks on this machine, whatever connects them
-  for (const auto& p : peers_) localRanks += p.machineHash == peers_[rank_].machineHash ? 1 : 0;
+  int localRanks = 0;  // ranks that share this machine's cores, whatever connects them
+  for (const auto& p : peers_) localRanks += p.kernelHash == peers_[rank_].kernelHash ? 1 : 0;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
   // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
@@ -167,6 +171,34 @@ void Communicator::setupTransports() {
   planContext_.slotBytes = shm_->config().slotBytes;
   planContext_.fifoDepth = shm_->config().fifoDepth;
   planContext_.overrides = params_.algoOverride;
+  // Groups of ranks that share memory, in order of their lowest rank, for the host-aware
+  // algorithms. Every rank derives the same groups from the same table.
+  planContext_.hosts.clear();
+  for (int r = 0; r < nranks_; ++r) {
+    bool placed = false;
+    for (auto& host : planContext_.hosts) {
+      const transport::TransportDescriptor* t =
+          transport::chooseTransport(peers_[host[0]], peers_[r], params_.transports);
+      if (std::string(t->name) != "shm") continue;
+      host.push_back(r);
+      placed = true;
+      break;
+    }
+    if (!placed) planContext_.hosts.push_back({r});
+  }
+  planContext_.ringOrder = algorithms::hostOrderedRing(planContext_.hosts);
+  planContext_.crossesNetwork = anyNet;
+  // Which levels of the binomial tree (edges rank v - v+2^k) cross between groups: the cost
+  // model charges those the network's latency.
+  std::vector<int> groupOf(nranks_);
+  for (size_t g = 0; g < planContext_.hosts.size(); ++g)
+    for (int r : planContext_.hosts[g]) groupOf[r] = static_cast<int>(g);
+  planContext_.treeNetLevels = 0;
+  for (int bit = 1; bit < nranks_; bit <<= 1) {
+    bool crosses = false;
+    for (int v = 0; v + bit < nranks_ && !crosses; v += 2 * bit) crosses = groupOf[v] != groupOf[v + bit];
+    planContext_.treeNetLevels += crosses ? 1 : 0;
+  }
 }
 
 bool Communicator::setupSharedMemory(const std::vector<int>& localRanks) {
@@ -277,6 +309,12 @@ bool Communicator::probePeersMemory(const std::vector<bootstrap::Bytes>& probes,
   return ok;
 }
 
+const char* Communicator::transportBetween(int a, int b) const {
+  if (a == b) return "self";
+  const transport::TransportDescriptor* t = transport::chooseTransport(peers_[a], peers_[b], params_.transports);
+  return t ? t->name : "none";
+}
+
 transport::SendConnection* Communicator::sendConnection(int peer) {
   if (net_ && net_->connects(peer)) return net_->sendConnection(peer);
   if (!sends_[peer]) sends_[peer] = shm_->connectSend(peer);
@@ -379,7 +417,7 @@ void Communicator::runPlan(const CollCall& call, const Plan& plan, ProgressWaite
     directRead_->run(call, waiter);
     return;
   }
-  Schedule schedule = buildSchedule(call, plan, rank_, nranks_);
+  Schedule schedule = buildSchedule(call, plan, rank_, planContext_);
   ExecBuffers buffers;
   uint8_t barrierIn = 0, barrierOut = 0;
   buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;

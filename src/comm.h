@@ -58,6 +58,12 @@ class Communicator : public ConnectionSource {
   // Throws the error that broke the communicator, if any.
   void throwIfFailed();
 
+  // For colltopo and logs: who is where, what connects them, and what the planner knows.
+  const std::vector<transport::PeerInfo>& peers() const { return peers_; }
+  const char* transportBetween(int a, int b) const;
+  const PlanContext& planContext() const { return planContext_; }
+  std::string socketAddress() const { return net_ ? net_->listenAddress() : std::string(); }
+
   transport::SendConnection* sendConnection(int peer) override;
   transport::RecvConnection* recvConnection(int peer) override;
 

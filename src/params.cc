@@ -41,14 +41,16 @@ Algo parseAlgoName(const std::string& name, const std::string& whole) {
     const char* name;
     Algo algo;
   } kNames[] = {
-      {"auto", Algo::kAuto},   {"oneshot", Algo::kOneShot}, {"ring", Algo::kRing},         {"tree", Algo::kTree},
-      {"chain", Algo::kChain}, {"direct", Algo::kDirect},   {"pairwise", Algo::kPairwise}, {"cma", Algo::kDirectRead},
+      {"auto", Algo::kAuto},   {"oneshot", Algo::kOneShot},   {"ring", Algo::kRing},         {"tree", Algo::kTree},
+      {"chain", Algo::kChain}, {"direct", Algo::kDirect},     {"pairwise", Algo::kPairwise}, {"cma", Algo::kDirectRead},
+      {"hier", Algo::kHier},   {"dbtree", Algo::kDoubleTree},
   };
   for (const auto& entry : kNames)
     if (strcasecmp(entry.name, name.c_str()) == 0) return entry.algo;
   throwError(
       collInvalidUsage,
-      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct, pairwise or cma",
+      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct, pairwise, cma, "
+      "hier or dbtree",
       whole.c_str(), name.c_str());
 }
 
@@ -79,6 +81,10 @@ const char* algoName(Algo algo) {
       return "cma";
     case Algo::kPairwise:
       return "pairwise";
+    case Algo::kHier:
+      return "hier";
+    case Algo::kDoubleTree:
+      return "dbtree";
   }
   return "?";
 }

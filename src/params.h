@@ -11,7 +11,18 @@
 
 namespace coll {
 
-enum class Algo : uint8_t { kAuto, kOneShot, kRing, kTree, kChain, kDirect, kPairwise, kDirectRead };
+enum class Algo : uint8_t {
+  kAuto,
+  kOneShot,
+  kRing,
+  kTree,
+  kChain,
+  kDirect,
+  kPairwise,
+  kDirectRead,
+  kHier,
+  kDoubleTree
+};
 const char* algoName(Algo algo);
 
 struct Params {

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc iproute2 procps
-      openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-matplotlib)
+      openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-matplotlib iperf3)
 
 missing=()
 for pkg in "${want[@]}"; do

@@ -56,6 +56,7 @@ struct PeerInfo {
   int rank = -1;
   uint64_t hostHash = 0;     // equal for ranks on one host (hostname, boot id, network namespace; or COLL_HOSTID)
   uint64_t machineHash = 0;  // equal for ranks on one kernel and network namespace (loopback reaches them)
+  uint64_t kernelHash = 0;   // equal for ranks on one kernel, whatever their namespaces (they share its cores)
   int32_t pid = 0;
   uint64_t processToken = 0;  // distinguishes processes that reuse a pid, and threads of one process
 };

@@ -18,6 +18,8 @@ examples:
   benchmarks/compare/compare.py --ranks 2,4 --runs 5
   benchmarks/compare/compare.py --sweep --runs 1       # 8 B to 64 MiB, factor 2
   benchmarks/compare/compare.py --mpi-args "--mca btl_vader_single_copy_mechanism cma"
+  benchmarks/compare/compare.py --sockets --sizes 8,1M,16M   # TCP only: ours with COLL_TRANSPORTS=^shm,
+                                                             # Open MPI with --mca btl tcp,self
 """
 import argparse
 import json
@@ -81,6 +83,9 @@ def parse_args():
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"), help="the CMake build directory")
     p.add_argument("--out-dir", default=None, help="where to write results (default BUILD_DIR/compare)")
     p.add_argument("--mpi-args", default="", help="extra mpirun arguments, e.g. MCA settings (one string)")
+    p.add_argument("--sockets", action="store_true",
+                   help="TCP on loopback only, as between hosts: libcollective with COLL_TRANSPORTS=^shm, Open MPI "
+                   "with --mca btl tcp,self (Gloo always uses TCP); results go to BUILD_DIR/compare-sockets")
     p.add_argument("--timeout", type=int, default=600, help="seconds one launch may take (default 600)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--python", default=DEFAULT_PYTHON,
@@ -100,7 +105,9 @@ def parse_args():
     if a.runs < 1 or a.iters < 1 or a.min_iters < 1 or a.min_iters > a.iters:
         p.error("--runs, --iters and --min-iters must be >= 1, and --min-iters <= --iters")
     a.build_dir = os.path.abspath(a.build_dir)
-    a.out_dir = os.path.abspath(a.out_dir or os.path.join(a.build_dir, "compare"))
+    a.out_dir = os.path.abspath(a.out_dir or os.path.join(a.build_dir, "compare-sockets" if a.sockets else "compare"))
+    if a.sockets:
+        a.mpi_args = ("--mca btl tcp,self " + a.mpi_args).strip()
     return a
 
 
@@ -194,7 +201,8 @@ def run_ours(tools, a, n, sizes, plans):
     for size, (iters, warmups) in zip(sizes, plans):
         cmd = [tools.collrun, "-n", str(n), "--timeout", str(a.timeout), tools.perf, "-b", str(size), "-e", str(size),
                "-n", str(iters), "-w", str(warmups), "-c", "1" if a.check else "0", "-d", "float", "-o", "sum"]
-        res, err = run(cmd, a.timeout + 30)
+        env = dict(os.environ, COLL_TRANSPORTS="^shm") if a.sockets else None
+        res, err = run(cmd, a.timeout + 30, env=env)
         if err:
             return None, err
         for f in rows(res[0], 13):
@@ -402,7 +410,8 @@ def main():
     meta.update({"command": shlex.join(sys.argv), "runs": a.runs, "load_before": load_before,
                  "load_after": os.getloadavg(), "seconds": round(time.time() - t_start, 1),
                  "plans": {n: {s: plan(s, n, a) for s in a.sizes} for n in a.ranks}, "mpi_args": a.mpi_args})
-    md = [f"# All-reduce, float32 sum: libcollective vs Open MPI vs Gloo on {meta['host']}", "",
+    transport = " over TCP loopback only (--sockets)" if a.sockets else ""
+    md = [f"# All-reduce, float32 sum: libcollective vs Open MPI vs Gloo on {meta['host']}{transport}", "",
           f"Command: `{meta['command']}`; {a.stat} of {a.runs} interleaved runs; load average "
           f"{load_before[0]:.2f} before, {meta['load_after'][0]:.2f} after ({meta['cpus']} CPUs).",
           f"Versions: libcollective {meta['collective']}, {meta.get('openmpi', 'Open MPI ?')}, torch "

@@ -4,6 +4,8 @@
 // fill every FIFO at once (see ring.cc).
 #pragma once
 
+#include <vector>
+
 #include "src/algorithms/schedule.h"
 
 namespace coll {
@@ -14,6 +16,27 @@ Schedule ringAllReduce(int nranks, int rank, size_t count, size_t maxStepElems, 
 Schedule ringReduceScatter(int nranks, int rank, size_t recvCount, size_t maxStepElems, bool avg);
 Schedule ringAllGather(int nranks, int rank, size_t sendCount, size_t maxStepElems);
 Schedule chainBroadcast(int nranks, int rank, int root, size_t count, size_t maxStepElems);
+// The same rings in a given order: order[p] is the rank at ring position p (a permutation of
+// 0..n-1). Rings ordered host by host cross the network once per host.
+Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg);
+Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvCount, size_t maxStepElems, bool avg);
+Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems);
+std::vector<int> identityOrder(int nranks);
+
+// hierarchy.cc: algorithms that know which ranks share a host.
+// hosts[h] lists host h's ranks, ascending; hosts in order of their lowest rank.
+using HostLayout = std::vector<std::vector<int>>;
+HostLayout singleHostLayout(int nranks);
+// Host by host: the ring order that crosses the network once per host.
+std::vector<int> hostOrderedRing(const HostLayout& hosts);
+// Two levels: each host reduces to its first rank (binomial tree over shared memory), the
+// hosts' first ranks all-reduce in a ring over the network, and each host broadcasts back.
+// Network traffic per host is 2(h-1)/h of the data instead of 2(n-1)/n.
+Schedule hierarchicalAllReduce(const HostLayout& hosts, int rank, size_t count, size_t maxStepElems, bool avg);
+// Two complementary binary trees over the ring order, each reducing and broadcasting half of
+// the data: a rank that is inner in one tree is (mostly) a leaf in the other, so both halves
+// move at once and every link carries about the data once each way (NCCL's double binary tree).
+Schedule doubleTreeAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg);
 
 // tree.cc: binomial trees for rooted collectives and latency-bound all-reduce.
 Schedule treeBroadcast(int nranks, int rank, int root, size_t count, size_t maxStepElems);

@@ -7,6 +7,7 @@
 // most, and maxStepElems is below a FIFO's capacity: the sum over the ring of (sent - received)
 // can then never reach n FIFOs' worth, so the cycle of waits cannot deadlock.
 #include <algorithm>
+#include <vector>
 
 #include "src/algorithms/algorithms.h"
 
@@ -38,9 +39,18 @@ struct BlockPlacement {
 
 // Reduce-scatter steps of one loop. placement(b) gives block b; on the last step rank r owns the
 // reduced block r and writes it to recvbuff (and forwards it when allGatherAfter).
+// Positions on the ring are 0..n-1; `ring` gives the rank at each (rings ordered host by host
+// cross the network once per host). r is this rank's position; blocks are numbered by position.
+struct RingView {
+  const std::vector<int>& order;
+  int n, r;
+  int prev() const { return order[wrap(r - 1, n)]; }
+  int next() const { return order[wrap(r + 1, n)]; }
+};
+
 template <typename PlacementFn>
-void appendReduceScatterLoop(Schedule& s, int n, int r, PlacementFn placement, bool avg, bool allGatherAfter) {
-  int prev = wrap(r - 1, n), next = wrap(r + 1, n);
+void appendReduceScatterLoop(Schedule& s, const RingView& ring, PlacementFn placement, bool avg, bool allGatherAfter) {
+  int n = ring.n, r = ring.r, prev = ring.prev(), next = ring.next();
   BlockPlacement first = placement(wrap(r - 1, n));
   Step& step0 = s.add(first.count);
   step0.src = sendAt(first.sendOffset);
@@ -63,8 +73,8 @@ void appendReduceScatterLoop(Schedule& s, int n, int r, PlacementFn placement, b
 // All-gather steps of one loop after rank r's own block went out (by the reduce-scatter's last
 // step, or by an explicit first step for a plain all-gather).
 template <typename PlacementFn>
-void appendAllGatherTail(Schedule& s, int n, int r, PlacementFn placement) {
-  int prev = wrap(r - 1, n), next = wrap(r + 1, n);
+void appendAllGatherTail(Schedule& s, const RingView& ring, PlacementFn placement) {
+  int n = ring.n, r = ring.r, prev = ring.prev(), next = ring.next();
   for (int j = 1; j < n; ++j) {
     BlockPlacement p = placement(wrap(r - j, n));
     Step& step = s.add(p.count);
@@ -85,12 +95,38 @@ Schedule localCopy(size_t count, const char* name) {
 
 size_t loopElems(int nranks, size_t maxStepElems) { return std::max<size_t>(1, maxStepElems) * nranks; }
 
+int positionOf(const std::vector<int>& order, int rank) {
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] == rank) return static_cast<int>(i);
+  return -1;
+}
+
 }  // namespace
 
+std::vector<int> identityOrder(int n) {
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  return order;
+}
+
 Schedule ringAllReduce(int n, int r, size_t count, size_t maxStepElems, bool avg) {
+  return ringAllReduce(identityOrder(n), r, count, maxStepElems, avg);
+}
+
+Schedule ringReduceScatter(int n, int r, size_t recvCount, size_t maxStepElems, bool avg) {
+  return ringReduceScatter(identityOrder(n), r, recvCount, maxStepElems, avg);
+}
+
+Schedule ringAllGather(int n, int r, size_t sendCount, size_t maxStepElems) {
+  return ringAllGather(identityOrder(n), r, sendCount, maxStepElems);
+}
+
+Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg) {
   Schedule s;
   s.algorithm = "ring";
+  int n = static_cast<int>(order.size());
   if (n == 1) return localCopy(count, "ring");
+  RingView ring{order, n, positionOf(order, rank)};
   size_t loop = loopElems(n, maxStepElems);
   for (size_t base = 0; base < count; base += loop) {
     size_t length = std::min(loop, count - base);
@@ -98,38 +134,47 @@ Schedule ringAllReduce(int n, int r, size_t count, size_t maxStepElems, bool avg
       Block blk = blockOf(length, n, b);
       return BlockPlacement{base + blk.begin, base + blk.begin, blk.count};
     };
-    appendReduceScatterLoop(s, n, r, placement, avg, /*allGatherAfter=*/true);
-    appendAllGatherTail(s, n, r, placement);
+    appendReduceScatterLoop(s, ring, placement, avg, /*allGatherAfter=*/true);
+    appendAllGatherTail(s, ring, placement);
   }
   return s;
 }
 
-Schedule ringReduceScatter(int n, int r, size_t recvCount, size_t maxStepElems, bool avg) {
+Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvCount, size_t maxStepElems, bool avg) {
   Schedule s;
   s.algorithm = "ring";
+  int n = static_cast<int>(order.size());
   if (n == 1) return localCopy(recvCount, "ring");
-  // Every block is one rank's recvCount elements; a loop takes maxStepElems of each.
+  RingView ring{order, n, positionOf(order, rank)};
+  // The block at position b is rank order[b]'s share of recvCount elements; a loop takes
+  // maxStepElems of each.
   size_t chunk = std::max<size_t>(1, maxStepElems);
   for (size_t base = 0; base < recvCount; base += chunk) {
     size_t length = std::min(chunk, recvCount - base);
-    auto placement = [&](int b) { return BlockPlacement{static_cast<size_t>(b) * recvCount + base, base, length}; };
-    appendReduceScatterLoop(s, n, r, placement, avg, /*allGatherAfter=*/false);
+    auto placement = [&](int b) {
+      return BlockPlacement{static_cast<size_t>(order[b]) * recvCount + base, base, length};
+    };
+    appendReduceScatterLoop(s, ring, placement, avg, /*allGatherAfter=*/false);
   }
   return s;
 }
 
-Schedule ringAllGather(int n, int r, size_t sendCount, size_t maxStepElems) {
+Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems) {
   Schedule s;
   s.algorithm = "ring";
+  int n = static_cast<int>(order.size());
+  RingView ring{order, n, positionOf(order, rank)};
   size_t chunk = std::max<size_t>(1, maxStepElems);
   for (size_t base = 0; base < sendCount; base += chunk) {
     size_t length = std::min(chunk, sendCount - base);
-    auto placement = [&](int b) { return BlockPlacement{base, static_cast<size_t>(b) * sendCount + base, length}; };
+    auto placement = [&](int b) {
+      return BlockPlacement{base, static_cast<size_t>(order[b]) * sendCount + base, length};
+    };
     Step& first = s.add(length);
     first.src = sendAt(base);
-    first.dst = recvAt(static_cast<size_t>(r) * sendCount + base);
-    if (n > 1) first.sendTo(wrap(r + 1, n));
-    if (n > 1) appendAllGatherTail(s, n, r, placement);
+    first.dst = recvAt(static_cast<size_t>(rank) * sendCount + base);
+    if (n > 1) first.sendTo(ring.next());
+    if (n > 1) appendAllGatherTail(s, ring, placement);
   }
   return s;
 }

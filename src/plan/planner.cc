@@ -66,6 +66,9 @@ bool algoSupports(Algo algo, CollType type) {
     case Algo::kTree:
       return type == CollType::kAllReduce || type == CollType::kBroadcast || type == CollType::kReduce ||
              type == CollType::kBarrier;
+    case Algo::kHier:
+    case Algo::kDoubleTree:
+      return type == CollType::kAllReduce;
     case Algo::kChain:
       return type == CollType::kBroadcast;
     case Algo::kDirect:
@@ -80,7 +83,62 @@ bool algoSupports(Algo algo, CollType type) {
   }
 }
 
+int ceilLog2(int n) {
+  int levels = 0;
+  while ((1 << levels) < n) ++levels;
+  return levels;
+}
+
+// Across hosts, the all-reduce whose modelled time is least (ties keep the earlier candidate).
+Algo fastestAllReduce(size_t bytes, const PlanContext& ctx) {
+  Algo best = Algo::kRing;
+  double bestUs = modelAllReduceUs(best, bytes, ctx);
+  for (Algo candidate : {Algo::kDoubleTree, Algo::kTree, Algo::kHier}) {
+    double us = modelAllReduceUs(candidate, bytes, ctx);
+    if (us < bestUs) best = candidate, bestUs = us;
+  }
+  return best;
+}
+
 }  // namespace
+
+double modelAllReduceUs(Algo algo, size_t bytes, const PlanContext& ctx) {
+  int n = ctx.nranks;
+  if (n <= 1) return 0;
+  // A pipelined ring or a double tree moves in lock step, so its slowest link sets the pace of
+  // every step; a binomial tree pays the network only on the levels whose edges cross hosts.
+  const LinkCost& slowest = ctx.crossesNetwork ? ctx.netLink : ctx.shmLink;
+  double size = static_cast<double>(bytes);
+  switch (algo) {
+    case Algo::kRing:
+      return 2.0 * (n - 1) * slowest.latencyUs + 2.0 * (n - 1) / n * size / slowest.bytesPerUs;
+    case Algo::kTree: {  // binomial: up and down, the root taking every level's data in turn
+      int levels = ceilLog2(n);
+      int netLevels = ctx.crossesNetwork ? std::min(levels, std::max(1, ctx.treeNetLevels)) : 0;
+      double perLevelShm = ctx.shmLink.latencyUs + size / ctx.shmLink.bytesPerUs;
+      double perLevelNet = ctx.netLink.latencyUs + size / ctx.netLink.bytesPerUs;
+      return 2.0 * ((levels - netLevels) * perLevelShm + netLevels * perLevelNet);
+    }
+    case Algo::kDoubleTree:
+      // A balanced binary tree's depth, up then down; each half crosses a link about once each
+      // way, the two trees side by side.
+      return 2.0 * ceilLog2(n + 1) * slowest.latencyUs + 2.0 * size / slowest.bytesPerUs;
+    case Algo::kHier: {
+      int nhosts = ctx.hosts.empty() ? 1 : static_cast<int>(ctx.hosts.size());
+      int widest = 1;
+      for (const auto& host : ctx.hosts) widest = std::max(widest, static_cast<int>(host.size()));
+      // Three phases one after the other: a shared-memory reduce, the leaders' ring, a
+      // shared-memory broadcast; each phase boundary costs one more synchronisation.
+      double local = 2.0 * ceilLog2(widest) * ctx.shmLink.latencyUs + 2.0 * size / ctx.shmLink.bytesPerUs;
+      double across = nhosts <= 1 ? 0
+                                  : 2.0 * (nhosts - 1) * slowest.latencyUs +
+                                        2.0 * (nhosts - 1) / nhosts * size / slowest.bytesPerUs;
+      return (widest > 1 ? local + 2.0 * ctx.shmLink.latencyUs : 0) + across;
+    }
+    default:
+      return 1e30;
+  }
+}
 
 size_t oneshotInputBytes(const CollCall& call, int nranks) {
   size_t bytes = call.count * call.elemSize;
@@ -122,6 +180,8 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     return plan;
   }
   plan.algo = defaultAlgo(call.type, ctx.nranks, call.count * call.elemSize);
+  if (call.type == CollType::kAllReduce && ctx.crossesNetwork)
+    plan.algo = fastestAllReduce(call.count * call.elemSize, ctx);
   // Large messages on one host: single-copy reads from the peers' buffers or the FIFO schedule,
   // whichever measures faster on this machine now (see tuner.h and direct_read.h).
   if (ctx.directReadAvailable && ctx.directReadBytes > 0 && algoSupports(Algo::kDirectRead, call.type) &&
@@ -137,17 +197,34 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
 }
 
 Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int n) {
+  PlanContext context;
+  context.nranks = n;
+  return buildSchedule(call, plan, rank, context);
+}
+
+Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
   namespace a = algorithms;
+  int n = ctx.nranks;
   bool avg = call.op == collAvg;
   size_t step = plan.maxStepElems;
+  std::vector<int> order = ctx.ringOrder.empty() ? a::identityOrder(n) : ctx.ringOrder;
   switch (call.type) {
     case CollType::kAllReduce:
-      return plan.algo == Algo::kTree ? a::treeAllReduce(n, rank, call.count, step, avg)
-                                      : a::ringAllReduce(n, rank, call.count, step, avg);
+      switch (plan.algo) {
+        case Algo::kTree:
+          return a::treeAllReduce(n, rank, call.count, step, avg);
+        case Algo::kDoubleTree:
+          return a::doubleTreeAllReduce(order, rank, call.count, step, avg);
+        case Algo::kHier:
+          return a::hierarchicalAllReduce(ctx.hosts.empty() ? a::singleHostLayout(n) : ctx.hosts, rank, call.count,
+                                          step, avg);
+        default:
+          return a::ringAllReduce(order, rank, call.count, step, avg);
+      }
     case CollType::kReduceScatter:
-      return a::ringReduceScatter(n, rank, call.count, step, avg);
+      return a::ringReduceScatter(order, rank, call.count, step, avg);
     case CollType::kAllGather:
-      return a::ringAllGather(n, rank, call.count, step);
+      return a::ringAllGather(order, rank, call.count, step);
     case CollType::kBroadcast:
       return plan.algo == Algo::kTree ? a::treeBroadcast(n, rank, call.root, call.count, step)
                                       : a::chainBroadcast(n, rank, call.root, call.count, step);

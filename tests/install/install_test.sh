@@ -47,7 +47,7 @@ expect=(
   "$libdir/cmake/collective/collectiveTargets.cmake"
 )
 if [[ $static == ON ]]; then expect+=("$libdir/libcollective.a"); fi
-executables=("$bindir/collrun")
+executables=("$bindir/collrun" "$bindir/colltopo")
 if [[ $perf == ON ]]; then
   for p in "${perf_programs[@]}"; do executables+=("$bindir/${p}_perf"); done
 fi

@@ -11,6 +11,9 @@
 #             must report an error within the timeout (COLL_TIMEOUT_MS=4000), none may hang.
 #   killhost  as linkdown, but the last host's ranks are SIGKILLed; the survivors must report an
 #             error well within the timeout (COLL_TIMEOUT_MS=20000).
+#   run       collrun on every host runs the command after "--" (e.g. all_reduce_perf); prints
+#             host 0's output, and the others' only if they fail. For benchmarks.
+#   iperf     iperf3 from host 0 to host 1 (-t 3), its summary lines. For benchmarks.
 # Exits 77 (ctest: skipped) with a message when namespaces cannot be made here.
 set -u
 
@@ -18,6 +21,9 @@ mode=${1:?mode}
 hosts=${2:?hosts}
 per=${3:?ranks per host}
 build=${4:?build dir}
+shift 4
+[ "${1:-}" = "--" ] && shift
+command_args=("$@")
 collrun=$build/tools/collrun/collrun
 prog=$build/tests/multihost/multihost_rank
 tag=$(printf '%04x' $(( ($$ + RANDOM) % 65536 )))
@@ -158,6 +164,29 @@ case "$mode" in
     echo "netns_cluster: killed host $victim's ranks; the survivors must fail well within the 20 s timeout"
     expect_errors_within 10 "$start" $(seq 0 $((victim * per - 1))) || exit 1
     echo "PASS: every surviving rank reported the dead host"
+    ;;
+  run)
+    pids=()
+    for ((k = 0; k < hosts; k++)); do
+      ip netns exec "$(ns $k)" "$collrun" -n "$per" --nnodes "$hosts" --node-rank "$k" --master-addr "$(addr 0)" \
+        --master-port $port --timeout 280 "${command_args[@]}" >"$workdir/host$k.log" 2>&1 &
+      pids[$k]=$!
+    done
+    status=0
+    for ((k = 0; k < hosts; k++)); do
+      if ! wait "${pids[$k]}"; then
+        status=1
+        sed "s/^/host$k: /" "$workdir/host$k.log"
+      fi
+    done
+    cat "$workdir/host0.log"
+    exit $status
+    ;;
+  iperf)
+    command -v iperf3 >/dev/null || { echo "iperf3 missing (tools/install-deps.sh --compare installs it)"; exit 1; }
+    ip netns exec "$(ns 1)" iperf3 -s -1 -D -B "$(addr 1)" >/dev/null 2>&1
+    sleep 0.5
+    ip netns exec "$(ns 0)" iperf3 -c "$(addr 1)" -t 3 -f g | grep -E "sender|receiver"
     ;;
   *)
     echo "unknown mode $mode"

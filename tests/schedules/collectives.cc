@@ -25,10 +25,15 @@ Sizes sizesOf(const Case& c, int r) {
   switch (c.builder) {
     case Builder::kRingAllReduce:
     case Builder::kTreeAllReduce:
+    case Builder::kHostRingAllReduce:
+    case Builder::kHierAllReduce:
+    case Builder::kDoubleTreeAllReduce:
       return {k, k, k, k};
     case Builder::kRingReduceScatter:
+    case Builder::kHostRingReduceScatter:
       return {nk, k, nk, k};
     case Builder::kRingAllGather:
+    case Builder::kHostRingAllGather:
       return {k, nk, k, nk};
     case Builder::kChainBroadcast:
     case Builder::kTreeBroadcast:
@@ -70,6 +75,16 @@ const char* builderName(Builder b) {
       return "directScatter";
     case Builder::kPairwiseAllToAll:
       return "pairwiseAllToAll";
+    case Builder::kHostRingAllReduce:
+      return "hostRingAllReduce";
+    case Builder::kHostRingReduceScatter:
+      return "hostRingReduceScatter";
+    case Builder::kHostRingAllGather:
+      return "hostRingAllGather";
+    case Builder::kHierAllReduce:
+      return "hierarchicalAllReduce";
+    case Builder::kDoubleTreeAllReduce:
+      return "doubleTreeAllReduce";
     default:
       return "?";
   }
@@ -80,7 +95,14 @@ const char* builderAlgorithm(Builder b) {
     case Builder::kRingAllReduce:
     case Builder::kRingReduceScatter:
     case Builder::kRingAllGather:
+    case Builder::kHostRingAllReduce:
+    case Builder::kHostRingReduceScatter:
+    case Builder::kHostRingAllGather:
       return "ring";
+    case Builder::kHierAllReduce:
+      return "hier";
+    case Builder::kDoubleTreeAllReduce:
+      return "dbtree";
     case Builder::kChainBroadcast:
       return "chain";
     case Builder::kTreeBroadcast:
@@ -104,7 +126,8 @@ bool isRooted(Builder b) {
 
 bool isReducing(Builder b) {
   return b == Builder::kRingAllReduce || b == Builder::kRingReduceScatter || b == Builder::kTreeReduce ||
-         b == Builder::kTreeAllReduce;
+         b == Builder::kTreeAllReduce || b == Builder::kHostRingAllReduce || b == Builder::kHostRingReduceScatter ||
+         b == Builder::kHierAllReduce || b == Builder::kDoubleTreeAllReduce;
 }
 
 bool usesMaxStep(Builder b) {
@@ -126,10 +149,19 @@ std::string Case::describe() const {
   return o.str();
 }
 
+std::vector<std::vector<int>> simulatedHosts(int nranks) {
+  int nhosts = std::min(nranks, 3);
+  std::vector<std::vector<int>> hosts(nhosts);
+  for (int r = 0; r < nranks; ++r) hosts[r % nhosts].push_back(r);
+  return hosts;
+}
+
 std::vector<Schedule> buildAll(const Case& c) {
   namespace a = algorithms;
   std::vector<Schedule> out;
   int n = c.nranks;
+  std::vector<std::vector<int>> hosts = simulatedHosts(n);
+  std::vector<int> order = a::hostOrderedRing(hosts);
   for (int r = 0; r < n; ++r) {
     switch (c.builder) {
       case Builder::kRingAllReduce:
@@ -162,6 +194,21 @@ std::vector<Schedule> buildAll(const Case& c) {
       case Builder::kPairwiseAllToAll:
         out.push_back(a::pairwiseAllToAll(n, r, c.count));
         break;
+      case Builder::kHostRingAllReduce:
+        out.push_back(a::ringAllReduce(order, r, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kHostRingReduceScatter:
+        out.push_back(a::ringReduceScatter(order, r, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kHostRingAllGather:
+        out.push_back(a::ringAllGather(order, r, c.count, c.maxStepElems));
+        break;
+      case Builder::kHierAllReduce:
+        out.push_back(a::hierarchicalAllReduce(hosts, r, c.count, c.maxStepElems, c.avg));
+        break;
+      case Builder::kDoubleTreeAllReduce:
+        out.push_back(a::doubleTreeAllReduce(order, r, c.count, c.maxStepElems, c.avg));
+        break;
       default:
         break;
     }
@@ -183,9 +230,11 @@ std::vector<RankMemory> initialMemory(const Case& c) {
       m.sendBase = m.recvBase = kGuard;
       switch (c.builder) {
         case Builder::kRingAllGather:
+        case Builder::kHostRingAllGather:
           m.sendBase = kGuard + r * k;
           break;
         case Builder::kRingReduceScatter:
+        case Builder::kHostRingReduceScatter:
           m.recvBase = kGuard + r * k;
           break;
         case Builder::kDirectGather:
@@ -225,12 +274,17 @@ std::vector<std::vector<double>> expectedMemory(const Case& c, const std::vector
     switch (c.builder) {
       case Builder::kRingAllReduce:
       case Builder::kTreeAllReduce:
+      case Builder::kHostRingAllReduce:
+      case Builder::kHierAllReduce:
+      case Builder::kDoubleTreeAllReduce:
         for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(i);
         break;
       case Builder::kRingReduceScatter:
+      case Builder::kHostRingReduceScatter:
         for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(r * k + i);
         break;
       case Builder::kRingAllGather:
+      case Builder::kHostRingAllGather:
         for (int p = 0; p < n; ++p)
           for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, i);
         break;

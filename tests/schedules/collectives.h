@@ -24,6 +24,12 @@ enum class Builder {
   kDirectGather,
   kDirectScatter,
   kPairwiseAllToAll,
+  // Rings in host order, and the host-aware all-reduces, over simulatedHosts(n).
+  kHostRingAllReduce,
+  kHostRingReduceScatter,
+  kHostRingAllGather,
+  kHierAllReduce,
+  kDoubleTreeAllReduce,
   kCount
 };
 
@@ -48,6 +54,10 @@ struct Case {
 };
 
 std::vector<Schedule> buildAll(const Case& c);
+
+// The host layout the host-aware builders are simulated on: ranks dealt round-robin to
+// min(n, 3) hosts (so host order differs from rank order and hosts hold different counts).
+std::vector<std::vector<int>> simulatedHosts(int nranks);
 
 // Initial memory of every rank: guards and unused space hold distinct sentinels, send buffers
 // hold distinct integers (sums stay exact in double).

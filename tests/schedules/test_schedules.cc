@@ -126,14 +126,14 @@ TEST_P(EveryBuilder, SimulatesCorrectlyForAllRanksRootsAndCounts) {
   EXPECT_EQ(failures, 0) << "of " << cases.size() << " cases";
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, EveryBuilder,
-                         ::testing::Values(Builder::kRingAllReduce, Builder::kRingReduceScatter,
-                                           Builder::kRingAllGather, Builder::kChainBroadcast, Builder::kTreeBroadcast,
-                                           Builder::kTreeReduce, Builder::kTreeAllReduce, Builder::kDirectGather,
-                                           Builder::kDirectScatter, Builder::kPairwiseAllToAll),
-                         [](const ::testing::TestParamInfo<Builder>& info) {
-                           return std::string(builderName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, EveryBuilder,
+    ::testing::Values(Builder::kRingAllReduce, Builder::kRingReduceScatter, Builder::kRingAllGather,
+                      Builder::kChainBroadcast, Builder::kTreeBroadcast, Builder::kTreeReduce, Builder::kTreeAllReduce,
+                      Builder::kDirectGather, Builder::kDirectScatter, Builder::kPairwiseAllToAll,
+                      Builder::kHostRingAllReduce, Builder::kHostRingReduceScatter, Builder::kHostRingAllGather,
+                      Builder::kHierAllReduce, Builder::kDoubleTreeAllReduce),
+    [](const ::testing::TestParamInfo<Builder>& info) { return std::string(builderName(info.param)); });
 
 // A few larger communicators, where trees get deeper and rings longer.
 TEST(Schedules, LargerCommunicators) {

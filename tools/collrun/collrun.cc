@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "options.h"
+#include "rank_binding.h"
 #include "spawn.h"
 #include "tagged_output.h"
 
@@ -249,7 +250,7 @@ int launch(const Options& opts, const std::string& program) {
     secret = randomHexSecret();
     if (secret.empty()) fprintf(stderr, "collrun: warning: getrandom failed; COLL_STORE_SECRET not set\n");
   }
-  std::vector<cpu_set_t> cpuSets = cpuSetsForRanks(opts.bind, opts.nprocs);
+  std::vector<RankBinding> bindings = bindingsForRanks(opts);
   bool stdinIsTty = isatty(0) != 0;
   TaggedOutput tagged;
   std::vector<Child> children;
@@ -259,9 +260,11 @@ int launch(const Options& opts, const std::string& program) {
     spec.rank = opts.nodeRank * opts.nprocs + local;
     spec.env = rankEnvironment(opts, local, secret);
     spec.stdinDevNull = stdinIsTty;
-    if (!cpuSets.empty()) {
-      spec.hasCpuSet = true;
-      spec.cpus = cpuSets[static_cast<size_t>(local)];
+    if (!bindings.empty()) {
+      const RankBinding& binding = bindings[static_cast<size_t>(local)];
+      spec.hasCpuSet = binding.bound;
+      spec.cpus = binding.cpus;
+      fprintf(stderr, "collrun: rank %d %s\n", spec.rank, binding.description.c_str());
     }
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     if (opts.tagOutput) {

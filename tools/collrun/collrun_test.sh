@@ -69,10 +69,51 @@ out=$("$C" -n 2 --tag-output sh -c 'echo "out $RANK"; echo "err $RANK" >&2; prin
 check "tagged stdout" "[0] out 0 [0] tail 0 [1] out 1 [1] tail 1" "$out"
 check "tagged stderr" "[0] err 0 [1] err 1" "$(sort "$tmp/err" | words)"
 
-# Binding.
+# Binding: each rank reports the CPUs it may run on; collrun says on stderr what it chose and why.
 ncpu=$(nproc)
-out=$("$C" -n 2 --bind core sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2' | sort -u | wc -l)
-check "--bind core gives each rank one CPU" "$(( ncpu >= 2 ? 2 : 1 ))" "$out"
+cpus_of_rank='echo "$RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+"$C" -n 2 --bind core sh -c "$cpus_of_rank" >"$tmp/bind" 2>"$tmp/bind.err"
+check "--bind core gives ranks distinct CPUs" "$(( ncpu >= 2 ? 2 : 1 ))" "$(cut -d' ' -f2 "$tmp/bind" | sort -u | wc -l)"
+check "--bind core: a binding line per rank" "0 1" \
+  "$(sed -n 's/^collrun: rank \([0-9]*\) bound to cpus .*/\1/p' "$tmp/bind.err" | sort | words)"
+# What collrun says it chose is what the rank got.
+said=$(sed -n 's/^collrun: rank \([0-9]*\) bound to cpus \([0-9,-]*\) (.*/\1 \2/p' "$tmp/bind.err" | sort | words)
+check "--bind core: the rank runs where collrun says" "$said" "$(sort "$tmp/bind" | words)"
+whole_cores=0
+while read -r _ cpus; do
+  first=${cpus%%[,-]*}
+  siblings=$(cat "/sys/devices/system/cpu/cpu$first/topology/thread_siblings_list" 2>/dev/null || echo "$first")
+  [ "$cpus" = "$siblings" ] && whole_cores=$((whole_cores + 1))
+done <"$tmp/bind"
+check "--bind core: each rank gets one whole core" 2 "$whole_cores"
+# numa: a rank gets a whole NUMA node (here: the node holding its CPUs, all of it).
+"$C" -n 1 --bind numa sh -c "$cpus_of_rank" >"$tmp/numa" 2>"$tmp/numa.err"
+got=$(cut -d' ' -f2 "$tmp/numa")
+nodes_with_exact_list=0
+for node in /sys/devices/system/node/node[0-9]*; do
+  [ -r "$node/cpulist" ] && [ "$(cat "$node/cpulist")" = "$got" ] && nodes_with_exact_list=$((nodes_with_exact_list + 1))
+done
+if [ -d /sys/devices/system/node/node0 ] && [ "$(grep Cpus_allowed_list /proc/self/status | cut -f2)" = "$(cat /sys/devices/system/cpu/online)" ]; then
+  check "--bind numa gives a whole NUMA node" 1 "$nodes_with_exact_list"
+else
+  echo "skip --bind numa gives a whole NUMA node (no NUMA information, or collrun's own affinity is restricted)"
+fi
+check "--bind numa: a binding line" 1 "$(grep -c '^collrun: rank 0 bound to cpus .* (numa' "$tmp/numa.err")"
+# A NIC on PCI named by COLL_SOCKET_IFNAME is preferred when there is no GPU.
+nic=""
+for dev in /sys/class/net/*/device; do
+  [ -e "$dev" ] || continue
+  case "$(readlink -f "$dev")" in */[0-9a-f][0-9a-f][0-9a-f][0-9a-f]:*) nic=$(basename "$(dirname "$dev")"); break ;; esac
+done
+if [ -n "$nic" ] && [ ! -e /dev/nvidia0 ]; then
+  COLL_SOCKET_IFNAME="=$nic" "$C" -n 2 --bind core true 2>"$tmp/nic.err"
+  check "--bind core near COLL_SOCKET_IFNAME's NIC" 2 "$(grep -c "(core, near NIC $nic " "$tmp/nic.err")"
+else
+  echo "skip --bind near a NIC (no network interface on PCI, or a GPU takes precedence)"
+fi
+msg=$("$C" -n 1 --bind socket true 2>&1 || true)
+check "bad --bind names the flag and the choices" 1 \
+  "$(echo "$msg" | grep -c "invalid value 'socket' for --bind: expected none, core or numa")"
 
 # Signal forwarding: the ranks see SIGTERM (and run their handler) when collrun gets it.
 "$C" -n 2 sh -c 'trap "echo got-term-$RANK; exit 0" TERM; while :; do sleep 0.05; done' >"$tmp/sig" 2>/dev/null &

@@ -1,7 +1,6 @@
 #include "spawn.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 extern char** environ;
@@ -81,45 +79,6 @@ bool isExecutableFile(const std::string& path, std::string* why) {
   return true;
 }
 
-// "0-3,8,10-11" -> CPU numbers.
-std::vector<int> parseCpuList(const std::string& text) {
-  std::vector<int> cpus;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int lo = 0, hi = 0;
-    if (sscanf(item.c_str(), "%d-%d", &lo, &hi) == 2) {
-      for (int c = lo; c <= hi; ++c) cpus.push_back(c);
-    } else if (sscanf(item.c_str(), "%d", &lo) == 1) {
-      cpus.push_back(lo);
-    }
-  }
-  return cpus;
-}
-
-// NUMA nodes in id order, each as the CPUs listed for it in sysfs.
-std::vector<std::vector<int>> numaNodes() {
-  std::vector<std::pair<int, std::vector<int>>> nodes;
-  const char* base = "/sys/devices/system/node";
-  DIR* dir = opendir(base);
-  if (dir == nullptr) return {};
-  while (dirent* e = readdir(dir)) {
-    int id = 0;
-    char tail = 0;
-    if (sscanf(e->d_name, "node%d%c", &id, &tail) != 1) continue;
-    std::ifstream in(std::string(base) + "/" + e->d_name + "/cpulist");
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    std::vector<int> cpus = parseCpuList(line);
-    if (!cpus.empty()) nodes.emplace_back(id, cpus);
-  }
-  closedir(dir);
-  std::sort(nodes.begin(), nodes.end());
-  std::vector<std::vector<int>> result;
-  for (auto& n : nodes) result.push_back(std::move(n.second));
-  return result;
-}
-
 }  // namespace
 
 std::string resolveProgram(const std::string& program, std::string* why) {
@@ -136,43 +95,6 @@ std::string resolveProgram(const std::string& program, std::string* why) {
     if (isExecutableFile(candidate, &ignored)) return candidate;
   }
   return "";
-}
-
-std::vector<cpu_set_t> cpuSetsForRanks(Binding bind, int nranks) {
-  if (bind == Binding::kNone) return {};
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
-    fprintf(stderr, "collrun: warning: sched_getaffinity failed (%s); not binding\n", strerror(errno));
-    return {};
-  }
-  std::vector<int> allowedList;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &allowed)) allowedList.push_back(c);
-  }
-  std::vector<std::vector<int>> groups;
-  if (bind == Binding::kCore) {
-    for (int c : allowedList) groups.push_back({c});
-  } else {
-    for (auto& node : numaNodes()) {
-      std::vector<int> usable;
-      for (int c : node) {
-        if (c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) usable.push_back(c);
-      }
-      if (!usable.empty()) groups.push_back(usable);
-    }
-    if (groups.empty()) {
-      fprintf(stderr, "collrun: warning: no NUMA nodes in /sys/devices/system/node; --bind numa uses all CPUs\n");
-      groups.push_back(allowedList);
-    }
-  }
-  if (groups.empty()) return {};
-  std::vector<cpu_set_t> sets(static_cast<size_t>(nranks));
-  for (int r = 0; r < nranks; ++r) {
-    CPU_ZERO(&sets[r]);
-    for (int c : groups[static_cast<size_t>(r) % groups.size()]) CPU_SET(c, &sets[r]);
-  }
-  return sets;
 }
 
 std::vector<std::string> rankEnvironment(const Options& opts, int localRank, const std::string& secret) {

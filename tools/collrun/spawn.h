@@ -20,10 +20,6 @@ std::string randomHexSecret();
 // PROGRAM as execvp would find it; "" (and a message in *why) when it cannot be executed.
 std::string resolveProgram(const std::string& program, std::string* why);
 
-// The CPUs local rank `localRank` may run on under `bind`; empty means "leave the affinity alone".
-// Warnings (e.g. no NUMA information) go to stderr once.
-std::vector<cpu_set_t> cpuSetsForRanks(Binding bind, int nranks);
-
 struct RankSpec {
   int rank = 0;
   int localRank = 0;
