@@ -2,6 +2,7 @@
 // TCP rendezvous store and through an in-memory store) and as processes, against the independent
 // reference.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "collective_cases.h"
 #include "rank_launcher.h"
@@ -33,11 +34,26 @@ TEST_P(CollectivesAsProcesses, AllCasesMatchReference) {
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
+// Ranks that call themselves two hosts (COLL_HOSTID, odd and even ranks): shared memory within
+// each, sockets on loopback between them, so every algorithm mixes both transports and the rings
+// run in host order, which here differs from rank order.
+class CollectivesOnTwoSimulatedHosts : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesOnTwoSimulatedHosts, AllCasesMatchReference) {
+  auto failures = runAsProcessesWithSetup(
+      GetParam(), [](int rank) { setenv("COLL_HOSTID", rank % 2 ? "odd-host" : "even-host", 1); }, standardBody(),
+      [](int rank, collResult_t rc, const std::string& message) -> std::vector<std::string> {
+        return {"rank " + std::to_string(rank) + ": init failed: " + message};
+      });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
 std::string rankCountName(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsThreads, ::testing::Range(1, 9), rankCountName);
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsThreadsInMemory, ::testing::Values(2, 5, 8), rankCountName);
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesAsProcesses, ::testing::Range(1, 9), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectivesOnTwoSimulatedHosts, ::testing::Values(2, 3, 5), rankCountName);
 
 }  // namespace
 }  // namespace colltest

@@ -225,3 +225,79 @@ TEST(Planner, BuiltSchedulesRunForEveryCollectiveAndAlgorithm) {
 
 }  // namespace
 }  // namespace coll
+
+namespace coll {
+namespace {
+
+// 2 hosts of `perHost` ranks each, host-contiguous ranks, sockets between them.
+PlanContext twoHostContext(int perHost) {
+  PlanContext ctx = makeContext(2 * perHost, false);
+  ctx.crossesNetwork = true;
+  ctx.hosts.assign(2, {});
+  for (int r = 0; r < 2 * perHost; ++r) ctx.hosts[r / perHost].push_back(r);
+  for (const auto& host : ctx.hosts) ctx.ringOrder.insert(ctx.ringOrder.end(), host.begin(), host.end());
+  ctx.treeNetLevels = 1;
+  return ctx;
+}
+
+TEST(Planner, AcrossHostsTheAllReduceIsTheModelsCheapest) {
+  const Algo candidates[] = {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kHier};
+  for (int perHost : {1, 2, 4}) {
+    PlanContext ctx = twoHostContext(perHost);
+    for (size_t bytes : {8ul, 4096ul, 1ul << 20, 64ul << 20}) {
+      Algo chosen = planCall(makeCall(CollType::kAllReduce, bytes / 4), ctx).algo;
+      for (Algo other : candidates)
+        EXPECT_LE(modelAllReduceUs(chosen, bytes, ctx), modelAllReduceUs(other, bytes, ctx))
+            << "chose " << algoName(chosen) << " over " << algoName(other) << " at " << bytes << " B, " << perHost
+            << " ranks per host";
+    }
+  }
+}
+
+TEST(Planner, AcrossHostsSmallAllReducesTakeATreeAndLargeOnesAvoidIt) {
+  for (int perHost : {2, 4}) {
+    PlanContext ctx = twoHostContext(perHost);
+    Algo small = planCall(makeCall(CollType::kAllReduce, 2), ctx).algo;
+    EXPECT_TRUE(small == Algo::kTree || small == Algo::kDoubleTree) << algoName(small);
+    Algo large = planCall(makeCall(CollType::kAllReduce, 16 << 20), ctx).algo;
+    EXPECT_TRUE(large == Algo::kRing || large == Algo::kHier) << algoName(large);
+  }
+}
+
+TEST(Planner, OnOneHostTheHostAwareAlgorithmsOnlyRunWhenForced) {
+  PlanContext ctx = makeContext(8, true);
+  for (size_t count : {1ul, 1ul << 12, 1ul << 22}) {
+    Algo algo = planCall(makeCall(CollType::kAllReduce, count), ctx).algo;
+    EXPECT_NE(algo, Algo::kHier);
+    EXPECT_NE(algo, Algo::kDoubleTree);
+  }
+  Algo parsed[static_cast<int>(CollType::kCount)] = {};
+  parseAlgoOverrides("allreduce:dbtree", parsed);
+  ctx.overrides = parsed;
+  EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, 1), ctx).algo, Algo::kDoubleTree);
+  parseAlgoOverrides("allreduce:hier", parsed);
+  EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, 1), ctx).algo, Algo::kHier);
+  parseAlgoOverrides("broadcast:hier", parsed);
+  EXPECT_THROW(planCall(makeCall(CollType::kBroadcast, 1), ctx), CollError);
+}
+
+TEST(Planner, HostAwareSchedulesRunThroughBuildSchedule) {
+  PlanContext ctx = twoHostContext(3);
+  for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kDoubleTree, Algo::kHier}) {
+    Plan plan;
+    plan.algo = algo;
+    plan.maxStepElems = 5;
+    CollCall call = makeCall(CollType::kAllReduce, 23);
+    for (int r = 0; r < ctx.nranks; ++r) {
+      Schedule s = buildSchedule(call, plan, r, ctx);
+      EXPECT_FALSE(s.steps.empty()) << algoName(algo) << " rank " << r;
+      for (const Step& step : s.steps) {
+        for (int i = 0; i < step.nsend; ++i) EXPECT_NE(step.sendPeers[i], r);
+        for (int i = 0; i < step.nrecv; ++i) EXPECT_NE(step.recvPeers[i], r);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace coll
