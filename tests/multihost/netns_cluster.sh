@@ -11,6 +11,8 @@
 #             must report an error within the timeout (COLL_TIMEOUT_MS=4000), none may hang.
 #   killhost  as linkdown, but the last host's ranks are SIGKILLed; the survivors must report an
 #             error well within the timeout (COLL_TIMEOUT_MS=20000).
+#   loopback  every rank is told COLL_SOCKET_IFNAME=lo: init must refuse on every rank (loopback
+#             cannot reach other hosts) with collInvalidUsage naming loopback, not hang.
 #   run       collrun on every host runs the command after "--" (e.g. all_reduce_perf); prints
 #             host 0's output, and the others' only if they fail. For benchmarks.
 #   iperf     iperf3 from host 0 to host 1 (-t 3), its summary lines. For benchmarks.
@@ -80,13 +82,13 @@ export COLL_STORE_SECRET=netns-cluster-$tag
 
 # Starts every rank directly (no collrun), so that each rank's exit status and output are its own.
 start_ranks_directly() {
-  local timeout_ms=$1
+  local timeout_ms=$1 extra_env=${2:-COLL_UNUSED=1}
   pids=()
   for ((k = 0; k < hosts; k++)); do
     for ((l = 0; l < per; l++)); do
       local r=$((k * per + l))
       ip netns exec "$(ns $k)" env RANK=$r WORLD_SIZE=$nranks LOCAL_RANK=$l LOCAL_WORLD_SIZE=$per NODE_RANK=$k \
-        MASTER_ADDR="$(addr 0)" MASTER_PORT=$port COLL_TIMEOUT_MS="$timeout_ms" \
+        MASTER_ADDR="$(addr 0)" MASTER_PORT=$port COLL_TIMEOUT_MS="$timeout_ms" "$extra_env" \
         timeout -s KILL 120 "$prog" loop >"$workdir/rank$r.log" 2>&1 &
       pids[$r]=$!
     done
@@ -164,6 +166,22 @@ case "$mode" in
     echo "netns_cluster: killed host $victim's ranks; the survivors must fail well within the 20 s timeout"
     expect_errors_within 10 "$start" $(seq 0 $((victim * per - 1))) || exit 1
     echo "PASS: every surviving rank reported the dead host"
+    ;;
+  loopback)
+    start_ranks_directly 20000 COLL_SOCKET_IFNAME=lo
+    status=0
+    for ((r = 0; r < nranks; r++)); do
+      wait "${pids[$r]}"
+      rc=$?
+      line=$(grep -m1 "loopback" "$workdir/rank$r.log")
+      echo "  rank $r: exit $rc: ${line:-$(tail -1 "$workdir/rank$r.log")}"
+      if [ "$rc" -ne 1 ] || [ -z "$line" ]; then
+        echo "FAIL: rank $r was not refused for loopback"
+        status=1
+      fi
+    done
+    [ "$status" -eq 0 ] && echo "PASS: every rank refused loopback across hosts"
+    exit $status
     ;;
   run)
     pids=()
