@@ -3,7 +3,8 @@
 (MPI_Allreduce) and Gloo (torch.distributed), side by side on this host, and reports time, bus
 bandwidth and the ratios between them.
 
-Every library gets the same sizes, warm-up calls and timed iterations, and is timed the same
+Every library gets the same sizes, warm-up calls and timed iterations, the same CPU binding (a
+core per rank when they fit: collrun's default, and mpirun --bind-to core), and is timed the same
 way (warm-ups, a barrier, iterations back to back, average per call, maximum over ranks; busbw =
 algbw * 2(n-1)/n as in nccl-tests). The three runs are interleaved --runs times, rotating their
 order, and the medians (or with --stat min, the best runs) are reported, so that a noisy
@@ -238,7 +239,9 @@ def lists(sizes, plans):
 
 def run_mpi(tools, a, n, sizes, plans):
     s, it, wu = lists(sizes, plans)
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n), "--bind-to", "none", "--timeout", str(a.timeout)]
+    # Bound like ours and Gloo's ranks (collrun's default --bind auto): a core each when they fit.
+    binding = "core" if n <= (os.cpu_count() or 1) else "none"
+    cmd = ["mpirun", "--oversubscribe", "-np", str(n), "--bind-to", binding, "--timeout", str(a.timeout)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     cmd += shlex.split(a.mpi_args) + [tools.mpi_bench, "--sizes", s, "--iters", it, "--warmups", wu,

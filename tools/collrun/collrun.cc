@@ -264,7 +264,7 @@ int launch(const Options& opts, const std::string& program) {
       const RankBinding& binding = bindings[static_cast<size_t>(local)];
       spec.hasCpuSet = binding.bound;
       spec.cpus = binding.cpus;
-      fprintf(stderr, "collrun: rank %d %s\n", spec.rank, binding.description.c_str());
+      if (opts.bind != Binding::kAuto) fprintf(stderr, "collrun: rank %d %s\n", spec.rank, binding.description.c_str());
     }
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     if (opts.tagOutput) {

@@ -13,7 +13,7 @@ namespace {
 
 const char kUsage[] =
     "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P]\n"
-    "               [--bind none|core|numa] [--tag-output] [--timeout SECONDS] PROGRAM [ARGS...]\n";
+    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] PROGRAM [ARGS...]\n";
 
 const char kHelp[] =
     "\n"
@@ -26,11 +26,13 @@ const char kHelp[] =
     "  --master-addr A        address of the rendezvous (rank 0's host; default 127.0.0.1)\n"
     "  --master-port P        port of the rendezvous; required when M > 1, otherwise a free\n"
     "                         port is picked\n"
-    "  --bind none|core|numa  pin each rank near its GPU (local rank i uses GPU i mod GPUs),\n"
+    "  --bind auto|none|core|numa\n"
+    "                         pin each rank near its GPU (local rank i uses GPU i mod GPUs),\n"
     "                         else near the job's NIC (COLL_SOCKET_IFNAME, or the interface\n"
     "                         that reaches the master address), else round-robin; core: one\n"
-    "                         core per rank, numa: a whole NUMA node, none: no pinning\n"
-    "                         (default). The choice is printed to stderr, a line per rank\n"
+    "                         core per rank, numa: a whole NUMA node, none: no pinning;\n"
+    "                         auto (default): core when the ranks fit this node's cores, else\n"
+    "                         none. An explicit choice is printed to stderr, a line per rank\n"
     "  --tag-output           prefix every line the ranks print with \"[RANK] \"\n"
     "  --timeout SECONDS      stop every rank after SECONDS and exit 124\n"
     "  -h, --help             this text\n"
@@ -73,7 +75,9 @@ bool parseSeconds(const char* s, double* out) {
 }
 
 bool parseBinding(const char* s, Binding* out) {
-  if (strcmp(s, "none") == 0)
+  if (strcmp(s, "auto") == 0)
+    *out = Binding::kAuto;
+  else if (strcmp(s, "none") == 0)
     *out = Binding::kNone;
   else if (strcmp(s, "core") == 0)
     *out = Binding::kCore;
@@ -146,7 +150,7 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
         expected = "a port in [1, 65535]";
         break;
       case Key::kBind:
-        expected = "none, core or numa";
+        expected = "auto, none, core or numa";
         break;
       case Key::kTimeout:
         expected = "a positive number of seconds";

@@ -6,7 +6,8 @@
 
 namespace collrun {
 
-enum class Binding { kNone, kCore, kNuma };
+// kAuto: core when this node's ranks fit its cores (as Open MPI binds by default), else none.
+enum class Binding { kAuto, kNone, kCore, kNuma };
 
 struct Options {
   int nprocs = 0;    // -n: processes on this node
@@ -14,7 +15,7 @@ struct Options {
   int nodeRank = 0;  // --node-rank
   std::string masterAddr = "127.0.0.1";
   int masterPort = 0;  // 0: pick a free one (single node only)
-  Binding bind = Binding::kNone;
+  Binding bind = Binding::kAuto;
   bool tagOutput = false;
   double timeoutSec = 0;             // 0: none
   std::vector<std::string> command;  // PROGRAM ARGS...

@@ -4,11 +4,20 @@
 #include <cstdlib>
 
 #include "src/topo/binding.h"
+#include "src/topo/cpu_list.h"
 #include "src/topo/topology.h"
 
 namespace collrun {
 
 namespace {
+
+// Cores with every hardware thread inside `allowed`.
+int usableCores(const coll::topo::Topology& topology) {
+  int count = 0;
+  for (const coll::topo::Core& core : topology.cores)
+    count += !core.pus.empty() && coll::topo::containsAllCpus(topology.processCpus, core.pus) ? 1 : 0;
+  return count;
+}
 
 coll::topo::BindMode modeOf(Binding bind) {
   switch (bind) {
@@ -17,6 +26,7 @@ coll::topo::BindMode modeOf(Binding bind) {
     case Binding::kNuma:
       return coll::topo::BindMode::kNuma;
     case Binding::kNone:
+    case Binding::kAuto:
       break;
   }
   return coll::topo::BindMode::kNone;
@@ -39,6 +49,13 @@ std::vector<RankBinding> bindingsForRanks(const Options& opts) {
   }
   coll::topo::BindRequest request;
   request.mode = modeOf(opts.bind);
+  // Like Open MPI, pin to cores by default when every rank gets one: unpinned ranks that wait by
+  // sleeping are woken onto their waker's core and end up sharing one, which cost 20x in latency
+  // beside a background job (docs/performance.md).
+  if (opts.bind == Binding::kAuto) {
+    if (opts.nprocs > usableCores(topology)) return {};
+    request.mode = coll::topo::BindMode::kCore;
+  }
   request.localRanks = opts.nprocs;
   request.allowed = topology.processCpus;
   request.nicName = jobInterface(topology, opts);
