@@ -39,7 +39,7 @@ struct Params {
   size_t streamingBytes = 0;                                   // COLL_STREAMING_BYTES (0: never)
   std::string hostId;        // COLL_HOSTID (overrides host detection; tests simulate hosts)
   std::string socketIfname;  // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
-  int socketsPerPeer = 1;    // COLL_SOCKET_NSOCKS
+  int socketsPerPeer = 2;    // COLL_SOCKET_NSOCKS
 };
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.

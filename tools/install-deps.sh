@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever the build, the tests and the comparisons need and the
 # machine lacks. Safe to run again: it installs nothing that is already there.
-#   tools/install-deps.sh            build + test dependencies
-#   tools/install-deps.sh --compare  also Open MPI and PyTorch (Gloo) for benchmarks/compare
+# Everything at once: the build (cmake, g++, hwloc), the tests (GoogleTest, iproute2 for the
+# network-namespace hosts), the PyTorch backend (python3-torch with its C++ headers in
+# libtorch-dev, pybind11-dev) and the comparisons (Open MPI, Gloo via torch, iperf3, matplotlib).
 set -euo pipefail
 
 want=(cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc iproute2 procps
-      openmpi-bin libopenmpi-dev python3-torch python3-numpy python3-matplotlib iperf3)
+      openmpi-bin libopenmpi-dev python3-torch libtorch-dev pybind11-dev python3-numpy python3-matplotlib
+      iperf3)
 
 missing=()
 for pkg in "${want[@]}"; do

@@ -31,6 +31,7 @@ class HostilePeerTest : public ::testing::Test {
     config.depth = kDepth;
     config.slotBytes = kSlotBytes;
     config.timeoutMs = 2000;
+    config.socketsPerPeer = 1;
     domain_ = std::make_unique<NetDomain>(config, /*myRank=*/0, /*nranks=*/2, &bell_);
     std::string cardBytes = domain_->listen("127.0.0.1");
     card_ = parseNetCard(cardBytes, 0);

@@ -34,7 +34,7 @@ namespace transport {
 struct NetConfig {
   int depth = 8;                 // slots per direction and peer
   size_t slotBytes = 128 << 10;  // bytes per slot; equal to the shared-memory slots (the executor needs one size)
-  int socketsPerPeer = 1;        // COLL_SOCKET_NSOCKS
+  int socketsPerPeer = 2;        // COLL_SOCKET_NSOCKS
   int timeoutMs = 300000;        // bounds the flush of pending sends at destruction
 };
 

@@ -1,0 +1,47 @@
+// The Work object of one call on the collective backend: completed by the communicator's worker
+// thread, waited on from Python, and carrying a Future (DDP's communication hooks chain on it).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "torch_compat.h"
+
+namespace torch_collective {
+
+class WorkQueue;
+
+class CollectiveWork : public c10d::Work {
+ public:
+  // `outputs` are what the call writes (and what the Future holds).
+  CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue);
+
+  bool isCompleted() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  std::vector<at::Tensor> result() override;
+
+  // Called once, by the worker thread: completes the Future, then the Work, so that a waiter who
+  // wakes up finds the Future done as well.
+  void complete(std::exception_ptr error);
+  // The call's place in its queue, set when it is posted: a wait on this call starts held
+  // point-to-point calls up to this one.
+  void setSequence(uint64_t sequence) { sequence_.store(sequence); }
+
+ private:
+  // Someone is interested in this call's completion: point-to-point calls held back to be
+  // batched (work_queue.h) must start now.
+  void startHeldCalls();
+
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::weak_ptr<WorkQueue> queue_;
+  std::atomic<uint64_t> sequence_{0};  // 0: not posted yet
+};
+
+}  // namespace torch_collective

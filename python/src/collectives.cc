@@ -1,0 +1,169 @@
+// The collectives of ProcessGroupCollective: each checks its tensors, stages them as contiguous
+// buffers on the calling thread and queues one library call.
+#include <c10/util/Exception.h>
+
+#include "library_call.h"
+#include "process_group.h"
+
+namespace torch_collective {
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::AllreduceOptions& opts) {
+  const at::Tensor& tensor = singleTensor(tensors, "allreduce");
+  collDataType_t type = collTypeOf(tensor, Combines::kYes, "allreduce");
+  collRedOp_t op = collOpOf(opts.reduceOp, "allreduce");
+  collComm_t comm = comm_.handle();
+  return enqueueOnTensor(c10d::OpType::ALLREDUCE, tensor, [=](void* data, size_t count) {
+    return collAllReduce(data, data, count, type, op, comm, nullptr);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::broadcast(std::vector<at::Tensor>& tensors,
+                                                                 const c10d::BroadcastOptions& opts) {
+  const at::Tensor& tensor = singleTensor(tensors, "broadcast");
+  collDataType_t type = collTypeOf(tensor, Combines::kNo, "broadcast");
+  checkRoot(opts.rootRank, "broadcast");
+  int root = static_cast<int>(opts.rootRank);
+  collComm_t comm = comm_.handle();
+  return enqueueOnTensor(c10d::OpType::BROADCAST, tensor, [=](void* data, size_t count) {
+    return collBroadcast(data, data, count, type, root, comm, nullptr);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce(std::vector<at::Tensor>& tensors,
+                                                              const c10d::ReduceOptions& opts) {
+  const at::Tensor& tensor = singleTensor(tensors, "reduce");
+  collDataType_t type = collTypeOf(tensor, Combines::kYes, "reduce");
+  collRedOp_t op = collOpOf(opts.reduceOp, "reduce");
+  checkRoot(opts.rootRank, "reduce");
+  int root = static_cast<int>(opts.rootRank);
+  collComm_t comm = comm_.handle();
+  // In place: the library writes only the root's buffer, so the others keep their input.
+  return enqueueOnTensor(c10d::OpType::REDUCE, tensor, [=](void* data, size_t count) {
+    return collReduce(data, data, count, type, op, root, comm, nullptr);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                                                 std::vector<at::Tensor>& inputTensors,
+                                                                 const c10d::AllgatherOptions& /*opts*/) {
+  const at::Tensor& input = singleTensor(inputTensors, "allgather");
+  TORCH_CHECK(outputTensors.size() == 1, "collective backend: allgather takes one output list per rank, got ",
+              outputTensors.size());
+  std::vector<at::Tensor> outputs = outputTensors[0];
+  checkMatchingTensors(outputs, input, getSize(), "allgather", "the output list");
+  collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
+  StagedTensor in(input);
+  at::Tensor gathered = flatBufferFor(input, getSize());
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::ALLGATHER, outputs,
+      [=] { checkResult(collAllGather(in.data(), gathered.data_ptr(), in.count(), type, comm, nullptr)); },
+      [=] { unpackTensors(gathered, outputs); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tensor& outputBuffer,
+                                                                       at::Tensor& inputBuffer,
+                                                                       const c10d::AllgatherOptions& /*opts*/) {
+  checkSlicedPair(outputBuffer, inputBuffer, getSize(), "_allgather_base", "output");
+  collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "_allgather_base");
+  StagedTensor in(inputBuffer), out(outputBuffer);
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::_ALLGATHER_BASE, {outputBuffer},
+      [=] { checkResult(collAllGather(in.data(), out.data(), in.count(), type, comm, nullptr)); },
+      [=] { out.copyBack(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::gather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                                              std::vector<at::Tensor>& inputTensors,
+                                                              const c10d::GatherOptions& opts) {
+  const at::Tensor& input = singleTensor(inputTensors, "gather");
+  checkRoot(opts.rootRank, "gather");
+  int root = static_cast<int>(opts.rootRank);
+  bool isRoot = root == getRank();
+  std::vector<at::Tensor> outputs;
+  if (isRoot) {
+    TORCH_CHECK(outputTensors.size() == 1, "collective backend: gather takes one output list on the root, got ",
+                outputTensors.size());
+    outputs = outputTensors[0];
+    checkMatchingTensors(outputs, input, getSize(), "gather", "the output list");
+  } else {
+    TORCH_CHECK(outputTensors.empty(), "collective backend: gather takes no output list on a rank that is not root");
+  }
+  collDataType_t type = collTypeOf(input, Combines::kNo, "gather");
+  StagedTensor in(input);
+  at::Tensor gathered = isRoot ? flatBufferFor(input, getSize()) : at::Tensor();
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::GATHER, outputs,
+      [=] {
+        void* recv = isRoot ? gathered.data_ptr() : nullptr;
+        checkResult(collGather(in.data(), recv, in.count(), type, root, comm, nullptr));
+      },
+      [=] {
+        if (isRoot) unpackTensors(gathered, outputs);
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::scatter(std::vector<at::Tensor>& outputTensors,
+                                                               std::vector<std::vector<at::Tensor>>& inputTensors,
+                                                               const c10d::ScatterOptions& opts) {
+  const at::Tensor& output = singleTensor(outputTensors, "scatter");
+  checkRoot(opts.rootRank, "scatter");
+  int root = static_cast<int>(opts.rootRank);
+  bool isRoot = root == getRank();
+  at::Tensor pieces;
+  if (isRoot) {
+    TORCH_CHECK(inputTensors.size() == 1, "collective backend: scatter takes one input list on the root, got ",
+                inputTensors.size());
+    checkMatchingTensors(inputTensors[0], output, getSize(), "scatter", "the input list");
+    pieces = packTensors(inputTensors[0]);
+  } else {
+    TORCH_CHECK(inputTensors.empty(), "collective backend: scatter takes no input list on a rank that is not root");
+  }
+  collDataType_t type = collTypeOf(output, Combines::kNo, "scatter");
+  StagedTensor out(output);
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::SCATTER, {output},
+      [=] {
+        const void* send = isRoot ? pieces.data_ptr() : nullptr;
+        checkResult(collScatter(send, out.data(), out.count(), type, root, comm, nullptr));
+      },
+      [=] { out.copyBack(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter(
+    std::vector<at::Tensor>& outputTensors, std::vector<std::vector<at::Tensor>>& inputTensors,
+    const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& output = singleTensor(outputTensors, "reduce_scatter");
+  TORCH_CHECK(inputTensors.size() == 1, "collective backend: reduce_scatter takes one input list per rank, got ",
+              inputTensors.size());
+  checkMatchingTensors(inputTensors[0], output, getSize(), "reduce_scatter", "the input list");
+  collDataType_t type = collTypeOf(output, Combines::kYes, "reduce_scatter");
+  collRedOp_t op = collOpOf(opts.reduceOp, "reduce_scatter");
+  at::Tensor pieces = packTensors(inputTensors[0]);
+  StagedTensor out(output);
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::REDUCE_SCATTER, {output},
+      [=] { checkResult(collReduceScatter(pieces.data_ptr(), out.data(), out.count(), type, op, comm, nullptr)); },
+      [=] { out.copyBack(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_reduce_scatter_base(at::Tensor& outputBuffer,
+                                                                            at::Tensor& inputBuffer,
+                                                                            const c10d::ReduceScatterOptions& opts) {
+  checkSlicedPair(inputBuffer, outputBuffer, getSize(), "_reduce_scatter_base", "input");
+  collDataType_t type = collTypeOf(outputBuffer, Combines::kYes, "_reduce_scatter_base");
+  collRedOp_t op = collOpOf(opts.reduceOp, "_reduce_scatter_base");
+  StagedTensor in(inputBuffer), out(outputBuffer);
+  collComm_t comm = comm_.handle();
+  return enqueue(
+      c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer},
+      [=] { checkResult(collReduceScatter(in.data(), out.data(), out.count(), type, op, comm, nullptr)); },
+      [=] { out.copyBack(); });
+}
+
+}  // namespace torch_collective

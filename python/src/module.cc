@@ -1,0 +1,30 @@
+// The Python extension torch_collective._C. torch_collective/__init__.py does the rendezvous
+// through torch's store and registers the backend; this module only makes ids and backends.
+#include <torch/csrc/utils/pybind.h>
+
+#include "communicator.h"
+#include "process_group.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "libcollective as a torch.distributed backend (see the torch_collective package)";
+  // The backend object is handed to Python as torch's own ProcessGroup (1.x) or Backend (2.x)
+  // type, which torch.distributed registers with pybind11.
+  py::module::import("torch.distributed");
+
+  module.def(
+      "get_unique_id", [] { return py::bytes(torch_collective::Communicator::newUniqueId()); },
+      "A new libcollective unique id (bytes); also starts the rendezvous server it names.");
+  module.def(
+      "create_backend",
+      [](int rank, int size, const std::string& uniqueId,
+         int timeoutMs) -> c10::intrusive_ptr<torch_collective::BackendBase> {
+        return c10::make_intrusive<torch_collective::ProcessGroupCollective>(rank, size, uniqueId, timeoutMs);
+      },
+      py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout_ms"),
+      // Joining waits for every rank: let other Python threads run meanwhile.
+      py::call_guard<py::gil_scoped_release>(),
+      "Joins the communicator named by unique_id and returns it as a torch.distributed backend.");
+  module.attr("torch_version") = TORCH_VERSION;
+}

@@ -1,0 +1,140 @@
+// Point-to-point calls and all_to_all. Sends and receives carry no tag in libcollective: between
+// two ranks they match in the order they were posted, which is also the order torch issues them.
+#include <c10/util/Exception.h>
+
+#include <cstring>
+
+#include "library_call.h"
+#include "process_group.h"
+
+namespace torch_collective {
+namespace {
+
+// The per-rank pieces of an all_to_all_single buffer, cut along dimension 0 by `splitSizes`
+// (rows per rank; empty: equal parts).
+std::vector<Segment> splitAlongRows(const StagedTensor& staged, const at::Tensor& tensor,
+                                    const std::vector<int64_t>& splitSizes, int ranks, const char* what) {
+  TORCH_CHECK(tensor.dim() > 0, "collective backend: alltoall_base: the ", what, " must have at least one dimension");
+  int64_t rows = tensor.size(0);
+  int64_t rowElements = rows > 0 ? tensor.numel() / rows : 0;
+  std::vector<int64_t> splits = splitSizes;
+  if (splits.empty()) {
+    TORCH_CHECK(rows % ranks == 0, "collective backend: alltoall_base: the ", what, "'s ", rows,
+                " rows do not split evenly over ", ranks, " ranks");
+    splits.assign(ranks, rows / ranks);
+  }
+  TORCH_CHECK(static_cast<int>(splits.size()) == ranks, "collective backend: alltoall_base: ", splits.size(), " ", what,
+              " split sizes, expected ", ranks, " (one per rank)");
+  std::vector<Segment> segments(ranks);
+  int64_t row = 0;
+  for (int r = 0; r < ranks; ++r) {
+    TORCH_CHECK(splits[r] >= 0, "collective backend: alltoall_base: negative ", what, " split size ", splits[r]);
+    segments[r].data = static_cast<char*>(staged.data()) + row * rowElements * tensor.element_size();
+    segments[r].count = static_cast<size_t>(splits[r] * rowElements);
+    row += splits[r];
+  }
+  TORCH_CHECK(row == rows, "collective backend: alltoall_base: the ", what, " split sizes add up to ", row,
+              " rows, but the ", what, " has ", rows);
+  return segments;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::send(std::vector<at::Tensor>& tensors, int dstRank,
+                                                            int /*tag*/) {
+  const at::Tensor& tensor = singleTensor(tensors, "send");
+  checkPeer(dstRank, "send");
+  collDataType_t type = collTypeOf(tensor, Combines::kNo, "send");
+  collComm_t comm = comm_.handle();
+  auto call = [=](void* data, size_t count) { return collSend(data, count, type, dstRank, comm, nullptr); };
+  return enqueueOnTensor(c10d::OpType::SEND, tensor, call, Writes::kNo, CallKind::kPointToPoint);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                                            int /*tag*/) {
+  const at::Tensor& tensor = singleTensor(tensors, "recv");
+  checkPeer(srcRank, "recv");
+  collDataType_t type = collTypeOf(tensor, Combines::kNo, "recv");
+  collComm_t comm = comm_.handle();
+  auto call = [=](void* data, size_t count) { return collRecv(data, count, type, srcRank, comm, nullptr); };
+  return enqueueOnTensor(c10d::OpType::RECV, tensor, call, Writes::kYes, CallKind::kPointToPoint);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::exchangeWithEveryRank(
+    c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<Segment> sends, std::vector<Segment> recvs,
+    collDataType_t datatype, size_t elementSize, std::function<void()> finish) {
+  int rank = getRank(), ranks = getSize();
+  TORCH_CHECK(sends[rank].count == recvs[rank].count, "collective backend: all_to_all: this rank sends itself ",
+              sends[rank].count, " elements but expects ", recvs[rank].count);
+  collComm_t comm = comm_.handle();
+  auto issue = [=] {
+    if (sends[rank].count > 0) memcpy(recvs[rank].data, sends[rank].data, sends[rank].count * elementSize);
+    runAsGroup([&] {
+      for (int peer = 0; peer < ranks; ++peer) {
+        if (peer == rank) continue;
+        checkResult(collSend(sends[peer].data, sends[peer].count, datatype, peer, comm, nullptr));
+        checkResult(collRecv(recvs[peer].data, recvs[peer].count, datatype, peer, comm, nullptr));
+      }
+    });
+  };
+  // `finish` holds the staged buffers that the segments point into until the call is done.
+  return enqueue(type, std::move(outputs), issue, std::move(finish));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                                     std::vector<int64_t>& outputSplitSizes,
+                                                                     std::vector<int64_t>& inputSplitSizes,
+                                                                     const c10d::AllToAllOptions& /*opts*/) {
+  checkHostTensor(outputBuffer, "alltoall_base");
+  checkHostTensor(inputBuffer, "alltoall_base");
+  TORCH_CHECK(outputBuffer.scalar_type() == inputBuffer.scalar_type(),
+              "collective backend: alltoall_base: output type ", outputBuffer.scalar_type(),
+              " differs from input type ", inputBuffer.scalar_type());
+  collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "alltoall_base");
+  StagedTensor in(separateFrom(inputBuffer, outputBuffer)), out(outputBuffer);
+  collComm_t comm = comm_.handle();
+  int ranks = getSize();
+  if (outputSplitSizes.empty() && inputSplitSizes.empty()) {
+    TORCH_CHECK(in.count() == out.count() && in.count() % ranks == 0, "collective backend: alltoall_base: input (",
+                in.count(), " elements) and output (", out.count(), ") must be equal and split evenly over ", ranks,
+                " ranks");
+    return enqueue(
+        c10d::OpType::ALLTOALL_BASE, {outputBuffer},
+        [=] { checkResult(collAllToAll(in.data(), out.data(), in.count() / ranks, type, comm, nullptr)); },
+        [=] { out.copyBack(); });
+  }
+  std::vector<Segment> sends = splitAlongRows(in, inputBuffer, inputSplitSizes, ranks, "input");
+  std::vector<Segment> recvs = splitAlongRows(out, outputBuffer, outputSplitSizes, ranks, "output");
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, std::move(sends), std::move(recvs), type,
+                               inputBuffer.element_size(), [in, out] { out.copyBack(); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::Tensor>& outputTensors,
+                                                                std::vector<at::Tensor>& inputTensors,
+                                                                const c10d::AllToAllOptions& /*opts*/) {
+  int ranks = getSize();
+  TORCH_CHECK(static_cast<int>(inputTensors.size()) == ranks && static_cast<int>(outputTensors.size()) == ranks,
+              "collective backend: alltoall takes one input and one output tensor per rank, got ", inputTensors.size(),
+              " and ", outputTensors.size());
+  const at::Tensor& first = inputTensors[0];
+  collDataType_t type = collTypeOf(first, Combines::kNo, "alltoall");
+  std::vector<StagedTensor> ins, outs;
+  std::vector<Segment> sends(ranks), recvs(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    for (const at::Tensor* tensor : {&inputTensors[r], &outputTensors[r]}) {
+      checkHostTensor(*tensor, "alltoall");
+      TORCH_CHECK(tensor->scalar_type() == first.scalar_type(), "collective backend: alltoall: a tensor of type ",
+                  tensor->scalar_type(), " among tensors of type ", first.scalar_type());
+    }
+    ins.emplace_back(separateFrom(inputTensors[r], outputTensors[r]));
+    outs.emplace_back(outputTensors[r]);
+    sends[r] = {ins.back().data(), ins.back().count()};
+    recvs[r] = {outs.back().data(), outs.back().count()};
+  }
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL, outputTensors, std::move(sends), std::move(recvs), type,
+                               first.element_size(), [ins, outs] {
+                                 for (const StagedTensor& out : outs) out.copyBack();
+                               });
+}
+
+}  // namespace torch_collective

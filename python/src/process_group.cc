@@ -1,0 +1,95 @@
+#include "process_group.h"
+
+#include <c10/util/Exception.h>
+
+#include "library_call.h"
+
+namespace torch_collective {
+
+ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs)
+    : BackendBase(rank, size), comm_(rank, size, uniqueId, timeoutMs), queue_(std::make_shared<WorkQueue>()) {}
+
+ProcessGroupCollective::~ProcessGroupCollective() {
+  // The communicator must outlive every queued call, and the calls must not wait for a Work that
+  // a caller may still hold: run them all now.
+  queue_->shutdown();
+}
+
+void ProcessGroupCollective::checkRoot(int64_t root, const char* op) const {
+  TORCH_CHECK(root >= 0 && root < getSize(), "collective backend: ", op, ": root ", root,
+              " is out of range: expected 0 <= root < ", getSize());
+}
+
+void ProcessGroupCollective::checkPeer(int peer, const char* op) const {
+  TORCH_CHECK(peer >= 0 && peer < getSize(), "collective backend: ", op, ": peer ", peer,
+              " is out of range: expected 0 <= peer < ", getSize());
+  TORCH_CHECK(peer != getRank(), "collective backend: ", op, ": peer ", peer, " is this rank itself");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                               std::function<void()> issue,
+                                                               std::function<void()> finish, CallKind kind) {
+  auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_);
+  QueuedCall call;
+  call.kind = kind;
+  call.issue = std::move(issue);
+  call.finish = std::move(finish);
+  call.work = work;
+  {
+    std::lock_guard<std::mutex> lock(coalescingMutex_);
+    if (coalescing_) {
+      coalesced_.push_back(std::move(call));
+      lastCoalescedWork_ = work;
+      return work;
+    }
+  }
+  std::vector<QueuedCall> calls;
+  calls.push_back(std::move(call));
+  queue_->post(std::move(calls), /*together=*/false);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const at::Tensor& tensor,
+                                                                       std::function<collResult_t(void*, size_t)> call,
+                                                                       Writes writes, CallKind kind) {
+  StagedTensor data(tensor);
+  std::function<void()> finish;
+  if (writes == Writes::kYes) finish = [data] { data.copyBack(); };
+  return enqueue(
+      type, {tensor}, [data, call] { checkResult(call(data.data(), data.count())); }, std::move(finish), kind);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& /*opts*/) {
+  collComm_t comm = comm_.handle();
+  return enqueue(c10d::OpType::BARRIER, {}, [comm] { checkResult(collBarrier(comm, nullptr)); });
+}
+
+void ProcessGroupCollective::startCoalescing() {
+  std::lock_guard<std::mutex> lock(coalescingMutex_);
+  TORCH_CHECK(!coalescing_, "collective backend: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  lastCoalescedWork_.reset();
+}
+
+#if TORCH_COLLECTIVE_COALESCING_RETURNS_WORK
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::endCoalescing() {
+#else
+void ProcessGroupCollective::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work> >& /*reqs*/) {
+#endif
+  std::vector<QueuedCall> calls;
+  c10::intrusive_ptr<c10d::Work> last;
+  {
+    std::lock_guard<std::mutex> lock(coalescingMutex_);
+    TORCH_CHECK(coalescing_, "collective backend: endCoalescing called without startCoalescing");
+    coalescing_ = false;
+    calls.swap(coalesced_);
+    last = std::move(lastCoalescedWork_);
+  }
+  if (!calls.empty()) queue_->post(std::move(calls), /*together=*/true);
+#if TORCH_COLLECTIVE_COALESCING_RETURNS_WORK
+  // The calls of a batch complete together: the last one's Work stands for all of them.
+  return last;
+#endif
+}
+
+}  // namespace torch_collective

@@ -1,0 +1,103 @@
+// libcollective as a torch.distributed backend: every operation DDP and the usual examples use,
+// on CPU tensors. Each call checks its arguments and stages its buffers on the calling thread,
+// then queues the library calls on the communicator's worker thread (work_queue.h) and returns a
+// Work at once; errors from the library reach Python as RuntimeError with the library's message.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "communicator.h"
+#include "tensor_staging.h"
+#include "torch_compat.h"
+#include "work_queue.h"
+
+namespace torch_collective {
+
+class ProcessGroupCollective : public BackendBase {
+ public:
+  // Joins the communicator that `uniqueId` names (see Communicator).
+  ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs);
+  // Lets every queued call finish (or fail) first.
+  ~ProcessGroupCollective() override;
+
+  const std::string getBackendName() const override { return "collective"; }
+
+  // collectives.cc
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                           std::vector<at::Tensor>& inputTensors,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(
+      at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                        std::vector<at::Tensor>& inputTensors,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputTensors,
+                                         std::vector<std::vector<at::Tensor>>& inputTensors,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputTensors, std::vector<std::vector<at::Tensor>>& inputTensors,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  // point_to_point.cc
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                               std::vector<int64_t>& outputSplitSizes,
+                                               std::vector<int64_t>& inputSplitSizes,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors, std::vector<at::Tensor>& inputTensors,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+
+  // batch_isend_irecv: the calls in between are posted together, as one group.
+  void startCoalescing() override;
+#if TORCH_COLLECTIVE_COALESCING_RETURNS_WORK
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+#else
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
+#endif
+
+ private:
+  // Queues `issue` (the library calls) and `finish` (copies into the caller's tensors after
+  // success) on the worker thread; returns the call's Work, which holds `outputs`.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         std::function<void()> issue, std::function<void()> finish = nullptr,
+                                         CallKind kind = CallKind::kCollective);
+  // For the calls on one tensor, used in place: stages it, queues `call(buffer, count)` and, when
+  // the call writes the tensor, copies the buffer back into it afterwards.
+  enum class Writes { kNo, kYes };
+  c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const at::Tensor& tensor,
+                                                 std::function<collResult_t(void* buffer, size_t count)> call,
+                                                 Writes writes = Writes::kYes, CallKind kind = CallKind::kCollective);
+  // Sends `sends[p]` to and receives `recvs[p]` from every rank p in one group; this rank's own
+  // pair is copied. Both all_to_all forms.
+  c10::intrusive_ptr<c10d::Work> exchangeWithEveryRank(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                       std::vector<Segment> sends, std::vector<Segment> recvs,
+                                                       collDataType_t datatype, size_t elementSize,
+                                                       std::function<void()> finish);
+  void checkRoot(int64_t root, const char* op) const;
+  void checkPeer(int peer, const char* op) const;
+
+  Communicator comm_;
+  std::shared_ptr<WorkQueue> queue_;  // Works keep a weak reference, to start held calls
+  std::mutex coalescingMutex_;
+  bool coalescing_ = false;
+  std::vector<QueuedCall> coalesced_;
+  c10::intrusive_ptr<c10d::Work> lastCoalescedWork_;
+};
+
+}  // namespace torch_collective

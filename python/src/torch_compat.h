@@ -1,0 +1,30 @@
+// One source for both torch lines. Torch 1.x has backends subclass c10d::ProcessGroup; torch 2.x
+// moved that role to c10d::Backend, which a Python-side ProcessGroup wraps per device. Torch's
+// own version macros choose.
+#pragma once
+
+#include <torch/version.h>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+// endCoalescing() returned nothing and took the batch's Work objects until torch 2.1, which made
+// it return one Work for the whole batch.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define TORCH_COLLECTIVE_COALESCING_RETURNS_WORK 1
+#else
+#define TORCH_COLLECTIVE_COALESCING_RETURNS_WORK 0
+#endif
+
+namespace torch_collective {
+
+#if TORCH_VERSION_MAJOR >= 2
+using BackendBase = c10d::Backend;
+#else
+using BackendBase = c10d::ProcessGroup;
+#endif
+
+}  // namespace torch_collective

@@ -1,0 +1,123 @@
+#include "work_queue.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+
+#include "library_call.h"
+
+namespace torch_collective {
+namespace {
+
+// Finishes each call of a batch that ran (or failed) together and completes its Work.
+void completeBatch(std::vector<QueuedCall>& batch, std::exception_ptr error) {
+  for (QueuedCall& call : batch) {
+    std::exception_ptr callError = error;
+    if (!callError && call.finish) {
+      try {
+        call.finish();
+      } catch (...) {
+        callError = std::current_exception();
+      }
+    }
+    call.work->complete(callError);
+  }
+}
+
+void runCollective(QueuedCall& call) {
+  std::vector<QueuedCall> batch{std::move(call)};
+  std::exception_ptr error;
+  try {
+    batch[0].issue();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  completeBatch(batch, error);
+}
+
+void runPointToPointGroup(std::vector<QueuedCall>& batch) {
+  std::exception_ptr error;
+  try {
+    runAsGroup([&batch] {
+      for (QueuedCall& call : batch) call.issue();
+    });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  completeBatch(batch, error);
+}
+
+}  // namespace
+
+WorkQueue::WorkQueue() : worker_([this] { workerLoop(); }) {}
+
+WorkQueue::~WorkQueue() { shutdown(); }
+
+void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (QueuedCall& call : calls) {
+      uint64_t sequence = ++lastSequence_;
+      call.work->setSequence(sequence);
+      if (together) startedThrough_ = std::max(startedThrough_, sequence);
+      queue_.push_back({std::move(call), sequence});
+    }
+  }
+  wakeWorker_.notify_one();
+}
+
+void WorkQueue::startThrough(uint64_t sequence) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (sequence <= startedThrough_) return;
+    startedThrough_ = sequence;
+  }
+  wakeWorker_.notify_one();
+}
+
+void WorkQueue::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wakeWorker_.notify_one();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool WorkQueue::frontIsReady() const {
+  const Entry& front = queue_.front();
+  if (front.call.kind == CallKind::kCollective || stopping_ || front.sequence <= startedThrough_) return true;
+  return std::any_of(queue_.begin(), queue_.end(), [](const Entry& e) { return e.call.kind == CallKind::kCollective; });
+}
+
+std::vector<QueuedCall> WorkQueue::takeBatch() {
+  std::vector<QueuedCall> batch;
+  CallKind kind = queue_.front().call.kind;
+  do {
+    batch.push_back(std::move(queue_.front().call));
+    queue_.pop_front();
+  } while (kind == CallKind::kPointToPoint && !queue_.empty() && queue_.front().call.kind == kind);
+  return batch;
+}
+
+void WorkQueue::workerLoop() {
+  // Results are copied into tensors that may require grad; these copies are not part of any graph.
+  at::NoGradGuard noGrad;
+  for (;;) {
+    std::vector<QueuedCall> batch;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wakeWorker_.wait(lock, [this] { return queue_.empty() ? stopping_ : frontIsReady(); });
+      if (queue_.empty()) return;
+      batch = takeBatch();
+    }
+    if (batch.front().kind == CallKind::kCollective) {
+      runCollective(batch.front());
+    } else {
+      runPointToPointGroup(batch);
+    }
+  }
+}
+
+}  // namespace torch_collective
