@@ -16,6 +16,7 @@
 #include "src/error.h"
 #include "src/group.h"
 #include "src/validate.h"
+#include "transport/p2p/device_query.h"
 
 #define COLL_API extern "C" __attribute__((visibility("default")))
 
@@ -108,16 +109,27 @@ void checkInitArgs(collComm_t* comm, int nranks, int rank, const char* function)
                nranks);
 }
 
+// A stream means device buffers. Without a usable GPU that is a usage error that says what is
+// missing; with one, the device path (kernels/cuda, transport/p2p) is not yet connected to the
+// communicator (docs/cuda.md).
+[[noreturn]] void refuseStream(const char* function) {
+  std::string why;
+  if (!transport::cudaDeviceAvailable(&why))
+    throwError(collInvalidUsage,
+               "%s: no CUDA device: stream is not NULL (device buffers), but %s; pass NULL for host buffers", function,
+               why.c_str());
+  throwError(collInvalidUsage,
+             "%s: stream is not NULL: device buffers are not yet connected to the communicator in this build (the "
+             "CUDA kernels and P2P transport are built; see docs/cuda.md); pass NULL for host buffers",
+             function);
+}
+
 collResult_t runCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
   return guarded(function, [&] {
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
-    if (stream != nullptr)
-      throwError(collInvalidUsage,
-                 "%s: stream is not NULL, but this build of libcollective has no CUDA support: pass NULL for host "
-                 "buffers",
-                 function);
+    if (stream != nullptr) refuseStream(function);
     if (groupActive()) {
       groupEnqueue(&c, call);
       return;

@@ -434,23 +434,8 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls) {
   throwIfFailed();
   // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
   // different types, and every transfer progresses together.
-  Schedule schedule;
-  schedule.algorithm = "p2p";
-  for (const CollCall& call : calls) {
-    size_t bytes = call.count * call.elemSize;
-    if (bytes == 0) continue;
-    Step& step = schedule.add(bytes);
-    if (call.type == CollType::kSend) {
-      step.src = atAddress(call.sendbuff);
-      step.sendTo(call.root);
-    } else {
-      step.dst = atAddress(call.recvbuff);
-      step.recvFrom(call.root);
-    }
-    step.joinNext = true;
-  }
+  Schedule schedule = pointToPointSchedule(calls);
   if (schedule.steps.empty()) return;
-  schedule.steps.back().joinNext = false;
   ProgressWaiter waiter = makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd");
   ExecBuffers buffers;
   buffers.datatype = collUint8;

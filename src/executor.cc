@@ -19,7 +19,18 @@ void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
 }  // namespace
 
 Executor::Executor(ConnectionSource& connections, int nranks)
-    : connections_(connections), sendClaim_(nranks, 0), recvClaim_(nranks, 0) {}
+    : connections_(connections), sendClaim_(nranks, 0), recvClaim_(nranks, 0), externalSent_(nranks, 0) {}
+
+void Executor::awaitExternalSends(ProgressWaiter& waiter) {
+  // The caller may reuse its buffers once the call returns: frames sent straight from them must
+  // have left first.
+  for (size_t peer = 0; peer < externalSent_.size(); ++peer) {
+    if (!externalSent_[peer]) continue;
+    transport::SendConnection* send = connections_.sendConnection(static_cast<int>(peer));
+    while (send->externalPending()) waiter.idle();
+    externalSent_[peer] = 0;
+  }
+}
 
 bool Executor::claim(const Step& step) {
   // Two steps of one batch that use the same connection must not interleave their slices: the
@@ -61,13 +72,21 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
                  step.recvPeers[i], bytes, sliceBytes);
     srcs[nsrcs++] = data;
   }
+  void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
+  const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
+  // Where the slice's result already lies in the caller's memory (the local destination, or the
+  // source when the step only forwards it), socket sends go straight from there: no copy into a
+  // slot (transport.h, acceptsExternal).
+  const void* resultInCallerMemory = localDst != nullptr ? localDst : (step.nrecv == 0 ? localSrc : nullptr);
+  bool external[kMaxStepPeers];
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
-    dsts[ndsts++] = slot;
+    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal();
+    if (!external[i]) dsts[ndsts++] = slot;
   }
-  if (step.src.buffer != BufferId::kNone) srcs[nsrcs++] = pointerOf(b, step.src, active.done);
-  if (step.dst.buffer != BufferId::kNone) dsts[ndsts++] = pointerOf(b, step.dst, active.done);
+  if (localSrc != nullptr) srcs[nsrcs++] = localSrc;
+  if (localDst != nullptr) dsts[ndsts++] = localDst;
   if (slice > 0 && nsrcs > 0) {
     int avgDivisor = (step.finalAvg && b.op == collAvg && b.nranks > 1) ? b.nranks : 0;
     // The kernel takes a bounded number of destinations per pass; wider fan-outs take several.
@@ -75,7 +94,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
       int count = std::min(ndsts - first, kernels::kMaxCopyDestinations);
       // The local destination is last; it streams past the caches when the call is too large to
       // stay in them (see streaming.h).
-      bool stream = b.streamOutput && step.dst.buffer != BufferId::kNone && first + count == ndsts;
+      bool stream = b.streamOutput && localDst != nullptr && first + count == ndsts;
       if (stream) {
         kernels::reduceCopyStreamingLast(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
       } else {
@@ -83,7 +102,14 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
       }
     }
   }
-  for (int i = 0; i < step.nsend; ++i) sends[i]->post(sliceBytes);
+  for (int i = 0; i < step.nsend; ++i) {
+    if (external[i]) {
+      sends[i]->postExternal(resultInCallerMemory, sliceBytes);
+      externalSent_[step.sendPeers[i]] = 1;
+    } else {
+      sends[i]->post(sliceBytes);
+    }
+  }
   for (int i = 0; i < step.nrecv; ++i) recvs[i]->release();
   active.done += slice;
   return true;
@@ -118,6 +144,7 @@ void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, Progres
       }
     }
   }
+  awaitExternalSends(waiter);
 }
 
 }  // namespace coll

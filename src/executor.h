@@ -47,11 +47,14 @@ class Executor {
   bool advance(ActiveStep& active, const ExecBuffers& buffers);
   // Claims the step's connections for this round; false if an earlier step holds one.
   bool claim(const Step& step);
+  // Waits until every frame sent straight from the caller's buffers has gone out.
+  void awaitExternalSends(ProgressWaiter& waiter);
 
   ConnectionSource& connections_;
   std::vector<ActiveStep> batch_;
   std::vector<uint32_t> sendClaim_;  // round number that claimed each send connection
   std::vector<uint32_t> recvClaim_;
+  std::vector<uint8_t> externalSent_;  // per peer: this call sent from the caller's memory
   uint32_t round_ = 0;
 };
 

@@ -89,11 +89,28 @@ const char* algoName(Algo algo) {
   return "?";
 }
 
+const char* protoChoiceName(ProtoChoice choice) {
+  switch (choice) {
+    case ProtoChoice::kLL:
+      return "LL";
+    case ProtoChoice::kSimple:
+      return "Simple";
+    default:
+      return "auto";
+  }
+}
+
+ProtoChoice parseProtoChoice(const std::string& text) {
+  for (ProtoChoice choice : {ProtoChoice::kAuto, ProtoChoice::kLL, ProtoChoice::kSimple})
+    if (strcasecmp(text.c_str(), protoChoiceName(choice)) == 0) return choice;
+  throwError(collInvalidUsage, "COLL_PROTO=\"%s\" is not valid: expected LL, Simple or auto", text.c_str());
+}
+
 uint64_t planSettingsDigest(const Params& p) {
   Fnv1a h;
   for (Algo algo : p.algoOverride) h.add(static_cast<uint64_t>(algo));
   h.add(p.oneshotBytes).add(p.directReadBytes).add(p.shmSlotBytes).add(static_cast<uint64_t>(p.shmFifoDepth));
-  h.add(p.transports).add(static_cast<uint64_t>(p.socketsPerPeer));
+  h.add(p.transports).add(static_cast<uint64_t>(p.socketsPerPeer)).add(static_cast<uint64_t>(p.protocol));
   return h.value();
 }
 
@@ -134,6 +151,8 @@ const Params& processParams() {
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
     p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
+    if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
+      p.protocol = parseProtoChoice(proto);
     return p;
   }();
   return cached;

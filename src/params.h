@@ -25,6 +25,10 @@ enum class Algo : uint8_t {
 };
 const char* algoName(Algo algo);
 
+// COLL_PROTO: the device protocol, or kAuto to let the planner choose by size (src/plan/protocol.h).
+enum class ProtoChoice : uint8_t { kAuto, kLL, kSimple };
+const char* protoChoiceName(ProtoChoice choice);
+
 struct Params {
   int timeoutMs = 300000;                                      // COLL_TIMEOUT_MS
   bool checkConsistency = false;                               // COLL_CHECK
@@ -40,6 +44,8 @@ struct Params {
   std::string hostId;        // COLL_HOSTID (overrides host detection; tests simulate hosts)
   std::string socketIfname;  // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
   int socketsPerPeer = 2;    // COLL_SOCKET_NSOCKS
+
+  ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
 };
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
@@ -50,5 +56,7 @@ uint64_t planSettingsDigest(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
 void parseAlgoOverrides(const std::string& text, Algo* overrides);
+// Parses a COLL_PROTO value: auto, LL or Simple, any case (exposed for tests).
+ProtoChoice parseProtoChoice(const std::string& text);
 
 }  // namespace coll

@@ -23,6 +23,14 @@ class SendConnection {
   virtual void post(size_t bytes) = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
+
+  // Zero-copy sends, for transports that move bytes with a system call (sockets): after a
+  // successful tryAcquire(), the caller may post `bytes` straight from its own memory instead of
+  // filling the slot. That memory must stay unchanged until externalPending() turns false, which
+  // the executor waits for before a call returns.
+  virtual bool acceptsExternal() const { return false; }
+  virtual void postExternal(const void* data, size_t bytes) { (void)data, (void)bytes; }
+  virtual bool externalPending() const { return false; }
 };
 
 class RecvConnection {

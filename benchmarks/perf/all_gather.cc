@@ -21,7 +21,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 
 double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
-collResult_t run(const CallArgs& c) { return collAllGather(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, nullptr); }
+collResult_t run(const CallArgs& c) { return collAllGather(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, c.stream); }
 
 const CollDescriptor kColl = {"all_gather_perf", "collAllGather",  /*hasOp=*/false,
                               /*hasRoot=*/false, /*inPlace=*/true, layout,          expected, busBwFactor, run};

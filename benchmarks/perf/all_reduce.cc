@@ -15,7 +15,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) { out->push_back({
 double busBwFactor(int n) { return 2.0 * (n - 1) / n; }
 
 collResult_t run(const CallArgs& c) {
-  return collAllReduce(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.comm, nullptr);
+  return collAllReduce(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"all_reduce_perf", "collAllReduce",  /*hasOp=*/true,

@@ -20,7 +20,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 
 double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
-collResult_t run(const CallArgs& c) { return collAllToAll(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, nullptr); }
+collResult_t run(const CallArgs& c) { return collAllToAll(c.sendbuff, c.recvbuff, c.count, c.type, c.comm, c.stream); }
 
 const CollDescriptor kColl = {"alltoall_perf",   "collAllToAll",    /*hasOp=*/false,
                               /*hasRoot=*/false, /*inPlace=*/false, layout,          expected, busBwFactor, run};

@@ -15,7 +15,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) { out->push_back({
 double busBwFactor(int n) { return 1.0; }
 
 collResult_t run(const CallArgs& c) {
-  return collBroadcast(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, nullptr);
+  return collBroadcast(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"broadcast_perf", "collBroadcast",  /*hasOp=*/false,

@@ -24,7 +24,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 collResult_t run(const CallArgs& c) {
-  return collGather(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, nullptr);
+  return collGather(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"gather_perf",    "collGather",     /*hasOp=*/false,

@@ -8,9 +8,7 @@
 #include <cstring>
 
 namespace collperf {
-namespace {
 
-// Under a launcher every rank parses the same flags: only one of them reports problems.
 bool isReportingRank() {
   for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     const char* v = getenv(var);
@@ -18,6 +16,8 @@ bool isReportingRank() {
   }
   return true;
 }
+
+namespace {
 
 void printUsage(FILE* out, const char* program, bool hasOp) {
   fprintf(out,
@@ -42,7 +42,9 @@ void printUsage(FILE* out, const char* program, bool hasOp) {
           "  -o, --op OP            sum prod max min avg, or all (default sum; reductions only)\n"
           "  -r, --root R           root rank (default 0; rooted collectives only)\n"
           "  -z, --blocking 0|1     1 (default): blocking communicator; 0: non-blocking config\n"
-          "  -m, --memory host|device  buffers in host memory (default) or GPU memory\n"
+          "  -m, --memory host|device  buffers in host memory or GPU memory (default: GPU memory\n"
+          "                         where the rank has a GPU and the library runs device calls,\n"
+          "                         else host memory)\n"
           "  -h, --help             this text\n"
           "\n"
           "Time is the average per iteration, the maximum over ranks; algbw = size / time;\n"
@@ -172,7 +174,7 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
         break;
       case 'm':
         ok = strcmp(optarg, "host") == 0 || strcmp(optarg, "device") == 0;
-        args->deviceMemory = ok && strcmp(optarg, "device") == 0;
+        args->memory = strcmp(optarg, "device") == 0 ? MemoryKind::kDevice : MemoryKind::kHost;
         break;
       case 't':
       case 'g':  // nccl-tests' threads and GPUs per process: one rank per process here
@@ -199,15 +201,6 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
   if (ok && args->stepFactor <= 1 && args->stepBytes == 0 && args->minBytes < args->maxBytes) {
     ok = false;
     error = "the step is zero: give -f > 1 or -i > 0";
-  }
-  if (ok && args->deviceMemory) {
-    if (report) {
-      fprintf(stderr,
-              "%s: -m device: this build of the perf programs has no CUDA support, so it cannot place "
-              "buffers in GPU memory; use -m host\n",
-              program);
-    }
-    return ArgsOutcome::kUsageError;
   }
   if (!ok) {
     if (report) {

@@ -9,6 +9,8 @@
 
 namespace collperf {
 
+enum class MemoryKind { kAuto, kHost, kDevice };
+
 struct PerfArgs {
   size_t minBytes = 32u << 20;
   size_t maxBytes = 32u << 20;
@@ -18,7 +20,7 @@ struct PerfArgs {
   int warmups = 5;
   bool check = true;
   bool blocking = true;
-  bool deviceMemory = false;
+  MemoryKind memory = MemoryKind::kAuto;  // -m; kAuto: GPU memory where the rank has a GPU
   int root = 0;
   std::vector<const TypeInfo*> types;
   std::vector<const OpInfo*> ops;
@@ -29,6 +31,9 @@ enum class ArgsOutcome { kRun, kExitSuccess, kUsageError };
 
 // Parses argv; prints help or errors itself (errors only on rank 0 of the launch environment).
 ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp, PerfArgs* args);
+
+// Under a launcher every rank parses the same flags: only one of them (rank 0) reports problems.
+bool isReportingRank();
 
 // "8", "64K", "1M", "2G" (powers of 1024) -> bytes; false when malformed.
 bool parseBytes(const char* text, size_t* bytes);

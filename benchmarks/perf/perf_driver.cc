@@ -16,21 +16,18 @@
 #include <string>
 
 #include "perf_args.h"
+#include "perf_memory.h"
 
 namespace collperf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct FreeDeleter {
-  void operator()(void* p) const { free(p); }
-};
-using Buffer = std::unique_ptr<char, FreeDeleter>;
-
 // One rank's identity, gathered on every rank for the header.
 struct RankInfo {
   int32_t pid;
-  char host[60];
+  int32_t device;  // -1: host memory
+  char host[56];
 };
 static_assert(sizeof(RankInfo) == 64, "RankInfo is exchanged as 64 bytes");
 
@@ -48,6 +45,8 @@ class Driver {
   int run();
 
  private:
+  bool chooseMemory();
+  void keepDeviceMemoryIfSupported();
   void init();
   void check(collResult_t r, const char* what);
   collResult_t finish(collResult_t r);
@@ -60,10 +59,12 @@ class Driver {
 
   const CollDescriptor& coll_;
   PerfArgs args_;
+  std::unique_ptr<PerfMemory> memory_;
   collComm_t comm_ = nullptr;
   int rank_ = 0;
   int nranks_ = 1;
-  Buffer send_, recv_;
+  char* send_ = nullptr;
+  char* recv_ = nullptr;
   double busBwSum_ = 0;
   int busBwCount_ = 0;
   uint64_t totalWrong_ = 0;
@@ -176,24 +177,14 @@ void Driver::allocate() {
     sendBytes = std::max(sendBytes, l.sendCount * t->size);
     recvBytes = std::max(recvBytes, std::max(l.recvCount, inplace) * t->size);
   }
-  auto alloc = [&](size_t bytes) {
-    size_t rounded = (bytes + 4095) / 4096 * 4096;
-    void* p = aligned_alloc(4096, rounded);
-    if (p == nullptr) {
-      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes (-e is %zu)\n", coll_.programName, rank_, rounded,
-              args_.maxBytes);
-      exit(1);
-    }
-    memset(p, 0, rounded);  // first touch now, not inside the timed loop
-    return Buffer(static_cast<char*>(p));
-  };
-  send_ = alloc(sendBytes);
-  recv_ = alloc(recvBytes);
+  send_ = memory_->allocate(sendBytes);
+  recv_ = memory_->allocate(recvBytes);
 }
 
 void Driver::printHeader() {
   RankInfo mine{};
   mine.pid = static_cast<int32_t>(getpid());
+  mine.device = memory_->device();
   gethostname(mine.host, sizeof(mine.host) - 1);
   std::vector<RankInfo> all(static_cast<size_t>(nranks_));
   check(collAllGather(&mine, all.data(), sizeof(RankInfo), collUint8, comm_, nullptr), "collAllGather (rank info)");
@@ -216,11 +207,16 @@ void Driver::printHeader() {
         nranks_, args_.minBytes, args_.maxBytes, args_.stepBytes, args_.warmups, args_.iters, args_.check ? 1 : 0,
         args_.blocking ? 1 : 0);
   }
-  printf("#\n# Using devices: host memory\n");
+  printf("#\n# Using devices: %s\n", memory_->device() < 0 ? "host memory" : "GPU memory");
   for (int r = 0; r < nranks_; ++r) {
     RankInfo& info = all[static_cast<size_t>(r)];
     info.host[sizeof(info.host) - 1] = '\0';
-    printf("#  Rank %2d Pid %6d on %10s host memory\n", r, static_cast<int>(info.pid), info.host);
+    if (info.device < 0) {
+      printf("#  Rank %2d Pid %6d on %10s host memory\n", r, static_cast<int>(info.pid), info.host);
+    } else {
+      printf("#  Rank %2d Pid %6d on %10s device %2d\n", r, static_cast<int>(info.pid), info.host,
+             static_cast<int>(info.device));
+    }
   }
   printf("#\n");
   std::string lead = "# " + std::string(10 + 2 + 12 + 2 + 8 + 2 + 6 + 2 + 6, ' ');
@@ -250,11 +246,11 @@ uint64_t Driver::sumOverRanks(uint64_t v) {
 Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const LayoutArgs& la, const Layout& l,
                             bool inPlace) {
   const size_t ts = type.size;
-  char* sendPtr = l.sendUsed ? send_.get() : nullptr;
-  char* recvPtr = l.recvUsed ? recv_.get() : nullptr;
+  char* sendPtr = l.sendUsed ? send_ : nullptr;
+  char* recvPtr = l.recvUsed ? recv_ : nullptr;
   size_t region = 0;  // the in-place buffer's extent, in elements
   if (inPlace) {
-    char* base = recv_.get();
+    char* base = recv_;
     bool both = l.sendUsed && l.recvUsed;
     sendPtr = l.sendUsed ? base + (both ? l.inplaceSendOffset * ts : 0) : nullptr;
     recvPtr = l.recvUsed ? base + (both ? l.inplaceRecvOffset * ts : 0) : nullptr;
@@ -262,14 +258,16 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
                   : (l.sendUsed ? l.sendCount : l.recvCount);
   }
   DataSpec spec{&type, patternFor(coll_.hasOp, op.op), op.op, rank_, nranks_};
-  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type, op.op, args_.root, rank_, nranks_, comm_};
+  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type, op.op, args_.root, rank_, nranks_, comm_, memory_->stream()};
   auto runOnce = [&]() { check(coll_.run(call), coll_.apiName); };
 
-  if (sendPtr != nullptr) fillInput(spec, sendPtr, l.sendCount);
+  if (sendPtr != nullptr) memory_->fillInput(spec, sendPtr, l.sendCount);
   for (int i = 0; i < args_.warmups; ++i) runOnce();
+  memory_->synchronize();
   check(collBarrier(comm_, nullptr), "collBarrier");
   auto t0 = Clock::now();
   for (int i = 0; i < args_.iters; ++i) runOnce();
+  memory_->synchronize();  // device calls only enqueue: the time is until they finished
   double local = std::chrono::duration<double>(Clock::now() - t0).count() / args_.iters;
 
   Measurement m;
@@ -280,15 +278,16 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
   m.busBw = m.algBw * coll_.busBwFactor(nranks_);
   if (args_.check) {
     if (inPlace) {
-      fillPoison(type, recv_.get(), region);
+      memory_->fillPoison(type, recv_, region);
     } else if (recvPtr != nullptr) {
-      fillPoison(type, recvPtr, l.recvCount);
+      memory_->fillPoison(type, recvPtr, l.recvCount);
     }
-    if (sendPtr != nullptr) fillInput(spec, sendPtr, l.sendCount);
+    if (sendPtr != nullptr) memory_->fillInput(spec, sendPtr, l.sendCount);
     runOnce();
+    memory_->synchronize();
     std::vector<Segment> segments;
     if (recvPtr != nullptr) coll_.expected(la, &segments);
-    m.wrong = sumOverRanks(recvPtr != nullptr ? countWrong(spec, recvPtr, segments) : 0);
+    m.wrong = sumOverRanks(recvPtr != nullptr ? memory_->countWrong(spec, recvPtr, l.recvCount, segments) : 0);
   }
   return m;
 }
@@ -327,8 +326,34 @@ void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
   }
 }
 
+// -m: host memory, GPU memory, or (by default) GPU memory where this rank has a GPU.
+bool Driver::chooseMemory() {
+  std::string why;
+  if (args_.memory != MemoryKind::kHost) memory_ = makeDeviceMemory(&why);
+  if (memory_ == nullptr && args_.memory == MemoryKind::kDevice) {
+    if (isReportingRank())
+      fprintf(stderr, "%s: -m device: no CUDA device: %s; use -m host for host memory\n", coll_.programName,
+              why.c_str());
+    return false;
+  }
+  if (memory_ == nullptr) memory_ = makeHostMemory();
+  return true;
+}
+
+// By default GPU memory is used only where the library runs device calls: a zero-count call on
+// the stream (a no-op that touches nothing) tells. -m device keeps GPU memory regardless, so its
+// first call reports why it cannot run.
+void Driver::keepDeviceMemoryIfSupported() {
+  if (args_.memory != MemoryKind::kAuto || memory_->device() < 0) return;
+  if (collAllReduce(nullptr, nullptr, 0, collFloat32, collSum, comm_, memory_->stream()) == collSuccess) return;
+  if (rank_ == 0) printf("# GPU memory not used: %s\n", collGetLastError(comm_));
+  memory_ = makeHostMemory();
+}
+
 int Driver::run() {
+  if (!chooseMemory()) return 1;
   init();
+  keepDeviceMemoryIfSupported();
   allocate();
   printHeader();
   for (const TypeInfo* type : args_.types) {

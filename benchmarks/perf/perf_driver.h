@@ -40,6 +40,7 @@ struct CallArgs {
   int rank;
   int nranks;
   collComm_t comm;
+  collStream_t stream;  // NULL for host memory, the program's cudaStream_t for GPU memory
 };
 
 struct CollDescriptor {

@@ -18,7 +18,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 double busBwFactor(int n) { return 1.0; }
 
 collResult_t run(const CallArgs& c) {
-  return collReduce(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.root, c.comm, nullptr);
+  return collReduce(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.root, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"reduce_perf",    "collReduce",     /*hasOp=*/true,

@@ -23,7 +23,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 collResult_t run(const CallArgs& c) {
-  return collReduceScatter(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.comm, nullptr);
+  return collReduceScatter(c.sendbuff, c.recvbuff, c.count, c.type, c.op, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"reduce_scatter_perf",

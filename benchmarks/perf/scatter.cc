@@ -23,7 +23,7 @@ void expected(const LayoutArgs& a, std::vector<Segment>* out) {
 double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 collResult_t run(const CallArgs& c) {
-  return collScatter(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, nullptr);
+  return collScatter(c.sendbuff, c.recvbuff, c.count, c.type, c.root, c.comm, c.stream);
 }
 
 const CollDescriptor kColl = {"scatter_perf",   "collScatter",    /*hasOp=*/false,

@@ -21,9 +21,9 @@ collResult_t run(const CallArgs& c) {
   // Both in one group, so that every rank can post its send before its receive without deadlock.
   collResult_t r = collGroupStart();
   if (r != collSuccess) return r;
-  r = collSend(c.sendbuff, c.count, c.type, (c.rank + 1) % c.nranks, c.comm, nullptr);
+  r = collSend(c.sendbuff, c.count, c.type, (c.rank + 1) % c.nranks, c.comm, c.stream);
   if (r == collSuccess) {
-    r = collRecv(c.recvbuff, c.count, c.type, (c.rank - 1 + c.nranks) % c.nranks, c.comm, nullptr);
+    r = collRecv(c.recvbuff, c.count, c.type, (c.rank - 1 + c.nranks) % c.nranks, c.comm, c.stream);
   }
   collResult_t end = collGroupEnd();  // always close the group, even after an error
   return r != collSuccess ? r : end;

@@ -196,6 +196,27 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
   return plan;
 }
 
+Schedule pointToPointSchedule(const std::vector<CollCall>& calls) {
+  // Bytes, whatever each call's datatype: one schedule carries calls of different types.
+  Schedule schedule;
+  schedule.algorithm = "p2p";
+  for (const CollCall& call : calls) {
+    const size_t bytes = call.count * call.elemSize;
+    if (bytes == 0) continue;
+    Step& step = schedule.add(bytes);
+    if (call.type == CollType::kSend) {
+      step.src = atAddress(call.sendbuff);
+      step.sendTo(call.root);
+    } else {
+      step.dst = atAddress(call.recvbuff);
+      step.recvFrom(call.root);
+    }
+    step.joinNext = true;
+  }
+  if (!schedule.steps.empty()) schedule.steps.back().joinNext = false;
+  return schedule;
+}
+
 Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int n) {
   PlanContext context;
   context.nranks = n;

@@ -58,6 +58,10 @@ Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, const P
 // The same for ranks that all share one host, in rank order.
 Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int nranks);
 
+// The schedule of a group of sends and receives (the host executor's and the device lowering's):
+// one byte-typed step per non-empty call, all joined so that they progress together.
+Schedule pointToPointSchedule(const std::vector<CollCall>& calls);
+
 // The modelled time of an all-reduce of `bytes` with `algo` (ring, tree, dbtree or hier) in this
 // context, in microseconds; what planCall compares across hosts, and what colltopo prints.
 double modelAllReduceUs(Algo algo, size_t bytes, const PlanContext& context);

@@ -79,6 +79,8 @@ build_hosts || skip "cannot wire the namespaces together (veth/bridge unsupporte
 echo "netns_cluster: $hosts hosts x $per ranks ($(for ((k = 0; k < hosts; k++)); do printf '%s=%s ' "$(ns $k)" "$(addr $k)"; done))"
 
 export COLL_STORE_SECRET=netns-cluster-$tag
+# The "hosts" share this machine's cores: each host's collrun would pin its local rank 0 to the
+# same first core (--bind auto), so collrun runs with --bind none here.
 
 # Starts every rank directly (no collrun), so that each rank's exit status and output are its own.
 start_ranks_directly() {
@@ -133,7 +135,7 @@ case "$mode" in
     [ -x "$collrun" ] && [ -x "$prog" ] || { echo "FAIL: $collrun or $prog missing"; exit 1; }
     pids=()
     for ((k = 0; k < hosts; k++)); do
-      ip netns exec "$(ns $k)" env COLL_TIMEOUT_MS=60000 "$collrun" -n "$per" --nnodes "$hosts" --node-rank "$k" \
+      ip netns exec "$(ns $k)" env COLL_TIMEOUT_MS=60000 "$collrun" --bind none -n "$per" --nnodes "$hosts" --node-rank "$k" \
         --master-addr "$(addr 0)" --master-port $port --timeout 280 --tag-output "$prog" cases \
         >"$workdir/host$k.log" 2>&1 &
       pids[$k]=$!
@@ -186,7 +188,7 @@ case "$mode" in
   run)
     pids=()
     for ((k = 0; k < hosts; k++)); do
-      ip netns exec "$(ns $k)" "$collrun" -n "$per" --nnodes "$hosts" --node-rank "$k" --master-addr "$(addr 0)" \
+      ip netns exec "$(ns $k)" "$collrun" --bind none -n "$per" --nnodes "$hosts" --node-rank "$k" --master-addr "$(addr 0)" \
         --master-port $port --timeout 280 "${command_args[@]}" >"$workdir/host$k.log" 2>&1 &
       pids[$k]=$!
     done

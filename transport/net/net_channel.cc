@@ -35,6 +35,7 @@ NetSendChannel::NetSendChannel(int peer, std::vector<int> fds, int depth, size_t
       owner_(owner),
       slots_(allocateSlots(depth, slotBytes)),
       sizes_(depth, 0),
+      external_(depth, nullptr),
       sent_(depth, 0) {
   for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0});
 }
@@ -50,9 +51,15 @@ void* NetSendChannel::tryAcquire() {
   return posted - completed_.load(std::memory_order_acquire) < static_cast<uint64_t>(depth_) ? slot(posted) : nullptr;
 }
 
-void NetSendChannel::post(size_t bytes) {
+void NetSendChannel::post(size_t bytes) { publish(bytes, nullptr); }
+
+void NetSendChannel::postExternal(const void* data, size_t bytes) { publish(bytes, data); }
+
+void NetSendChannel::publish(size_t bytes, const void* external) {
   uint64_t posted = posted_.load(std::memory_order_relaxed);
   sizes_[posted % depth_] = bytes;
+  external_[posted % depth_] = static_cast<const uint8_t*>(external);
+  if (external != nullptr) externalEnd_.store(posted + 1, std::memory_order_relaxed);
   posted_.store(posted + 1, std::memory_order_seq_cst);
   // Send it now if the sockets take it; otherwise the progress thread finishes the job.
   bool done = false;
@@ -81,9 +88,9 @@ PumpResult NetSendChannel::pump() {
       int niov = 0;
       if (s.offset < sizeof(header)) {
         iov[niov++] = {reinterpret_cast<uint8_t*>(&header) + s.offset, sizeof(header) - s.offset};
-        if (header.bytes > 0) iov[niov++] = {slot(s.seq), header.bytes};
+        if (header.bytes > 0) iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)), header.bytes};
       } else {
-        iov[niov++] = {slot(s.seq) + (s.offset - sizeof(header)), total - s.offset};
+        iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)) + (s.offset - sizeof(header)), total - s.offset};
       }
       msghdr msg{};
       msg.msg_iov = iov;

@@ -47,6 +47,11 @@ class NetSendChannel : public SendConnection {
   void post(size_t bytes) override;
   size_t slotBytes() const override { return slotBytes_; }
   int depth() const override { return depth_; }
+  bool acceptsExternal() const override { return true; }
+  void postExternal(const void* data, size_t bytes) override;
+  bool externalPending() const override {
+    return completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);
+  }
 
   // Writes what the sockets accept. Caller holds mutex(). Errors also go to the owner.
   PumpResult pump();
@@ -65,14 +70,22 @@ class NetSendChannel : public SendConnection {
     size_t offset;  // bytes of that frame (header + payload) already written
   };
   uint8_t* slot(uint64_t seq) const { return slots_.get() + (seq % depth_) * slotBytes_; }
+  // Where frame `seq`'s payload is: the caller's memory for an external post, else the slot.
+  const uint8_t* payload(uint64_t seq) const {
+    const uint8_t* external = external_[seq % depth_];
+    return external != nullptr ? external : slot(seq);
+  }
+  void publish(size_t bytes, const void* external);
 
   int peer_;
   int depth_;
   size_t slotBytes_;
   NetChannelOwner& owner_;
   std::unique_ptr<uint8_t[]> slots_;
-  std::vector<size_t> sizes_;  // bytes posted in each slot
-  std::vector<uint8_t> sent_;  // per slot: fully written (pump only)
+  std::vector<size_t> sizes_;             // bytes posted in each slot
+  std::vector<const uint8_t*> external_;  // per slot: the caller's memory it was posted from, or null
+  std::atomic<uint64_t> externalEnd_{0};  // one past the last externally posted frame
+  std::vector<uint8_t> sent_;             // per slot: fully written (pump only)
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> posted_{0};     // written by the executor
   std::atomic<uint64_t> completed_{0};  // written by pump: slots below are free again

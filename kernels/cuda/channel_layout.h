@@ -1,0 +1,61 @@
+// Where things are in the device memory of one connection (sender -> receiver). The region lives
+// in the receiver's memory: the sender writes data and ready marks into it, the receiver reads
+// the data locally and clears the marks. transport/p2p allocates and shares the regions; kernels
+// address them with these offsets. Plain C++ (no CUDA header), so the host computes the same.
+//
+//   [Simple ready flags: lanes x 128 B, `depth` words each][LL credits: 128 B][Simple slots][LL slots]
+//
+// Each lane's flags sit on their own 128-byte line: only that lane's two blocks (sender and
+// receiver) touch it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/device_step.h"
+
+namespace coll {
+namespace device {
+
+constexpr size_t kFlagLineBytes = 128;
+constexpr size_t kMaxDepth = kFlagLineBytes / sizeof(uint32_t);
+static_assert(kSimpleGeometry.depth <= kMaxDepth && kLLGeometry.depth <= kMaxDepth, "a lane's flags fit one line");
+static_assert(kSimpleGeometry.slotBytes % 256 == 0 && kLLGeometry.slotBytes % 256 == 0, "slots stay aligned");
+
+COLL_HOST_DEVICE size_t simpleFlagOffset(uint32_t lane, uint32_t slot) {
+  return lane * kFlagLineBytes + slot * sizeof(uint32_t);
+}
+COLL_HOST_DEVICE size_t llCreditOffset(uint32_t slot) {
+  return kSimpleGeometry.lanes * kFlagLineBytes + slot * sizeof(uint32_t);
+}
+COLL_HOST_DEVICE size_t simpleDataBase() { return (kSimpleGeometry.lanes + 1) * kFlagLineBytes; }
+COLL_HOST_DEVICE size_t simpleSlotOffset(uint32_t lane, uint32_t slot) {
+  return simpleDataBase() + (size_t(lane) * kSimpleGeometry.depth + slot) * kSimpleGeometry.slotBytes;
+}
+COLL_HOST_DEVICE size_t llSlotBytesInMemory() { return kLLGeometry.slotBytes / kLLDataPerLine * kLLBytesPerLine; }
+COLL_HOST_DEVICE size_t llDataBase() {
+  return simpleDataBase() + size_t(kSimpleGeometry.lanes) * kSimpleGeometry.depth * kSimpleGeometry.slotBytes;
+}
+COLL_HOST_DEVICE size_t llSlotOffset(uint32_t slot) { return llDataBase() + slot * llSlotBytesInMemory(); }
+// Bytes of one connection's region (a multiple of 256).
+COLL_HOST_DEVICE size_t connectionBytes() { return llDataBase() + kLLGeometry.depth * llSlotBytesInMemory(); }
+
+// One rank's view of its connection with one peer: `recv` is the region in this rank's memory that
+// the peer writes to, `send` the region in the peer's memory this rank writes to. Self is a peer
+// too (send/recv to oneself).
+struct PeerChannels {
+  char* recv;
+  char* send;
+};
+
+// Errors a kernel reports to the host (in host-mapped memory, read by collCommGetAsyncError).
+enum DeviceError : uint32_t { kDeviceOk = 0, kDeviceTimeout = 1, kDeviceAborted = 2 };
+struct DeviceStatus {
+  uint32_t error;  // DeviceError; the first error wins
+  uint32_t peer;   // the peer a timed-out wait was waiting for
+  uint32_t step;   // the step (within its launch) that was waiting
+  uint32_t abort;  // set by the host: kernels stop at their next wait
+};
+
+}  // namespace device
+}  // namespace coll

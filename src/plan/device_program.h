@@ -1,0 +1,75 @@
+// A device call, planned and lowered: the same planner and schedules as host calls, with the
+// transport geometry of the device protocol, turned into DeviceSteps (kernels/cuda/device_step.h)
+// and cut into launches. Pure host code with no CUDA: tests/cuda_host checks every collective's
+// lowering and simulates every rank's unit order to show it cannot deadlock.
+//
+// Two modes (docs/cuda.md):
+//   - concurrent: the ranks' kernels run at the same time (threads of one process, one context),
+//     so one launch carries up to kMaxLaunchSteps steps and its blocks wait for peers' flags;
+//   - serialized: kernels of different processes time-slice, so no kernel may wait for another
+//     process's kernel. Every unit (one slice of one step) is its own launch, and the stream waits
+//     for the unit's slots (CUDA stream memory operations) before the launch, so the kernel finds
+//     everything ready when it starts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device_step.h"
+#include "src/algorithms/schedule.h"
+#include "src/coll_call.h"
+#include "src/params.h"
+
+namespace coll {
+
+enum class DeviceMode : uint8_t { kConcurrent, kSerialized };
+
+struct DeviceProgram {
+  device::Protocol protocol = device::Protocol::kSimple;
+  device::ChannelGeometry geometry = device::kSimpleGeometry;  // how the connections are cut
+  std::string algorithm;
+  size_t elemSize = 1;
+  int avgDivisor = 0;  // nranks for collAvg, else 0
+  std::vector<device::DeviceStep> steps;
+  std::vector<device::DeviceLaunch> launches;  // in stream order
+};
+
+struct LoweringInput {
+  int nranks = 1;
+  size_t elemSize = 1;
+  device::ChannelGeometry geometry = device::kSimpleGeometry;  // its protocol is the program's
+  DeviceMode mode = DeviceMode::kConcurrent;
+  int avgDivisor = 0;
+  // The call's buffers, to find steps that touch local data an earlier step wrote with another
+  // split among lanes (they get kStepBarrierBefore). Only their addresses are used.
+  const void* sendbuff = nullptr;
+  const void* recvbuff = nullptr;
+};
+
+// Lowers one rank's schedule. Throws collInvalidUsage for what the device path cannot run: a step
+// with more than kMaxDevicePeers peers, or (concurrent mode) a batch of more than kMaxLaunchSteps
+// steps.
+DeviceProgram lowerSchedule(const Schedule& schedule, const LoweringInput& input);
+
+struct DeviceCallContext {
+  int rank = 0;
+  int nranks = 1;
+  DeviceMode mode = DeviceMode::kConcurrent;
+  ProtoChoice forced = ProtoChoice::kAuto;  // COLL_PROTO
+  const Algo* overrides = nullptr;          // COLL_ALGO, per CollType
+  // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
+  // that small counts span many slices and steps; the launcher accepts only the build's.
+  device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;
+};
+
+// Chooses the protocol, plans the call with that protocol's slot geometry (one slice is a FIFO
+// slot to the planner) and builds this rank's schedule; *geometry receives the geometry.
+Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry);
+// planDeviceSchedule, then lowerSchedule.
+DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context);
+// Sends and receives issued together (a group), as byte transfers that all progress together.
+DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const DeviceCallContext& context);
+
+}  // namespace coll

@@ -1,0 +1,121 @@
+// GPU measurements through the device path (P2P domain, device programs, kernels), for
+// tools/gpu_check.sh: all-reduce of 256 MiB of floats on 4 ranks sharing one GPU (threads and
+// processes), set against a device-to-device cudaMemcpy of the same size measured in the same
+// run, and the latency of an 8-byte all-reduce. Prints "RESULT name value unit" lines; exits 77
+// without a GPU.
+//
+// usage: gpu_bench [--ranks 4] [--bytes 268435456] [--modes threads,processes]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap_ops.h"
+#include "tests/cuda/gpu_ranks.h"
+
+namespace {
+
+using colltest::GpuRank;
+using Clock = std::chrono::steady_clock;
+
+size_t gBytes = size_t(256) << 20;
+std::string gLabel;
+
+double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+// Average seconds of one all-reduce of `count` floats over `iters` calls.
+double timeAllReduce(GpuRank& rank, float* send, float* recv, size_t count, int iters, int tag) {
+  coll::CollCall call;
+  call.type = coll::CollType::kAllReduce;
+  call.sendbuff = send;
+  call.recvbuff = recv;
+  call.count = count;
+  call.datatype = collFloat32;
+  call.op = collSum;
+  call.elemSize = sizeof(float);
+  coll::DeviceCallContext context;
+  context.rank = rank.rank;
+  context.nranks = rank.nranks;
+  context.mode = rank.mode;
+  const coll::DeviceProgram program = coll::planDeviceCall(call, context);
+  for (int i = 0; i < 3; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
+  cudaStreamSynchronize(rank.stream);
+  coll::bootstrap::barrier(*rank.store, "bench/" + std::to_string(tag), rank.rank, rank.nranks,
+                           Clock::now() + std::chrono::seconds(60));
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
+  cudaStreamSynchronize(rank.stream);
+  return seconds(start) / iters;
+}
+
+std::vector<std::string> bench(GpuRank& rank) {
+  const size_t count = gBytes / sizeof(float);
+  float *send = nullptr, *recv = nullptr;
+  if (cudaMalloc(&send, gBytes) != cudaSuccess || cudaMalloc(&recv, gBytes) != cudaSuccess) return {"cudaMalloc"};
+  cudaMemset(send, 0, gBytes);
+  std::vector<std::string> failures;
+  if (rank.rank == 0) {
+    // The physical reference: one device-to-device copy of the same size, on this GPU, now.
+    for (int i = 0; i < 3; ++i) cudaMemcpyAsync(recv, send, gBytes, cudaMemcpyDeviceToDevice, rank.stream);
+    cudaStreamSynchronize(rank.stream);
+    const auto start = Clock::now();
+    for (int i = 0; i < 10; ++i) cudaMemcpyAsync(recv, send, gBytes, cudaMemcpyDeviceToDevice, rank.stream);
+    cudaStreamSynchronize(rank.stream);
+    const double copy = seconds(start) / 10;
+    printf("RESULT %s d2d_memcpy_bytes_per_s %.3e B/s (cudaMemcpy %zu bytes: %.1f us)\n", gLabel.c_str(), gBytes / copy,
+           gBytes, copy * 1e6);
+  }
+  const double big = timeAllReduce(rank, send, recv, count, 10, 1);
+  const double small = timeAllReduce(rank, send, recv, 2, 200, 2);
+  std::string message;
+  if (rank.launcher->asyncError(&message) != collSuccess) failures.push_back(message);
+  if (rank.rank == 0) {
+    const int n = rank.nranks;
+    const double busbw = gBytes / big * 2.0 * (n - 1) / n;
+    printf("RESULT %s allreduce_time %.1f us (%zu bytes, %d ranks)\n", gLabel.c_str(), big * 1e6, gBytes, n);
+    printf("RESULT %s allreduce_busbw %.3e B/s\n", gLabel.c_str(), busbw);
+    printf("RESULT %s allreduce_8B_latency %.2f us\n", gLabel.c_str(), small * 1e6);
+    fflush(stdout);
+  }
+  cudaFree(send);
+  cudaFree(recv);
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* b = getenv("COLL_GPU_BENCH_BYTES")) gBytes = strtoull(b, nullptr, 0);
+  if (const char* l = getenv("COLL_GPU_BENCH_LABEL")) gLabel = l;
+  const std::map<std::string, colltest::GpuRankBody> bodies = {{"bench", bench}};
+  if (int status = colltest::gpuRankChildMain(bodies); status >= 0) return status;
+  int n = 4;
+  std::vector<std::string> modes = {"threads", "processes"};
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      n = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) {
+      gBytes = strtoull(argv[++i], nullptr, 0);
+    } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
+      modes = colltest::splitCommaList(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: %s [--ranks 4] [--bytes 268435456] [--modes threads,processes]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (colltest::skipWithoutGpu()) return 77;
+  setenv("COLL_GPU_BENCH_BYTES", std::to_string(gBytes).c_str(), 1);
+  int failed = 0;
+  for (const std::string& mode : modes) {
+    gLabel = mode + "_n" + std::to_string(n);
+    setenv("COLL_GPU_BENCH_LABEL", gLabel.c_str(), 1);
+    colltest::GpuJob job;
+    job.nranks = n;
+    std::vector<std::string> failures = colltest::runGpuRanks(mode, job, "bench", bench);
+    for (const std::string& f : failures) printf("FAIL %s: %s\n", gLabel.c_str(), f.c_str());
+    failed += failures.empty() ? 0 : 1;
+  }
+  return failed == 0 ? 0 : 1;
+}

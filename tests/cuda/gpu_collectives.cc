@@ -1,0 +1,80 @@
+// GPU correctness: every collective x type x op on 2, 4 and 8 ranks that share one GPU, as threads
+// of this process (concurrent kernels) and as processes (serialized mode), through the P2P domain,
+// the planner's device programs and the kernels. Prints "SKIPPED: no CUDA device (...)" and exits
+// 77 where there is no GPU (ctest's SKIP_RETURN_CODE).
+//
+// usage: gpu_collectives [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/cuda/gpu_cases.h"
+#include "tests/cuda/gpu_ranks.h"
+
+namespace {
+
+using colltest::GpuRank;
+
+bool gThorough = false;
+
+std::vector<std::string> runAllCases(GpuRank& rank) {
+  std::vector<std::string> failures;
+  for (const colltest::GpuCase& c : colltest::gpuCases(rank.nranks, gThorough)) {
+    std::string f = colltest::runGpuCase(rank, c);
+    if (!f.empty()) failures.push_back(c.describe() + ": " + f);
+    if (failures.size() >= 10) {
+      failures.push_back("(stopped after 10 failures)");
+      break;
+    }
+  }
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gThorough = getenv("COLL_GPU_TEST_THOROUGH") != nullptr;
+  const std::map<std::string, colltest::GpuRankBody> bodies = {{"cases", runAllCases}};
+  if (int status = colltest::gpuRankChildMain(bodies); status >= 0) return status;
+
+  std::vector<int> ranks = {2, 4, 8};
+  std::vector<std::string> modes = {"threads", "processes"};
+  bool spread = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      ranks.clear();
+      for (const std::string& n : colltest::splitCommaList(argv[++i])) ranks.push_back(atoi(n.c_str()));
+    } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
+      modes = colltest::splitCommaList(argv[++i]);
+    } else if (!strcmp(argv[i], "--thorough")) {
+      gThorough = true;
+      setenv("COLL_GPU_TEST_THOROUGH", "1", 1);  // for the rank processes
+    } else if (!strcmp(argv[i], "--spread")) {
+      spread = true;
+    } else {
+      fprintf(stderr, "usage: %s [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (colltest::skipWithoutGpu()) return 77;
+  int failed = 0;
+  for (const std::string& mode : modes)
+    for (int n : ranks) {
+      colltest::GpuJob job;
+      job.nranks = n;
+      job.spreadOverGpus = spread;
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::string> failures = colltest::runGpuRanks(mode, job, "cases", runAllCases);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const size_t ncases = colltest::gpuCases(n, gThorough).size();
+      printf("RESULT gpu_collectives %s n=%d: %zu cases, %s (%.1f s)\n", mode.c_str(), n, ncases,
+             failures.empty() ? "PASS" : "FAIL", seconds);
+      for (const std::string& f : failures) printf("  %s\n", f.c_str());
+      fflush(stdout);
+      failed += failures.empty() ? 0 : 1;
+    }
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,210 @@
+#include "tests/cuda/gpu_ranks.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/bootstrap_ops.h"
+#include "bootstrap/memory_store.h"
+#include "bootstrap/unique_id.h"
+
+extern char** environ;
+
+namespace colltest {
+namespace {
+
+using coll::bootstrap::Clock;
+
+constexpr const char* kRankVar = "COLL_GPU_TEST_RANK";
+constexpr const char* kSizeVar = "COLL_GPU_TEST_NRANKS";
+constexpr const char* kIdVar = "COLL_GPU_TEST_ID";
+constexpr const char* kBodyVar = "COLL_GPU_TEST_BODY";
+constexpr const char* kSpreadVar = "COLL_GPU_TEST_SPREAD";
+constexpr const char* kTimeoutVar = "COLL_GPU_TEST_TIMEOUT_MS";
+
+std::string toHex(const collUniqueId& id) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (char c : id.internal) {
+    hex += digits[(static_cast<unsigned char>(c) >> 4) & 15];
+    hex += digits[static_cast<unsigned char>(c) & 15];
+  }
+  return hex;
+}
+
+collUniqueId fromHex(const std::string& hex) {
+  collUniqueId id{};
+  for (size_t i = 0; i < sizeof(id.internal) && 2 * i + 1 < hex.size(); ++i)
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::Store& store, const GpuRankBody& body) {
+  std::vector<std::string> failures;
+  const std::string who = "rank " + std::to_string(rank) + ": ";
+  try {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return {who + "no CUDA device"};
+    const int device = job.spreadOverGpus ? rank % count : 0;
+    if (cudaSetDevice(device) != cudaSuccess) return {who + "cudaSetDevice failed"};
+    const auto deadline = Clock::now() + std::chrono::milliseconds(job.timeoutMs);
+    coll::transport::P2pDomain domain(rank, job.nranks, device);
+    domain.connect(coll::bootstrap::allGather(store, "gpu/p2p", rank, job.nranks, domain.locator(), deadline));
+    coll::transport::P2pLauncher launcher(domain, job.timeoutMs);
+    cudaStream_t stream = nullptr;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return {who + "cudaStreamCreate"};
+    GpuRank g{rank,    job.nranks,
+              device,  domain.kernelsConcurrent() ? coll::DeviceMode::kConcurrent : coll::DeviceMode::kSerialized,
+              &domain, &launcher,
+              &store,  stream};
+    for (const std::string& f : body(g)) failures.push_back(who + f);
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+    // Nobody may still write into this rank's memory when it frees it.
+    coll::bootstrap::barrier(store, "gpu/done", rank, job.nranks,
+                             Clock::now() + std::chrono::milliseconds(job.timeoutMs));
+  } catch (const std::exception& e) {
+    failures.push_back(who + e.what());
+  }
+  return failures;
+}
+
+}  // namespace
+
+std::vector<std::string> splitCommaList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    if (end > start) items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
+bool gpuAvailable(std::string* why) {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc == cudaSuccess && count > 0) return true;
+  *why = rc != cudaSuccess ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(rc) : "no device";
+  return false;
+}
+
+bool skipWithoutGpu() {
+  std::string why;
+  if (gpuAvailable(&why)) return false;
+  printf("SKIPPED: no CUDA device (%s)\n", why.c_str());
+  return true;
+}
+
+std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
+                                     const GpuRankBody& body) {
+  return mode == "threads" ? runGpuRanksAsThreads(job, body) : runGpuRanksAsProcesses(job, bodyName);
+}
+
+void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,
+                    const void* sendbuff, void* recvbuff) {
+  coll::transport::DeviceProgramView view;
+  view.steps = program.steps.data();
+  view.nsteps = program.steps.size();
+  view.launches = program.launches.data();
+  view.nlaunches = program.launches.size();
+  view.protocol = program.protocol;
+  view.geometry = program.geometry;
+  view.avgDivisor = program.avgDivisor;
+  rank.launcher->enqueue(view, type, op, sendbuff, recvbuff, rank.stream);
+}
+
+std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body) {
+  auto store = std::make_shared<coll::bootstrap::MemoryStore>();
+  std::vector<std::string> failures;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < job.nranks; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<std::string> mine = runRank(r, job, *store, body);
+      std::lock_guard<std::mutex> lock(mutex);
+      failures.insert(failures.end(), mine.begin(), mine.end());
+    });
+  for (std::thread& t : threads) t.join();
+  return failures;
+}
+
+std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::string& bodyName) {
+  const std::string id = toHex(coll::bootstrap::createUniqueId());
+  std::vector<pid_t> pids;
+  for (int r = 0; r < job.nranks; ++r) {
+    std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
+                                     std::string(kSizeVar) + "=" + std::to_string(job.nranks),
+                                     std::string(kIdVar) + "=" + id,
+                                     std::string(kBodyVar) + "=" + bodyName,
+                                     std::string(kSpreadVar) + "=" + (job.spreadOverGpus ? "1" : "0"),
+                                     std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
+    std::vector<char*> env;
+    for (std::string& v : vars) env.push_back(v.data());
+    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+    env.push_back(nullptr);
+    char self[] = "/proc/self/exe";
+    char* argv[] = {self, nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, env.data()) != 0)
+      return {"posix_spawn of rank " + std::to_string(r) + " failed"};
+    pids.push_back(pid);
+  }
+  std::vector<std::string> failures;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(job.timeoutMs + 30000);
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        for (pid_t p : pids) kill(p, SIGKILL);
+        waitpid(pids[r], &status, 0);
+        failures.push_back("rank " + std::to_string(r) + " did not finish in time (killed)");
+        break;
+      }
+      usleep(10000);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      failures.push_back("rank " + std::to_string(r) + " exited with status " + std::to_string(WEXITSTATUS(status)) +
+                         " (its failures are printed above)");
+    if (WIFSIGNALED(status))
+      failures.push_back("rank " + std::to_string(r) + " died of signal " + std::to_string(WTERMSIG(status)));
+  }
+  return failures;
+}
+
+int gpuRankChildMain(const std::map<std::string, GpuRankBody>& bodies) {
+  const char* rankText = getenv(kRankVar);
+  if (rankText == nullptr) return -1;
+  GpuJob job;
+  job.nranks = atoi(getenv(kSizeVar));
+  job.spreadOverGpus = std::string(getenv(kSpreadVar)) == "1";
+  job.timeoutMs = atoi(getenv(kTimeoutVar));
+  const int rank = atoi(rankText);
+  auto body = bodies.find(getenv(kBodyVar));
+  if (body == bodies.end()) {
+    fprintf(stderr, "rank %d: unknown body %s\n", rank, getenv(kBodyVar));
+    return 1;
+  }
+  std::vector<std::string> failures;
+  try {
+    auto store =
+        coll::bootstrap::connectStore(fromHex(getenv(kIdVar)), Clock::now() + std::chrono::milliseconds(job.timeoutMs));
+    failures = runRank(rank, job, *store, body->second);
+  } catch (const std::exception& e) {
+    failures.push_back("rank " + std::to_string(rank) + ": " + e.what());
+  }
+  for (const std::string& f : failures) fprintf(stderr, "FAIL %s\n", f.c_str());
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace colltest

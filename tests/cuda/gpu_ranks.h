@@ -1,0 +1,67 @@
+// Runs a body on n ranks that share the GPU(s) of this machine, as threads of this process (one
+// CUDA context: concurrent kernels) or as processes (kernels time-slice: serialized mode), each
+// with its P2P domain connected to the others and a stream. Processes are this program started
+// again (not forked: CUDA does not survive fork), told their rank through the environment, and
+// rendezvous through a TCP store; threads share an in-memory store.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "src/plan/device_program.h"
+#include "transport/p2p/p2p_domain.h"
+#include "transport/p2p/p2p_launcher.h"
+
+namespace colltest {
+
+struct GpuRank {
+  int rank;
+  int nranks;
+  int device;
+  coll::DeviceMode mode;  // concurrent (threads) or serialized (processes on one GPU)
+  coll::transport::P2pDomain* domain;
+  coll::transport::P2pLauncher* launcher;
+  coll::bootstrap::Store* store;
+  cudaStream_t stream;
+};
+
+// Returns failure descriptions (empty when the rank passed).
+using GpuRankBody = std::function<std::vector<std::string>(GpuRank& rank)>;
+
+struct GpuJob {
+  int nranks = 2;
+  bool spreadOverGpus = false;  // rank r on GPU r % count (default: every rank on GPU 0)
+  int timeoutMs = 120000;
+};
+
+std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body);
+// bodyName must be registered in the map given to gpuRankChildMain by this program's main.
+std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::string& bodyName);
+
+// In main, first: when this process is a rank started by runGpuRanksAsProcesses, runs its body
+// and returns the exit status (0 passed, 1 failed); otherwise returns -1.
+int gpuRankChildMain(const std::map<std::string, GpuRankBody>& bodies);
+
+// Whether a CUDA device is usable here; *why says why not. (Rank processes are started with exec,
+// so they inherit no CUDA state from this one.)
+bool gpuAvailable(std::string* why);
+// Without a usable GPU: prints "SKIPPED: no CUDA device (why)" and returns true (exit with 77).
+bool skipWithoutGpu();
+
+// runGpuRanksAsThreads or runGpuRanksAsProcesses by mode ("threads" or "processes").
+std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
+                                     const GpuRankBody& body);
+
+// "a,b,c" -> {"a", "b", "c"} (command-line lists).
+std::vector<std::string> splitCommaList(const std::string& text);
+
+// Sends the program to the launcher (one view over its arrays).
+void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,
+                    const void* sendbuff, void* recvbuff);
+
+}  // namespace colltest

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# -m device on a machine without a usable GPU: the perf program must exit non-zero and say why
+# ("no CUDA device: ..."). Where a GPU is usable this refusal cannot happen: skipped (77).
+# usage: perf_device_flag_test.sh ALL_REDUCE_PERF
+set -uo pipefail
+perf=$1
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "SKIPPED: a GPU is present (nvidia-smi -L); the refusal is for machines without one"
+  exit 77
+fi
+out=$("$perf" -m device -b 8 -e 8 -n 1 -w 0 2>&1)
+rc=$?
+echo "$out"
+if [[ $rc -eq 0 ]]; then
+  echo "FAIL: -m device without a GPU exited 0"
+  exit 1
+fi
+if ! grep -q -- "-m device: no CUDA device: " <<<"$out"; then
+  echo "FAIL: the message does not say 'no CUDA device'"
+  exit 1
+fi
+# The default (-m absent) falls back to host memory and runs.
+"$perf" -b 8 -e 8 -n 1 -w 0 | grep -q "Using devices: host memory" || {
+  echo "FAIL: without -m the program did not fall back to host memory"
+  exit 1
+}
+echo "ok: exit status $rc and a clear message"

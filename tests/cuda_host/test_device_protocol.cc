@@ -1,0 +1,75 @@
+// The device protocol choice (src/plan/protocol.h) and COLL_PROTO's parsing (src/params.h).
+#include <gtest/gtest.h>
+
+#include "src/error.h"
+#include "src/params.h"
+#include "src/plan/protocol.h"
+
+namespace coll {
+namespace {
+
+CollCall call(CollType type, size_t count, size_t elemSize) {
+  CollCall c;
+  c.type = type;
+  c.count = count;
+  c.elemSize = elemSize;
+  c.datatype = elemSize == 4 ? collFloat32 : collUint8;
+  return c;
+}
+
+TEST(DeviceProtocol, SmallMessagesTakeLLLargeOnesSimple) {
+  using device::Protocol;
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 1, 4), 4, true, ProtoChoice::kAuto), Protocol::kLL);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, kLLMaxBytes / 4, 4), 4, true, ProtoChoice::kAuto), Protocol::kLL);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, kLLMaxBytes / 4 + 1, 4), 4, true, ProtoChoice::kAuto),
+            Protocol::kSimple);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 64 << 20, 4), 4, true, ProtoChoice::kAuto), Protocol::kSimple);
+  // Zero-byte calls and barriers are latency-bound.
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 0, 4), 4, true, ProtoChoice::kAuto), Protocol::kLL);
+  EXPECT_EQ(chooseProtocol(call(CollType::kBarrier, 0, 1), 8, true, ProtoChoice::kAuto), Protocol::kLL);
+}
+
+TEST(DeviceProtocol, GatherLikeCallsCountTheWholeBuffer) {
+  // 8 ranks x 16 KiB: the all-gather's output is 128 KiB, past LL's limit.
+  const size_t per = (16 << 10) / 4;
+  EXPECT_EQ(deviceCallBytes(call(CollType::kAllGather, per, 4), 8), size_t(128) << 10);
+  EXPECT_EQ(deviceCallBytes(call(CollType::kAllReduce, per, 4), 8), size_t(16) << 10);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllGather, per, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kSimple);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, per, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kLL);
+}
+
+TEST(DeviceProtocol, CollProtoOverridesTheSize) {
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 64 << 20, 4), 4, true, ProtoChoice::kLL), device::Protocol::kLL);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 1, 4), 4, true, ProtoChoice::kSimple), device::Protocol::kSimple);
+}
+
+TEST(DeviceProtocol, SerializedModeAlwaysUsesSimple) {
+  // Without concurrent kernels the stream waits on Simple's ready flags; LL has none.
+  for (ProtoChoice forced : {ProtoChoice::kAuto, ProtoChoice::kLL, ProtoChoice::kSimple})
+    EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, 1, 4), 4, false, forced), device::Protocol::kSimple);
+}
+
+TEST(DeviceProtocol, ParsesCollProto) {
+  EXPECT_EQ(parseProtoChoice("LL"), ProtoChoice::kLL);
+  EXPECT_EQ(parseProtoChoice("ll"), ProtoChoice::kLL);
+  EXPECT_EQ(parseProtoChoice("Simple"), ProtoChoice::kSimple);
+  EXPECT_EQ(parseProtoChoice("SIMPLE"), ProtoChoice::kSimple);
+  EXPECT_EQ(parseProtoChoice("auto"), ProtoChoice::kAuto);
+  try {
+    parseProtoChoice("LL128");
+    FAIL() << "LL128 accepted";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("COLL_PROTO"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceProtocol, CollProtoIsAPlanningSetting) {
+  // Ranks that disagree on COLL_PROTO would cut connections differently: init refuses them.
+  Params a, b;
+  b.protocol = ProtoChoice::kLL;
+  EXPECT_NE(planSettingsDigest(a), planSettingsDigest(b));
+}
+
+}  // namespace
+}  // namespace coll

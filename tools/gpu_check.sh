@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Every GPU check and measurement of libcollective in one call, on a machine with a GPU: builds
+# with CUDA, runs the GPU tests (every collective x type x op on 2, 4 and 8 ranks sharing one
+# GPU, as threads and as processes), compute-sanitizer, the device measurements (all-reduce of
+# 256 MiB on 4 ranks against a device-to-device copy measured in the same run, 8-byte latency),
+# all_reduce_perf -m device, and NCCL through PyTorch side by side; then prints one table.
+# docs/cuda.md says what each row means.
+#
+# usage: tools/gpu_check.sh
+# environment:
+#   BUILD_DIR   build directory (default: build-gpu)
+#   JOBS        parallel build jobs (default: nproc)
+#   CUDA_ARCHS  CMAKE_CUDA_ARCHITECTURES (default: 80;90)
+#   BENCH_BYTES all-reduce size for the measurements (default: 268435456)
+#   GPU_CHECK_ALLOW_NO_GPU=1  on a machine without a GPU: build, run what needs none, mark the
+#               rest SKIPPED (to check the script itself); otherwise no GPU is an error
+#   SKIP_BUILD=1  use BUILD_DIR as it is
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+JOBS=${JOBS:-$(nproc)}
+CUDA_ARCHS=${CUDA_ARCHS:-80;90}
+BENCH_BYTES=${BENCH_BYTES:-268435456}
+LOG_DIR=$BUILD_DIR/gpu_check
+rows=()
+failed=0
+
+row() {  # check, result, detail
+  rows+=("$1|$2|$3")
+  [[ $2 == FAIL ]] && failed=1
+  printf '== %-34s %-8s %s\n' "$1" "$2" "$3"
+}
+
+have_gpu=0
+gpu_name="none"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  have_gpu=1
+  gpu_name=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)
+fi
+if [[ $have_gpu == 0 && ${GPU_CHECK_ALLOW_NO_GPU:-0} != 1 ]]; then
+  echo "gpu_check.sh: no GPU here (nvidia-smi -L lists none); run it on a GPU machine," >&2
+  echo "or set GPU_CHECK_ALLOW_NO_GPU=1 to build and run only what needs no GPU." >&2
+  exit 1
+fi
+echo "gpu_check.sh: GPU: $gpu_name"
+
+# 1. Build with CUDA (GoogleTest optional: its suites are skipped where it is absent).
+mkdir -p "$BUILD_DIR"
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+  start=$SECONDS
+  if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCOLL_WITH_CUDA=ON -DCOLL_BUILD_TESTS=ON \
+      "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS" >"$BUILD_DIR/configure.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" --parallel "$JOBS" >"$BUILD_DIR/build.log" 2>&1; then
+    row "build (CUDA, archs $CUDA_ARCHS)" PASS "$((SECONDS - start)) s"
+  else
+    row "build (CUDA, archs $CUDA_ARCHS)" FAIL "see $BUILD_DIR/configure.log and build.log"
+    tail -30 "$BUILD_DIR/build.log" 2>/dev/null || tail -30 "$BUILD_DIR/configure.log"
+    exit 1
+  fi
+fi
+mkdir -p "$LOG_DIR"
+bin=$BUILD_DIR/tests/cuda
+
+# 2. Host-side device logic (protocol choice, lowering and unit simulation, functors, refusals).
+if [[ -x $BUILD_DIR/tests/cuda_host/test_cuda_host ]]; then
+  if "$BUILD_DIR/tests/cuda_host/test_cuda_host" >"$LOG_DIR/cuda_host.log" 2>&1; then
+    row "host-side device tests" PASS "$(grep -c '^\[       OK' "$LOG_DIR/cuda_host.log") tests"
+  else
+    row "host-side device tests" FAIL "$LOG_DIR/cuda_host.log"
+  fi
+else
+  row "host-side device tests" SKIPPED "not built (no GoogleTest)"
+fi
+
+# 3. GPU correctness: one row per (mode, ranks).
+"$bin/gpu_collectives" --ranks 2,4,8 --modes threads,processes >"$LOG_DIR/collectives.log" 2>&1
+status=$?
+if [[ $status == 77 ]]; then
+  row "collectives on one GPU" SKIPPED "$(head -1 "$LOG_DIR/collectives.log")"
+else
+  while read -r _ _ mode n cases result secs; do
+    row "collectives $mode ${n%:}" "$result" "$cases cases, $secs"
+  done < <(grep '^RESULT gpu_collectives' "$LOG_DIR/collectives.log" | tr -d ',()' | sed 's/ cases//')
+  [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives.log" | head -20
+fi
+
+# 4. compute-sanitizer: processes (serialized mode never has a kernel wait on another's, so it
+# runs even if the sanitizer serializes kernels), then threads (informational: if the sanitizer
+# serializes the concurrent kernels, they time out instead of hanging).
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [[ $have_gpu == 1 && -n $sanitizer ]]; then
+  for mode in processes threads; do
+    if COLL_TIMEOUT_MS=60000 timeout 1800 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 \
+        "$bin/gpu_collectives" --ranks 2 --modes "$mode" >"$LOG_DIR/sanitizer_$mode.log" 2>&1; then
+      row "compute-sanitizer memcheck $mode 2" PASS "$(grep -m1 'ERROR SUMMARY' "$LOG_DIR/sanitizer_$mode.log")"
+    else
+      row "compute-sanitizer memcheck $mode 2" FAIL "$LOG_DIR/sanitizer_$mode.log: $(grep -m1 'ERROR SUMMARY\|FAIL' "$LOG_DIR/sanitizer_$mode.log")"
+    fi
+  done
+else
+  row "compute-sanitizer" SKIPPED "$([[ $have_gpu == 1 ]] && echo 'compute-sanitizer not found' || echo 'no GPU')"
+fi
+
+# 5. Measurements through the device path: 4 ranks, BENCH_BYTES, threads and processes.
+"$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES" >"$LOG_DIR/bench.log" 2>&1
+status=$?
+if [[ $status == 77 ]]; then
+  row "device all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/bench.log")"
+else
+  copy=$(awk '$1 == "RESULT" && $3 == "d2d_memcpy_bytes_per_s" { print $4; exit }' "$LOG_DIR/bench.log")
+  row "cudaMemcpy D2D ($BENCH_BYTES B)" "$([[ -n $copy ]] && echo INFO || echo FAIL)" \
+    "$(awk -v c="$copy" 'BEGIN { if (c != "") printf "%.1f GB/s", c / 1e9 }')"
+  for label in threads_n4 processes_n4; do
+    busbw=$(awk -v l=$label '$1 == "RESULT" && $2 == l && $3 == "allreduce_busbw" { print $4 }' "$LOG_DIR/bench.log")
+    lat=$(awk -v l=$label '$1 == "RESULT" && $2 == l && $3 == "allreduce_8B_latency" { print $4 }' "$LOG_DIR/bench.log")
+    if [[ -n $busbw ]]; then
+      row "all-reduce $label busbw" INFO "$(awk -v b="$busbw" -v c="$copy" 'BEGIN { printf "%.1f GB/s (%.2f x D2D copy)", b / 1e9, (c > 0 ? b / c : 0) }')"
+      row "all-reduce $label 8 B latency" INFO "$lat us"
+    else
+      row "all-reduce $label" FAIL "$LOG_DIR/bench.log"
+    fi
+  done
+  [[ $status != 0 ]] && grep FAIL "$LOG_DIR/bench.log" | head -5
+fi
+
+# 6. The perf program through the public API (needs the device path wired into the communicator).
+perf=$BUILD_DIR/benchmarks/perf/all_reduce_perf
+collrun=$BUILD_DIR/tools/collrun/collrun
+if [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then
+  if timeout 600 "$collrun" -n 4 "$perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" -n 10 -w 3 -c 1 \
+      >"$LOG_DIR/all_reduce_perf.log" 2>&1; then
+    row "all_reduce_perf -m device n=4" PASS "$(grep 'Avg bus bandwidth' "$LOG_DIR/all_reduce_perf.log")"
+  else
+    row "all_reduce_perf -m device n=4" FAIL "$(grep -m1 -i 'failed\|error' "$LOG_DIR/all_reduce_perf.log" | cut -c1-150)"
+  fi
+else
+  row "all_reduce_perf -m device n=4" SKIPPED "no GPU, or not built"
+fi
+
+# 7. NCCL through PyTorch, the same sizes, side by side.
+if [[ $have_gpu == 1 ]] && python3 -c 'import torch, torch.distributed; assert torch.cuda.is_available()' 2>/dev/null; then
+  if timeout 900 python3 tools/gpu_torch_nccl.py --ranks 4 --bytes "$BENCH_BYTES" >"$LOG_DIR/torch_nccl.log" 2>&1; then
+    while read -r _ label metric value unit rest; do
+      row "torch NCCL $label $metric" INFO "$value $unit $rest"
+    done < <(grep '^RESULT' "$LOG_DIR/torch_nccl.log")
+  else
+    row "torch NCCL" FAIL "$LOG_DIR/torch_nccl.log: $(tail -1 "$LOG_DIR/torch_nccl.log" | cut -c1-150)"
+  fi
+else
+  row "torch NCCL" SKIPPED "no GPU, or no PyTorch with CUDA"
+fi
+
+echo
+echo "| check | result | detail |"
+echo "| --- | --- | --- |"
+for r in "${rows[@]}"; do
+  IFS='|' read -r check result detail <<<"$r"
+  echo "| $check | $result | $detail |"
+done
+echo
+echo "GPU: $gpu_name; logs in $LOG_DIR"
+exit $failed
