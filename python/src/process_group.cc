@@ -1,5 +1,6 @@
 #include "process_group.h"
 
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include "library_call.h"
@@ -11,8 +12,16 @@ ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::st
 
 ProcessGroupCollective::~ProcessGroupCollective() {
   // The communicator must outlive every queued call, and the calls must not wait for a Work that
-  // a caller may still hold: run them all now.
-  queue_->shutdown();
+  // a caller may still hold: run them all now. When Python destroys the group it holds the GIL,
+  // and the worker may need it to finish: dropping the last reference to a tensor that has a
+  // Python object takes the GIL. So let go of it while we wait, or both wait forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* released = PyEval_SaveThread();
+    queue_->shutdown();
+    PyEval_RestoreThread(released);
+  } else {
+    queue_->shutdown();
+  }
 }
 
 void ProcessGroupCollective::checkRoot(int64_t root, const char* op) const {
