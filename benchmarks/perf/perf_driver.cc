@@ -1,9 +1,6 @@
 #include "perf_driver.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sched.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,32 +67,14 @@ class Driver {
   uint64_t totalWrong_ = 0;
 };
 
-// Without a launcher's variables, run as a single rank (like nccl-tests started alone).
-void defaultToSingleRank() {
+// Without a launcher's variables the program runs as a single rank (like nccl-tests started alone).
+bool startedByALauncher() {
   for (const char* var : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
                           "SLURM_PROCID", "COLL_BOOTSTRAP"}) {
     const char* v = getenv(var);
-    if (v != nullptr && *v != '\0') return;
+    if (v != nullptr && *v != '\0') return true;
   }
-  int port = 0;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd >= 0) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-    close(fd);
-  }
-  setenv("RANK", "0", 1);
-  setenv("WORLD_SIZE", "1", 1);
-  setenv("LOCAL_RANK", "0", 1);
-  setenv("LOCAL_WORLD_SIZE", "1", 1);
-  setenv("MASTER_ADDR", "127.0.0.1", 0);
-  if (port != 0) setenv("MASTER_PORT", std::to_string(port).c_str(), 0);
+  return false;
 }
 
 std::string formatTime(double us) {
@@ -146,15 +125,23 @@ collResult_t Driver::finish(collResult_t r) {
 }
 
 void Driver::init() {
-  defaultToSingleRank();
   collConfig_t config = COLL_CONFIG_INITIALIZER;
   config.blocking = 0;
   config.commName = coll_.programName;
-  collResult_t r = collCommInitFromEnv(&comm_, args_.blocking ? nullptr : &config);
+  collResult_t r;
+  if (startedByALauncher()) {
+    r = collCommInitFromEnv(&comm_, args_.blocking ? nullptr : &config);
+  } else {
+    // Alone: a unique id's store binds its own ephemeral port, so no port is picked in advance
+    // (picking one and closing it raced with other programs doing the same).
+    collUniqueId id;
+    r = collGetUniqueId(&id);
+    if (r == collSuccess) r = collCommInitRankConfig(&comm_, 1, id, 0, args_.blocking ? nullptr : &config);
+  }
   r = finish(r);
   if (r != collSuccess) {
     fprintf(stderr,
-            "%s: collCommInitFromEnv failed: %s: %s\n"
+            "%s: communicator init failed: %s: %s\n"
             "Start the program with a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, "
             "e.g. collrun -n 2 %s\n",
             coll_.programName, collGetErrorString(r), collGetLastError(nullptr), coll_.programName);
