@@ -105,7 +105,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
   // both gave 0.20 us (docs/performance.md).
   spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
-  COLL_INFO(kInit, "comm %s rank %d/%d ready: %d local rank(s) on shared memory, %s, spin %lld ns",
+  COLL_INFO(kInit, "comm %s rank %d/%d ready: %d rank(s) share this machine's cores, %s, spin %lld ns",
             options_.name.c_str(), rank_, nranks_, localRanks, net_ ? "sockets to the others" : "no sockets",
             static_cast<long long>(spinNs_));
 }
@@ -130,13 +130,9 @@ void Communicator::setupTransports() {
     for (int rep : hostRepresentatives) seen = seen || peers_[rep].hostHash == peers_[r].hostHash;
     if (!seen) hostRepresentatives.push_back(r);
   }
-  bool anyNet = false;
   for (int a : hostRepresentatives) {
     for (int b : hostRepresentatives) {
-      const transport::TransportDescriptor* chosen =
-          transport::chooseTransport(peers_[a], peers_[b], params_.transports);
-      anyNet = anyNet || (chosen != nullptr && std::string(chosen->name) == "net");
-      if (chosen != nullptr) continue;
+      if (transport::chooseTransport(peers_[a], peers_[b], params_.transports) != nullptr) continue;
       throwError(collInvalidUsage,
                  "communicator init: no transport connects rank %d and rank %d (%s; COLL_TRANSPORTS=\"%s\"); this "
                  "build has: %s",
@@ -144,35 +140,9 @@ void Communicator::setupTransports() {
                  transport::transportNames().c_str());
     }
   }
-  // Shared memory serves the ranks of this host that the table gives it, and always this rank
-  // itself (a send to self goes through its own segment); sockets serve the ranks given "net".
-  std::vector<int> localRanks, netPeers;
-  transportOf_.assign(nranks_, "shm");
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) {
-      localRanks.push_back(r);
-      continue;
-    }
-    transportOf_[r] = transport::chooseTransport(peers_[rank_], peers_[r], params_.transports)->name;
-    if (transportOf_[r] == "shm") localRanks.push_back(r);
-    if (transportOf_[r] == "net") netPeers.push_back(r);
-  }
-  bool allLocal = static_cast<int>(localRanks.size()) == nranks_;
-  bool localCanRead = setupSharedMemory(localRanks);
-  if (anyNet) setupSockets(netPeers);
-  if (allLocal) oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
-  if (allLocal && localCanRead)
-    directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);
-  planContext_.nranks = nranks_;
-  planContext_.oneshotAvailable = allLocal;
-  planContext_.directReadAvailable = allLocal && localCanRead;
-  planContext_.directReadBytes = params_.directReadBytes;
-  planContext_.oneshotBytes = shm_->config().oneshotBytes;
-  planContext_.slotBytes = shm_->config().slotBytes;
-  planContext_.fifoDepth = shm_->config().fifoDepth;
-  planContext_.overrides = params_.algoOverride;
-  // Groups of ranks that share memory, in order of their lowest rank, for the host-aware
-  // algorithms. Every rank derives the same groups from the same table.
+  // Groups of ranks that share memory, in order of their lowest rank: every rank derives the
+  // same groups from the same table. Shared memory serves this rank's group (itself included: a
+  // send to self goes through its own segment); the table gives sockets to every other rank.
   planContext_.hosts.clear();
   for (int r = 0; r < nranks_; ++r) {
     bool placed = false;
@@ -186,13 +156,33 @@ void Communicator::setupTransports() {
     }
     if (!placed) planContext_.hosts.push_back({r});
   }
+  std::vector<int> groupOf(nranks_);
+  for (size_t g = 0; g < planContext_.hosts.size(); ++g)
+    for (int r : planContext_.hosts[g]) groupOf[r] = static_cast<int>(g);
+  const std::vector<int>& localRanks = planContext_.hosts[groupOf[rank_]];
+  std::vector<int> netPeers;
+  for (int r = 0; r < nranks_; ++r)
+    if (groupOf[r] != groupOf[rank_]) netPeers.push_back(r);
+  bool anyNet = planContext_.hosts.size() > 1;
+  bool allLocal = !anyNet;
+
+  bool localCanRead = setupSharedMemory(localRanks);
+  if (anyNet) setupSockets(netPeers);
+  if (allLocal) oneshot_ = std::make_unique<OneShot>(*shm_, rank_, nranks_);
+  if (allLocal && localCanRead)
+    directRead_ = std::make_unique<DirectRead>(*shm_, rank_, nranks_, params_.streamingBytes);
+  planContext_.nranks = nranks_;
+  planContext_.oneshotAvailable = allLocal;
+  planContext_.directReadAvailable = allLocal && localCanRead;
+  planContext_.directReadBytes = params_.directReadBytes;
+  planContext_.oneshotBytes = shm_->config().oneshotBytes;
+  planContext_.slotBytes = shm_->config().slotBytes;
+  planContext_.fifoDepth = shm_->config().fifoDepth;
+  planContext_.overrides = params_.algoOverride;
   planContext_.ringOrder = algorithms::hostOrderedRing(planContext_.hosts);
   planContext_.crossesNetwork = anyNet;
   // Which levels of the binomial tree (edges rank v - v+2^k) cross between groups: the cost
   // model charges those the network's latency.
-  std::vector<int> groupOf(nranks_);
-  for (size_t g = 0; g < planContext_.hosts.size(); ++g)
-    for (int r : planContext_.hosts[g]) groupOf[r] = static_cast<int>(g);
   planContext_.treeNetLevels = 0;
   for (int bit = 1; bit < nranks_; bit <<= 1) {
     bool crosses = false;

@@ -91,8 +91,7 @@ class Communicator : public ConnectionSource {
   std::vector<transport::PeerInfo> peers_;
   std::unique_ptr<transport::ShmDomain> shm_;
   std::unique_ptr<transport::NetDomain> net_;
-  std::vector<std::string> transportOf_;  // per rank: "shm" or "net" (self: "shm")
-  transport::Doorbell localBell_;         // used when there is no shared memory
+  transport::Doorbell localBell_;  // used when there is no shared memory
   transport::Doorbell* bell_ = &localBell_;
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;

@@ -22,6 +22,8 @@ Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, si
 Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvCount, size_t maxStepElems, bool avg);
 Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems);
 std::vector<int> identityOrder(int nranks);
+// Where `value` stands in `list` (a ring position, a rank's index in its host), or -1.
+int indexOf(const std::vector<int>& list, int value);
 
 // hierarchy.cc: algorithms that know which ranks share a host.
 // hosts[h] lists host h's ranks, ascending; hosts in order of their lowest rank.

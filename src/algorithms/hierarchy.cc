@@ -21,11 +21,6 @@ void appendMapped(Schedule& out, const Schedule& in, const std::vector<int>& mem
   }
 }
 
-int indexIn(const std::vector<int>& list, int value) {
-  auto it = std::find(list.begin(), list.end(), value);
-  return it == list.end() ? -1 : static_cast<int>(it - list.begin());
-}
-
 // A balanced binary tree over indices [lo, hi] in in-order layout: the middle index is the root
 // of the range. Fills parent[] (-1 for the root) for every index of the range.
 void buildInOrderTree(int lo, int hi, int parentIndex, std::vector<int>& parent) {
@@ -86,10 +81,10 @@ Schedule hierarchicalAllReduce(const HostLayout& hosts, int rank, size_t count, 
   int myHost = -1;
   for (size_t h = 0; h < hosts.size(); ++h) {
     leaders.push_back(hosts[h].front());
-    if (indexIn(hosts[h], rank) >= 0) myHost = static_cast<int>(h);
+    if (indexOf(hosts[h], rank) >= 0) myHost = static_cast<int>(h);
   }
   const std::vector<int>& local = hosts[myHost];
-  int localIndex = indexIn(local, rank);
+  int localIndex = indexOf(local, rank);
   int nlocal = static_cast<int>(local.size());
   int nhosts = static_cast<int>(hosts.size());
   // The average divides the full sum once: in the leaders' ring, or at the only leader.
@@ -110,7 +105,7 @@ Schedule doubleTreeAllReduce(const std::vector<int>& order, int rank, size_t cou
   Schedule s;
   s.algorithm = "dbtree";
   int n = static_cast<int>(order.size());
-  int position = static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+  int position = indexOf(order, rank);
   std::vector<int> shapeParent(n, -1);
   buildInOrderTree(0, n - 1, -1, shapeParent);
   TreeLinks trees[2] = {linksOf(shapeParent, order, position, 0), linksOf(shapeParent, order, position, n > 1 ? 1 : 0)};

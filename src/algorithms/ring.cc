@@ -95,18 +95,17 @@ Schedule localCopy(size_t count, const char* name) {
 
 size_t loopElems(int nranks, size_t maxStepElems) { return std::max<size_t>(1, maxStepElems) * nranks; }
 
-int positionOf(const std::vector<int>& order, int rank) {
-  for (size_t i = 0; i < order.size(); ++i)
-    if (order[i] == rank) return static_cast<int>(i);
-  return -1;
-}
-
 }  // namespace
 
 std::vector<int> identityOrder(int n) {
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
   return order;
+}
+
+int indexOf(const std::vector<int>& list, int value) {
+  auto it = std::find(list.begin(), list.end(), value);
+  return it == list.end() ? -1 : static_cast<int>(it - list.begin());
 }
 
 Schedule ringAllReduce(int n, int r, size_t count, size_t maxStepElems, bool avg) {
@@ -126,7 +125,7 @@ Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, si
   s.algorithm = "ring";
   int n = static_cast<int>(order.size());
   if (n == 1) return localCopy(count, "ring");
-  RingView ring{order, n, positionOf(order, rank)};
+  RingView ring{order, n, indexOf(order, rank)};
   size_t loop = loopElems(n, maxStepElems);
   for (size_t base = 0; base < count; base += loop) {
     size_t length = std::min(loop, count - base);
@@ -145,7 +144,7 @@ Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvC
   s.algorithm = "ring";
   int n = static_cast<int>(order.size());
   if (n == 1) return localCopy(recvCount, "ring");
-  RingView ring{order, n, positionOf(order, rank)};
+  RingView ring{order, n, indexOf(order, rank)};
   // The block at position b is rank order[b]'s share of recvCount elements; a loop takes
   // maxStepElems of each.
   size_t chunk = std::max<size_t>(1, maxStepElems);
@@ -163,7 +162,7 @@ Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount
   Schedule s;
   s.algorithm = "ring";
   int n = static_cast<int>(order.size());
-  RingView ring{order, n, positionOf(order, rank)};
+  RingView ring{order, n, indexOf(order, rank)};
   size_t chunk = std::max<size_t>(1, maxStepElems);
   for (size_t base = 0; base < sendCount; base += chunk) {
     size_t length = std::min(chunk, sendCount - base);
