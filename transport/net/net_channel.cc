@@ -12,10 +12,6 @@ namespace coll {
 namespace transport {
 namespace {
 
-std::unique_ptr<uint8_t[]> allocateSlots(int depth, size_t slotBytes) {
-  return std::unique_ptr<uint8_t[]>(new uint8_t[static_cast<size_t>(depth) * slotBytes]);
-}
-
 bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
 
 std::string socketError(const char* what, int err) {
@@ -28,27 +24,26 @@ std::string socketError(const char* what, int err) {
 
 }  // namespace
 
+NetSlots::NetSlots(int slotCount, size_t bytesPerSlot)
+    : depth(slotCount),
+      slotBytes(bytesPerSlot),
+      memory(new uint8_t[static_cast<size_t>(slotCount) * bytesPerSlot]),
+      sizes(slotCount, 0) {}
+
 NetSendChannel::NetSendChannel(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetChannelOwner& owner)
-    : peer_(peer),
-      depth_(depth),
-      slotBytes_(slotBytes),
-      owner_(owner),
-      slots_(allocateSlots(depth, slotBytes)),
-      sizes_(depth, 0),
-      external_(depth, nullptr),
-      sent_(depth, 0) {
+    : peer_(peer), owner_(owner), slots_(depth, slotBytes), external_(depth, nullptr), sent_(depth, 0) {
   for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0});
 }
 
 void* NetSendChannel::tryAcquire() {
   uint64_t posted = posted_.load(std::memory_order_relaxed);
-  if (posted - completed_.load(std::memory_order_acquire) < static_cast<uint64_t>(depth_)) return slot(posted);
+  if (slots_.fits(posted, completed_.load(std::memory_order_acquire))) return slots_.at(posted);
   // Every slot is in flight: push some out ourselves if nobody else is.
   if (mutex_.try_lock()) {
     pump();
     mutex_.unlock();
   }
-  return posted - completed_.load(std::memory_order_acquire) < static_cast<uint64_t>(depth_) ? slot(posted) : nullptr;
+  return slots_.fits(posted, completed_.load(std::memory_order_acquire)) ? slots_.at(posted) : nullptr;
 }
 
 void NetSendChannel::post(size_t bytes) { publish(bytes, nullptr); }
@@ -57,8 +52,8 @@ void NetSendChannel::postExternal(const void* data, size_t bytes) { publish(byte
 
 void NetSendChannel::publish(size_t bytes, const void* external) {
   uint64_t posted = posted_.load(std::memory_order_relaxed);
-  sizes_[posted % depth_] = bytes;
-  external_[posted % depth_] = static_cast<const uint8_t*>(external);
+  slots_.sizes[slots_.index(posted)] = bytes;
+  external_[slots_.index(posted)] = static_cast<const uint8_t*>(external);
   if (external != nullptr) externalEnd_.store(posted + 1, std::memory_order_relaxed);
   posted_.store(posted + 1, std::memory_order_seq_cst);
   // Send it now if the sockets take it; otherwise the progress thread finishes the job.
@@ -82,7 +77,7 @@ PumpResult NetSendChannel::pump() {
       NetFrameHeader header;
       header.kind = kNetFrameData;
       header.seq = static_cast<uint32_t>(s.seq);
-      header.bytes = sizes_[s.seq % depth_];
+      header.bytes = slots_.sizes[slots_.index(s.seq)];
       size_t total = sizeof(header) + header.bytes;
       iovec iov[2];
       int niov = 0;
@@ -105,26 +100,20 @@ PumpResult NetSendChannel::pump() {
       result.moved = true;
       s.offset += static_cast<size_t>(n);
       if (s.offset < total) break;  // the socket buffer is full; poll for room
-      sent_[s.seq % depth_] = 1;
+      sent_[slots_.index(s.seq)] = 1;
       s.offset = 0;
       s.seq += stride;
     }
   }
   // Slots free up in order, whichever socket finished first.
   uint64_t completed = completed_.load(std::memory_order_relaxed);
-  while (completed < posted && sent_[completed % depth_]) sent_[completed++ % depth_] = 0;
+  while (completed < posted && sent_[slots_.index(completed)]) sent_[slots_.index(completed++)] = 0;
   completed_.store(completed, std::memory_order_release);
   return result;
 }
 
 NetRecvChannel::NetRecvChannel(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetChannelOwner& owner)
-    : peer_(peer),
-      depth_(depth),
-      slotBytes_(slotBytes),
-      owner_(owner),
-      slots_(allocateSlots(depth, slotBytes)),
-      sizes_(depth, 0),
-      ready_(depth, 0) {
+    : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0) {
   for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false});
 }
 
@@ -136,8 +125,8 @@ const void* NetRecvChannel::tryPeek(size_t* bytes) {
     mutex_.unlock();
     if (consumed == arrived_.load(std::memory_order_acquire)) return nullptr;
   }
-  *bytes = sizes_[consumed % depth_];
-  return slot(consumed);
+  *bytes = slots_.sizes[slots_.index(consumed)];
+  return slots_.at(consumed);
 }
 
 void NetRecvChannel::release() {
@@ -148,7 +137,7 @@ void NetRecvChannel::release() {
 }
 
 bool NetRecvChannel::hasRoom(const SocketState& s) const {
-  return s.seq - consumed_.load(std::memory_order_seq_cst) < static_cast<uint64_t>(depth_);
+  return slots_.fits(s.seq, consumed_.load(std::memory_order_seq_cst));
 }
 
 bool NetRecvChannel::wantsRead(int s) const { return !sockets_[s].closed && hasRoom(sockets_[s]); }
@@ -166,7 +155,7 @@ std::string NetRecvChannel::pumpSocket(SocketState& s, bool* moved) {
       n = recv(s.fd, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot,
                MSG_DONTWAIT);
     } else {
-      n = recv(s.fd, slot(s.seq) + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
+      n = recv(s.fd, slots_.at(s.seq) + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
     }
     if (n < 0) {
       if (wouldBlock(errno)) return "";
@@ -183,7 +172,7 @@ std::string NetRecvChannel::pumpSocket(SocketState& s, bool* moved) {
     if (inHeader) {
       s.headerGot += static_cast<size_t>(n);
       if (s.headerGot < sizeof(NetFrameHeader)) continue;
-      std::string bad = checkNetFrameHeader(s.header, static_cast<uint32_t>(s.seq), slotBytes_);
+      std::string bad = checkNetFrameHeader(s.header, static_cast<uint32_t>(s.seq), slots_.slotBytes);
       if (!bad.empty()) return "received " + bad;
       if (s.header.kind == kNetFrameBye) {
         s.closed = true;
@@ -196,8 +185,8 @@ std::string NetRecvChannel::pumpSocket(SocketState& s, bool* moved) {
       s.payloadGot += static_cast<size_t>(n);
     }
     if (s.payloadGot < s.header.bytes) continue;
-    sizes_[s.seq % depth_] = s.header.bytes;
-    ready_[s.seq % depth_] = 1;
+    slots_.sizes[slots_.index(s.seq)] = s.header.bytes;
+    ready_[slots_.index(s.seq)] = 1;
     s.seq += sockets_.size();
     s.headerGot = 0;
     s.payloadGot = 0;
@@ -215,7 +204,7 @@ PumpResult NetRecvChannel::pump() {
     }
   }
   uint64_t arrived = arrived_.load(std::memory_order_relaxed);
-  while (ready_[arrived % depth_]) ready_[arrived++ % depth_] = 0;
+  while (ready_[slots_.index(arrived)]) ready_[slots_.index(arrived++)] = 0;
   arrived_.store(arrived, std::memory_order_release);
   return result;
 }

@@ -32,6 +32,20 @@ class NetChannelOwner {
   virtual void channelFailed(int peer, const std::string& reason) = 0;
 };
 
+// The FIFO slots of one direction, in this process's memory: frame `seq` uses slot seq mod depth.
+struct NetSlots {
+  NetSlots(int slotCount, size_t bytesPerSlot);
+  size_t index(uint64_t seq) const { return seq % depth; }
+  uint8_t* at(uint64_t seq) const { return memory.get() + index(seq) * slotBytes; }
+  // Whether frame `seq` fits while frames from `oldestBusy` on still hold their slots.
+  bool fits(uint64_t seq, uint64_t oldestBusy) const { return seq - oldestBusy < static_cast<uint64_t>(depth); }
+
+  int depth;
+  size_t slotBytes;
+  std::unique_ptr<uint8_t[]> memory;
+  std::vector<size_t> sizes;  // payload bytes of the frame in each slot
+};
+
 // The result of one pump: whether anything moved, and an error that ends the connection.
 struct PumpResult {
   bool moved = false;
@@ -45,8 +59,8 @@ class NetSendChannel : public SendConnection {
   // SendConnection, for the executor.
   void* tryAcquire() override;
   void post(size_t bytes) override;
-  size_t slotBytes() const override { return slotBytes_; }
-  int depth() const override { return depth_; }
+  size_t slotBytes() const override { return slots_.slotBytes; }
+  int depth() const override { return slots_.depth; }
   bool acceptsExternal() const override { return true; }
   void postExternal(const void* data, size_t bytes) override;
   bool externalPending() const override {
@@ -69,20 +83,16 @@ class NetSendChannel : public SendConnection {
     uint64_t seq;   // the frame this socket sends next (or is sending)
     size_t offset;  // bytes of that frame (header + payload) already written
   };
-  uint8_t* slot(uint64_t seq) const { return slots_.get() + (seq % depth_) * slotBytes_; }
   // Where frame `seq`'s payload is: the caller's memory for an external post, else the slot.
   const uint8_t* payload(uint64_t seq) const {
-    const uint8_t* external = external_[seq % depth_];
-    return external != nullptr ? external : slot(seq);
+    const uint8_t* external = external_[slots_.index(seq)];
+    return external != nullptr ? external : slots_.at(seq);
   }
   void publish(size_t bytes, const void* external);
 
   int peer_;
-  int depth_;
-  size_t slotBytes_;
   NetChannelOwner& owner_;
-  std::unique_ptr<uint8_t[]> slots_;
-  std::vector<size_t> sizes_;             // bytes posted in each slot
+  NetSlots slots_;
   std::vector<const uint8_t*> external_;  // per slot: the caller's memory it was posted from, or null
   std::atomic<uint64_t> externalEnd_{0};  // one past the last externally posted frame
   std::vector<uint8_t> sent_;             // per slot: fully written (pump only)
@@ -99,7 +109,7 @@ class NetRecvChannel : public RecvConnection {
   // RecvConnection, for the executor.
   const void* tryPeek(size_t* bytes) override;
   void release() override;
-  size_t slotBytes() const override { return slotBytes_; }
+  size_t slotBytes() const override { return slots_.slotBytes; }
 
   // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
   // also go to the owner.
@@ -120,17 +130,13 @@ class NetRecvChannel : public RecvConnection {
     NetFrameHeader header;
     bool closed;  // said goodbye
   };
-  uint8_t* slot(uint64_t seq) const { return slots_.get() + (seq % depth_) * slotBytes_; }
   bool hasRoom(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);
 
   int peer_;
-  int depth_;
-  size_t slotBytes_;
   NetChannelOwner& owner_;
-  std::unique_ptr<uint8_t[]> slots_;
-  std::vector<size_t> sizes_;
+  NetSlots slots_;
   std::vector<uint8_t> ready_;  // per slot: fully read (pump only)
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order
