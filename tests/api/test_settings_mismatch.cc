@@ -84,9 +84,7 @@ TEST(TransportChoice, RanksOnDifferentHostsConnectOverSockets) {
                                std::to_string(data[i]));
         return problems;
       },
-      [](int rank, collResult_t rc, const std::string& message) -> std::vector<std::string> {
-        return {"rank " + std::to_string(rank) + ": init failed: " + message};
-      });
+      initMustSucceed());
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

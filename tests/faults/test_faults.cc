@@ -80,9 +80,7 @@ TEST(Faults, RankThatFinishesAndExitsIsNotTakenForDead) {
         if (rank == 1 && out[0] != 6.0f) return {"root got " + std::to_string(out[0])};
         return {};
       },
-      [](int rank, collResult_t, const std::string& message) {
-        return std::vector<std::string>{"rank " + std::to_string(rank) + ": init: " + message};
-      });
+      initMustSucceed());
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

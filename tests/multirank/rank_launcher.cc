@@ -63,13 +63,15 @@ std::vector<std::string> runAsThreadsWithMemoryStore(int nranks, const RankBody&
   });
 }
 
+InitFailureBody initMustSucceed() {
+  return [](int rank, collResult_t, const std::string& message) {
+    return std::vector<std::string>{"rank " + std::to_string(rank) + ": init failed: " + message};
+  };
+}
+
 std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int timeoutSeconds) {
   return runAsProcessesWithSetup(
-      nranks, [](int) {}, body,
-      [](int rank, collResult_t, const std::string& message) {
-        return std::vector<std::string>{"rank " + std::to_string(rank) + ": init: " + message};
-      },
-      timeoutSeconds);
+      nranks, [](int) {}, body, initMustSucceed(), timeoutSeconds);
 }
 
 std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,

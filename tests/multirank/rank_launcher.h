@@ -25,6 +25,8 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
 
 // What a rank reports when its init fails (rc, collGetLastError): failures, or none if expected.
 using InitFailureBody = std::function<std::vector<std::string>(int rank, collResult_t rc, const std::string& message)>;
+// For runs whose init must succeed: an init failure is reported as the rank's failure.
+InitFailureBody initMustSucceed();
 // Like runAsProcesses, with setup(rank) run in each child before init (e.g. setenv).
 std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
                                                  const RankBody& body, const InitFailureBody& onInitFailure,

@@ -42,9 +42,7 @@ class CollectivesOnTwoSimulatedHosts : public ::testing::TestWithParam<int> {};
 TEST_P(CollectivesOnTwoSimulatedHosts, AllCasesMatchReference) {
   auto failures = runAsProcessesWithSetup(
       GetParam(), [](int rank) { setenv("COLL_HOSTID", rank % 2 ? "odd-host" : "even-host", 1); }, standardBody(),
-      [](int rank, collResult_t rc, const std::string& message) -> std::vector<std::string> {
-        return {"rank " + std::to_string(rank) + ": init failed: " + message};
-      });
+      initMustSucceed());
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
