@@ -154,6 +154,8 @@ collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Stor
   });
 }
 
+collResult_t guardedCall(const char* function, const std::function<void()>& body) { return guarded(function, body); }
+
 Communicator* communicatorOf(collComm_t comm) {
   return comm != nullptr && comm->magic == collComm::kLive ? comm->impl.get() : nullptr;
 }

@@ -3,6 +3,7 @@
 // ranks that are threads of one process.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "bootstrap/store.h"
@@ -18,5 +19,10 @@ Communicator* communicatorOf(collComm_t comm);
 // sets the last error on failure. config may be NULL.
 collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
                                const collConfig_t* config);
+
+// Runs `body` the way every C entry point does: a CollError becomes its code and this thread's
+// last error (prefixed with `function` unless it already starts with it); any other exception
+// becomes collInternalError or collSystemError. For entry points outside api.cc (src/zero).
+collResult_t guardedCall(const char* function, const std::function<void()>& body);
 
 }  // namespace coll

@@ -4,6 +4,7 @@
 
 #include "communicator.h"
 #include "process_group.h"
+#include "zero_bindings.h"
 
 namespace py = pybind11;
 
@@ -26,5 +27,6 @@ PYBIND11_MODULE(_C, module) {
       // Joining waits for every rank: let other Python threads run meanwhile.
       py::call_guard<py::gil_scoped_release>(),
       "Joins the communicator named by unique_id and returns it as a torch.distributed backend.");
+  torch_collective::registerZeroBindings(module);
   module.attr("torch_version") = TORCH_VERSION;
 }

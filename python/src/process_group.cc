@@ -73,6 +73,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
   return enqueue(c10d::OpType::BARRIER, {}, [comm] { checkResult(collBarrier(comm, nullptr)); });
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
+    std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t)> call) {
+  collComm_t comm = comm_.handle();
+  return enqueue(c10d::OpType::UNKNOWN, std::move(tensors), [comm, call] { checkResult(call(comm)); });
+}
+
 void ProcessGroupCollective::startCoalescing() {
   std::lock_guard<std::mutex> lock(coalescingMutex_);
   TORCH_CHECK(!coalescing_, "collective backend: startCoalescing called twice without endCoalescing");

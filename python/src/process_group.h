@@ -63,6 +63,12 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors, std::vector<at::Tensor>& inputTensors,
                                           const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
 
+  // Queues `call` (library calls on this group's communicator, e.g. the collZero* functions of
+  // zero_bindings.cc) behind the group's other calls on its worker thread. `tensors` are the
+  // buffers it uses: the Work keeps them alive until the call is done.
+  c10::intrusive_ptr<c10d::Work> enqueueLibraryCall(std::vector<at::Tensor> tensors,
+                                                    std::function<collResult_t(collComm_t)> call);
+
   // batch_isend_irecv: the calls in between are posted together, as one group.
   void startCoalescing() override;
 #if TORCH_COLLECTIVE_COALESCING_RETURNS_WORK

@@ -41,4 +41,7 @@ real_libdir=$(cd "$prefix/$libdir" && pwd -P)
 
 PYTHONPATH=$prefix/$libdir/python "$prefix/$bindir/collrun" -n 2 "$python" "$examples/point_to_point.py" ||
   fail "examples/point_to_point.py on the installed package"
-echo "python install test: 1 passed, 0 failed"
+[[ -f $prefix/include/collective_zero.h ]] || fail "missing $prefix/include/collective_zero.h"
+PYTHONPATH=$prefix/$libdir/python "$prefix/$bindir/collrun" -n 2 "$python" "$examples/zero_cifar.py" --stage 3 --epochs 1 \
+  || fail "examples/zero_cifar.py (torch_collective.zero) on the installed package"
+echo "python install test: 2 passed, 0 failed"

@@ -1,0 +1,231 @@
+// The ZeRO layer's C functions for Python. The communication calls are queued on the group's
+// worker thread like its other calls (so they keep their order with them) and return a Work; the
+// optimizer step and the norm run on the calling thread with the GIL released.
+#include "zero_bindings.h"
+
+#include <c10/util/Exception.h>
+
+#include "collective_zero.h"
+#include "library_call.h"
+#include "process_group.h"
+#include "tensor_staging.h"
+
+namespace py = pybind11;
+
+namespace torch_collective {
+namespace {
+
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// The collective backend behind a Python group object: torch 1.x hands out our ProcessGroup
+// itself, torch 2.x the Backend the Python side fetched with group._get_backend(device).
+ProcessGroupCollective& backendOf(const py::object& group) {
+  auto base = group.cast<c10::intrusive_ptr<BackendBase>>();
+  auto* backend = dynamic_cast<ProcessGroupCollective*>(base.get());
+  TORCH_CHECK(backend != nullptr, "torch_collective.zero: the group's backend is ", base->getBackendName(),
+              ": expected a group of the \"collective\" backend");
+  return *backend;
+}
+
+// A flat buffer the ZeRO functions may use as it is: contiguous, on the CPU, of a float type.
+collDataType_t flatType(const at::Tensor& tensor, const char* function, const char* what) {
+  checkHostTensor(tensor, function);
+  TORCH_CHECK(tensor.is_contiguous(), function, ": ", what, " must be contiguous");
+  auto type = tensor.scalar_type();
+  TORCH_CHECK(type == at::kFloat || type == at::kHalf || type == at::kBFloat16, function, ": ", what, " has dtype ",
+              type, ": expected float32, float16 or bfloat16");
+  return collTypeOf(tensor, Combines::kYes, function);
+}
+
+void checkSameType(const at::Tensor& a, const at::Tensor& b, const char* function) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), function, ": dtypes differ (", a.scalar_type(), " and ",
+              b.scalar_type(), ")");
+}
+
+void checkShard(const at::Tensor& shard, const collZeroPartition_t& p, const char* function) {
+  TORCH_CHECK(size_t(shard.numel()) == p.shardCount, function, ": the shard has ", shard.numel(),
+              " elements: expected the partition's shardCount ", p.shardCount);
+}
+
+size_t checkedCount(int64_t value, const char* function, const char* what) {
+  TORCH_CHECK(value >= 0, function, ": ", what, " ", value, " is negative");
+  return size_t(value);
+}
+
+void* dataOf(const at::Tensor& t) { return t.numel() == 0 ? nullptr : t.data_ptr(); }
+
+}  // namespace
+
+void registerZeroBindings(py::module& module) {
+  py::class_<collZeroPartition_t>(module, "ZeroPartition",
+                                  "How the flat buffer splits across ranks (collZeroPartitionInit).")
+      .def(py::init([](int64_t total, int nranks, int rank, int64_t align) {
+             collZeroPartition_t p{};
+             checkResult(collZeroPartitionInit(&p, checkedCount(total, "ZeroPartition", "total"), nranks, rank,
+                                               checkedCount(align, "ZeroPartition", "align")));
+             return p;
+           }),
+           py::arg("total"), py::arg("nranks"), py::arg("rank"), py::arg("align") = 0)
+      .def_readonly("total", &collZeroPartition_t::totalCount)
+      .def_readonly("padded", &collZeroPartition_t::paddedCount)
+      .def_readonly("shard", &collZeroPartition_t::shardCount)
+      .def_readonly("offset", &collZeroPartition_t::shardOffset)
+      .def_readonly("nranks", &collZeroPartition_t::nranks)
+      .def_readonly("rank", &collZeroPartition_t::rank);
+
+  module.def(
+      "zero_reduce_scatter_range",
+      [](const py::object& group, at::Tensor bucket, int64_t begin, at::Tensor gradShard, bool accumulate, bool average,
+         collZeroPartition_t p) -> WorkPtr {
+        const char* fn = "zero_reduce_scatter_range";
+        collDataType_t type = flatType(bucket, fn, "bucket");
+        flatType(gradShard, fn, "grad_shard");
+        checkSameType(bucket, gradShard, fn);
+        checkShard(gradShard, p, fn);
+        size_t first = checkedCount(begin, fn, "begin"), count = size_t(bucket.numel());
+        void *data = dataOf(bucket), *shard = dataOf(gradShard);
+        collRedOp_t op = average ? collAvg : collSum;
+        return backendOf(group).enqueueLibraryCall({bucket, gradShard}, [=](collComm_t comm) {
+          return collZeroReduceScatterRange(data, first, count, shard, accumulate ? 1 : 0, type, op, &p, comm);
+        });
+      },
+      py::arg("group"), py::arg("bucket"), py::arg("begin"), py::arg("grad_shard"), py::arg("accumulate"),
+      py::arg("average"), py::arg("partition"),
+      "Reduces this rank's gradients of the flat range [begin, begin+bucket.numel()) into the owning shards.");
+
+  module.def(
+      "zero_reduce_scatter_gradients",
+      [](const py::object& group, at::Tensor grads, at::Tensor gradShard, int64_t bucketCount, bool accumulate,
+         bool average, collZeroPartition_t p) -> WorkPtr {
+        const char* fn = "zero_reduce_scatter_gradients";
+        collDataType_t type = flatType(grads, fn, "grads");
+        flatType(gradShard, fn, "grad_shard");
+        checkSameType(grads, gradShard, fn);
+        checkShard(gradShard, p, fn);
+        TORCH_CHECK(size_t(grads.numel()) == p.paddedCount, fn, ": grads has ", grads.numel(),
+                    " elements: expected the partition's padded length ", p.paddedCount);
+        size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
+        void *data = dataOf(grads), *shard = dataOf(gradShard);
+        collRedOp_t op = average ? collAvg : collSum;
+        return backendOf(group).enqueueLibraryCall({grads, gradShard}, [=](collComm_t comm) {
+          return collZeroReduceScatterGradients(data, shard, bucket, accumulate ? 1 : 0, type, op, &p, comm);
+        });
+      },
+      py::arg("group"), py::arg("grads"), py::arg("grad_shard"), py::arg("bucket_count"), py::arg("accumulate"),
+      py::arg("average"), py::arg("partition"),
+      "Reduces the whole flat gradient buffer into the shards, bucket by bucket (grads is scratch).");
+
+  module.def(
+      "zero_all_gather_range",
+      [](const py::object& group, at::Tensor shard, int64_t begin, at::Tensor out, collZeroPartition_t p) -> WorkPtr {
+        const char* fn = "zero_all_gather_range";
+        collDataType_t type = flatType(shard, fn, "shard");
+        flatType(out, fn, "out");
+        checkSameType(shard, out, fn);
+        checkShard(shard, p, fn);
+        size_t first = checkedCount(begin, fn, "begin"), count = size_t(out.numel());
+        const void* mine = dataOf(shard);
+        void* data = dataOf(out);
+        return backendOf(group).enqueueLibraryCall({shard, out}, [=](collComm_t comm) {
+          return collZeroAllGatherRange(mine, first, count, data, type, &p, comm);
+        });
+      },
+      py::arg("group"), py::arg("shard"), py::arg("begin"), py::arg("out"), py::arg("partition"),
+      "Gathers the flat range [begin, begin+out.numel()) from the shards that own it into out.");
+
+  module.def(
+      "zero_all_gather_parameters",
+      [](const py::object& group, at::Tensor shard, at::Tensor params, int64_t bucketCount,
+         collZeroPartition_t p) -> WorkPtr {
+        const char* fn = "zero_all_gather_parameters";
+        collDataType_t type = flatType(shard, fn, "shard");
+        flatType(params, fn, "params");
+        checkSameType(shard, params, fn);
+        checkShard(shard, p, fn);
+        TORCH_CHECK(size_t(params.numel()) == p.paddedCount, fn, ": params has ", params.numel(),
+                    " elements: expected the partition's padded length ", p.paddedCount);
+        size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
+        const void* mine = dataOf(shard);
+        void* data = dataOf(params);
+        return backendOf(group).enqueueLibraryCall({shard, params}, [=](collComm_t comm) {
+          return collZeroAllGatherParameters(mine, data, bucket, type, &p, comm);
+        });
+      },
+      py::arg("group"), py::arg("shard"), py::arg("params"), py::arg("bucket_count"), py::arg("partition"),
+      "Gathers every rank's shard into the whole flat parameter buffer (in place when shard is its slice).");
+
+  module.def(
+      "zero_optimizer_step",
+      [](const std::string& kind, at::Tensor master, at::Tensor grad, c10::optional<at::Tensor> state0,
+         c10::optional<at::Tensor> state1, c10::optional<at::Tensor> paramOut, double lr, double beta1, double beta2,
+         double eps, double weightDecay, double momentum, double dampening, bool nesterov, int64_t step,
+         double gradScale) {
+        const char* fn = "zero_optimizer_step";
+        collZeroStepConfig_t config{};
+        if (kind == "adam") {
+          config.optimizer = collZeroAdam;
+        } else if (kind == "adamw") {
+          config.optimizer = collZeroAdamW;
+        } else {
+          TORCH_CHECK(kind == "sgd", fn, ": kind '", kind, "': expected adam, adamw or sgd");
+          config.optimizer = collZeroSgd;
+        }
+        config.lr = lr;
+        config.beta1 = beta1;
+        config.beta2 = beta2;
+        config.eps = eps;
+        config.weightDecay = weightDecay;
+        config.momentum = momentum;
+        config.dampening = dampening;
+        config.nesterov = nesterov ? 1 : 0;
+        config.step = step;
+        config.gradScale = gradScale;
+        checkHostTensor(master, fn);
+        TORCH_CHECK(master.scalar_type() == at::kFloat && master.is_contiguous(), fn,
+                    ": master must be a contiguous float32 tensor");
+        collDataType_t gradType = flatType(grad, fn, "grad");
+        const int64_t n = master.numel();
+        auto stateData = [&](const c10::optional<at::Tensor>& s, const char* what) -> float* {
+          if (!s.has_value()) return nullptr;
+          TORCH_CHECK(s->scalar_type() == at::kFloat && s->is_contiguous() && s->numel() == n, fn, ": ", what,
+                      " must be a contiguous float32 tensor of ", n, " elements");
+          return n == 0 ? nullptr : s->data_ptr<float>();
+        };
+        TORCH_CHECK(grad.numel() == n, fn, ": grad has ", grad.numel(), " elements: expected ", n);
+        float* s0 = stateData(state0, "state0");
+        float* s1 = stateData(state1, "state1");
+        void* out = nullptr;
+        collDataType_t outType = collFloat32;
+        if (paramOut.has_value()) {
+          outType = flatType(*paramOut, fn, "param_out");
+          TORCH_CHECK(paramOut->numel() == n, fn, ": param_out has ", paramOut->numel(), " elements: expected ", n);
+          out = dataOf(*paramOut);
+        }
+        float* m = n == 0 ? nullptr : master.data_ptr<float>();
+        const void* g = dataOf(grad);
+        py::gil_scoped_release release;
+        checkResult(collZeroOptimizerStep(&config, m, g, gradType, s0, s1, out, outType, size_t(n)));
+      },
+      py::arg("kind"), py::arg("master"), py::arg("grad"), py::arg("state0"), py::arg("state1"), py::arg("param_out"),
+      py::arg("lr"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
+      py::arg("weight_decay") = 0.0, py::arg("momentum") = 0.0, py::arg("dampening") = 0.0, py::arg("nesterov") = false,
+      py::arg("step") = 1, py::arg("grad_scale") = 1.0, "One optimizer update of a shard (collZeroOptimizerStep).");
+
+  module.def(
+      "zero_squared_norm",
+      [](at::Tensor data) {
+        collDataType_t type = flatType(data, "zero_squared_norm", "data");
+        double sum = 0.0;
+        int nonFinite = 0;
+        const void* d = dataOf(data);
+        size_t n = size_t(data.numel());
+        {
+          py::gil_scoped_release release;
+          checkResult(collZeroSquaredNorm(d, type, n, &sum, &nonFinite));
+        }
+        return py::make_tuple(sum, nonFinite != 0);
+      },
+      py::arg("data"), "(sum of squares, whether an element is Inf or NaN) of a flat tensor.");
+}
+
+}  // namespace torch_collective

@@ -1,0 +1,122 @@
+"""Gradient reduction of stages 2 and 3: buckets reduced into the owners' shards as backward
+produces the gradients.
+
+The flat buffer is cut into fixed buckets of reduce_bucket_size elements. When autograd has
+accumulated a parameter's gradient, its elements are copied into the buckets they fall in and the
+parameter's .grad is dropped, so a rank never holds the whole gradient. A bucket whose elements
+have all arrived is handed to libcollective's collZeroReduceScatterRange on the group's worker
+thread (with overlap_comm, backward goes on meanwhile); the buckets still open when backward ends
+(unused parameters, padding) are sent in index order, so every rank issues every bucket once per
+micro-step, in the same order.
+"""
+import torch
+import torch.distributed as dist
+
+from .. import _C
+
+
+class BucketReducer:
+    def __init__(self, layout, group, backend, grad_shard, bucket_size, overlap, use_reduce_scatter):
+        self.layout = layout
+        self.group = group
+        self.backend = backend
+        self.grad_shard = grad_shard
+        self.dtype = grad_shard.dtype
+        self.bucket_size = max(1, min(bucket_size, layout.padded))
+        self.overlap = overlap
+        self.use_reduce_scatter = use_reduce_scatter
+        self.num_buckets = (layout.padded + self.bucket_size - 1) // self.bucket_size
+        # Elements each bucket must receive from parameters before it is complete.
+        self.expected = [0] * self.num_buckets
+        for slot in layout.slots:
+            for bucket, lo, hi in self._pieces(slot):
+                self.expected[bucket] += hi - lo
+        self.accumulate = False
+        self._reset()
+
+    def _reset(self):
+        self.buffers = {}        # bucket -> tensor being filled
+        self.remaining = list(self.expected)
+        self.sent = [False] * self.num_buckets
+        self.pending = []        # (work, buffer, finish) in flight
+
+    def _pieces(self, slot):
+        """(bucket, begin, end) flat pieces of a parameter, split at bucket boundaries."""
+        begin, end = slot.offset, slot.offset + slot.numel
+        while begin < end:
+            bucket = begin // self.bucket_size
+            stop = min(end, (bucket + 1) * self.bucket_size)
+            yield bucket, begin, stop
+            begin = stop
+
+    def _buffer(self, bucket):
+        buffer = self.buffers.get(bucket)
+        if buffer is None:
+            begin = bucket * self.bucket_size
+            count = min(self.bucket_size, self.layout.padded - begin)
+            buffer = torch.zeros(count, dtype=self.dtype)
+            self.buffers[bucket] = buffer
+        return buffer
+
+    def start_micro_step(self, accumulate):
+        """accumulate: add this micro-step's reduced gradients to the shard (not the first of a step)."""
+        self._reset()
+        self.accumulate = accumulate
+
+    def add_gradient(self, slot, grad):
+        flat = grad.reshape(-1)
+        for bucket, lo, hi in self._pieces(slot):
+            base = bucket * self.bucket_size
+            self._buffer(bucket)[lo - base:hi - base].copy_(flat[lo - slot.offset:hi - slot.offset])
+            self.remaining[bucket] -= hi - lo
+            if self.remaining[bucket] == 0:
+                self._send(bucket)
+
+    def _send(self, bucket):
+        buffer = self._buffer(bucket)
+        begin = bucket * self.bucket_size
+        self.sent[bucket] = True
+        if self.use_reduce_scatter:
+            work = _C.zero_reduce_scatter_range(self.backend, buffer, begin, self.grad_shard, self.accumulate, True,
+                                                self.layout.partition)
+            finish = None
+        else:
+            # reduce_scatter: false, as DeepSpeed: an all-reduce of the bucket, of which each rank keeps its part.
+            work = dist.all_reduce(buffer, op=dist.ReduceOp.AVG, group=self.group, async_op=True)
+            finish = self._keep_owned_part(buffer, begin)
+        self.pending.append((work, buffer, finish))
+        del self.buffers[bucket]
+        if not self.overlap:
+            self._wait_all()
+
+    def _keep_owned_part(self, buffer, begin):
+        shard_begin, shard_end = self.layout.shard_range()
+        lo, hi = max(begin, shard_begin), min(begin + buffer.numel(), shard_end)
+
+        def finish():
+            if lo < hi:
+                target = self.grad_shard[lo - shard_begin:hi - shard_begin]
+                piece = buffer[lo - begin:hi - begin]
+                if self.accumulate:
+                    target.add_(piece)
+                else:
+                    target.copy_(piece)
+        return finish
+
+    def _wait_all(self):
+        for work, _, finish in self.pending:
+            work.wait()
+            if finish is not None:
+                finish()
+        self.pending = []
+
+    def finish_micro_step(self):
+        """Sends the buckets backward left open, in index order, and waits for every bucket."""
+        for bucket in range(self.num_buckets):
+            if not self.sent[bucket]:
+                self._send(bucket)
+        self._wait_all()
+
+    def live_bytes(self):
+        held = list(self.buffers.values()) + [buffer for _, buffer, _ in self.pending]
+        return sum(b.numel() * b.element_size() for b in held)

@@ -1,0 +1,232 @@
+"""The ZeRO engine's configuration, its errors and its fp16 loss scaling.
+
+    collrun -n 2 /usr/bin/python3 tests/python/test_zero_config.py
+
+A bad value is a ValueError naming the key, the value and what is allowed; an unknown key is a
+warning naming it; a JSON file works like the dict; a checkpoint of another model, or of another
+optimizer, is refused with a message naming the difference. fp16 (on a model of element-wise ops,
+the only ones torch 1.13 runs in half precision on the CPU): a static loss scale trains like
+float32 within fp16's rounding; a dynamic scale that starts too high skips the overflowing steps
+without touching the parameters and halves until the steps go through.
+"""
+import json
+import os
+import shutil
+import tempfile
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from common import Checker
+from torch_collective import zero
+from zero_common import config, init, make_model, max_difference, new_engine, train_engine, train_reference
+
+BAD_VALUES = [
+    ({"zero_optimization": {"stage": 4}}, "zero_optimization.stage = 4"),
+    ({"zero_optimization": {"stage": "2"}}, "zero_optimization.stage = '2'"),
+    ({"zero_optimization": {"reduce_bucket_size": 0}}, "zero_optimization.reduce_bucket_size = 0"),
+    ({"zero_optimization": {"allgather_bucket_size": 2.5}}, "zero_optimization.allgather_bucket_size = 2.5"),
+    ({"zero_optimization": {"overlap_comm": "yes"}}, "zero_optimization.overlap_comm = 'yes'"),
+    ({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}},
+     "zero_optimization.offload_optimizer.device = 'nvme'"),
+    ({"zero_optimization": {"stage3_max_live_parameters": -1}}, "zero_optimization.stage3_max_live_parameters = -1"),
+    ({"optimizer": {"type": "Lamb"}}, "optimizer.type = 'Lamb'"),
+    ({"optimizer": {"type": "Adam", "params": {"betas": [0.9]}}}, "optimizer.params.betas = [0.9]"),
+    ({"optimizer": {"type": "Adam", "params": {"eps": 0}}}, "optimizer.params.eps = 0"),
+    ({"optimizer": {"type": "Adam", "params": {"lr": -1}}}, "optimizer.params.lr = -1"),
+    ({"optimizer": {"type": "SGD", "params": {"nesterov": True}}}, "optimizer.params.nesterov = True"),
+    ({"gradient_clipping": -1.0}, "gradient_clipping = -1.0"),
+    ({"bf16": {"enabled": 1}}, "bf16.enabled = 1"),
+    ({"bf16": {"enabled": True}, "fp16": {"enabled": True}}, "bf16.enabled and fp16.enabled are both true"),
+    ({"fp16": {"min_loss_scale": 0}}, "fp16.min_loss_scale = 0"),
+    ({"train_batch_size": 10, "gradient_accumulation_steps": 1}, "train_batch_size = 10"),
+    ({"train_micro_batch_size_per_gpu": None}, "train_batch_size or train_micro_batch_size_per_gpu must be given"),
+]
+
+UNKNOWN_KEYS = [
+    ({"optimiser": {}}, "'optimiser'"),
+    ({"zero_optimization": {"stage": 1, "sub_group_size": 5}}, "'zero_optimization.sub_group_size'"),
+    ({"optimizer": {"type": "AdamW", "params": {"lr": 0.1, "decay": 1}}}, "'optimizer.params.decay'"),
+]
+
+
+def with_changes(changes):
+    cfg = config(1)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            merged = dict(cfg[key])
+            merged.update(value)
+            cfg[key] = merged
+        elif value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def expect_error(check, error_type, fragment, what, call):
+    try:
+        call()
+    except error_type as error:
+        check.true(fragment in str(error), f"{what}: the error '{error}' does not name '{fragment}'")
+        return
+    check.fail(f"{what}: no {error_type.__name__} (expected one naming '{fragment}')")
+
+
+def check_configs(check, directory):
+    for changes, fragment in BAD_VALUES:
+        expect_error(check, ValueError, fragment, f"config {changes}", lambda: new_engine(with_changes(changes)))
+    for changes, fragment in UNKNOWN_KEYS:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            new_engine(with_changes(changes))
+        messages = [str(w.message) for w in caught]
+        check.true(any(fragment in m and "unknown key" in m for m in messages),
+                   f"config {changes}: no warning naming {fragment} (got {messages})")
+    path = os.path.join(directory, "ds_config.json")
+    with open(path, "w") as file:
+        json.dump(config(2, "SGD", accumulation=2), file)
+    from_file = new_engine(path)
+    check.true(from_file.stage == 2 and from_file.gradient_accumulation_steps() == 2
+               and from_file.optimizer.kind == "sgd", "the JSON file's settings were not taken")
+    with open(os.path.join(directory, "broken.json"), "w") as file:
+        file.write("{ not json")
+    expect_error(check, ValueError, "is not valid JSON", "a broken JSON file",
+                 lambda: new_engine(os.path.join(directory, "broken.json")))
+    expect_error(check, ValueError, "cannot read", "a missing file", lambda: new_engine("/nonexistent/ds.json"))
+
+
+def check_optimizer_arguments(check):
+    model = make_model()
+    torch_optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=0.01)
+    cfg = config(2)
+    del cfg["optimizer"]
+    engine, optimizer, _, _ = zero.initialize(model=model, optimizer=torch_optimizer, config=cfg)
+    train_engine(engine, 0, 3, 1)
+    difference = max_difference(engine.full_parameters(), train_reference("Adam", 3, engine.world_size, 1))
+    check.true(difference <= 1e-5, f"a torch.optim.Adam passed in trains differently ({difference:.3g})")
+    expect_error(check, ValueError, "no optimizer", "no optimizer at all",
+                 lambda: zero.initialize(model=make_model(), config=cfg))
+    expect_error(check, ValueError, "give one of them", "two optimizers",
+                 lambda: zero.initialize(model=make_model(), optimizer=torch_optimizer, config=config(1)))
+    expect_error(check, RuntimeError, "call engine.step()", "optimizer.step()", lambda: optimizer.step())
+    expect_error(check, ValueError, "expected the model in float32", "a float64 model",
+                 lambda: zero.initialize(model=make_model().double(), config=config(1)))
+
+
+class Wider(nn.Module):
+    """SmallCnn with a wider first linear layer: another model for the checkpoint checks."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 5, 3, padding=1)
+        self.fc1 = nn.Linear(80, 14)
+        self.fc2 = nn.Linear(14, 7)
+
+
+def check_checkpoint_errors(check, directory):
+    engine = new_engine(config(2))
+    train_engine(engine, 0, 1, 1)
+    save_dir = os.path.join(directory, "ckpt")
+    engine.save_checkpoint(save_dir)
+    other = Wider()
+    other_engine, _, _, _ = zero.initialize(model=other, config=config(2))
+    expect_error(check, ValueError, "'fc1.weight' of shape [13, 80]", "a checkpoint of another model",
+                 lambda: other_engine.load_checkpoint(save_dir))
+    sgd = new_engine(config(2, "SGD"))
+    expect_error(check, ValueError, "holds adam state", "a checkpoint of another optimizer",
+                 lambda: sgd.load_checkpoint(save_dir))
+    path, _ = sgd.load_checkpoint(save_dir, load_optimizer_states=False)
+    check.true(path is not None, "load_optimizer_states=False did not load the parameters")
+    empty = os.path.join(directory, "empty")
+    os.makedirs(empty, exist_ok=True)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        result = engine.load_checkpoint(empty)
+    check.true(result == (None, None), f"loading from a directory without 'latest' gave {result}")
+    expect_error(check, ValueError, "is not a checkpoint", "a tag that does not exist",
+                 lambda: engine.load_checkpoint(save_dir, tag="nonexistent"))
+
+
+class ScaleShift(nn.Module):
+    """y = x * weight + bias, element-wise: runs in float16 on the CPU."""
+
+    def __init__(self, width):
+        super().__init__()
+        torch.manual_seed(3)
+        self.weight = nn.Parameter(torch.rand(width) + 0.5)
+        self.bias = nn.Parameter(torch.rand(width) - 0.5)
+
+    def forward(self, x):
+        return x * self.weight + self.bias
+
+
+def fp16_engine(fp16, stage):
+    cfg = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.05}},
+           "fp16": fp16, "zero_optimization": {"stage": stage, "stage3_param_persistence_threshold": 0}}
+    model = ScaleShift(37)
+    engine, _, _, _ = zero.initialize(model=model, config=cfg)
+    return engine
+
+
+def fp16_step(engine, step):
+    generator = torch.Generator().manual_seed(step)
+    x = torch.randn(4 * engine.world_size, 37, generator=generator)
+    target = x * 1.5 - 0.25
+    mine = slice(engine.rank * 4, engine.rank * 4 + 4)
+    loss = ((engine(x[mine]) - target[mine].half()) ** 2).float().mean()
+    engine.backward(loss)
+    engine.step()
+    return x, target
+
+
+def check_fp16(check):
+    for stage in (0, 2, 3):
+        engine = fp16_engine({"enabled": True, "loss_scale": 128}, stage)
+        reference = ScaleShift(37)
+        optimizer = torch.optim.SGD(reference.parameters(), lr=0.05)
+        for step in range(5):
+            x, target = fp16_step(engine, step)
+            optimizer.zero_grad()
+            ((reference(x) - target) ** 2).mean().backward()
+            optimizer.step()
+        expected = {n: p.detach() for n, p in reference.named_parameters()}
+        difference = max_difference(engine.full_parameters(), expected)
+        check.true(difference <= 1e-2, f"fp16 stage {stage}, static loss scale: off by {difference:.3g} "
+                                       "(allowed 1e-2)")
+        dynamic = fp16_engine({"enabled": True, "loss_scale": 0, "initial_scale_power": 24, "hysteresis": 1}, stage)
+        before = dynamic.full_parameters()
+        fp16_step(dynamic, 0)
+        check.true(dynamic.skipped_steps == 1 and dynamic.loss_scaler.scale == 2.0 ** 23,
+                   f"fp16 stage {stage}: an overflowing step was not skipped (skipped {dynamic.skipped_steps}, "
+                   f"scale {dynamic.loss_scaler.scale})")
+        check.true(max_difference(dynamic.full_parameters(), before) == 0,
+                   f"fp16 stage {stage}: a skipped step changed the parameters")
+        for step in range(1, 30):
+            fp16_step(dynamic, step)
+        check.true(dynamic.skipped_steps < 30 and max_difference(dynamic.full_parameters(), before) > 0,
+                   f"fp16 stage {stage}: the dynamic loss scale never let a step through")
+
+
+def main():
+    init()
+    check = Checker()
+    directory = [tempfile.mkdtemp(prefix="zero_cfg_") if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(directory, src=0)
+    directory = directory[0]
+    try:
+        check_configs(check, directory)
+        check_optimizer_arguments(check)
+        check_checkpoint_errors(check, directory)
+        check_fp16(check)
+        check.summary("test_zero_config")
+    finally:
+        dist.barrier()
+        if dist.get_rank() == 0:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

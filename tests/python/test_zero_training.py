@@ -1,0 +1,91 @@
+"""ZeRO stages 0-3 train exactly like plain torch.optim on the full batch, and hold the memory the
+ZeRO paper says.
+
+    collrun -n 2 /usr/bin/python3 tests/python/test_zero_training.py     (and -n 3)
+
+For every stage, with Adam (L2 weight decay), AdamW and SGD with Nesterov momentum, gradient
+accumulation, clipping, tiny buckets that cut through parameters, overlap on and off and
+reduce_scatter off, each rank trains the engine on its slice of each global batch and checks the
+full parameters against the same model trained alone by torch.optim on the whole batch (within
+1e-5, float32). bf16 runs are checked within bf16's rounding. memory_breakdown() is checked
+against the paper's formulas per stage, in float32 (K = 8: Adam's two moments) and bf16 (K = 12:
+moments and the float32 master copy).
+"""
+import warnings
+
+import torch
+
+from common import Checker
+from zero_common import (config, init, max_difference, new_engine, train_engine, train_reference)
+
+STEPS = 4
+TOLERANCE = 1e-5
+
+
+def check_training(check, ranks, stage, optimizer, accumulation=1, clipping=0.0, tolerance=TOLERANCE, bf16=False,
+                   **zero_options):
+    cfg = config(stage, optimizer, accumulation, **zero_options)
+    if clipping:
+        cfg["gradient_clipping"] = clipping
+    if bf16:
+        cfg["bf16"] = {"enabled": True}
+    engine = new_engine(cfg)
+    train_engine(engine, 0, STEPS, accumulation)
+    expected = train_reference(optimizer, STEPS, ranks, accumulation, clipping)
+    difference = max_difference(engine.full_parameters(), expected)
+    what = f"stage {stage} {optimizer} accumulation {accumulation} clipping {clipping} bf16 {bf16} {zero_options}"
+    check.true(difference <= tolerance, f"{what}: parameters differ from torch.optim's by {difference:.3g} "
+                                        f"(allowed {tolerance})")
+    if not bf16:
+        # The reference moved the parameters far more than the tolerance: the check can fail.
+        start = {n: p.detach().clone() for n, p in new_engine(config(0)).module.named_parameters()}
+        check.true(max_difference(start, expected) > 100 * tolerance, f"{what}: training did not move the parameters")
+    if clipping:
+        unclipped = train_reference(optimizer, STEPS, ranks, accumulation, 0.0)
+        check.true(max_difference(unclipped, expected) > 100 * tolerance, f"{what}: clipping never took effect")
+
+
+def check_memory(check, ranks, stage, bf16):
+    cfg = config(stage, "Adam")
+    if bf16:
+        cfg["bf16"] = {"enabled": True}
+    engine = new_engine(cfg)
+    train_engine(engine, 0, 1, 1)
+    psi = engine.layout.total
+    low = 2 if bf16 else 4             # bytes per parameter and gradient in the model's dtype
+    k = 12 if bf16 else 8              # optimizer bytes per parameter: moments (+ fp32 master)
+    full = {"params": low * psi, "grads": low * psi, "optimizer_states": k * psi}
+    sharded_from = {"optimizer_states": 1, "grads": 2, "params": 3}
+    measured = engine.memory_breakdown()
+    for key, stage_sharded in sharded_from.items():
+        expected = full[key] / ranks if stage >= stage_sharded else full[key]
+        ratio = measured[key] / expected
+        check.true(abs(ratio - 1) <= 0.10, f"stage {stage} bf16 {bf16}: {key} {measured[key]} bytes, formula "
+                                           f"{expected:.0f} (ratio {ratio:.3f}, allowed 1 +- 0.10)")
+
+
+def main():
+    ranks, rank = init()
+    check = Checker()
+    warnings.simplefilter("error")  # an unexpected warning (e.g. an unknown config key) fails the test
+    for stage in range(4):
+        for optimizer in ("Adam", "AdamW", "SGD"):
+            check_training(check, ranks, stage, optimizer)
+        check_training(check, ranks, stage, "Adam", accumulation=3, clipping=0.5, reduce_bucket_size=37,
+                       allgather_bucket_size=101)
+        check_training(check, ranks, stage, "AdamW", overlap_comm=not (stage == 3), reduce_bucket_size=500)
+        for bf16 in (False, True):
+            check_memory(check, ranks, stage, bf16)
+    for stage in (1, 2):
+        check_training(check, ranks, stage, "SGD", accumulation=2, reduce_scatter=False, reduce_bucket_size=64)
+    check_training(check, ranks, 3, "Adam", overlap_comm=True, stage3_prefetch_bucket_size=1100,
+                   stage3_max_live_parameters=1200)
+    check_training(check, ranks, 3, "Adam", stage3_param_persistence_threshold=150)
+    for stage in range(4):
+        # bf16 keeps 8 bits of mantissa: a step of 0.01 is resolved to about 1e-2 relative.
+        check_training(check, ranks, stage, "AdamW", bf16=True, tolerance=0.05)
+    check.summary("test_zero_training")
+
+
+if __name__ == "__main__":
+    main()
