@@ -89,7 +89,7 @@ def main():
         args=args, model=net, model_parameters=net.parameters(), training_data=trainset, config=config)
     rank = dist.get_rank()
     criterion = nn.CrossEntropyLoss()
-    print_every = model_engine.config.steps_per_print
+    print_every = model_engine.config.steps_per_print or 20
 
     started = time.perf_counter()
     for epoch in range(args.epochs):

@@ -103,7 +103,7 @@ class ZeroConfig:
     bf16: bool = False
     fp16: Fp16Config = field(default_factory=Fp16Config)
     zero: ZeroOptimizationConfig = field(default_factory=ZeroOptimizationConfig)
-    steps_per_print: int = 10
+    steps_per_print: int = 0       # 0: no progress lines (DeepSpeed prints every 10 steps by default)
     raw: dict = field(default_factory=dict)
 
     @staticmethod
@@ -124,7 +124,7 @@ class ZeroConfig:
         result._load_batch(config, world_size)
         result.optimizer = _load_optimizer(config)
         result.gradient_clipping = _get_float(config, "gradient_clipping", 0.0, "")
-        result.steps_per_print = _get_int(config, "steps_per_print", 10, "", minimum=1)
+        result.steps_per_print = _get_int(config, "steps_per_print", 0, "")
         bf16 = _get_section(config, "bf16")
         _warn_unknown(bf16, {"enabled"}, "bf16")
         result.bf16 = _get_bool(bf16, "enabled", False, "bf16.")

@@ -8,6 +8,8 @@ What each rank holds, Ψ parameters over N ranks (docs/zero.md has the table):
   stage 2: and gradients for its shard only, reduced bucket by bucket during backward;
   stage 3: and parameters for its shard only, gathered around each module's forward and backward.
 """
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -240,6 +242,22 @@ class ZeroEngine:
         if self.lr_scheduler is not None and not skip:
             self.lr_scheduler.step()
         self.global_steps += 1
+        self._report_progress()
+
+    def _report_progress(self):
+        """With steps_per_print in the config, rank 0 prints a line every that many steps."""
+        every = self.config.steps_per_print
+        if not every or self.global_steps % every != 0:
+            return
+        now = time.perf_counter()
+        since = getattr(self, "_last_report", None)
+        self._last_report = now
+        if self.rank != 0:
+            return
+        pace = f", {(now - since) / every * 1e3:.1f} ms/step" if since is not None else ""
+        scale = f", loss scale {self.loss_scaler.scale:g}" if self.loss_scaler.enabled else ""
+        print(f"torch_collective.zero: step {self.global_steps}, skipped {self.skipped_steps}, "
+              f"lr {self.get_lr()}{scale}{pace}", flush=True)
 
     def _reduce_gradients(self):
         if self.stage == 0:
