@@ -3,9 +3,11 @@
     /usr/bin/python3 tests/python/test_peer_death.py [RANKS]
 
 Starts its own ranks (a launcher would stop the survivors as soon as one rank fails, before they
-could report anything), rendezvousing through a FileStore. Rank 1 dies in the middle of a loop of
-all_reduce calls, once by os._exit and once by SIGKILL; each survivor must leave the loop with a
-RuntimeError naming the dead rank, within seconds, although the groups' timeout is 60 s.
+could report anything), rendezvousing through a FileStore. Rank 1 dies in the middle of a loop,
+once by os._exit and once by SIGKILL; each survivor must leave the loop with a RuntimeError naming
+the dead rank, within seconds, although the groups' timeout is 60 s. The loop is all_reduce calls,
+and then training steps of a ZeRO stage-3 engine (torch_collective.zero), whose gathers and
+reductions run inside module hooks and autograd.
 """
 import argparse
 import os
@@ -22,21 +24,50 @@ GROUP_TIMEOUT = timedelta(seconds=60)
 DEADLINE_SECONDS = 30  # for the whole run: startup, 20 steps, detection, exit
 
 
-def rank_main(rank, ranks, mode, store_path):
+def all_reduce_step():
     import torch
+    import torch.distributed as dist
+
+    tensor = torch.ones(1 << 18)
+    return lambda: dist.all_reduce(tensor)
+
+
+def zero_step():
+    import torch
+    import torch.nn as nn
+    from torch_collective import zero
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 4))
+    config = {"train_micro_batch_size_per_gpu": 8, "optimizer": {"type": "Adam", "params": {"lr": 1e-3}},
+              "zero_optimization": {"stage": 3, "overlap_comm": True, "stage3_param_persistence_threshold": 0,
+                                    "reduce_bucket_size": 10000}}
+    engine, _, _, _ = zero.initialize(model=model, config=config)
+    inputs = torch.randn(8, 256)
+
+    def step():
+        engine.backward(engine(inputs).square().mean())
+        engine.step()
+    return step
+
+
+WORKLOADS = {"all_reduce": all_reduce_step, "zero3": zero_step}
+
+
+def rank_main(rank, ranks, mode, store_path, workload):
     import torch.distributed as dist
     import torch_collective  # noqa: F401  (registers the "collective" backend)
 
     dist.init_process_group("collective", init_method=f"file://{store_path}", rank=rank, world_size=ranks,
                             timeout=GROUP_TIMEOUT)
-    tensor = torch.ones(1 << 18)
+    one_step = WORKLOADS[workload]()
     try:
         for step in range(1_000_000):
             if rank == VICTIM and step == DEATH_STEP:
                 if mode == "exit":
                     os._exit(3)
                 os.kill(os.getpid(), signal.SIGKILL)
-            dist.all_reduce(tensor)
+            one_step()
     except RuntimeError as error:
         print(f"rank {rank} caught RuntimeError after step {step}: {error}", flush=True)
         return 0
@@ -44,14 +75,14 @@ def rank_main(rank, ranks, mode, store_path):
     return 1
 
 
-def run_case(ranks, mode):
+def run_case(ranks, mode, workload):
     """Starts the ranks, waits for them, and returns a list of what went wrong."""
     problems = []
     with tempfile.TemporaryDirectory() as directory:
         store_path = os.path.join(directory, "store")
         start = time.monotonic()
         processes = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--ranks", str(ranks), "--mode",
-                                       mode, "--store", store_path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       mode, "--store", store_path, "--workload", workload], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True) for r in range(ranks)]
         outputs = []
         for process in processes:
@@ -72,7 +103,7 @@ def run_case(ranks, mode):
             problems.append(f"rank {rank} exited with {process.returncode}:\n{output}")
         elif f"rank {VICTIM}" not in output:
             problems.append(f"rank {rank}'s error does not name rank {VICTIM}:\n{output}")
-    print(f"{mode}, {ranks} ranks: {elapsed:.1f} s")
+    print(f"{workload}, {mode}, {ranks} ranks: {elapsed:.1f} s")
     for output in outputs:
         for line in output.splitlines():
             if "caught RuntimeError" in line:
@@ -87,16 +118,19 @@ def main():
     parser.add_argument("--ranks", dest="rank_count", type=int)
     parser.add_argument("--mode", choices=["exit", "kill"])
     parser.add_argument("--store")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="all_reduce")
     args = parser.parse_args()
     if args.rank is not None:
-        return rank_main(args.rank, args.rank_count, args.mode, args.store)
-    failed = 0
-    for mode in ("exit", "kill"):
-        problems = run_case(args.ranks, mode)
-        for problem in problems:
-            print(f"FAILED ({mode}): {problem}")
-        failed += 1 if problems else 0
-    print(f"test_peer_death: {2 - failed} passed, {failed} failed")
+        return rank_main(args.rank, args.rank_count, args.mode, args.store, args.workload)
+    failed = cases = 0
+    for workload in ("all_reduce", "zero3"):
+        for mode in ("exit", "kill"):
+            problems = run_case(args.ranks, mode, workload)
+            for problem in problems:
+                print(f"FAILED ({workload}, {mode}): {problem}")
+            failed += 1 if problems else 0
+            cases += 1
+    print(f"test_peer_death: {cases - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
