@@ -56,6 +56,13 @@ def check_memory(check, ranks, stage, bf16):
     k = 12 if bf16 else 8              # optimizer bytes per parameter: moments (+ fp32 master)
     full = {"params": low * psi, "grads": low * psi, "optimizer_states": k * psi}
     sharded_from = {"optimizer_states": 1, "grads": 2, "params": 3}
+    # What the model itself shows, independently of memory_breakdown(): from stage 2 no parameter
+    # keeps a .grad (the gradients live in the shard), and in stage 3 no parameter keeps its values.
+    params = list(engine.module.parameters())
+    if stage >= 2:
+        check.true(all(p.grad is None for p in params), f"stage {stage}: a parameter still holds a full gradient")
+    held = sum(p.numel() for p in params)
+    check.true((held == 0) == (stage == 3), f"stage {stage}: the model's parameters hold {held} elements")
     measured = engine.memory_breakdown()
     for key, stage_sharded in sharded_from.items():
         expected = full[key] / ranks if stage >= stage_sharded else full[key]
