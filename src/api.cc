@@ -18,8 +18,6 @@
 #include "src/validate.h"
 #include "transport/p2p/device_query.h"
 
-#define COLL_API extern "C" __attribute__((visibility("default")))
-
 // The handle behind collComm_t. The magic tells a live communicator from a destroyed or foreign
 // pointer; `inflight` lets collCommAbort wait until the call it interrupts has let go.
 struct collComm {

@@ -9,6 +9,9 @@
 #include "bootstrap/store.h"
 #include "collective.h"
 
+// Marks a C entry point: C linkage, exported from the shared library (which hides the rest).
+#define COLL_API extern "C" __attribute__((visibility("default")))
+
 namespace coll {
 
 class Communicator;

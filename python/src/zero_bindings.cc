@@ -37,14 +37,23 @@ collDataType_t flatType(const at::Tensor& tensor, const char* function, const ch
   return collTypeOf(tensor, Combines::kYes, function);
 }
 
-void checkSameType(const at::Tensor& a, const at::Tensor& b, const char* function) {
-  TORCH_CHECK(a.scalar_type() == b.scalar_type(), function, ": dtypes differ (", a.scalar_type(), " and ",
-              b.scalar_type(), ")");
-}
-
-void checkShard(const at::Tensor& shard, const collZeroPartition_t& p, const char* function) {
+// Checks a flat buffer (`buffer`, named `what`) used with this rank's shard of partition p: both
+// usable flat buffers of one dtype, the shard of the partition's shard length. Returns the dtype.
+collDataType_t checkWithShard(const at::Tensor& buffer, const char* what, const at::Tensor& shard,
+                              const char* shardName, const collZeroPartition_t& p, const char* function) {
+  collDataType_t type = flatType(buffer, function, what);
+  flatType(shard, function, shardName);
+  TORCH_CHECK(buffer.scalar_type() == shard.scalar_type(), function, ": dtypes differ (", buffer.scalar_type(), " and ",
+              shard.scalar_type(), ")");
   TORCH_CHECK(size_t(shard.numel()) == p.shardCount, function, ": the shard has ", shard.numel(),
               " elements: expected the partition's shardCount ", p.shardCount);
+  return type;
+}
+
+// Checks that `buffer` (named `what`) is the whole padded flat buffer of partition p.
+void checkWholeBuffer(const at::Tensor& buffer, const char* what, const collZeroPartition_t& p, const char* function) {
+  TORCH_CHECK(size_t(buffer.numel()) == p.paddedCount, function, ": ", what, " has ", buffer.numel(),
+              " elements: expected the partition's padded length ", p.paddedCount);
 }
 
 size_t checkedCount(int64_t value, const char* function, const char* what) {
@@ -78,10 +87,7 @@ void registerZeroBindings(py::module& module) {
       [](const py::object& group, at::Tensor bucket, int64_t begin, at::Tensor gradShard, bool accumulate, bool average,
          collZeroPartition_t p) -> WorkPtr {
         const char* fn = "zero_reduce_scatter_range";
-        collDataType_t type = flatType(bucket, fn, "bucket");
-        flatType(gradShard, fn, "grad_shard");
-        checkSameType(bucket, gradShard, fn);
-        checkShard(gradShard, p, fn);
+        collDataType_t type = checkWithShard(bucket, "bucket", gradShard, "grad_shard", p, fn);
         size_t first = checkedCount(begin, fn, "begin"), count = size_t(bucket.numel());
         void *data = dataOf(bucket), *shard = dataOf(gradShard);
         collRedOp_t op = average ? collAvg : collSum;
@@ -98,12 +104,8 @@ void registerZeroBindings(py::module& module) {
       [](const py::object& group, at::Tensor grads, at::Tensor gradShard, int64_t bucketCount, bool accumulate,
          bool average, collZeroPartition_t p) -> WorkPtr {
         const char* fn = "zero_reduce_scatter_gradients";
-        collDataType_t type = flatType(grads, fn, "grads");
-        flatType(gradShard, fn, "grad_shard");
-        checkSameType(grads, gradShard, fn);
-        checkShard(gradShard, p, fn);
-        TORCH_CHECK(size_t(grads.numel()) == p.paddedCount, fn, ": grads has ", grads.numel(),
-                    " elements: expected the partition's padded length ", p.paddedCount);
+        collDataType_t type = checkWithShard(grads, "grads", gradShard, "grad_shard", p, fn);
+        checkWholeBuffer(grads, "grads", p, fn);
         size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
         void *data = dataOf(grads), *shard = dataOf(gradShard);
         collRedOp_t op = average ? collAvg : collSum;
@@ -119,10 +121,7 @@ void registerZeroBindings(py::module& module) {
       "zero_all_gather_range",
       [](const py::object& group, at::Tensor shard, int64_t begin, at::Tensor out, collZeroPartition_t p) -> WorkPtr {
         const char* fn = "zero_all_gather_range";
-        collDataType_t type = flatType(shard, fn, "shard");
-        flatType(out, fn, "out");
-        checkSameType(shard, out, fn);
-        checkShard(shard, p, fn);
+        collDataType_t type = checkWithShard(out, "out", shard, "shard", p, fn);
         size_t first = checkedCount(begin, fn, "begin"), count = size_t(out.numel());
         const void* mine = dataOf(shard);
         void* data = dataOf(out);
@@ -138,12 +137,8 @@ void registerZeroBindings(py::module& module) {
       [](const py::object& group, at::Tensor shard, at::Tensor params, int64_t bucketCount,
          collZeroPartition_t p) -> WorkPtr {
         const char* fn = "zero_all_gather_parameters";
-        collDataType_t type = flatType(shard, fn, "shard");
-        flatType(params, fn, "params");
-        checkSameType(shard, params, fn);
-        checkShard(shard, p, fn);
-        TORCH_CHECK(size_t(params.numel()) == p.paddedCount, fn, ": params has ", params.numel(),
-                    " elements: expected the partition's padded length ", p.paddedCount);
+        collDataType_t type = checkWithShard(params, "params", shard, "shard", p, fn);
+        checkWholeBuffer(params, "params", p, fn);
         size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
         const void* mine = dataOf(shard);
         void* data = dataOf(params);

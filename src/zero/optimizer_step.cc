@@ -147,9 +147,9 @@ void checkStepConfig(const char* function, const collZeroStepConfig_t* c) {
 
 using namespace coll::zero;
 
-extern "C" __attribute__((visibility("default"))) collResult_t collZeroOptimizerStep(
-    const collZeroStepConfig_t* config, float* master, const void* grad, collDataType_t gradType, float* state0,
-    float* state1, void* paramOut, collDataType_t paramType, size_t count) {
+COLL_API collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, float* master, const void* grad,
+                                            collDataType_t gradType, float* state0, float* state1, void* paramOut,
+                                            collDataType_t paramType, size_t count) {
   const char* function = "collZeroOptimizerStep";
   return coll::guardedCall(function, [&] {
     checkStepConfig(function, config);
@@ -172,7 +172,7 @@ extern "C" __attribute__((visibility("default"))) collResult_t collZeroOptimizer
       if (adam) {
         adamBlock.run(master + first, g, state0 + first, state1 + first, n);
       } else {
-        sgdBlock.run(master + first, g, state0 == nullptr ? g : state0 + first, n);
+        sgdBlock.run(master + first, g, state0 == nullptr ? nullptr : state0 + first, n);
       }
       if (paramOut != nullptr)
         storeLowPrecision(master + first, n, paramType, static_cast<uint16_t*>(paramOut) + first);
@@ -180,10 +180,8 @@ extern "C" __attribute__((visibility("default"))) collResult_t collZeroOptimizer
   });
 }
 
-extern "C" __attribute__((visibility("default"))) collResult_t collZeroSquaredNorm(const void* data,
-                                                                                   collDataType_t datatype,
-                                                                                   size_t count, double* sumOfSquares,
-                                                                                   int* nonFinite) {
+COLL_API collResult_t collZeroSquaredNorm(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
+                                          int* nonFinite) {
   const char* function = "collZeroSquaredNorm";
   return coll::guardedCall(function, [&] {
     checkFloatType(function, datatype, "datatype");

@@ -58,9 +58,8 @@ void checkInnerCall(collResult_t result) {
 }  // namespace zero
 }  // namespace coll
 
-extern "C" __attribute__((visibility("default"))) collResult_t collZeroPartitionInit(collZeroPartition_t* partition,
-                                                                                     size_t totalCount, int nranks,
-                                                                                     int rank, size_t alignElements) {
+COLL_API collResult_t collZeroPartitionInit(collZeroPartition_t* partition, size_t totalCount, int nranks, int rank,
+                                            size_t alignElements) {
   const char* function = "collZeroPartitionInit";
   return coll::guardedCall(function, [&] {
     using coll::throwError;

@@ -17,8 +17,6 @@ namespace coll {
 namespace zero {
 namespace {
 
-#define COLL_ZERO_API extern "C" __attribute__((visibility("default")))
-
 char* at(void* base, size_t elements, size_t elementSize) { return static_cast<char*>(base) + elements * elementSize; }
 const char* at(const void* base, size_t elements, size_t elementSize) {
   return static_cast<const char*>(base) + elements * elementSize;
@@ -119,9 +117,9 @@ void forEachBucket(const collZeroPartition_t& p, size_t bucketCount, Visit&& vis
 
 using namespace coll::zero;
 
-COLL_ZERO_API collResult_t collZeroReduceScatterRange(void* bucket, size_t begin, size_t count, void* gradShard,
-                                                      int accumulate, collDataType_t datatype, collRedOp_t op,
-                                                      const collZeroPartition_t* partition, collComm_t comm) {
+COLL_API collResult_t collZeroReduceScatterRange(void* bucket, size_t begin, size_t count, void* gradShard,
+                                                 int accumulate, collDataType_t datatype, collRedOp_t op,
+                                                 const collZeroPartition_t* partition, collComm_t comm) {
   const char* function = "collZeroReduceScatterRange";
   return coll::guardedCall(function, [&] {
     const collZeroPartition_t& p = checkPartition(function, partition, comm);
@@ -133,9 +131,9 @@ COLL_ZERO_API collResult_t collZeroReduceScatterRange(void* bucket, size_t begin
   });
 }
 
-COLL_ZERO_API collResult_t collZeroReduceScatterGradients(void* grads, void* gradShard, size_t bucketCount,
-                                                          int accumulate, collDataType_t datatype, collRedOp_t op,
-                                                          const collZeroPartition_t* partition, collComm_t comm) {
+COLL_API collResult_t collZeroReduceScatterGradients(void* grads, void* gradShard, size_t bucketCount, int accumulate,
+                                                     collDataType_t datatype, collRedOp_t op,
+                                                     const collZeroPartition_t* partition, collComm_t comm) {
   const char* function = "collZeroReduceScatterGradients";
   return coll::guardedCall(function, [&] {
     const collZeroPartition_t& p = checkPartition(function, partition, comm);
@@ -149,9 +147,9 @@ COLL_ZERO_API collResult_t collZeroReduceScatterGradients(void* grads, void* gra
   });
 }
 
-COLL_ZERO_API collResult_t collZeroAllGatherRange(const void* shard, size_t begin, size_t count, void* out,
-                                                  collDataType_t datatype, const collZeroPartition_t* partition,
-                                                  collComm_t comm) {
+COLL_API collResult_t collZeroAllGatherRange(const void* shard, size_t begin, size_t count, void* out,
+                                             collDataType_t datatype, const collZeroPartition_t* partition,
+                                             collComm_t comm) {
   const char* function = "collZeroAllGatherRange";
   return coll::guardedCall(function, [&] {
     const collZeroPartition_t& p = checkPartition(function, partition, comm);
@@ -163,9 +161,9 @@ COLL_ZERO_API collResult_t collZeroAllGatherRange(const void* shard, size_t begi
   });
 }
 
-COLL_ZERO_API collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount,
-                                                       collDataType_t datatype, const collZeroPartition_t* partition,
-                                                       collComm_t comm) {
+COLL_API collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount,
+                                                  collDataType_t datatype, const collZeroPartition_t* partition,
+                                                  collComm_t comm) {
   const char* function = "collZeroAllGatherParameters";
   return coll::guardedCall(function, [&] {
     const collZeroPartition_t& p = checkPartition(function, partition, comm);

@@ -216,12 +216,12 @@ TEST(ZeroOptimizerStepSplit, AnySplitEqualsOneCall) {
 
 // paramOut rounds to nearest even, ties included, and overflows to infinity like a cast would.
 TEST(ZeroOptimizerStepRounding, ParamOutRoundsMasterToNearestEven) {
-  const std::vector<float> masters = {floatOf(0x3f808000u),
-                                      floatOf(0x3f818000u),
-                                      floatOf(0x3f808001u),
-                                      floatOf(0xbf808000u),
-                                      floatOf(0x7f7f8000u),
-                                      floatOf(0x7f7fffffu),
+  const std::vector<float> masters = {bitsToFloat(0x3f808000u),
+                                      bitsToFloat(0x3f818000u),
+                                      bitsToFloat(0x3f808001u),
+                                      bitsToFloat(0xbf808000u),
+                                      bitsToFloat(0x7f7f8000u),
+                                      bitsToFloat(0x7f7fffffu),
                                       1e-40f,
                                       1.00048828125f,
                                       1.00146484375f,
@@ -247,14 +247,14 @@ TEST(ZeroOptimizerStepRounding, ParamOutRoundsMasterToNearestEven) {
               collSuccess)
         << collGetLastError(nullptr);
     for (size_t i = 0; i < masters.size(); ++i) {
-      EXPECT_EQ(bitsOf(master[i]), bitsOf(masters[i])) << i;
+      EXPECT_EQ(floatToBits(master[i]), floatToBits(masters[i])) << i;
       EXPECT_EQ(out[i], rounded(masters[i], type))
-          << "master " << masters[i] << " (bits " << std::hex << bitsOf(masters[i]) << ")";
+          << "master " << masters[i] << " (bits " << std::hex << floatToBits(masters[i]) << ")";
     }
   }
-  EXPECT_EQ(toBfloat16(floatOf(0x3f808000u)), 0x3f80);  // the test's own rounding, spot-checked
-  EXPECT_EQ(toBfloat16(floatOf(0x3f818000u)), 0x3f82);
-  EXPECT_EQ(toBfloat16(floatOf(0x7f7f8000u)), 0x7f80);
+  EXPECT_EQ(toBfloat16(bitsToFloat(0x3f808000u)), 0x3f80);  // the test's own rounding, spot-checked
+  EXPECT_EQ(toBfloat16(bitsToFloat(0x3f818000u)), 0x3f82);
+  EXPECT_EQ(toBfloat16(bitsToFloat(0x7f7f8000u)), 0x7f80);
   EXPECT_EQ(toHalf(65520.0f), 0x7c00);
   EXPECT_EQ(toHalf(1.00048828125f), 0x3c00);
 }

@@ -1,7 +1,7 @@
-// Helpers shared by the ZeRO tests: typed buffers with a poisoned guard, element conversions that
-// do not use the library's (half through the compiler's _Float16, bfloat16 by comparing the two
-// neighbours), and the check that a call failed with collInvalidArgument and a message that names
-// the function and the value.
+// Helpers shared by the ZeRO tests: typed buffers with a poisoned guard, roundings to half and
+// bfloat16 that do not use the library's (half through the compiler's _Float16, bfloat16 by
+// comparing the two neighbours) for checking the optimizer's low-precision copy, and the check that
+// a call failed with collInvalidArgument and a message that names the function and the value.
 #pragma once
 
 #include <cmath>
@@ -13,25 +13,18 @@
 
 #include "collective.h"
 #include "collective_zero.h"
+#include "kernels/cpu/half.h"
 #include "tests/multirank/reference.h"
 
 namespace zerotest {
 
 // Sizes and names as the multi-rank tests' reference has them.
 using colltest::typeName;
-inline size_t elementSize(collDataType_t type) { return colltest::typeSize(type); }
+using colltest::typeSize;
 
-inline uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-inline float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+// Bit casts (no rounding: the library's are as good as any).
+using coll::kernels::bitsToFloat;
+using coll::kernels::floatToBits;
 
 // IEEE binary16, rounded to nearest even by the compiler's conversion (libgcc on x86).
 inline uint16_t toHalf(float f) {
@@ -41,74 +34,29 @@ inline uint16_t toHalf(float f) {
   return bits;
 }
 
-inline float fromHalf(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, sizeof h);
-  return static_cast<float>(h);
-}
-
-inline float fromBfloat16(uint16_t bits) { return floatOf(uint32_t(bits) << 16); }
+inline float fromBfloat16(uint16_t bits) { return bitsToFloat(uint32_t(bits) << 16); }
 
 // bfloat16 rounded to nearest even: the nearer of the two bfloat16 values around f (in double),
 // the one with an even last bit on a tie; above the largest finite one the upper neighbour is 2^128.
 inline uint16_t toBfloat16(float f) {
-  const uint32_t u = bitsOf(f);
+  const uint32_t u = floatToBits(f);
   if (std::isnan(f)) return uint16_t((u >> 16) | 0x40u);
   const uint32_t down = u & 0xffff0000u;
   if (down == u) return uint16_t(u >> 16);
   const uint32_t up = down + 0x10000u;
   const double downValue = fromBfloat16(uint16_t(down >> 16));
   const double upValue =
-      (up & 0x7fffffffu) == 0x7f800000u ? std::copysign(std::ldexp(1.0, 128), f) : double(floatOf(up));
+      (up & 0x7fffffffu) == 0x7f800000u ? std::copysign(std::ldexp(1.0, 128), f) : double(bitsToFloat(up));
   const double toDown = std::fabs(double(f) - downValue), toUp = std::fabs(upValue - double(f));
   if (toDown < toUp) return uint16_t(down >> 16);
   if (toUp < toDown) return uint16_t(up >> 16);
   return ((down >> 16) & 1u) == 0 ? uint16_t(down >> 16) : uint16_t(up >> 16);
 }
 
-inline void storeValue(void* base, size_t index, collDataType_t type, double v) {
-  switch (type) {
-    case collInt8:
-      static_cast<int8_t*>(base)[index] = static_cast<int8_t>(v);
-      break;
-    case collInt32:
-      static_cast<int32_t*>(base)[index] = static_cast<int32_t>(v);
-      break;
-    case collFloat16:
-      static_cast<uint16_t*>(base)[index] = toHalf(static_cast<float>(v));
-      break;
-    case collFloat32:
-      static_cast<float*>(base)[index] = static_cast<float>(v);
-      break;
-    case collFloat64:
-      static_cast<double*>(base)[index] = v;
-      break;
-    case collBfloat16:
-      static_cast<uint16_t*>(base)[index] = toBfloat16(static_cast<float>(v));
-      break;
-    default:
-      break;
-  }
-}
-
-inline double loadValue(const void* base, size_t index, collDataType_t type) {
-  switch (type) {
-    case collInt8:
-      return static_cast<const int8_t*>(base)[index];
-    case collInt32:
-      return static_cast<const int32_t*>(base)[index];
-    case collFloat16:
-      return fromHalf(static_cast<const uint16_t*>(base)[index]);
-    case collFloat32:
-      return static_cast<const float*>(base)[index];
-    case collFloat64:
-      return static_cast<const double*>(base)[index];
-    case collBfloat16:
-      return fromBfloat16(static_cast<const uint16_t*>(base)[index]);
-    default:
-      return NAN;
-  }
-}
+// Inputs and outputs are encoded as the multi-rank tests do; the rounding checks of the
+// optimizer's low-precision copy use toHalf/toBfloat16 above, which are independent of the library.
+using colltest::loadValue;
+using colltest::storeValue;
 
 // The relative precision of a floating-point type (one unit in the last place at 1).
 inline double epsilonOf(collDataType_t type) {
@@ -122,20 +70,20 @@ constexpr size_t kGuardElements = 8;     // poisoned elements after every buffer
 class TypedBuffer {
  public:
   TypedBuffer(collDataType_t type, size_t count)
-      : type_(type), count_(count), bytes_((count + kGuardElements) * elementSize(type), kPoison) {}
+      : type_(type), count_(count), bytes_((count + kGuardElements) * typeSize(type), kPoison) {}
   void* data() { return bytes_.data(); }
   const void* data() const { return bytes_.data(); }
-  void* at(size_t index) { return bytes_.data() + index * elementSize(type_); }
+  void* at(size_t index) { return bytes_.data() + index * typeSize(type_); }
   size_t count() const { return count_; }
   double get(size_t index) const { return loadValue(bytes_.data(), index, type_); }
   void set(size_t index, double v) { storeValue(bytes_.data(), index, type_, v); }
   // Whether element `index` has the same bytes as in `other` (a copy taken earlier).
   bool sameElement(const std::vector<unsigned char>& other, size_t index) const {
-    const size_t es = elementSize(type_);
+    const size_t es = typeSize(type_);
     return std::memcmp(bytes_.data() + index * es, other.data() + index * es, es) == 0;
   }
   bool guardIntact() const {
-    for (size_t i = count_ * elementSize(type_); i < bytes_.size(); ++i)
+    for (size_t i = count_ * typeSize(type_); i < bytes_.size(); ++i)
       if (bytes_[i] != kPoison) return false;
     return true;
   }

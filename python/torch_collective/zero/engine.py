@@ -83,6 +83,8 @@ class ZeroEngine:
         self.skipped_steps = 0
         self.loss_scaler = LossScaler(self.config.fp16)
         self.lr_scheduler = lr_scheduler
+        self._last_step_at = -1       # micro_steps at the last step(), so a second call does nothing
+        self._last_report = None      # perf_counter at the last progress line
 
         full = self._rank0_values()
         if self.mixed:
@@ -227,7 +229,7 @@ class ZeroEngine:
         """At the end of each gradient-accumulation window: reduces the gradients, clips them,
         updates this rank's shard and gathers the parameters; then clears the gradients. Between
         boundaries it does nothing (call it after every backward, as with DeepSpeed)."""
-        if not self.is_gradient_accumulation_boundary() or self.micro_steps == getattr(self, "_last_step_at", -1):
+        if not self.is_gradient_accumulation_boundary() or self.micro_steps == self._last_step_at:
             return
         self._last_step_at = self.micro_steps
         self._reduce_gradients()
@@ -250,8 +252,7 @@ class ZeroEngine:
         if not every or self.global_steps % every != 0:
             return
         now = time.perf_counter()
-        since = getattr(self, "_last_report", None)
-        self._last_report = now
+        since, self._last_report = self._last_report, now
         if self.rank != 0:
             return
         pace = f", {(now - since) / every * 1e3:.1f} ms/step" if since is not None else ""

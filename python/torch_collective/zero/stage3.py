@@ -74,13 +74,12 @@ class ParameterGatherer:
         return [s for s in slots if id(s) not in self.live]
 
     def gather(self, module):
+        """Gathers a module's own parameters: what was started ahead for it, then the rest."""
         slots = self.layout.module_ranges.get(module, [])
         started = self.inflight.pop(module, None)
         if started is not None:
             self._install(started, slots)
-        missing = self._missing(slots)
-        if missing:
-            self._install(self._start(self.layout.ranges_of(missing)), missing)
+        self.gather_slots(slots)
 
     def gather_slots(self, slots):
         missing = self._missing(slots)
@@ -96,17 +95,24 @@ class ParameterGatherer:
         for slot in self.layout.module_ranges.get(module, []):
             self.release_slot(slot)
 
-    def release_all(self):
+    def _drop_inflight(self):
+        """Waits for the gathers started ahead that no module took, and drops their buffers."""
         for module in list(self.inflight):
             for work, _, _, _ in self.inflight.pop(module):
                 work.wait()
+
+    def release_all(self):
+        self._drop_inflight()
         for slot in self.layout.slots:
             self.release_slot(slot)
 
-    def live_bytes(self):
-        element = self.empty.element_size()
+    def _gathered_elements(self):
+        """Elements held gathered now: installed parameters and gathers started ahead."""
         inflight = sum(b.numel() for started in self.inflight.values() for _, b, _, _ in started)
-        return (sum(self.live.values()) + inflight) * element
+        return sum(self.live.values()) + inflight
+
+    def live_bytes(self):
+        return self._gathered_elements() * self.empty.element_size()
 
     def partition_parameters(self):
         """Frees every parameter's full copy, except the persistent ones, which are gathered."""
@@ -136,9 +142,7 @@ class ParameterGatherer:
     def end_forward(self):
         if self.tracing and self.trace:
             self.tracing = False
-        for module in list(self.inflight):
-            for work, _, _, _ in self.inflight.pop(module):
-                work.wait()
+        self._drop_inflight()
 
     def _before_forward(self, module, inputs):
         if self.tracing:
@@ -152,7 +156,7 @@ class ParameterGatherer:
         while self.position < len(self.trace) and self.trace[self.position] is not module:
             self.position += 1
         budget = self.prefetch_size
-        live = sum(self.live.values()) + sum(b.numel() for s in self.inflight.values() for _, b, _, _ in s)
+        live = self._gathered_elements()
         for upcoming in self.trace[self.position + 1:]:
             if upcoming in self.inflight:
                 continue
