@@ -1,6 +1,6 @@
 #include "bootstrap/bootstrap_ops.h"
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace bootstrap {

@@ -8,9 +8,10 @@
 #include <cstring>
 
 #include "bootstrap/tcp_store.h"
-#include "src/error.h"
-#include "src/hash.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/list_spec.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace bootstrap {
@@ -58,12 +59,8 @@ int optionalInt(const char* name, long min, long max) {
 // SLURM_TASKS_PER_NODE is a run-length list such as "4(x2),3": nodes 0-1 run 4 tasks, node 2
 // runs 3. Returns the count for `node`, or -1 when the list is malformed or too short.
 int slurmTasksOnNode(const std::string& spec, int node) {
-  size_t pos = 0;
   int first = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find(',', pos);
-    if (end == std::string::npos) end = spec.size();
-    std::string item = spec.substr(pos, end - pos);
+  for (const std::string& item : splitList(spec)) {
     char* rest = nullptr;
     long tasks = strtol(item.c_str(), &rest, 10);
     long repeat = 1;
@@ -78,7 +75,6 @@ int slurmTasksOnNode(const std::string& spec, int node) {
     }
     if (node < first + repeat) return tasks > INT_MAX ? -1 : static_cast<int>(tasks);
     first += static_cast<int>(std::min<long>(repeat, INT_MAX - first));
-    pos = end + 1;
   }
   return -1;
 }

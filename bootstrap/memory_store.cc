@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "bootstrap/socket_util.h"
 #include "bootstrap/store_counter.h"
-#include "src/error.h"
+#include "common/error.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace bootstrap {

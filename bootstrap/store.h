@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+
 namespace coll {
 namespace bootstrap {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
 using Bytes = std::vector<uint8_t>;
 // Proves that a connection to a rendezvous store belongs to the job that created it (carried in
 // the unique id, or derived from COLL_STORE_SECRET for launcher-started jobs).

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "src/error.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace bootstrap {

@@ -13,9 +13,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bootstrap/socket_util.h"
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace bootstrap {

@@ -13,8 +13,8 @@
 
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
-#include "src/error.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace bootstrap {

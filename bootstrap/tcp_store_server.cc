@@ -17,8 +17,8 @@
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/store_service.h"
 #include "bootstrap/tcp_store.h"
-#include "src/error.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace bootstrap {

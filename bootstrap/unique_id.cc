@@ -1,17 +1,17 @@
 #include "bootstrap/unique_id.h"
 
-#include <sys/random.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
-#include "bootstrap/socket_util.h"
 #include "bootstrap/tcp_store.h"
-#include "src/error.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/net_interfaces.h"
+#include "common/random.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace bootstrap {
@@ -120,14 +120,15 @@ UniqueIdInfo decodeUniqueId(const collUniqueId& id) {
 
 Secret randomSecret() {
   Secret secret{};
-  size_t filled = 0;
-  while (filled < secret.size()) {
-    ssize_t n = getrandom(secret.data() + filled, secret.size() - filled, 0);
-    if (n < 0 && errno == EINTR) continue;
-    COLL_SYSCHECK(n, "getrandom() for the rendezvous secret");
-    filled += static_cast<size_t>(n);
-  }
+  fillRandom(secret.data(), secret.size(), "the rendezvous secret");
   return secret;
+}
+
+std::string defaultServerAddress() {
+  const char* spec = getenv("COLL_SOCKET_IFNAME");
+  std::string address = chooseInterfaceAddress(listInterfaces(), spec != nullptr ? spec : "");
+  COLL_INFO(kBootstrap, "server address %s (COLL_SOCKET_IFNAME=%s)", address.c_str(), spec != nullptr ? spec : "");
+  return address;
 }
 
 collUniqueId createUniqueId() {

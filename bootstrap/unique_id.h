@@ -31,6 +31,10 @@ UniqueIdInfo decodeUniqueId(const collUniqueId& id);
 // 32 bytes from getrandom(): unpredictable, so another job cannot guess its way in.
 Secret randomSecret();
 
+// The address a rendezvous server binds and advertises: chooseInterfaceAddress(listInterfaces(),
+// $COLL_SOCKET_IFNAME) (common/net_interfaces.h).
+std::string defaultServerAddress();
+
 // Starts a TcpStoreServer in this process on defaultServerAddress() (COLL_SOCKET_IFNAME), on
 // port $COLL_STORE_PORT if set, else an ephemeral one, with a fresh secret; it serves until the
 // process exits. Returns the id naming it.

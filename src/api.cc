@@ -11,9 +11,9 @@
 #include "bootstrap/launch_env.h"
 #include "bootstrap/unique_id.h"
 #include "collective.h"
+#include "common/error.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
-#include "src/error.h"
 #include "src/group.h"
 #include "src/validate.h"
 #include "transport/p2p/device_query.h"
@@ -199,7 +199,7 @@ COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collU
   return coll::guarded("collCommInitRank", [&] {
     coll::checkInitArgs(comm, nranks, rank, "collCommInitRank");
     coll::CommOptions options = coll::optionsFrom(config, "collCommInitRank");
-    auto deadline = coll::bootstrap::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+    auto deadline = coll::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
     auto store = coll::bootstrap::connectStore(commId, deadline);
     coll::initWithStore(comm, store, nranks, rank, options);
   });
@@ -214,7 +214,7 @@ COLL_API collResult_t collCommInitFromEnv(collComm_t* comm, collConfig_t* config
     if (comm == nullptr) coll::throwError(collInvalidArgument, "collCommInitFromEnv: comm is NULL");
     coll::CommOptions options = coll::optionsFrom(config, "collCommInitFromEnv");
     coll::bootstrap::LaunchEnv env = coll::bootstrap::detectLaunchEnv();
-    auto deadline = coll::bootstrap::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+    auto deadline = coll::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
     auto store = coll::bootstrap::connectLaunchStore(env, deadline);
     coll::initWithStore(comm, store, env.size, env.rank, options);
   });

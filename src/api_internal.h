@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 
-#include "bootstrap/store.h"
 #include "collective.h"
 
 // Marks a C entry point: C linkage, exported from the shared library (which hides the rest).
@@ -14,6 +13,9 @@
 
 namespace coll {
 
+namespace bootstrap {
+class Store;
+}  // namespace bootstrap
 class Communicator;
 // The communicator behind a live handle, or nullptr (for tools such as colltopo).
 Communicator* communicatorOf(collComm_t comm);

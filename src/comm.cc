@@ -8,12 +8,13 @@
 #include <functional>
 
 #include "bootstrap/bootstrap_ops.h"
-#include "bootstrap/socket_util.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/logging.h"
+#include "common/net_interfaces.h"
+#include "common/socket.h"
 #include "kernels/cpu/reduce.h"
 #include "src/algorithms/algorithms.h"
-#include "src/error.h"
-#include "src/hash.h"
-#include "src/logging.h"
 #include "src/topo/topology_log.h"
 #include "transport/shm/cross_memory.h"
 #include "transport/transport_table.h"
@@ -116,9 +117,7 @@ Communicator::~Communicator() {
   net_.reset();
 }
 
-bootstrap::Deadline Communicator::initDeadline() const {
-  return bootstrap::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
-}
+Deadline Communicator::initDeadline() const { return Clock::now() + std::chrono::milliseconds(options_.timeoutMs); }
 
 void Communicator::setupTransports() {
   // Every rank makes the same choice from the same table and peer information, so a pair that
@@ -251,10 +250,10 @@ std::string Communicator::chooseSocketAddress() const {
   // this rank reaches the rendezvous store through (the interface towards MASTER_ADDR).
   bool allOnThisMachine = true;
   for (const auto& p : peers_) allOnThisMachine = allOnThisMachine && p.machineHash == peers_[rank_].machineHash;
-  std::vector<bootstrap::InterfaceAddress> interfaces = bootstrap::listInterfaces();
+  std::vector<InterfaceAddress> interfaces = listInterfaces();
   std::string address, why;
   if (!params_.socketIfname.empty()) {
-    address = bootstrap::chooseInterfaceAddress(interfaces, params_.socketIfname);
+    address = chooseInterfaceAddress(interfaces, params_.socketIfname);
     why = "COLL_SOCKET_IFNAME=" + params_.socketIfname;
   } else if (allOnThisMachine) {
     address = "127.0.0.1";
@@ -263,7 +262,7 @@ std::string Communicator::chooseSocketAddress() const {
     address = store_->localAddress();
     why = "the interface that reaches the rendezvous store";
     if (address.empty()) {
-      address = bootstrap::chooseInterfaceAddress(interfaces, "");
+      address = chooseInterfaceAddress(interfaces, "");
       why = "the first interface that is not loopback";
     }
   }
@@ -336,7 +335,7 @@ void Communicator::markFailed(collResult_t code, const std::string& message) {
 }
 
 ProgressWaiter Communicator::makeWaiter(const char* what) const {
-  auto deadline = ProgressWaiter::Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
+  auto deadline = Clock::now() + std::chrono::milliseconds(options_.timeoutMs);
   return ProgressWaiter(bell_, spinNs_, deadline, health_, what, options_.timeoutMs, net_.get());
 }
 

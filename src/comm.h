@@ -75,7 +75,7 @@ class Communicator : public ConnectionSource {
   void setupSockets(const std::vector<int>& netPeers);
   std::string chooseSocketAddress() const;
   bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes, const std::vector<int>& localRanks);
-  bootstrap::Deadline initDeadline() const;
+  Deadline initDeadline() const;
   void healthCheck() const;
   // A waiter for one call: its deadline starts now.
   ProgressWaiter makeWaiter(const char* what) const;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/streaming.h"
-#include "src/error.h"
 #include "transport/shm/cross_memory.h"
 
 namespace coll {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/error.h"
 #include "src/comm.h"
-#include "src/error.h"
 
 namespace coll {
 namespace {

@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/error.h"
-#include "src/hash.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/list_spec.h"
 #include "transport/transport_table.h"
 
 namespace coll {
@@ -116,11 +117,7 @@ uint64_t planSettingsDigest(const Params& p) {
 
 void parseAlgoOverrides(const std::string& text, Algo* overrides) {
   // "ring" applies to every collective; "allreduce:tree,broadcast:chain" to the ones named.
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
+  for (const std::string& item : splitList(text)) {
     size_t colon = item.find(':');
     if (colon == std::string::npos) {
       Algo algo = parseAlgoName(item, text);
@@ -128,7 +125,6 @@ void parseAlgoOverrides(const std::string& text, Algo* overrides) {
     } else {
       overrides[collTypeByName(item.substr(0, colon), text)] = parseAlgoName(item.substr(colon + 1), text);
     }
-    start = end + 1;
   }
 }
 

@@ -1,9 +1,8 @@
 #include "src/progress.h"
 
 #include <sched.h>
-#include <time.h>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace {
@@ -11,12 +10,6 @@ namespace {
 constexpr int64_t kYieldNs = 2000000;
 
 }  // namespace
-
-int64_t monotonicNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
                                const std::function<void()>& healthCheck, const char* what, int timeoutMs,

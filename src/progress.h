@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "common/clock.h"
 #include "transport/doorbell.h"
 #include "transport/transport.h"
 
@@ -16,8 +17,6 @@ namespace coll {
 
 class ProgressWaiter {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
   // timeout message.
   // driver (may be null): a transport this waiter drives on idle rounds and hands back to its
@@ -49,7 +48,5 @@ class ProgressWaiter {
   bool armed_ = false;
   uint32_t snapshot_ = 0;
 };
-
-int64_t monotonicNs();
 
 }  // namespace coll

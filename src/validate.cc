@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
+#include "common/error.h"
 #include "kernels/cpu/reduce.h"
-#include "src/error.h"
 
 namespace coll {
 namespace {

@@ -1,8 +1,7 @@
 #include "transport/transport_table.h"
 
-#include <sstream>
-
-#include "src/error.h"
+#include "common/error.h"
+#include "common/list_spec.h"
 
 namespace coll {
 namespace transport {
@@ -11,15 +10,6 @@ namespace {
 bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash == peer.hostHash; }
 // Sockets reach any rank: another host over its network, or this one over loopback.
 bool anyRank(const PeerInfo&, const PeerInfo&) { return true; }
-
-std::vector<std::string> namesIn(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream stream(list);
-  std::string name;
-  while (std::getline(stream, name, ','))
-    if (!name.empty()) names.push_back(name);
-  return names;
-}
 
 }  // namespace
 
@@ -38,8 +28,8 @@ std::string transportNames() {
 }
 
 void validateTransportSpec(const std::string& spec) {
-  std::string list = !spec.empty() && spec[0] == '^' ? spec.substr(1) : spec;
-  for (const std::string& name : namesIn(list)) {
+  NameSelection selection = NameSelection::parse(spec);
+  for (const std::string& name : selection.names()) {
     bool known = false;
     for (const TransportDescriptor& t : transportTable()) known = known || name == t.name;
     if (!known)
@@ -49,11 +39,7 @@ void validateTransportSpec(const std::string& spec) {
 }
 
 bool transportEnabled(const std::string& spec, const char* name) {
-  if (spec.empty()) return true;
-  bool exclude = spec[0] == '^';
-  bool listed = false;
-  for (const std::string& n : namesIn(exclude ? spec.substr(1) : spec)) listed = listed || n == name;
-  return exclude ? !listed : listed;
+  return spec.empty() || NameSelection::parse(spec).selects(name);
 }
 
 const TransportDescriptor* chooseTransport(const PeerInfo& self, const PeerInfo& peer, const std::string& spec) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "common/error.h"
 #include "kernels/cuda/unit_order.h"
-#include "src/error.h"
 #include "src/plan/planner.h"
 #include "src/plan/protocol.h"
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "common/error.h"
 #include "src/algorithms/algorithms.h"
-#include "src/error.h"
 
 namespace coll {
 namespace {

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
-#include <sstream>
+
+#include "common/list_spec.h"
 
 namespace coll {
 namespace topo {
@@ -21,9 +22,7 @@ void sortUnique(CpuList* cpus) {
 
 CpuList parseCpuList(const std::string& text) {
   CpuList cpus;
-  std::stringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
+  for (const std::string& item : splitList(text)) {
     long lo = 0, hi = 0;
     char tail = 0;
     int fields = sscanf(item.c_str(), " %ld-%ld %c", &lo, &hi, &tail);

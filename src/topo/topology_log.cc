@@ -3,7 +3,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/logging.h"
+#include "common/logging.h"
 #include "src/topo/topology.h"
 #include "src/topo/topology_render.h"
 

@@ -9,9 +9,9 @@
 #include <cstdint>
 
 #include "collective_zero.h"
+#include "common/error.h"
 #include "kernels/cpu/half.h"
 #include "src/api_internal.h"
-#include "src/error.h"
 #include "src/zero/partition.h"
 
 namespace coll {

@@ -3,8 +3,8 @@
 
 #include <limits>
 
+#include "common/error.h"
 #include "src/api_internal.h"
-#include "src/error.h"
 
 namespace coll {
 namespace zero {

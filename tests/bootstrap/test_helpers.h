@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace bootstrap {

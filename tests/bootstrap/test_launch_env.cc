@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "bootstrap/launch_env.h"
-#include "bootstrap/socket_util.h"
+#include "common/socket.h"
 #include "test_helpers.h"
 
 namespace coll {

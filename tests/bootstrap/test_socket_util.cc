@@ -4,7 +4,9 @@
 
 #include <thread>
 
-#include "bootstrap/socket_util.h"
+#include "bootstrap/unique_id.h"
+#include "common/net_interfaces.h"
+#include "common/socket.h"
 #include "test_helpers.h"
 
 namespace coll {

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <thread>
 
-#include "bootstrap/socket_util.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
+#include "common/socket.h"
 #include "test_helpers.h"
 
 namespace coll {

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
-#include "bootstrap/socket_util.h"
 #include "bootstrap/tcp_store.h"
 #include "bootstrap/unique_id.h"
+#include "common/socket.h"
 #include "test_helpers.h"
 
 namespace coll {

@@ -22,7 +22,7 @@ extern char** environ;
 namespace colltest {
 namespace {
 
-using coll::bootstrap::Clock;
+using coll::Clock;
 
 constexpr const char* kRankVar = "COLL_GPU_TEST_RANK";
 constexpr const char* kSizeVar = "COLL_GPU_TEST_NRANKS";

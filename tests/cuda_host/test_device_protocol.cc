@@ -1,7 +1,7 @@
 // The device protocol choice (src/plan/protocol.h) and COLL_PROTO's parsing (src/params.h).
 #include <gtest/gtest.h>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/params.h"
 #include "src/plan/protocol.h"
 

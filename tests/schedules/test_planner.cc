@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "src/params.h"
 #include "src/plan/planner.h"
 #include "tests/schedules/simulator.h"

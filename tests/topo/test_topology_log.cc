@@ -2,7 +2,7 @@
 // nothing at all (no discovery either) below it. Registered twice: as is, and with COLL_DEBUG=INFO.
 #include <gtest/gtest.h>
 
-#include "src/logging.h"
+#include "common/logging.h"
 #include "src/topo/topology_log.h"
 
 namespace coll {

@@ -10,15 +10,15 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket_util.h"
-#include "src/error.h"
+#include "common/error.h"
+#include "common/socket.h"
 #include "transport/net/net_domain.h"
 
 namespace coll {
 namespace transport {
 namespace {
 
-using bootstrap::Clock;
+using coll::Clock;
 
 constexpr size_t kSlotBytes = 4096;
 constexpr int kDepth = 4;
@@ -37,7 +37,7 @@ class HostilePeerTest : public ::testing::Test {
     card_ = parseNetCard(cardBytes, 0);
     connector_ = std::thread([this, cardBytes] {
       try {
-        domain_->connectPeers({cardBytes, ""}, {1}, bootstrap::deadlineAfter(std::chrono::milliseconds(3000)));
+        domain_->connectPeers({cardBytes, ""}, {1}, coll::deadlineAfter(std::chrono::milliseconds(3000)));
       } catch (const CollError& e) {
         setupError_ = e.what();
       }
@@ -48,10 +48,10 @@ class HostilePeerTest : public ::testing::Test {
   }
 
   // Connects as rank 1 and sends `hello` (by default a correct one).
-  bootstrap::Fd connectAsRank1(NetHello hello) {
-    bootstrap::Fd fd = bootstrap::connectWithDeadline(netCardHost(card_), card_.port,
-                                                      bootstrap::deadlineAfter(std::chrono::milliseconds(2000)));
-    bootstrap::sendAll(fd.get(), &hello, sizeof(hello), bootstrap::deadlineAfter(std::chrono::milliseconds(1000)));
+  coll::Fd connectAsRank1(NetHello hello) {
+    coll::Fd fd =
+        coll::connectWithDeadline(netCardHost(card_), card_.port, coll::deadlineAfter(std::chrono::milliseconds(2000)));
+    coll::sendAll(fd.get(), &hello, sizeof(hello), coll::deadlineAfter(std::chrono::milliseconds(1000)));
     return fd;
   }
   NetHello goodHello() const {
@@ -66,8 +66,8 @@ class HostilePeerTest : public ::testing::Test {
     return hello;
   }
   void send(int fd, const void* data, size_t bytes) {
-    ASSERT_EQ(bootstrap::sendAll(fd, data, bytes, bootstrap::deadlineAfter(std::chrono::milliseconds(1000))),
-              bootstrap::IoStatus::kOk);
+    ASSERT_EQ(coll::sendAll(fd, data, bytes, coll::deadlineAfter(std::chrono::milliseconds(1000))),
+              coll::IoStatus::kOk);
   }
   void sendHeader(int fd, uint32_t kind, uint32_t seq, uint64_t bytes) {
     NetFrameHeader header;
@@ -104,7 +104,7 @@ class HostilePeerTest : public ::testing::Test {
 };
 
 TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   std::vector<uint8_t> payload(kSlotBytes);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
   for (uint32_t seq = 0; seq < 2 * kDepth; ++seq) {
@@ -129,19 +129,19 @@ TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
 }
 
 TEST_F(HostilePeerTest, OversizedFrameIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, kSlotBytes + 1);
   EXPECT_NE(waitForFailure().find("more than the 4096-byte slot"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, HugeLengthIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, ~0ull);
   EXPECT_NE(waitForFailure().find("more than the"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, GarbageIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   const char garbage[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   send(fd.get(), garbage, sizeof(garbage));
   std::string message = waitForFailure();
@@ -150,13 +150,13 @@ TEST_F(HostilePeerTest, GarbageIsAnError) {
 }
 
 TEST_F(HostilePeerTest, OutOfOrderFrameIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameData, 5, 8);
   EXPECT_NE(waitForFailure().find("frame number 5 where 0 was expected"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, TruncatedFrameIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, 1000);
   char partial[10] = {};
   send(fd.get(), partial, sizeof(partial));
@@ -165,7 +165,7 @@ TEST_F(HostilePeerTest, TruncatedFrameIsAnError) {
 }
 
 TEST_F(HostilePeerTest, TruncatedHeaderIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   char partial[5] = {};
   send(fd.get(), partial, sizeof(partial));
   fd.reset();
@@ -173,13 +173,13 @@ TEST_F(HostilePeerTest, TruncatedHeaderIsAnError) {
 }
 
 TEST_F(HostilePeerTest, ClosingFrameWithPayloadIsAnError) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameBye, 0, 64);
   EXPECT_NE(waitForFailure().find("closing frame with 64 payload bytes"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, GoodbyeThenCloseIsNotAFailure) {
-  bootstrap::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAsRank1(goodHello());
   sendHeader(fd.get(), kNetFrameBye, 0, 0);
   shutdown(fd.get(), SHUT_WR);
   connector_.join();
@@ -200,14 +200,14 @@ TEST_F(HostilePeerTest, GoodbyeThenCloseIsNotAFailure) {
 TEST_F(HostilePeerTest, StrangersAreTurnedAwayAndTheRealPeerStillConnects) {
   NetHello wrongNonce = goodHello();
   wrongNonce.nonce[0] ^= 1;
-  bootstrap::Fd stranger1 = connectAsRank1(wrongNonce);
+  coll::Fd stranger1 = connectAsRank1(wrongNonce);
   NetHello wrongRank = goodHello();
   wrongRank.fromRank = 0;
-  bootstrap::Fd stranger2 = connectAsRank1(wrongRank);
+  coll::Fd stranger2 = connectAsRank1(wrongRank);
   NetHello wrongSettings = goodHello();
   wrongSettings.slotBytes = 1 << 30;
-  bootstrap::Fd stranger3 = connectAsRank1(wrongSettings);
-  bootstrap::Fd real = connectAsRank1(goodHello());
+  coll::Fd stranger3 = connectAsRank1(wrongSettings);
+  coll::Fd real = connectAsRank1(goodHello());
   connector_.join();
   EXPECT_EQ(setupError_, "");
   EXPECT_NO_THROW(domain_->checkPeers());

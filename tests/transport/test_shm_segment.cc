@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "src/error.h"
+#include "common/error.h"
 #include "transport/shm/shm_segment.h"
 
 namespace coll {

@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+
+#include "common/random.h"
 
 extern char** environ;
 
@@ -42,14 +43,10 @@ int pickFreePort() {
 
 std::string randomHexSecret() {
   unsigned char bytes[32];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return "";
-    }
-    got += static_cast<size_t>(n);
+  try {
+    coll::fillRandom(bytes, sizeof(bytes), "collrun's store secret");
+  } catch (const std::exception&) {
+    return "";
   }
   static const char kHex[] = "0123456789abcdef";
   std::string hex;

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace transport {

@@ -4,41 +4,27 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "src/error.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/random.h"
 
 namespace coll {
 namespace transport {
 namespace {
 
-using bootstrap::Clock;
-using bootstrap::Deadline;
-using bootstrap::Fd;
-
 constexpr int kPollIntervalMs = 100;                       // the progress thread re-checks stop_ this often
 constexpr auto kHelloTimeout = std::chrono::seconds(5);    // a connection must say who it is by then
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // closing frames are tiny; do not wait long
 
-void fillRandom(void* data, size_t size) {
-  size_t filled = 0;
-  while (filled < size) {
-    ssize_t n = getrandom(static_cast<uint8_t*>(data) + filled, size - filled, 0);
-    if (n < 0 && errno == EINTR) continue;
-    COLL_SYSCHECK(n, "getrandom() for the socket transport's nonce");
-    filled += static_cast<size_t>(n);
-  }
-}
-
 void tuneSocket(int fd) {
-  bootstrap::setNoDelay(fd);
-  bootstrap::setNonBlocking(fd, true);
+  setNoDelay(fd);
+  setNonBlocking(fd, true);
   int one = 1;
   // Notices a silent peer host between collectives too (a wait inside one has its own deadline).
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
@@ -48,7 +34,7 @@ void tuneSocket(int fd) {
 
 NetDomain::NetDomain(const NetConfig& config, int myRank, int nranks, Doorbell* bell)
     : config_(config), myRank_(myRank), bell_(bell), peerIndex_(nranks, -1) {
-  fillRandom(nonce_, sizeof(nonce_));
+  fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
   wakeFd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
 }
@@ -66,10 +52,9 @@ NetDomain::~NetDomain() {
 }
 
 std::string NetDomain::listen(const std::string& host) {
-  listener_ = bootstrap::listenOn(host, 0);
-  listenAddress_ = bootstrap::localAddressOf(listener_.get()).toString();
-  NetCard card = makeNetCard(bootstrap::localAddressOf(listener_.get()).host(),
-                             bootstrap::localAddressOf(listener_.get()).port(), nonce_);
+  listener_ = listenOn(host, 0);
+  listenAddress_ = localAddressOf(listener_.get()).toString();
+  NetCard card = makeNetCard(localAddressOf(listener_.get()).host(), localAddressOf(listener_.get()).port(), nonce_);
   COLL_INFO(kTransport, "rank %d: socket transport listens on %s", myRank_, listenAddress_.c_str());
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
@@ -94,7 +79,7 @@ void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::v
     }
     for (int s = 0; s < config_.socketsPerPeer; ++s) {
       std::string name = formatString("rank %d's socket listener", peer->rank);
-      Fd fd = bootstrap::connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
+      Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
       NetHello hello;
       hello.nonce[0] = peer->card.nonce[0];
       hello.nonce[1] = peer->card.nonce[1];
@@ -103,7 +88,7 @@ void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::v
       hello.socketsPerPeer = config_.socketsPerPeer;
       hello.depth = config_.depth;
       hello.slotBytes = config_.slotBytes;
-      if (bootstrap::sendAll(fd.get(), &hello, sizeof(hello), deadline) != bootstrap::IoStatus::kOk)
+      if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk)
         throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer->rank,
                    peerAddress(peer->rank).c_str());
       tuneSocket(fd.get());
@@ -118,7 +103,7 @@ void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::v
 void NetDomain::acceptPeers(int expected, Deadline deadline) {
   while (expected > 0) {
     pollfd pfd{listener_.get(), POLLIN, 0};
-    int ready = poll(&pfd, 1, bootstrap::pollTimeoutMs(deadline));
+    int ready = poll(&pfd, 1, pollTimeoutMs(deadline));
     if (ready < 0 && errno == EINTR) continue;
     COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
     if (ready == 0) {
@@ -139,7 +124,7 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
     NetHello hello;
     Deadline helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
     std::string refusal;
-    if (bootstrap::recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != bootstrap::IoStatus::kOk) {
+    if (recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != IoStatus::kOk) {
       refusal = "no hello";
     } else {
       refusal = checkNetHello(hello, nonce_, config_.socketsPerPeer, config_.depth, config_.slotBytes);
@@ -183,7 +168,7 @@ std::string NetDomain::peerAddress(int peer) const {
   if (!connects(peer)) return "?";
   const NetCard& card = peers_[peerIndex_[peer]]->card;
   if (card.family == 0) return "a peer that published no address";
-  return bootstrap::formatHostPort(netCardHost(card), card.port);
+  return formatHostPort(netCardHost(card), card.port);
 }
 
 void NetDomain::checkPeers() const {
@@ -321,7 +306,7 @@ void NetDomain::flushAndSayGoodbye() {
   // Sends the executor posted are still ours to deliver: the collective that posted them has
   // returned. Let the progress thread finish them, then send each socket its closing frame.
   if (!progress_.joinable()) return;  // setup never finished: nothing was sent
-  Deadline deadline = bootstrap::deadlineAfter(std::chrono::milliseconds(config_.timeoutMs));
+  Deadline deadline = deadlineAfter(std::chrono::milliseconds(config_.timeoutMs));
   for (auto& peer : peers_) {
     while (!peer->send->drained() && !failed_.load() && Clock::now() < deadline) {
       wakeProgress();
@@ -340,7 +325,7 @@ void NetDomain::flushAndSayGoodbye() {
       bye.seq = static_cast<uint32_t>(peer->send->nextSeq(s));
       bye.bytes = 0;
       // A peer that already left resets the connection; that is fine at this point.
-      if (bootstrap::sendAll(peer->sockets[s].get(), &bye, sizeof(bye), byeDeadline) == bootstrap::IoStatus::kOk)
+      if (sendAll(peer->sockets[s].get(), &bye, sizeof(bye), byeDeadline) == IoStatus::kOk)
         shutdown(peer->sockets[s].get(), SHUT_WR);
     }
   }

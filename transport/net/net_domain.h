@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket_util.h"
+#include "common/socket.h"
 #include "transport/doorbell.h"
 #include "transport/net/net_channel.h"
 
@@ -50,7 +50,7 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
   // Phase 2: opens the sockets to every rank in `peers`; cards holds every rank's card (indexed by
   // rank; only those of `peers` are read). Throws collTimeout when a peer does not connect before
   // the deadline, collRemoteError for a malformed card.
-  void connectPeers(const std::vector<std::string>& cards, const std::vector<int>& peers, bootstrap::Deadline deadline);
+  void connectPeers(const std::vector<std::string>& cards, const std::vector<int>& peers, Deadline deadline);
 
   SendConnection* sendConnection(int peer);
   RecvConnection* recvConnection(int peer);
@@ -78,11 +78,11 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
   struct Peer {
     int rank = -1;
     NetCard card;
-    std::vector<bootstrap::Fd> sockets;
+    std::vector<Fd> sockets;
     std::unique_ptr<NetSendChannel> send;
     std::unique_ptr<NetRecvChannel> recv;
   };
-  void acceptPeers(int expected, bootstrap::Deadline deadline);
+  void acceptPeers(int expected, Deadline deadline);
   void startChannels();
   void progressLoop();
   bool pumpAll();
@@ -92,11 +92,11 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
   int myRank_;
   Doorbell* bell_;
   uint64_t nonce_[2] = {0, 0};
-  bootstrap::Fd listener_;
+  Fd listener_;
   std::string listenAddress_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<int> peerIndex_;  // rank -> index in peers_, or -1
-  bootstrap::Fd wakeFd_;        // eventfd: wakes the progress thread from poll()
+  Fd wakeFd_;                   // eventfd: wakes the progress thread from poll()
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> executorDriving_{false};
   std::atomic<bool> stop_{false};

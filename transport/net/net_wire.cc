@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace transport {

@@ -6,11 +6,11 @@
 #include <map>
 #include <random>
 
+#include "common/cuda_check.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/logging.h"
 #include "kernels/cuda/launch.h"
-#include "src/error.h"
-#include "src/hash.h"
-#include "src/logging.h"
-#include "transport/p2p/cuda_check.h"
 
 namespace coll {
 namespace transport {

@@ -2,9 +2,9 @@
 
 #include <vector>
 
+#include "common/cuda_check.h"
+#include "common/error.h"
 #include "kernels/cuda/launch.h"
-#include "src/error.h"
-#include "transport/p2p/cuda_check.h"
 
 namespace coll {
 namespace transport {

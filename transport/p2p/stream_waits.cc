@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "src/error.h"
-#include "transport/p2p/cuda_check.h"
+#include "common/cuda_check.h"
+#include "common/error.h"
 
 namespace coll {
 namespace transport {

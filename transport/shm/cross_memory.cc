@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
 namespace transport {

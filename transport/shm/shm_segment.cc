@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,7 +10,8 @@
 #include <cstdlib>
 #include <utility>
 
-#include "src/error.h"
+#include "common/error.h"
+#include "common/random.h"
 
 namespace coll {
 namespace transport {
@@ -21,13 +21,7 @@ constexpr char kMemfdPrefix[] = "memfd:";
 
 std::string randomSegmentName() {
   unsigned char random[12];
-  size_t filled = 0;
-  while (filled < sizeof(random)) {
-    ssize_t got = getrandom(random + filled, sizeof(random) - filled, 0);
-    if (got < 0 && errno == EINTR) continue;
-    COLL_SYSCHECK(got, "getrandom for a shared-memory name");
-    filled += static_cast<size_t>(got);
-  }
+  fillRandom(random, sizeof(random), "a shared-memory name");
   static const char kHex[] = "0123456789abcdef";
   std::string name = "/coll-";
   for (unsigned char byte : random) {

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "src/error.h"
-#include "src/hash.h"
-#include "src/logging.h"
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace transport {

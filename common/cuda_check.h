@@ -1,10 +1,10 @@
-// COLL_CUDACHECK: the CUDA member of the check macro family (src/error.h). A failed runtime call
+// COLL_CUDACHECK: the CUDA member of the check macro family (common/error.h). A failed runtime call
 // throws collUnhandledCudaError naming the call, CUDA's message and where it happened.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include "src/error.h"
+#include "common/error.h"
 
 #define COLL_CUDACHECK(expr)                                                                                          \
   do {                                                                                                                \

@@ -1,4 +1,4 @@
-#include "src/error.h"
+#include "common/error.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,7 +1,6 @@
-// Small TCP helpers shared by the rendezvous store (and usable by the socket transport): name
-// resolution, connect and I/O bounded by a deadline, listening sockets, and the choice of the
-// address a server advertises. Every call that can block takes a Deadline, because a bootstrap
-// that waits forever on a dead peer is the hang the design forbids.
+// TCP helpers shared by the rendezvous store (bootstrap/) and the socket transport
+// (transport/net/): name resolution, connect and I/O bounded by a deadline, listening sockets,
+// and the route to a host. Every call that can block takes a Deadline.
 #pragma once
 
 #include <sys/socket.h>
@@ -10,37 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/store.h"
+#include "common/clock.h"
+#include "common/fd.h"
 
 namespace coll {
-namespace bootstrap {
-
-// An owned file descriptor; closing is tied to scope so that no error path leaks a socket.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // A resolved socket address (IPv4 or IPv6).
 struct SocketAddress {
@@ -52,13 +24,6 @@ struct SocketAddress {
   uint16_t port() const;
   std::string toString() const;  // "10.0.0.1:29500" or "[::1]:29500"
 };
-
-// Milliseconds from now until the deadline, clamped to [0, INT32_MAX] so it can feed poll().
-int pollTimeoutMs(Deadline deadline);
-// Milliseconds between two instants, for error messages.
-long long elapsedMs(Clock::time_point start, Clock::time_point end);
-// now + timeout, saturating instead of overflowing for huge timeouts.
-Deadline deadlineAfter(std::chrono::milliseconds timeout);
 
 // "host:port", with brackets around IPv6 literals.
 std::string formatHostPort(const std::string& host, uint16_t port);
@@ -101,25 +66,4 @@ SocketAddress localAddressOf(int fd);
 // packet is sent). Throws when host does not resolve or no route exists.
 std::string localAddressRoutingTo(const std::string& host);
 
-struct InterfaceAddress {
-  std::string name;     // e.g. "eth0"
-  std::string address;  // numeric
-  int family = 0;       // AF_INET or AF_INET6
-  bool loopback = false;
-};
-
-// Up interfaces with an IPv4 or a non-link-local IPv6 address, in getifaddrs order.
-std::vector<InterfaceAddress> listInterfaces();
-
-// Picks the address a server should bind and advertise. `ifnameSpec` follows COLL_SOCKET_IFNAME:
-// a comma list of interface-name prefixes; a leading '^' excludes the listed names instead, a
-// leading '=' (after any '^') makes them exact names. Among matches IPv4 wins over IPv6.
-// Empty spec: the first non-loopback IPv4 interface, else the first loopback address. Throws
-// collInvalidUsage when the spec matches nothing (the message lists the interfaces).
-std::string chooseInterfaceAddress(const std::vector<InterfaceAddress>& interfaces, const std::string& ifnameSpec);
-
-// chooseInterfaceAddress(listInterfaces(), $COLL_SOCKET_IFNAME).
-std::string defaultServerAddress();
-
-}  // namespace bootstrap
 }  // namespace coll

@@ -1,14 +1,16 @@
-#include "src/logging.h"
+#include "common/logging.h"
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "src/error.h"
+#include "common/error.h"
+#include "common/list_spec.h"
 
 namespace coll {
 namespace {
@@ -38,19 +40,12 @@ unsigned subsysBit(const std::string& name) {
 
 unsigned parseSubsys(const char* text) {
   if (text == nullptr || *text == '\0') return ~0u;
-  bool exclude = text[0] == '^';
-  std::string list(exclude ? text + 1 : text);
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  NameSelection selection = NameSelection::parse(upper);
   unsigned mask = 0;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string name = list.substr(start, end - start);
-    for (char& c : name) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
-    mask |= subsysBit(name);
-    start = end + 1;
-  }
-  return exclude ? ~mask : mask;
+  for (const std::string& name : selection.names()) mask |= subsysBit(name);
+  return selection.excludes() ? ~mask : mask;
 }
 
 // The parameter cache: environment variables are read once per process.

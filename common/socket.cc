@@ -1,4 +1,4 @@
-#include "bootstrap/socket_util.h"
+#include "common/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,15 +15,9 @@
 #include <cstring>
 #include <thread>
 
-#include "src/error.h"
+#include "common/error.h"
 
 namespace coll {
-namespace bootstrap {
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
 
 std::string SocketAddress::host() const {
   char text[NI_MAXHOST] = "";
@@ -48,27 +42,6 @@ uint16_t SocketAddress::port() const {
 }
 
 std::string SocketAddress::toString() const { return formatHostPort(host(), port()); }
-
-int pollTimeoutMs(Deadline deadline) {
-  auto now = Clock::now();
-  if (deadline <= now) return 0;
-  // Round up: poll() returning a millisecond early would make callers spin once more for nothing.
-  auto remaining = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-  return remaining > INT_MAX ? INT_MAX : static_cast<int>(remaining);
-}
-
-long long elapsedMs(Clock::time_point start, Clock::time_point end) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(end - start).count();
-}
-
-Deadline deadlineAfter(std::chrono::milliseconds timeout) {
-  auto now = Clock::now();
-  if (timeout.count() <= 0) return now;
-  // Compare in milliseconds: converting a huge timeout to the clock's nanoseconds would overflow.
-  auto headroom = std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::max() - now);
-  if (timeout >= headroom) return Deadline::max();
-  return now + timeout;
-}
 
 std::string formatHostPort(const std::string& host, uint16_t port) {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
@@ -355,5 +328,4 @@ std::string localAddressRoutingTo(const std::string& host) {
   return localAddressOf(fd.get()).host();
 }
 
-}  // namespace bootstrap
 }  // namespace coll
