@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -15,9 +16,14 @@ class CollError : public std::runtime_error {
  public:
   CollError(collResult_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
   collResult_t code() const { return code_; }
+  // The communicator the error concerns, where the thrower knows and the catcher does not (a call
+  // queued by a group failed at collGroupEnd): its id, or 0.
+  uint64_t communicator() const { return communicator_; }
+  void setCommunicator(uint64_t id) { communicator_ = id; }
 
  private:
   collResult_t code_;
+  uint64_t communicator_ = 0;
 };
 
 // printf-style formatting into a std::string.

@@ -15,8 +15,8 @@
 #include "src/api_internal.h"
 #include "src/comm.h"
 #include "src/group.h"
+#include "src/last_error.h"
 #include "src/validate.h"
-#include "transport/p2p/device_query.h"
 
 // The handle behind collComm_t. The magic tells a live communicator from a destroyed or foreign
 // pointer; `inflight` lets collCommAbort wait until the call it interrupts has let go.
@@ -30,27 +30,36 @@ struct collComm {
 namespace coll {
 namespace {
 
-thread_local std::string tLastError;
 constexpr int kMaxRanks = 1 << 15;
 
 template <typename Body>
 collResult_t guarded(const char* function, Body&& body) {
+  // The communicator this entry point names, once liveComm found it (nested entry points, as in
+  // src/zero, keep the outer one's).
+  uint64_t& current = currentCallCommunicator();
+  const uint64_t outer = current;
+  struct Restore {
+    uint64_t& current;
+    uint64_t outer;
+    ~Restore() { current = outer; }
+  } restore{current, outer};
+  auto record = [&](const std::string& message, uint64_t comm) { recordLastError(message, comm ? comm : current); };
   try {
     body();
     return collSuccess;
   } catch (const CollError& e) {
     std::string message = e.what();
     if (message.compare(0, strlen(function), function) != 0) message = std::string(function) + ": " + message;
-    tLastError = message;
+    record(message, e.communicator());
     return e.code();
   } catch (const std::bad_alloc&) {
-    tLastError = std::string(function) + ": out of memory";
+    record(std::string(function) + ": out of memory", 0);
     return collSystemError;
   } catch (const std::exception& e) {
-    tLastError = std::string(function) + ": internal error: " + e.what();
+    record(std::string(function) + ": internal error: " + e.what(), 0);
     return collInternalError;
   } catch (...) {
-    tLastError = std::string(function) + ": internal error (unknown exception)";
+    record(std::string(function) + ": internal error (unknown exception)", 0);
     return collInternalError;
   }
 }
@@ -61,6 +70,7 @@ collComm* liveComm(collComm_t comm, const char* function) {
   if (comm->magic != collComm::kLive || !comm->impl)
     throwError(collInvalidArgument, "%s: comm %p is not a live communicator (destroyed or never initialized?)",
                function, static_cast<void*>(comm));
+  currentCallCommunicator() = comm->impl->id();
   return comm;
 }
 
@@ -107,29 +117,15 @@ void checkInitArgs(collComm_t* comm, int nranks, int rank, const char* function)
                nranks);
 }
 
-// A stream means device buffers. Without a usable GPU that is a usage error that says what is
-// missing; with one, the device path (kernels/cuda, transport/p2p) is not yet connected to the
-// communicator (docs/cuda.md).
-[[noreturn]] void refuseStream(const char* function) {
-  std::string why;
-  if (!transport::cudaDeviceAvailable(&why))
-    throwError(collInvalidUsage,
-               "%s: no CUDA device: stream is not NULL (device buffers), but %s; pass NULL for host buffers", function,
-               why.c_str());
-  throwError(collInvalidUsage,
-             "%s: stream is not NULL: device buffers are not yet connected to the communicator in this build (the "
-             "CUDA kernels and P2P transport are built; see docs/cuda.md); pass NULL for host buffers",
-             function);
-}
-
 collResult_t runCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
   return guarded(function, [&] {
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
-    if (stream != nullptr) refuseStream(function);
+    // The engine for this memory: refused here, before the call is queued or anything touched.
+    c.engineFor(stream);
     if (groupActive()) {
-      groupEnqueue(&c, call);
+      groupEnqueue(&c, call, stream);
       return;
     }
     handle->inflight.fetch_add(1);
@@ -137,7 +133,7 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
       collComm* h;
       ~Release() { h->inflight.fetch_sub(1); }
     } release{handle};
-    c.run(call);
+    c.run(call, stream);
   });
 }
 
@@ -175,6 +171,13 @@ CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t coun
   c.datatype = datatype;
   c.op = op;
   c.root = root;
+  return c;
+}
+
+CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
+                        int peer) {
+  CollCall c = callOf(type, sendbuff, recvbuff, count, datatype, collSum, 0);
+  c.peer = peer;
   return c;
 }
 
@@ -291,9 +294,9 @@ COLL_API collResult_t collCommUserRank(const collComm_t comm, int* rank) {
 
 COLL_API collResult_t collCommCuDevice(const collComm_t comm, int* device) {
   return coll::guarded("collCommCuDevice", [&] {
-    coll::liveComm(comm, "collCommCuDevice");
+    collComm* handle = coll::liveComm(comm, "collCommCuDevice");
     if (device == nullptr) coll::throwError(collInvalidArgument, "collCommCuDevice: device is NULL");
-    *device = -1;  // host-only build
+    *device = handle->impl->cudaDevice();
   });
 }
 
@@ -323,8 +326,9 @@ COLL_API const char* collGetErrorString(collResult_t result) {
 }
 
 COLL_API const char* collGetLastError(collComm_t comm) {
-  (void)comm;
-  return coll::tLastError.c_str();
+  // A destroyed or foreign handle is not read beyond its magic; it gets the thread's latest.
+  coll::Communicator* impl = coll::communicatorOf(comm);
+  return impl == nullptr ? coll::lastError().c_str() : coll::lastErrorAbout(impl->id()).c_str();
 }
 
 COLL_API collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
@@ -382,13 +386,13 @@ COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {
 
 COLL_API collResult_t collSend(const void* sendbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
                                collStream_t stream) {
-  return coll::runCall("collSend", callOf(CollType::kSend, sendbuff, nullptr, count, datatype, collSum, peer), comm,
+  return coll::runCall("collSend", pointToPointOf(CollType::kSend, sendbuff, nullptr, count, datatype, peer), comm,
                        stream);
 }
 
 COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int peer, collComm_t comm,
                                collStream_t stream) {
-  return coll::runCall("collRecv", callOf(CollType::kRecv, nullptr, recvbuff, count, datatype, collSum, peer), comm,
+  return coll::runCall("collRecv", pointToPointOf(CollType::kRecv, nullptr, recvbuff, count, datatype, peer), comm,
                        stream);
 }
 

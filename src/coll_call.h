@@ -33,7 +33,8 @@ struct CollCall {
   size_t count = 0;  // the count argument of the C call (per-rank count for gather-like calls)
   collDataType_t datatype = collUint8;
   collRedOp_t op = collSum;
-  int root = 0;  // root, or the peer of send/recv
+  int root = 0;  // rooted collectives: the root
+  int peer = 0;  // send and receive: the other rank
   size_t elemSize = 1;
 };
 

@@ -1,25 +1,32 @@
-// The communicator: one rank's view of a group of ranks. It owns the rank's transports, its
-// executor and one-shot path, and runs every collective of the C API on host memory. All state
-// hangs off it; nothing is process-wide except the parameter cache.
+// The communicator: one rank's view of a group of ranks. It holds the ranks' descriptions, one
+// transport domain for every transport some pair of ranks uses and the route to each peer
+// (transport/routes.h), the plan context, and the execution engines (src/exec/engine.h); it runs
+// every call on the engine for the call's memory, and keeps the one failure state that the
+// transports and both engines report into. All state hangs off it; nothing is process-wide except
+// the parameter cache.
+//
+// One job per file: comm_init.cc (peers, shared settings, transports, plan context, engines),
+// comm_run.cc (running calls), comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit) and
+// comm_failure.cc (health, failure, abort).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
-#include "src/direct_read.h"
-#include "src/executor.h"
-#include "src/oneshot.h"
+#include "src/exec/engine.h"
+#include "src/exec/executor.h"
+#include "src/exec/host_engine.h"
 #include "src/params.h"
-#include "src/plan/planner.h"
-#include "src/plan/tuner.h"
-#include "transport/net/net_domain.h"
-#include "transport/shm/shm_transport.h"
+#include "transport/domain.h"
+#include "transport/routes.h"
 
 namespace coll {
 
@@ -37,13 +44,19 @@ class Communicator : public ConnectionSource {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // Unique in this process, never reused: what last-error messages are kept by.
+  uint64_t id() const { return id_; }
   const std::string& name() const { return options_.name; }
   const CommOptions& options() const { return options_; }
 
-  // Runs one collective or point-to-point call to completion (host memory).
-  void run(const CollCall& call);
-  // Runs send/recv calls together (a group): no ordering between them, so no deadlock.
-  void runPointToPoint(const std::vector<CollCall>& calls);
+  // The engine for calls with this stream: the host engine for NULL (host memory), the device
+  // engine for a CUDA stream. Throws collInvalidUsage, naming what is missing, where device
+  // memory cannot run (no GPU, or not yet connected in this build: docs/cuda.md).
+  Engine& engineFor(collStream_t stream);
+  // One collective: host memory to completion, device memory enqueued on `stream`.
+  void run(const CollCall& call, collStream_t stream);
+  // Sends and receives issued together (a group): no ordering between them, so no deadlock.
+  void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream);
 
   // MPI_Comm_split: nullptr for COLL_SPLIT_NOCOLOR.
   std::unique_ptr<Communicator> split(int color, int key, const CommOptions& options);
@@ -51,68 +64,61 @@ class Communicator : public ConnectionSource {
   // From any thread: ends pending calls with an error and tells the peers.
   void abort();
   bool aborted() const { return aborted_.load(); }
-  // collSuccess, or the error that broke the communicator.
-  collResult_t asyncError() const { return asyncError_.load(); }
+  // collSuccess, or the error that broke the communicator: recorded by a failed call, or
+  // reported since by an engine (a device kernel that timed out).
+  collResult_t asyncError();
   // Records a failure: later calls fail fast and peers stop waiting for this rank.
   void markFailed(collResult_t code, const std::string& message);
   // Throws the error that broke the communicator, if any.
   void throwIfFailed();
+  // -1: this rank has no GPU (device memory is connected with the device-memory issue).
+  int cudaDevice() const { return cudaDevice_; }
 
   // For colltopo and logs: who is where, what connects them, and what the planner knows.
   const std::vector<transport::PeerInfo>& peers() const { return peers_; }
+  // The transport between two ranks of this communicator, by the same rule every rank applies.
   const char* transportBetween(int a, int b) const;
   const PlanContext& planContext() const { return planContext_; }
-  std::string socketAddress() const { return net_ ? net_->listenAddress() : std::string(); }
+  // "net 10.0.0.2:41235": where this rank listens, per domain that listens ("" for none).
+  std::string addresses() const;
 
   transport::SendConnection* sendConnection(int peer) override;
   transport::RecvConnection* recvConnection(int peer) override;
 
  private:
+  void exchangePeers();
   void setupTransports();
-  // Maps the segments of this host's ranks; returns whether they may all read each other's memory.
-  bool setupSharedMemory(const std::vector<int>& localRanks);
-  // Connects the sockets; collective (every rank calls it when any pair uses sockets).
-  void setupSockets(const std::vector<int>& netPeers);
-  std::string chooseSocketAddress() const;
-  bool probePeersMemory(const std::vector<bootstrap::Bytes>& probes, const std::vector<int>& localRanks);
+  void runDomainSetup(Deadline deadline);
+  void describePlanContext();
+  void startEngines();
   Deadline initDeadline() const;
+  // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
-  // A waiter for one call: its deadline starts now.
-  ProgressWaiter makeWaiter(const char* what) const;
-  void runPlanned(const CollCall& call, ProgressWaiter& waiter);
-  void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
-  void checkConsistency(const CollCall& call, ProgressWaiter& waiter);
+  void checkConsistency(const CollCall& call);
 
+  uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
   int nranks_;
   int rank_;
   CommOptions options_;
   Params params_;
   std::vector<transport::PeerInfo> peers_;
-  std::unique_ptr<transport::ShmDomain> shm_;
-  std::unique_ptr<transport::NetDomain> net_;
-  transport::Doorbell localBell_;  // used when there is no shared memory
+  transport::TransportSettings transportSettings_;
+  transport::Routes routes_;
+  std::vector<std::unique_ptr<transport::Domain>> domains_;  // in table order
+  std::vector<transport::Domain*> routeTo_;                  // per rank: the domain of this rank's route
+  transport::Doorbell localBell_;                            // used when no domain shares one
   transport::Doorbell* bell_ = &localBell_;
-  std::vector<std::unique_ptr<transport::SendConnection>> sends_;
-  std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
-  std::unique_ptr<Executor> executor_;
-  std::unique_ptr<OneShot> oneshot_;
-  std::unique_ptr<DirectRead> directRead_;
-  uint64_t crossMemoryProbe_ = 0;  // a word peers read to learn whether cross-memory attach works
   PlanContext planContext_;
-  PlanTuner tuner_;  // used on rank 0 only
+  std::unique_ptr<HostEngine> hostEngine_;
+  int cudaDevice_ = -1;
   int64_t spinNs_ = 0;
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};
   std::atomic<collResult_t> asyncError_{collSuccess};
   std::string failureMessage_;
-  // healthCheck as the waiters take it, built once rather than per call.
-  const std::function<void()> health_ = [this] { healthCheck(); };
   std::mutex failureMutex_;
 };
-
-// Information about this process that identifies its host (for grouping ranks by host).
-transport::PeerInfo describeSelf(int rank, const Params& params);
 
 }  // namespace coll

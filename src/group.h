@@ -13,8 +13,8 @@ class Communicator;
 
 bool groupActive();
 void groupStart();
-// Queues a call for GroupEnd.
-void groupEnqueue(Communicator* comm, const CollCall& call);
+// Queues a call (and its stream: NULL for host memory) for GroupEnd.
+void groupEnqueue(Communicator* comm, const CollCall& call, collStream_t stream);
 // Leaves one level; at the outermost level runs the queued calls (throws the first error).
 void groupEnd();
 

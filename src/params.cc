@@ -38,21 +38,10 @@ bool parseBool(const char* name, bool fallback) {
 }
 
 Algo parseAlgoName(const std::string& name, const std::string& whole) {
-  static const struct {
-    const char* name;
-    Algo algo;
-  } kNames[] = {
-      {"auto", Algo::kAuto},   {"oneshot", Algo::kOneShot},   {"ring", Algo::kRing},         {"tree", Algo::kTree},
-      {"chain", Algo::kChain}, {"direct", Algo::kDirect},     {"pairwise", Algo::kPairwise}, {"cma", Algo::kDirectRead},
-      {"hier", Algo::kHier},   {"dbtree", Algo::kDoubleTree},
-  };
-  for (const auto& entry : kNames)
-    if (strcasecmp(entry.name, name.c_str()) == 0) return entry.algo;
-  throwError(
-      collInvalidUsage,
-      "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected auto, oneshot, ring, tree, chain, direct, pairwise, cma, "
-      "hier or dbtree",
-      whole.c_str(), name.c_str());
+  if (strcasecmp(name.c_str(), "auto") == 0) return Algo::kAuto;
+  if (const AlgorithmRow* row = findAlgorithm(name)) return row->id;
+  throwError(collInvalidUsage, "COLL_ALGO=\"%s\": unknown algorithm \"%s\"; expected one of %s", whole.c_str(),
+             name.c_str(), algorithmNames().c_str());
 }
 
 int collTypeByName(const std::string& name, const std::string& whole) {
@@ -63,32 +52,6 @@ int collTypeByName(const std::string& name, const std::string& whole) {
 }
 
 }  // namespace
-
-const char* algoName(Algo algo) {
-  switch (algo) {
-    case Algo::kAuto:
-      return "auto";
-    case Algo::kOneShot:
-      return "oneshot";
-    case Algo::kRing:
-      return "ring";
-    case Algo::kTree:
-      return "tree";
-    case Algo::kChain:
-      return "chain";
-    case Algo::kDirect:
-      return "direct";
-    case Algo::kDirectRead:
-      return "cma";
-    case Algo::kPairwise:
-      return "pairwise";
-    case Algo::kHier:
-      return "hier";
-    case Algo::kDoubleTree:
-      return "dbtree";
-  }
-  return "?";
-}
 
 const char* protoChoiceName(ProtoChoice choice) {
   switch (choice) {
@@ -107,11 +70,26 @@ ProtoChoice parseProtoChoice(const std::string& text) {
   throwError(collInvalidUsage, "COLL_PROTO=\"%s\" is not valid: expected LL, Simple or auto", text.c_str());
 }
 
+std::vector<SharedSetting> sharedSettings(const Params& p) {
+  Fnv1a algo;
+  for (Algo a : p.algoOverride) algo.add(static_cast<uint64_t>(a));
+  std::vector<SharedSetting> settings = {
+      {"COLL_ALGO", algo.value()},
+      {"COLL_ONESHOT_BYTES", Fnv1a().add(p.oneshotBytes).value()},
+      {"COLL_DIRECT_READ_BYTES", Fnv1a().add(p.directReadBytes).value()},
+      {"COLL_SHM_SLOT_BYTES", Fnv1a().add(p.slotBytes).value()},
+      {"COLL_SHM_FIFO_DEPTH", Fnv1a().add(static_cast<uint64_t>(p.shmFifoDepth)).value()},
+      {"COLL_NET_FIFO_DEPTH", Fnv1a().add(static_cast<uint64_t>(p.netFifoDepth)).value()},
+      {"COLL_TRANSPORTS", Fnv1a().add(p.transports).value()},
+      {"COLL_SOCKET_NSOCKS", Fnv1a().add(static_cast<uint64_t>(p.socketsPerPeer)).value()},
+      {"COLL_PROTO", Fnv1a().add(static_cast<uint64_t>(p.protocol)).value()},
+  };
+  return settings;
+}
+
 uint64_t planSettingsDigest(const Params& p) {
   Fnv1a h;
-  for (Algo algo : p.algoOverride) h.add(static_cast<uint64_t>(algo));
-  h.add(p.oneshotBytes).add(p.directReadBytes).add(p.shmSlotBytes).add(static_cast<uint64_t>(p.shmFifoDepth));
-  h.add(p.transports).add(static_cast<uint64_t>(p.socketsPerPeer)).add(static_cast<uint64_t>(p.protocol));
+  for (const SharedSetting& s : sharedSettings(p)) h.add(s.digest);
   return h.value();
 }
 
@@ -137,8 +115,9 @@ const Params& processParams() {
     transport::validateTransportSpec(p.transports);
     if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
-    p.shmSlotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.shmSlotBytes));
-    p.shmSlotBytes = (p.shmSlotBytes + 63) / 64 * 64;
+    p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
+    p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
+    p.slotBytes = (p.slotBytes + 63) / 64 * 64;
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
     p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);

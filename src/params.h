@@ -7,23 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "src/algorithms/algorithm_table.h"
 #include "src/coll_call.h"
 
 namespace coll {
-
-enum class Algo : uint8_t {
-  kAuto,
-  kOneShot,
-  kRing,
-  kTree,
-  kChain,
-  kDirect,
-  kPairwise,
-  kDirectRead,
-  kHier,
-  kDoubleTree
-};
-const char* algoName(Algo algo);
 
 // COLL_PROTO: the device protocol, or kAuto to let the planner choose by size (src/plan/protocol.h).
 enum class ProtoChoice : uint8_t { kAuto, kLL, kSimple };
@@ -35,15 +24,18 @@ struct Params {
   std::string transports;                                      // COLL_TRANSPORTS (empty: all)
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
   int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
-  size_t shmSlotBytes = 128 << 10;                             // COLL_SHM_SLOT_BYTES
-  size_t oneshotBytes = 64 << 10;                              // COLL_ONESHOT_BYTES (per rank, per buffer)
-  int spinMicros = -1;                                         // COLL_SPIN_US (-1: chosen from ranks per core)
-  size_t directReadBytes = 1 << 20;                            // COLL_DIRECT_READ_BYTES (0: never)
-  bool shmNamedSegments = false;                               // COLL_SHM_NAMED
-  size_t streamingBytes = 0;                                   // COLL_STREAMING_BYTES (0: never)
-  std::string hostId;        // COLL_HOSTID (overrides host detection; tests simulate hosts)
-  std::string socketIfname;  // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
-  int socketsPerPeer = 2;    // COLL_SOCKET_NSOCKS
+  int netFifoDepth = 8;                                        // COLL_NET_FIFO_DEPTH
+  // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
+  // cuts a step into slices of one size on both ends of every connection.
+  size_t slotBytes = 128 << 10;
+  size_t oneshotBytes = 64 << 10;    // COLL_ONESHOT_BYTES (per rank, per buffer)
+  int spinMicros = -1;               // COLL_SPIN_US (-1: chosen from ranks per core)
+  size_t directReadBytes = 1 << 20;  // COLL_DIRECT_READ_BYTES (0: never)
+  bool shmNamedSegments = false;     // COLL_SHM_NAMED
+  size_t streamingBytes = 0;         // COLL_STREAMING_BYTES (0: never)
+  std::string hostId;                // COLL_HOSTID (overrides host detection; tests simulate hosts)
+  std::string socketIfname;          // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
+  int socketsPerPeer = 2;            // COLL_SOCKET_NSOCKS
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
 };
@@ -51,7 +43,15 @@ struct Params {
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
 const Params& processParams();
 
-// A digest of the settings every rank must share because they decide plans.
+// A setting every rank must share, because it decides plans or the shape of the transports:
+// ranks that differ would wait on each other forever, so init compares them.
+struct SharedSetting {
+  const char* name;  // the environment variable
+  uint64_t digest;   // of its value
+};
+constexpr int kMaxSharedSettings = 16;
+std::vector<SharedSetting> sharedSettings(const Params& params);
+// A digest of them all.
 uint64_t planSettingsDigest(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).

@@ -91,9 +91,9 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);
-  if ((c.type == CollType::kSend || c.type == CollType::kRecv) && (c.root < 0 || c.root >= nranks))
+  if ((c.type == CollType::kSend || c.type == CollType::kRecv) && (c.peer < 0 || c.peer >= nranks))
     throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
-               fn, c.root, nranks);
+               fn, c.peer, nranks);
   size_t sendMul, recvMul;
   bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;

@@ -1,9 +1,10 @@
-// The transport interface: how bytes move between two ranks. A connection is a FIFO of fixed-size
-// slots with credits. The sender acquires a free slot, fills (or reduces into) it and posts it;
-// the receiver peeks at the oldest posted slot, consumes it in place and releases it. Both sides
-// are non-blocking: the executor progresses many connections at once and sleeps on the rank's
+// A connection between two ranks, as the host executor drives it: a FIFO of fixed-size slots
+// with credits. The sender acquires a free slot, fills (or reduces into) it and posts it; the
+// receiver peeks at the oldest posted slot, consumes it in place and releases it. Both sides are
+// non-blocking: the executor progresses many connections at once and sleeps on the rank's
 // Doorbell when none can move, so a transport must ring the peer's doorbell whenever it posts or
-// releases. Every transport (shm here; sockets and verbs later) offers the same two classes.
+// releases. Every transport that carries host memory (self, shm, net) offers these two classes
+// from its domain (domain.h).
 #pragma once
 
 #include <cstddef>
@@ -57,16 +58,6 @@ class ProgressDriver {
   // kDriving: the executor began a call or woke up; kAsleep: it sleeps on its doorbell until the
   // transport rings it; kReturned: the call ended (sends may still be in flight).
   virtual void executorState(Executor state) = 0;
-};
-
-// Describes one rank to the transports: where it runs and how to watch it.
-struct PeerInfo {
-  int rank = -1;
-  uint64_t hostHash = 0;     // equal for ranks on one host (hostname, boot id, network namespace; or COLL_HOSTID)
-  uint64_t machineHash = 0;  // equal for ranks on one kernel and network namespace (loopback reaches them)
-  uint64_t kernelHash = 0;   // equal for ranks on one kernel, whatever their namespaces (they share its cores)
-  int32_t pid = 0;
-  uint64_t processToken = 0;  // distinguishes processes that reuse a pid, and threads of one process
 };
 
 }  // namespace transport

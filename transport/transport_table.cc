@@ -2,28 +2,41 @@
 
 #include "common/error.h"
 #include "common/list_spec.h"
+#include "transport/net/net_domain.h"
+#include "transport/p2p/p2p_domain.h"
+#include "transport/self/self_domain.h"
+#include "transport/shm/shm_domain.h"
 
 namespace coll {
 namespace transport {
 namespace {
 
+bool sameRank(const PeerInfo& self, const PeerInfo& peer) { return self.rank == peer.rank; }
 bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash == peer.hostHash; }
 // Sockets reach any rank: another host over its network, or this one over loopback.
 bool anyRank(const PeerInfo&, const PeerInfo&) { return true; }
+// CUDA IPC handles open in processes of one kernel (whatever their namespaces).
+bool sameKernel(const PeerInfo& self, const PeerInfo& peer) { return self.kernelHash == peer.kernelHash; }
 
 }  // namespace
 
-const std::vector<TransportDescriptor>& transportTable() {
-  static const std::vector<TransportDescriptor> table = {
-      {/*name=*/"shm", /*priority=*/100, /*canConnect=*/sameHost},
-      {/*name=*/"net", /*priority=*/10, /*canConnect=*/anyRank},
+const std::vector<TransportEntry>& transportTable() {
+  static const std::vector<TransportEntry> table = {
+      {/*name=*/"self", /*priority=*/1000, MemoryKind::kHost, LinkKind::kLocal, /*canConnect=*/sameRank,
+       /*create=*/makeSelfDomain, /*optional=*/false},
+      {/*name=*/"shm", /*priority=*/100, MemoryKind::kHost, LinkKind::kLocal, /*canConnect=*/sameHost,
+       /*create=*/makeShmDomain, /*optional=*/true},
+      {/*name=*/"net", /*priority=*/10, MemoryKind::kHost, LinkKind::kNetwork, /*canConnect=*/anyRank,
+       /*create=*/makeNetDomain, /*optional=*/true},
+      {/*name=*/"p2p", /*priority=*/100, MemoryKind::kDevice, LinkKind::kLocal, /*canConnect=*/sameKernel,
+       /*create=*/makeP2pDomain, /*optional=*/true},
   };
   return table;
 }
 
 std::string transportNames() {
   std::string names;
-  for (const TransportDescriptor& t : transportTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  for (const TransportEntry& t : transportTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
   return names;
 }
 
@@ -31,24 +44,15 @@ void validateTransportSpec(const std::string& spec) {
   NameSelection selection = NameSelection::parse(spec);
   for (const std::string& name : selection.names()) {
     bool known = false;
-    for (const TransportDescriptor& t : transportTable()) known = known || name == t.name;
+    for (const TransportEntry& t : transportTable()) known = known || name == t.name;
     if (!known)
       throwError(collInvalidUsage, "COLL_TRANSPORTS=\"%s\": unknown transport \"%s\"; this build has: %s", spec.c_str(),
                  name.c_str(), transportNames().c_str());
   }
 }
 
-bool transportEnabled(const std::string& spec, const char* name) {
-  return spec.empty() || NameSelection::parse(spec).selects(name);
-}
-
-const TransportDescriptor* chooseTransport(const PeerInfo& self, const PeerInfo& peer, const std::string& spec) {
-  const TransportDescriptor* best = nullptr;
-  for (const TransportDescriptor& t : transportTable()) {
-    if (!transportEnabled(spec, t.name) || !t.canConnect(self, peer)) continue;
-    if (best == nullptr || t.priority > best->priority) best = &t;
-  }
-  return best;
+bool transportEnabled(const std::string& spec, const TransportEntry& entry) {
+  return !entry.optional || spec.empty() || NameSelection::parse(spec).selects(entry.name);
 }
 
 }  // namespace transport

@@ -1,34 +1,44 @@
-// Which transport connects two ranks: a table of descriptors with named fields, filtered by
-// COLL_TRANSPORTS and by each descriptor's canConnect, highest priority first. Today the table
-// holds shared memory and sockets; IB verbs and CUDA P2P join it as entries, and the communicator
-// sets up whatever the table picks per peer pair.
+// Which transports this build has, and how the communicator picks one per pair of ranks: a table
+// of entries with named fields, filtered by COLL_TRANSPORTS and by each entry's canConnect,
+// highest priority first (routes.h). Adding a transport means a folder under transport/ and one
+// entry here (transport/README.md says how).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "transport/transport.h"
+#include "transport/domain.h"
 
 namespace coll {
 namespace transport {
 
-struct TransportDescriptor {
-  const char* name;
-  int priority;  // higher wins when several can connect a pair
+// How the planner's cost model prices a hop through a transport (src/plan/planner.h, LinkCost):
+// between ranks that share memory, or across a network.
+enum class LinkKind { kLocal, kNetwork };
+
+struct TransportEntry {
+  const char* name;  // in COLL_TRANSPORTS, logs and colltopo
+  int priority;      // higher wins when several can connect a pair
+  MemoryKind memory;
+  LinkKind link;
+  // Whether the transport can connect `self` to `peer`. It may look at where the two run (host,
+  // machine, kernel) and whether they are one rank, not at which ranks they are: routes are
+  // decided per group of ranks that run in one place.
   bool (*canConnect)(const PeerInfo& self, const PeerInfo& peer);
+  std::unique_ptr<Domain> (*create)(const DomainArgs& args);
+  // COLL_TRANSPORTS may switch it off. "self" may not: it carries every rank's sends to itself.
+  bool optional;
 };
 
-const std::vector<TransportDescriptor>& transportTable();
-// "shm, net": the names in the table, for messages.
+const std::vector<TransportEntry>& transportTable();
+// "self, shm, net, p2p": the names in the table, for messages.
 std::string transportNames();
 
 // COLL_TRANSPORTS: empty for all, "shm,net" for those named, "^shm" for all but those named.
 // Throws CollError(collInvalidUsage) for a name no transport has.
 void validateTransportSpec(const std::string& spec);
-bool transportEnabled(const std::string& spec, const char* name);
-
-// The best enabled transport between self and peer, or nullptr when none can connect them.
-const TransportDescriptor* chooseTransport(const PeerInfo& self, const PeerInfo& peer, const std::string& spec);
+bool transportEnabled(const std::string& spec, const TransportEntry& entry);
 
 }  // namespace transport
 }  // namespace coll

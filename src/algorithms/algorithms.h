@@ -6,7 +6,9 @@
 
 #include <vector>
 
+#include "src/algorithms/plan_context.h"
 #include "src/algorithms/schedule.h"
+#include "src/coll_call.h"
 
 namespace coll {
 namespace algorithms {
@@ -49,6 +51,32 @@ Schedule treeAllReduce(int nranks, int rank, size_t count, size_t maxStepElems, 
 Schedule directGather(int nranks, int rank, int root, size_t sendCount);
 Schedule directScatter(int nranks, int rank, int root, size_t recvCount);
 Schedule pairwiseAllToAll(int nranks, int rank, size_t count);
+
+// The table's entries for each family (algorithm_table.cc): a call's schedule, its modelled time
+// in microseconds, where the planner may pick it on its own, and its most peers per step.
+// ring.cc
+std::vector<int> ringOrderOf(const PlanContext& ctx);  // host order, or rank order on one host
+Schedule buildRing(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelRing(const CollCall& call, const PlanContext& ctx);
+Schedule buildChain(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelChain(const CollCall& call, const PlanContext& ctx);
+bool chainEligible(const CollCall& call, const PlanContext& ctx);
+// tree.cc
+Schedule buildTree(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelTree(const CollCall& call, const PlanContext& ctx);
+bool treeEligible(const CollCall& call, const PlanContext& ctx);
+int treePeersPerStep(const PlanContext& ctx);
+// direct.cc
+Schedule buildDirect(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelDirect(const CollCall& call, const PlanContext& ctx);
+Schedule buildPairwise(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelPairwise(const CollCall& call, const PlanContext& ctx);
+// hierarchy.cc
+Schedule buildHier(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelHier(const CollCall& call, const PlanContext& ctx);
+int hierPeersPerStep(const PlanContext& ctx);
+Schedule buildDoubleTree(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelDoubleTree(const CollCall& call, const PlanContext& ctx);
 
 // Binomial tree shape rooted at `root`: the parent of `rank` (-1 for the root) and its children.
 int binomialParent(int nranks, int rank, int root);

@@ -2,7 +2,9 @@
 // of a rank's transfers progress together (joinNext). Nothing waits in a cycle, so any size is
 // safe; on one host, where links do not contend, this is also the fastest shape for gather,
 // scatter and all-to-all.
+#include "common/error.h"
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/cost_model.h"
 
 namespace coll {
 namespace algorithms {
@@ -79,6 +81,24 @@ Schedule pairwiseAllToAll(int n, int r, size_t count) {
   joinAll(s);
   return s;
 }
+
+Schedule buildDirect(const CollCall& call, const Plan&, int rank, const PlanContext& ctx) {
+  if (call.type == CollType::kGather) return directGather(ctx.nranks, rank, call.root, call.count);
+  if (call.type == CollType::kScatter) return directScatter(ctx.nranks, rank, call.root, call.count);
+  throwError(collInternalError, "direct: no schedule for %s", collTypeName(call.type));
+}
+
+double modelDirect(const CollCall& call, const PlanContext& ctx) {
+  // The root moves every other rank's block; all of them at once.
+  const LinkCost& link = slowestLink(ctx);
+  return link.latencyUs + (ctx.nranks - 1) * static_cast<double>(callBytes(call)) / link.bytesPerUs;
+}
+
+Schedule buildPairwise(const CollCall& call, const Plan&, int rank, const PlanContext& ctx) {
+  return pairwiseAllToAll(ctx.nranks, rank, call.count);
+}
+
+double modelPairwise(const CollCall& call, const PlanContext& ctx) { return modelDirect(call, ctx); }
 
 }  // namespace algorithms
 }  // namespace coll

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/cost_model.h"
 
 namespace coll {
 namespace algorithms {
@@ -150,6 +151,45 @@ Schedule doubleTreeAllReduce(const std::vector<int>& order, int rank, size_t cou
   }
   dropIdleSteps(s);
   return s;
+}
+
+Schedule buildHier(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
+  return hierarchicalAllReduce(ctx.hosts.empty() ? singleHostLayout(ctx.nranks) : ctx.hosts, rank, call.count,
+                               plan.maxStepElems, call.op == collAvg);
+}
+
+double modelHier(const CollCall& call, const PlanContext& ctx) {
+  const double size = static_cast<double>(callBytes(call));
+  const int nhosts = ctx.hosts.empty() ? 1 : static_cast<int>(ctx.hosts.size());
+  int widest = 1;
+  for (const auto& host : ctx.hosts) widest = std::max(widest, static_cast<int>(host.size()));
+  const LinkCost& slowest = slowestLink(ctx);
+  // Three phases one after the other: a shared-memory reduce, the leaders' ring, a shared-memory
+  // broadcast; each phase boundary costs one more synchronisation.
+  double local = 2.0 * ceilLog2(widest) * ctx.shmLink.latencyUs + 2.0 * size / ctx.shmLink.bytesPerUs;
+  double across =
+      nhosts <= 1 ? 0
+                  : 2.0 * (nhosts - 1) * slowest.latencyUs + 2.0 * (nhosts - 1) / nhosts * size / slowest.bytesPerUs;
+  return (widest > 1 ? local + 2.0 * ctx.shmLink.latencyUs : 0) + across;
+}
+
+int hierPeersPerStep(const PlanContext& ctx) {
+  int widest = ctx.hosts.empty() ? ctx.nranks : 1;
+  for (const auto& host : ctx.hosts) widest = std::max(widest, static_cast<int>(host.size()));
+  return std::max(1, ceilLog2(widest));
+}
+
+Schedule buildDoubleTree(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
+  return doubleTreeAllReduce(ringOrderOf(ctx), rank, call.count, plan.maxStepElems, call.op == collAvg);
+}
+
+double modelDoubleTree(const CollCall& call, const PlanContext& ctx) {
+  if (ctx.nranks <= 1) return 0;
+  // A balanced binary tree's depth, up then down; each half crosses a link about once each way,
+  // the two trees side by side.
+  const LinkCost& slowest = slowestLink(ctx);
+  return 2.0 * ceilLog2(ctx.nranks + 1) * slowest.latencyUs +
+         2.0 * static_cast<double>(callBytes(call)) / slowest.bytesPerUs;
 }
 
 }  // namespace algorithms

@@ -7,9 +7,12 @@
 // most, and maxStepElems is below a FIFO's capacity: the sum over the ring of (sent - received)
 // can then never reach n FIFOs' worth, so the cycle of waits cannot deadlock.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
+#include "common/error.h"
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/cost_model.h"
 
 namespace coll {
 namespace algorithms {
@@ -196,6 +199,56 @@ Schedule chainBroadcast(int n, int r, int root, size_t count, size_t maxStepElem
     if (position < n - 1) step.sendTo(next);
   }
   return s;
+}
+
+std::vector<int> ringOrderOf(const PlanContext& ctx) {
+  return ctx.ringOrder.empty() ? identityOrder(ctx.nranks) : ctx.ringOrder;
+}
+
+Schedule buildRing(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
+  std::vector<int> order = ringOrderOf(ctx);
+  bool avg = call.op == collAvg;
+  switch (call.type) {
+    case CollType::kAllReduce:
+      return ringAllReduce(order, rank, call.count, plan.maxStepElems, avg);
+    case CollType::kReduceScatter:
+      return ringReduceScatter(order, rank, call.count, plan.maxStepElems, avg);
+    case CollType::kAllGather:
+      return ringAllGather(order, rank, call.count, plan.maxStepElems);
+    default:
+      throwError(collInternalError, "ring: no schedule for %s", collTypeName(call.type));
+  }
+}
+
+double modelRing(const CollCall& call, const PlanContext& ctx) {
+  const int n = ctx.nranks;
+  if (n <= 1) return 0;
+  // In lock step, so the slowest link sets the pace of every step.
+  const LinkCost& link = slowestLink(ctx);
+  const double bytes = static_cast<double>(callBytes(call));
+  if (call.type == CollType::kAllReduce)
+    return 2.0 * (n - 1) * link.latencyUs + 2.0 * (n - 1) / n * bytes / link.bytesPerUs;
+  // Reduce-scatter and all-gather: n-1 steps of one block each (the call's count is a block).
+  return (n - 1) * (link.latencyUs + bytes / link.bytesPerUs);
+}
+
+Schedule buildChain(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
+  return chainBroadcast(ctx.nranks, rank, call.root, call.count, plan.maxStepElems);
+}
+
+double modelChain(const CollCall& call, const PlanContext& ctx) {
+  // A pipeline of n-1 hops: the first chunk crosses them all, the others follow one step apart.
+  const LinkCost& link = slowestLink(ctx);
+  const double bytes = static_cast<double>(callBytes(call));
+  const double chunk = std::max(1.0, std::min(bytes, static_cast<double>(stepBytes(ctx))));
+  const double chunks = std::max(1.0, std::ceil(bytes / chunk));
+  return (ctx.nranks - 1 + chunks - 1) * (link.latencyUs + chunk / link.bytesPerUs);
+}
+
+bool chainEligible(const CollCall& call, const PlanContext& ctx) {
+  // Measured on one host: the chain wins on up to 3 ranks, and from 1 MiB on any number; the
+  // binomial tree in between (docs/performance.md).
+  return ctx.nranks <= 3 || callBytes(call) >= (1u << 20);
 }
 
 }  // namespace algorithms

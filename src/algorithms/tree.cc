@@ -5,7 +5,9 @@
 // its own input in one pass.
 #include <algorithm>
 
+#include "common/error.h"
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/cost_model.h"
 
 namespace coll {
 namespace algorithms {
@@ -89,6 +91,51 @@ Schedule treeAllReduce(int n, int r, size_t count, size_t maxStepElems, bool avg
   appendBroadcast(s, n, r, 0, count, chunk, recvAt(0));
   return s;
 }
+
+Schedule buildTree(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx) {
+  const int n = ctx.nranks;
+  const bool avg = call.op == collAvg;
+  switch (call.type) {
+    case CollType::kAllReduce:
+      return treeAllReduce(n, rank, call.count, plan.maxStepElems, avg);
+    case CollType::kBroadcast:
+      return treeBroadcast(n, rank, call.root, call.count, plan.maxStepElems);
+    case CollType::kReduce:
+      return treeReduce(n, rank, call.root, call.count, plan.maxStepElems, avg);
+    case CollType::kBarrier:
+      return treeAllReduce(n, rank, 1, plan.maxStepElems, false);  // one byte up to the root and back
+    default:
+      throwError(collInternalError, "tree: no schedule for %s", collTypeName(call.type));
+  }
+}
+
+double modelTree(const CollCall& call, const PlanContext& ctx) {
+  const int n = ctx.nranks;
+  if (n <= 1) return 0;
+  // The root takes every level's data in turn; only the levels whose edges cross hosts pay the
+  // network (treeNetLevels), the others shared memory.
+  const int levels = ceilLog2(n);
+  const int netLevels = ctx.crossesNetwork ? std::min(levels, std::max(1, ctx.treeNetLevels)) : 0;
+  const double bytes = call.type == CollType::kBarrier ? 1.0 : static_cast<double>(callBytes(call));
+  const double perLevelShm = ctx.shmLink.latencyUs + bytes / ctx.shmLink.bytesPerUs;
+  const double perLevelNet = ctx.netLink.latencyUs + bytes / ctx.netLink.bytesPerUs;
+  const double oneWay = (levels - netLevels) * perLevelShm + netLevels * perLevelNet;
+  const bool upAndDown = call.type == CollType::kAllReduce || call.type == CollType::kBarrier;
+  return upAndDown ? 2.0 * oneWay : oneWay;
+}
+
+bool treeEligible(const CollCall& call, const PlanContext& ctx) {
+  switch (call.type) {
+    case CollType::kAllReduce:
+      return ctx.crossesNetwork;  // on one host the ring (or the one-shot path) is measured faster
+    case CollType::kBroadcast:
+      return !chainEligible(call, ctx);
+    default:
+      return true;
+  }
+}
+
+int treePeersPerStep(const PlanContext& ctx) { return std::max(1, ceilLog2(ctx.nranks)); }
 
 }  // namespace algorithms
 }  // namespace coll

@@ -70,7 +70,7 @@ std::vector<std::string> bench(GpuRank& rank) {
   const double big = timeAllReduce(rank, send, recv, count, 10, 1);
   const double small = timeAllReduce(rank, send, recv, 2, 200, 2);
   std::string message;
-  if (rank.launcher->asyncError(&message) != collSuccess) failures.push_back(message);
+  if (rank.engine->pollError(&message) != collSuccess) failures.push_back(message);
   if (rank.rank == 0) {
     const int n = rank.nranks;
     const double busbw = gBytes / big * 2.0 * (n - 1) / n;

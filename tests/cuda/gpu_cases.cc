@@ -163,10 +163,10 @@ std::string runGpuCase(GpuRank& rank, const GpuCase& c) {
     if (c.type == CollType::kSend) {
       coll::CollCall send = call, recv = call;
       send.type = CollType::kSend;
-      send.root = (rank.rank + 1) % n;
+      send.peer = (rank.rank + 1) % n;
       send.recvbuff = nullptr;
       recv.type = CollType::kRecv;
-      recv.root = (rank.rank - 1 + n) % n;
+      recv.peer = (rank.rank - 1 + n) % n;
       recv.sendbuff = nullptr;
       enqueueProgram(rank, coll::planDevicePointToPoint({send, recv}, context), collUint8, collSum, nullptr, nullptr);
     } else {
@@ -178,7 +178,7 @@ std::string runGpuCase(GpuRank& rank, const GpuCase& c) {
   const cudaError_t rc = cudaStreamSynchronize(rank.stream);
   if (rc != cudaSuccess) return std::string("cudaStreamSynchronize: ") + cudaGetErrorString(rc);
   std::string asyncMessage;
-  if (rank.launcher->asyncError(&asyncMessage) != collSuccess) return "device error: " + asyncMessage;
+  if (rank.engine->pollError(&asyncMessage) != collSuccess) return "device error: " + asyncMessage;
   std::vector<unsigned char> after(b.bytes);
   if (cudaMemcpy(after.data(), b.device, b.bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return "cudaMemcpy back";
   return check(c, rank.rank, n, e, b, before, after);

@@ -57,14 +57,32 @@ std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::S
     const int device = job.spreadOverGpus ? rank % count : 0;
     if (cudaSetDevice(device) != cudaSuccess) return {who + "cudaSetDevice failed"};
     const auto deadline = Clock::now() + std::chrono::milliseconds(job.timeoutMs);
-    coll::transport::P2pDomain domain(rank, job.nranks, device);
-    domain.connect(coll::bootstrap::allGather(store, "gpu/p2p", rank, job.nranks, domain.locator(), deadline));
-    coll::transport::P2pLauncher launcher(domain, job.timeoutMs);
+    // The P2P domain set up as the communicator sets up every domain (transport/domain.h), and the
+    // device engine over its channels.
+    std::vector<coll::transport::PeerInfo> peers(job.nranks);
+    coll::transport::TransportSettings settings;
+    settings.device = device;
+    settings.timeoutMs = job.timeoutMs;
+    coll::transport::DomainArgs args;
+    args.rank = rank;
+    args.nranks = job.nranks;
+    args.peers = &peers;
+    for (int r = 0; r < job.nranks; ++r) args.members.push_back(r);
+    args.settings = &settings;
+    coll::transport::P2pDomain domain(args);
+    const std::string card = domain.card(0);
+    std::vector<coll::bootstrap::Bytes> all = coll::bootstrap::allGather(
+        store, "gpu/p2p", rank, job.nranks, coll::bootstrap::Bytes(card.begin(), card.end()), deadline);
+    std::vector<std::string> cards;
+    for (const auto& c : all) cards.emplace_back(c.begin(), c.end());
+    domain.connect(0, cards, deadline);
+    coll::Params params;
+    coll::DeviceEngine engine(domain, rank, job.nranks, params, job.timeoutMs);
     cudaStream_t stream = nullptr;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return {who + "cudaStreamCreate"};
     GpuRank g{rank,    job.nranks,
               device,  domain.kernelsConcurrent() ? coll::DeviceMode::kConcurrent : coll::DeviceMode::kSerialized,
-              &domain, &launcher,
+              &domain, &engine,
               &store,  stream};
     for (const std::string& f : body(g)) failures.push_back(who + f);
     cudaStreamSynchronize(stream);
@@ -113,15 +131,7 @@ std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job,
 
 void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,
                     const void* sendbuff, void* recvbuff) {
-  coll::transport::DeviceProgramView view;
-  view.steps = program.steps.data();
-  view.nsteps = program.steps.size();
-  view.launches = program.launches.data();
-  view.nlaunches = program.launches.size();
-  view.protocol = program.protocol;
-  view.geometry = program.geometry;
-  view.avgDivisor = program.avgDivisor;
-  rank.launcher->enqueue(view, type, op, sendbuff, recvbuff, rank.stream);
+  rank.engine->enqueue(program, type, op, sendbuff, recvbuff, rank.stream);
 }
 
 std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body) {

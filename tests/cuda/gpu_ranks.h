@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "src/exec/device_engine.h"
 #include "src/plan/device_program.h"
 #include "transport/p2p/p2p_domain.h"
-#include "transport/p2p/p2p_launcher.h"
 
 namespace colltest {
 
@@ -25,7 +25,7 @@ struct GpuRank {
   int device;
   coll::DeviceMode mode;  // concurrent (threads) or serialized (processes on one GPU)
   coll::transport::P2pDomain* domain;
-  coll::transport::P2pLauncher* launcher;
+  coll::DeviceEngine* engine;
   coll::bootstrap::Store* store;
   cudaStream_t stream;
 };
@@ -60,7 +60,7 @@ std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job,
 // "a,b,c" -> {"a", "b", "c"} (command-line lists).
 std::vector<std::string> splitCommaList(const std::string& text);
 
-// Sends the program to the launcher (one view over its arrays).
+// Enqueues the program on the rank's stream through its device engine.
 void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,
                     const void* sendbuff, void* recvbuff);
 

@@ -218,7 +218,7 @@ TEST(DeviceLowering, PointToPointGroupsWithRepeatedPeersAndAnyOrder) {
             const size_t size = dir > 0 ? sizes[r][p][k] : sizes[p][r][k];
             CollCall call;
             call.type = dir > 0 ? CollType::kSend : CollType::kRecv;
-            call.root = p;
+            call.peer = p;
             call.count = size;
             call.elemSize = 1;
             const size_t at = m.mem.size() + 1;
@@ -238,7 +238,7 @@ TEST(DeviceLowering, PointToPointGroupsWithRepeatedPeersAndAnyOrder) {
           std::vector<size_t> received(n, 0);
           for (const CollCall& call : calls[r]) {
             if (call.type != CollType::kRecv) continue;
-            const int p = call.root;
+            const int p = call.peer;
             const size_t at = reinterpret_cast<uintptr_t>(call.recvbuff) - memory[r].fakeBase;
             const size_t k = received[p]++;
             for (size_t i = 0; i < call.count; ++i) expected[r][at + i] = messageValue(p, r, k, i);

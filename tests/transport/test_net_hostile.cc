@@ -23,21 +23,30 @@ using coll::Clock;
 constexpr size_t kSlotBytes = 4096;
 constexpr int kDepth = 4;
 
-// Rank 0's domain, its card, and a thread running connectPeers until rank 1 connects.
+// Rank 0's domain, its card, and a thread running its setup until rank 1 connects.
 class HostilePeerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    NetConfig config;
-    config.depth = kDepth;
-    config.slotBytes = kSlotBytes;
-    config.timeoutMs = 2000;
-    config.socketsPerPeer = 1;
-    domain_ = std::make_unique<NetDomain>(config, /*myRank=*/0, /*nranks=*/2, &bell_);
-    std::string cardBytes = domain_->listen("127.0.0.1");
+    // Two ranks on this machine: rank 0 listens on loopback (transport/net/net_card.h).
+    peers_.resize(2);
+    for (int r = 0; r < 2; ++r) peers_[r].rank = r;
+    settings_.netFifoDepth = kDepth;
+    settings_.slotBytes = kSlotBytes;
+    settings_.timeoutMs = 2000;
+    settings_.socketsPerPeer = 1;
+    DomainArgs args;
+    args.rank = 0;
+    args.nranks = 2;
+    args.peers = &peers_;
+    args.members = {1};
+    args.settings = &settings_;
+    domain_ = std::make_unique<NetDomain>(args);
+    std::string cardBytes = domain_->card(0);
     card_ = parseNetCard(cardBytes, 0);
     connector_ = std::thread([this, cardBytes] {
       try {
-        domain_->connectPeers({cardBytes, ""}, {1}, coll::deadlineAfter(std::chrono::milliseconds(3000)));
+        domain_->connect(0, {cardBytes, ""}, coll::deadlineAfter(std::chrono::milliseconds(3000)));
+        domain_->useDoorbell(&bell_);
       } catch (const CollError& e) {
         setupError_ = e.what();
       }
@@ -96,6 +105,8 @@ class HostilePeerTest : public ::testing::Test {
     return "(no failure reported within 5 s)";
   }
 
+  std::vector<PeerInfo> peers_;
+  TransportSettings settings_;
   Doorbell bell_;
   std::unique_ptr<NetDomain> domain_;
   NetCard card_;
@@ -189,11 +200,11 @@ TEST_F(HostilePeerTest, GoodbyeThenCloseIsNotAFailure) {
   for (auto deadline = Clock::now() + std::chrono::seconds(5); Clock::now() < deadline;) {
     recv->tryPeek(&bytes);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (static_cast<NetRecvChannel*>(recv)->departed()) break;
+    if (static_cast<NetRecvConnection*>(recv)->departed()) break;
   }
   fd.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_TRUE(static_cast<NetRecvChannel*>(recv)->departed());
+  EXPECT_TRUE(static_cast<NetRecvConnection*>(recv)->departed());
   EXPECT_NO_THROW(domain_->checkPeers());
 }
 

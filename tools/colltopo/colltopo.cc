@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithm_view.h"
 #include "collective.h"
 #include "comm_view.h"
 #include "local_view.h"
@@ -13,7 +14,8 @@ namespace {
 
 const char kUsage[] =
     "usage: colltopo [--json] [--source auto|hwloc|sysfs]\n"
-    "       collrun -n N colltopo --comm [--json]\n";
+    "       collrun -n N colltopo --comm [--json]\n"
+    "       colltopo --algorithms [--json]\n";
 
 const char kHelp[] =
     "\n"
@@ -27,6 +29,9 @@ const char kHelp[] =
     "                          communicator and rank 0 prints each rank's host and binding, the\n"
     "                          transport between every pair, the host groups, the ring order,\n"
     "                          the trees and the all-reduce algorithm the planner picks per size\n"
+    "  --algorithms            the algorithm table the planner and COLL_ALGO read: what each\n"
+    "                          algorithm serves, how it runs and when the planner takes it (a\n"
+    "                          Markdown table, the one docs/algorithms.md holds)\n"
     "  --json                  one JSON document instead of text\n"
     "  --source auto|hwloc|sysfs\n"
     "                          where the facts come from (default auto: hwloc when the build has\n"
@@ -37,6 +42,7 @@ const char kHelp[] =
 struct Options {
   bool json = false;
   bool comm = false;
+  bool algorithms = false;
   coll::topo::TopologySource source = coll::topo::TopologySource::kAuto;
 };
 
@@ -79,6 +85,10 @@ int main(int argc, char** argv) {
       opts.comm = true;
       continue;
     }
+    if (arg == "--algorithms") {
+      opts.algorithms = true;
+      continue;
+    }
     if (arg == "--source" || arg.compare(0, 9, "--source=") == 0) {
       bool inlineValue = arg != "--source";
       if (!inlineValue && i + 1 >= argc) return usageError("option '--source' needs a value");
@@ -90,6 +100,7 @@ int main(int argc, char** argv) {
     }
     return usageError("unknown argument '" + arg + "'");
   }
+  if (opts.algorithms) return colltopo::printAlgorithmTable(opts.json);
   if (opts.comm) return colltopo::printCommunicatorView(opts.json);
   return colltopo::printLocalView(opts.json, opts.source);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collective.h"
+#include "src/algorithms/algorithm_table.h"
 #include "src/algorithms/algorithms.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
@@ -22,7 +23,7 @@ namespace {
 struct RankCard {
   char host[64];
   char cpus[96];
-  char socket[64];
+  char listens[64];
   int32_t pid;
 };
 
@@ -39,7 +40,14 @@ std::string boundCpus() {
 void copyText(char* dst, size_t size, const std::string& text) { snprintf(dst, size, "%s", text.c_str()); }
 
 const size_t kSizes[] = {8, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
-const coll::Algo kAllReduceAlgos[] = {coll::Algo::kRing, coll::Algo::kTree, coll::Algo::kDoubleTree, coll::Algo::kHier};
+
+// The schedule rows of the algorithm table that serve all-reduce: their models are compared.
+std::vector<coll::Algo> allReduceAlgos() {
+  std::vector<coll::Algo> algos;
+  for (const coll::AlgorithmRow& row : coll::algorithmTable())
+    if (coll::serves(row, coll::CollType::kAllReduce) && row.build != nullptr) algos.push_back(row.id);
+  return algos;
+}
 
 std::string plannedAllReduce(const coll::PlanContext& context, size_t bytes) {
   coll::CollCall call;
@@ -62,14 +70,14 @@ void printText(const coll::Communicator& comm, const std::vector<RankCard>& card
   int n = comm.nranks();
   const coll::PlanContext& ctx = comm.planContext();
   printf("communicator: %d ranks in %zu shared-memory group(s)%s\n", n, ctx.hosts.empty() ? 1 : ctx.hosts.size(),
-         ctx.crossesNetwork ? ", sockets between groups" : "");
+         ctx.crossesNetwork ? ", the network between groups" : "");
   std::vector<int> groupOf(n, 0);
   for (size_t g = 0; g < ctx.hosts.size(); ++g)
     for (int r : ctx.hosts[g]) groupOf[r] = static_cast<int>(g);
-  printf("\nranks:\n  %-5s %-16s %-6s %-8s %-14s %s\n", "rank", "hostname", "group", "pid", "cpus", "socket listener");
+  printf("\nranks:\n  %-5s %-16s %-6s %-8s %-14s %s\n", "rank", "hostname", "group", "pid", "cpus", "listens on");
   for (int r = 0; r < n; ++r)
     printf("  %-5d %-16s %-6d %-8d %-14s %s\n", r, cards[r].host, groupOf[r], cards[r].pid, cards[r].cpus,
-           cards[r].socket[0] ? cards[r].socket : "-");
+           cards[r].listens[0] ? cards[r].listens : "-");
   printf("\ntransport between ranks (row: from, column: to):\n      ");
   for (int b = 0; b < n; ++b) printf(" %5d", b);
   printf("\n");
@@ -84,12 +92,12 @@ void printText(const coll::Communicator& comm, const std::vector<RankCard>& card
   printf("binomial tree (rank 0 root): levels crossing groups: %d\n", ctx.treeNetLevels);
   for (int r = 0; r < n; ++r) printf("  %d -> parent %d\n", r, coll::algorithms::binomialParent(n, r, 0));
   printf("\nall-reduce plan (modelled microseconds per algorithm, and the planner's choice):\n  %-10s", "size");
-  for (coll::Algo algo : kAllReduceAlgos) printf(" %10s", coll::algoName(algo));
+  for (coll::Algo algo : allReduceAlgos()) printf(" %10s", coll::algoName(algo));
   printf("  %s\n", "chosen");
   for (size_t bytes : kSizes) {
     std::string chosen = plannedAllReduce(ctx, bytes);
     printf("  %-10zu", bytes);
-    for (coll::Algo algo : kAllReduceAlgos) printf(" %10.1f", coll::modelAllReduceUs(algo, bytes, ctx));
+    for (coll::Algo algo : allReduceAlgos()) printf(" %10.1f", coll::modelAllReduceUs(algo, bytes, ctx));
     printf("  %s\n", chosen.c_str());
   }
 }
@@ -107,7 +115,7 @@ void printJson(const coll::Communicator& comm, const std::vector<RankCard>& card
         .field("host", std::string(cards[r].host))
         .field("pid", cards[r].pid)
         .field("cpus", std::string(cards[r].cpus))
-        .field("socket", std::string(cards[r].socket))
+        .field("listens", std::string(cards[r].listens))
         .endObject();
   w.endArray();
   w.key("transports").beginArray();
@@ -133,7 +141,7 @@ void printJson(const coll::Communicator& comm, const std::vector<RankCard>& card
   w.key("allreduce_plan").beginArray();
   for (size_t bytes : kSizes) {
     w.beginObject(Layout::kInline).field("bytes", bytes).field("chosen", plannedAllReduce(ctx, bytes));
-    for (coll::Algo algo : kAllReduceAlgos)
+    for (coll::Algo algo : allReduceAlgos())
       w.field(std::string(coll::algoName(algo)) + "_us",
               static_cast<long long>(coll::modelAllReduceUs(algo, bytes, ctx)));
     w.endObject();
@@ -158,7 +166,7 @@ int printCommunicatorView(bool json) {
   gethostname(host, sizeof(host) - 1);
   copyText(mine.host, sizeof(mine.host), host);
   copyText(mine.cpus, sizeof(mine.cpus), boundCpus());
-  copyText(mine.socket, sizeof(mine.socket), comm.socketAddress());
+  copyText(mine.listens, sizeof(mine.listens), comm.addresses());
   mine.pid = static_cast<int32_t>(getpid());
   std::vector<RankCard> cards(comm.nranks());
   collResult_t rc = collAllGather(&mine, cards.data(), sizeof(RankCard), collUint8, handle, nullptr);
@@ -168,7 +176,7 @@ int printCommunicatorView(bool json) {
     return 1;
   }
   for (RankCard& card : cards) {  // peers' bytes: make sure every string ends
-    card.host[sizeof(card.host) - 1] = card.cpus[sizeof(card.cpus) - 1] = card.socket[sizeof(card.socket) - 1] = 0;
+    card.host[sizeof(card.host) - 1] = card.cpus[sizeof(card.cpus) - 1] = card.listens[sizeof(card.listens) - 1] = 0;
   }
   if (comm.rank() == 0) json ? printJson(comm, cards) : printText(comm, cards);
   fflush(stdout);

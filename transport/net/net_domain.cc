@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/random.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace transport {
@@ -32,8 +33,16 @@ void tuneSocket(int fd) {
 
 }  // namespace
 
-NetDomain::NetDomain(const NetConfig& config, int myRank, int nranks, Doorbell* bell)
-    : config_(config), myRank_(myRank), bell_(bell), peerIndex_(nranks, -1) {
+NetDomain::NetDomain(const DomainArgs& args)
+    : myRank_(args.rank),
+      depth_(args.settings->netFifoDepth),
+      slotBytes_(args.settings->slotBytes),
+      socketsPerPeer_(args.settings->socketsPerPeer),
+      timeoutMs_(args.settings->timeoutMs),
+      peerInfo_(*args.peers),
+      settings_(*args.settings),
+      members_(args.members),
+      peerIndex_(args.nranks, -1) {
   fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
   wakeFd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
@@ -51,22 +60,23 @@ NetDomain::~NetDomain() {
   if (progress_.joinable()) progress_.join();
 }
 
-std::string NetDomain::listen(const std::string& host) {
-  listener_ = listenOn(host, 0);
+std::string NetDomain::card(int) {
+  if (members_.empty()) return "";
+  listener_ = listenOn(chooseListenAddress(peerInfo_, myRank_, settings_), 0);
   listenAddress_ = localAddressOf(listener_.get()).toString();
   NetCard card = makeNetCard(localAddressOf(listener_.get()).host(), localAddressOf(listener_.get()).port(), nonce_);
   COLL_INFO(kTransport, "rank %d: socket transport listens on %s", myRank_, listenAddress_.c_str());
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
 
-void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::vector<int>& peers, Deadline deadline) {
+void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline deadline) {
   int expected = 0;
-  for (int rank : peers) {
+  for (int rank : members_) {
     auto peer = std::make_unique<Peer>();
     peer->rank = rank;
     // The lower rank of a pair only accepts; it reads the dialler's card just for messages.
     if (rank < myRank_ || !cards.at(rank).empty()) peer->card = parseNetCard(cards.at(rank), rank);
-    peer->sockets.resize(config_.socketsPerPeer);
+    peer->sockets.resize(socketsPerPeer_);
     peerIndex_[rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
   }
@@ -74,10 +84,10 @@ void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::v
   // cannot deadlock: the kernel completes a connect into the listener's backlog without accept().
   for (auto& peer : peers_) {
     if (peer->rank > myRank_) {
-      expected += config_.socketsPerPeer;
+      expected += socketsPerPeer_;
       continue;
     }
-    for (int s = 0; s < config_.socketsPerPeer; ++s) {
+    for (int s = 0; s < socketsPerPeer_; ++s) {
       std::string name = formatString("rank %d's socket listener", peer->rank);
       Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
       NetHello hello;
@@ -85,9 +95,9 @@ void NetDomain::connectPeers(const std::vector<std::string>& cards, const std::v
       hello.nonce[1] = peer->card.nonce[1];
       hello.fromRank = myRank_;
       hello.socketIndex = s;
-      hello.socketsPerPeer = config_.socketsPerPeer;
-      hello.depth = config_.depth;
-      hello.slotBytes = config_.slotBytes;
+      hello.socketsPerPeer = socketsPerPeer_;
+      hello.depth = depth_;
+      hello.slotBytes = slotBytes_;
       if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk)
         throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer->rank,
                    peerAddress(peer->rank).c_str());
@@ -127,7 +137,7 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
     if (recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != IoStatus::kOk) {
       refusal = "no hello";
     } else {
-      refusal = checkNetHello(hello, nonce_, config_.socketsPerPeer, config_.depth, config_.slotBytes);
+      refusal = checkNetHello(hello, nonce_, socketsPerPeer_, depth_, slotBytes_);
       if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
         refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
       if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
@@ -148,10 +158,14 @@ void NetDomain::startChannels() {
   for (auto& peer : peers_) {
     std::vector<int> fds;
     for (auto& s : peer->sockets) fds.push_back(s.get());
-    peer->send = std::make_unique<NetSendChannel>(peer->rank, fds, config_.depth, config_.slotBytes, *this);
-    peer->recv = std::make_unique<NetRecvChannel>(peer->rank, fds, config_.depth, config_.slotBytes, *this);
+    peer->send = std::make_unique<NetSendConnection>(peer->rank, fds, depth_, slotBytes_, *this);
+    peer->recv = std::make_unique<NetRecvConnection>(peer->rank, fds, depth_, slotBytes_, *this);
   }
-  if (!peers_.empty()) progress_ = std::thread([this] { progressLoop(); });
+}
+
+void NetDomain::useDoorbell(Doorbell* bell) {
+  bell_ = bell;
+  if (!peers_.empty() && !progress_.joinable()) progress_ = std::thread([this] { progressLoop(); });
 }
 
 SendConnection* NetDomain::sendConnection(int peer) {
@@ -184,10 +198,10 @@ void NetDomain::channelFailed(int peer, const std::string& reason) {
     failure_ = formatString("socket connection to rank %d (%s): %s", peer, peerAddress(peer).c_str(), reason.c_str());
     failed_.store(true, std::memory_order_release);
   }
-  forceRingDoorbell(bell_);
+  if (bell_ != nullptr) forceRingDoorbell(bell_);
 }
 
-void NetDomain::announceFailure() {
+void NetDomain::announceFailure(const std::string&) {
   {
     std::lock_guard<std::mutex> lock(failureMutex_);
     if (!failed_.load()) failure_ = "this rank's communicator failed";
@@ -206,7 +220,7 @@ void NetDomain::wakeProgress() {
 }
 
 void NetDomain::progressOnce() {
-  if (pumpAll()) ringDoorbell(bell_);
+  if (pumpAll()) ringDoorbell(bell_);  // the executor only pumps after useDoorbell()
 }
 
 void NetDomain::executorState(Executor state) {
@@ -243,7 +257,7 @@ bool NetDomain::pumpAll() {
 void NetDomain::progressLoop() {
   std::vector<pollfd> fds;
   std::vector<uint8_t> hungUp;  // per socket: the peer closed it and nothing more can be read now
-  size_t socketCount = peers_.size() * config_.socketsPerPeer;
+  size_t socketCount = peers_.size() * socketsPerPeer_;
   hungUp.assign(socketCount, 0);
   while (!stop_.load() && !failed_.load()) {
     if (executorDriving_.load(std::memory_order_seq_cst)) {
@@ -276,9 +290,9 @@ void NetDomain::progressLoop() {
     fds.clear();
     fds.push_back({wakeFd_.get(), POLLIN, 0});
     for (size_t p = 0; p < peers_.size(); ++p) {
-      for (int s = 0; s < config_.socketsPerPeer; ++s) {
+      for (int s = 0; s < socketsPerPeer_; ++s) {
         short events = (peers_[p]->recv->wantsRead(s) ? POLLIN : 0) | (peers_[p]->send->wantsWrite(s) ? POLLOUT : 0);
-        size_t index = p * config_.socketsPerPeer + s;
+        size_t index = p * socketsPerPeer_ + s;
         // poll() reports a hang-up even for no events: leave such a socket out until it has
         // something to do, or the thread would spin on it.
         bool quiet = events == 0 && (hungUp[index] || peers_[p]->recv->departed());
@@ -306,7 +320,7 @@ void NetDomain::flushAndSayGoodbye() {
   // Sends the executor posted are still ours to deliver: the collective that posted them has
   // returned. Let the progress thread finish them, then send each socket its closing frame.
   if (!progress_.joinable()) return;  // setup never finished: nothing was sent
-  Deadline deadline = deadlineAfter(std::chrono::milliseconds(config_.timeoutMs));
+  Deadline deadline = deadlineAfter(std::chrono::milliseconds(timeoutMs_));
   for (auto& peer : peers_) {
     while (!peer->send->drained() && !failed_.load() && Clock::now() < deadline) {
       wakeProgress();
@@ -319,7 +333,7 @@ void NetDomain::flushAndSayGoodbye() {
   if (failed_.load()) return;
   Deadline byeDeadline = std::min(deadline, Clock::now() + kGoodbyeTimeout);
   for (auto& peer : peers_) {
-    for (int s = 0; s < config_.socketsPerPeer; ++s) {
+    for (int s = 0; s < socketsPerPeer_; ++s) {
       NetFrameHeader bye;
       bye.kind = kNetFrameBye;
       bye.seq = static_cast<uint32_t>(peer->send->nextSeq(s));
@@ -330,6 +344,8 @@ void NetDomain::flushAndSayGoodbye() {
     }
   }
 }
+
+std::unique_ptr<Domain> makeNetDomain(const DomainArgs& args) { return std::make_unique<NetDomain>(args); }
 
 }  // namespace transport
 }  // namespace coll

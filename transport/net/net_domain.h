@@ -1,13 +1,13 @@
-// The socket transport of one communicator rank: TCP connections to the ranks that the transport
-// table gives to "net" (ranks on other hosts, or every rank when shared memory is switched off),
-// a FIFO of slots per direction and peer (net_channel.h), and one progress thread that moves
-// bytes whenever the executor is not doing it itself: while a collective runs, the executor pumps
-// the sockets from its wait loop (no thread switch on the critical path); when it goes to sleep,
-// or returns with sends still queued, the thread takes over.
+// The socket transport of one communicator rank: TCP connections to the ranks the routes give to
+// "net" (ranks on other hosts, or every other rank when shared memory is switched off), a FIFO
+// of slots per direction and peer (net_connection.h), and one progress thread that moves bytes
+// whenever the executor is not doing it itself: while a collective runs, the executor pumps the
+// sockets from its wait loop (no thread switch on the critical path); when it goes to sleep, or
+// returns with sends still queued, the thread takes over.
 //
-// Setup takes two phases, like every transport: listen() gives a card (address, port, random
-// nonce) that the bootstrap publishes; connectPeers() then opens S sockets per peer pair (the
-// higher rank connects, presenting the lower rank's nonce) and starts the progress thread.
+// Setup is one round (transport/domain.h): card() listens and publishes where (net_card.h);
+// connect() opens S sockets per peer pair (the higher rank connects, presenting the lower rank's
+// nonce). The progress thread starts once the communicator hands over the rank's doorbell.
 //
 // Failure: a connection that breaks or carries a malformed frame marks the domain failed with a
 // message naming the peer; the executor's health check throws it, and ringing the doorbell wakes
@@ -24,53 +24,52 @@
 #include <thread>
 #include <vector>
 
-#include "common/socket.h"
-#include "transport/doorbell.h"
-#include "transport/net/net_channel.h"
+#include "common/fd.h"
+#include "transport/domain.h"
+#include "transport/net/net_card.h"
+#include "transport/net/net_connection.h"
 
 namespace coll {
 namespace transport {
 
-struct NetConfig {
-  int depth = 8;                 // slots per direction and peer
-  size_t slotBytes = 128 << 10;  // bytes per slot; equal to the shared-memory slots (the executor needs one size)
-  int socketsPerPeer = 2;        // COLL_SOCKET_NSOCKS
-  int timeoutMs = 300000;        // bounds the flush of pending sends at destruction
-};
-
-class NetDomain : public NetChannelOwner, public ProgressDriver {
+class NetDomain : public Domain, public NetConnectionOwner, public ProgressDriver {
  public:
-  NetDomain(const NetConfig& config, int myRank, int nranks, Doorbell* bell);
+  explicit NetDomain(const DomainArgs& args);
   ~NetDomain() override;
   NetDomain(const NetDomain&) = delete;
   NetDomain& operator=(const NetDomain&) = delete;
+  const char* name() const override { return "net"; }
 
-  // Phase 1: listens on `host` (a numeric address) and returns this rank's card for the store.
-  std::string listen(const std::string& host);
-  // Phase 2: opens the sockets to every rank in `peers`; cards holds every rank's card (indexed by
-  // rank; only those of `peers` are read). Throws collTimeout when a peer does not connect before
-  // the deadline, collRemoteError for a malformed card.
-  void connectPeers(const std::vector<std::string>& cards, const std::vector<int>& peers, Deadline deadline);
+  // Setup: listens and returns this rank's card; then opens the sockets to every member (cards
+  // holds every rank's card, indexed by rank; only the members' are read). connect() throws
+  // collTimeout when a member does not connect before the deadline, collRemoteError for a
+  // malformed card.
+  std::string card(int round) override;
+  void connect(int round, const std::vector<std::string>& cards, Deadline deadline) override;
+  // Starts the progress thread, which rings `bell` when it moved something.
+  void useDoorbell(Doorbell* bell) override;
 
-  SendConnection* sendConnection(int peer);
-  RecvConnection* recvConnection(int peer);
+  SendConnection* sendConnection(int peer) override;
+  RecvConnection* recvConnection(int peer) override;
+  int fifoDepth() const override { return depth_; }
   bool connects(int peer) const {
     return peer >= 0 && peer < static_cast<int>(peerIndex_.size()) && peerIndex_[peer] >= 0;
   }
-  // "10.0.0.2:41235": where a peer listens, for messages and colltopo.
+  // "10.0.0.2:41235": where a peer listens, for messages.
   std::string peerAddress(int peer) const;
-  const std::string& listenAddress() const { return listenAddress_; }
+  std::string address() const override { return listenAddress_; }
 
   // Throws CollError(collRemoteError) when a connection broke.
-  void checkPeers() const;
+  void checkPeers() const override;
   // Shuts every socket down so that the peers notice this rank failed.
-  void announceFailure();
+  void announceFailure(const std::string& reason) override;
 
   void wakeProgress() override;
   void channelFailed(int peer, const std::string& reason) override;
 
   // ProgressDriver: while the executor drives, the progress thread leaves the sockets alone and
   // waits to be handed them back; every thread switch saved is latency saved.
+  ProgressDriver* progressDriver() override { return this; }
   void progressOnce() override;
   void executorState(Executor state) override;
 
@@ -79,8 +78,8 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
     int rank = -1;
     NetCard card;
     std::vector<Fd> sockets;
-    std::unique_ptr<NetSendChannel> send;
-    std::unique_ptr<NetRecvChannel> recv;
+    std::unique_ptr<NetSendConnection> send;
+    std::unique_ptr<NetRecvConnection> recv;
   };
   void acceptPeers(int expected, Deadline deadline);
   void startChannels();
@@ -88,9 +87,15 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
   bool pumpAll();
   void flushAndSayGoodbye();
 
-  NetConfig config_;
   int myRank_;
-  Doorbell* bell_;
+  int depth_;
+  size_t slotBytes_;
+  int socketsPerPeer_;
+  int timeoutMs_;
+  const std::vector<PeerInfo>& peerInfo_;
+  const TransportSettings& settings_;
+  std::vector<int> members_;
+  Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};
   Fd listener_;
   std::string listenAddress_;
@@ -105,6 +110,8 @@ class NetDomain : public NetChannelOwner, public ProgressDriver {
   std::string failure_;
   std::thread progress_;
 };
+
+std::unique_ptr<Domain> makeNetDomain(const DomainArgs& args);
 
 }  // namespace transport
 }  // namespace coll

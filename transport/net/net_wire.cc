@@ -1,46 +1,11 @@
 #include "transport/net/net_wire.h"
 
-#include <arpa/inet.h>
-
 #include <cstring>
 
 #include "common/error.h"
 
 namespace coll {
 namespace transport {
-
-NetCard makeNetCard(const std::string& host, uint16_t port, const uint64_t nonce[2]) {
-  NetCard card;
-  card.nonce[0] = nonce[0];
-  card.nonce[1] = nonce[1];
-  card.port = port;
-  if (inet_pton(AF_INET, host.c_str(), card.address) == 1) {
-    card.family = 4;
-  } else if (inet_pton(AF_INET6, host.c_str(), card.address) == 1) {
-    card.family = 6;
-  } else {
-    throwError(collInternalError, "socket transport: \"%s\" is not a numeric address", host.c_str());
-  }
-  return card;
-}
-
-NetCard parseNetCard(const std::string& bytes, int fromRank) {
-  NetCard card;
-  if (bytes.size() != sizeof(NetCard))
-    throwError(collRemoteError, "rank %d published a socket address of %zu bytes, expected %zu", fromRank, bytes.size(),
-               sizeof(NetCard));
-  memcpy(&card, bytes.data(), sizeof(card));
-  if (card.magic != kNetCardMagic || (card.family != 4 && card.family != 6) || card.port == 0)
-    throwError(collRemoteError, "rank %d published a malformed socket address (family %u, port %u)", fromRank,
-               static_cast<unsigned>(card.family), static_cast<unsigned>(card.port));
-  return card;
-}
-
-std::string netCardHost(const NetCard& card) {
-  char text[INET6_ADDRSTRLEN] = "";
-  inet_ntop(card.family == 4 ? AF_INET : AF_INET6, card.address, text, sizeof(text));
-  return text;
-}
 
 std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int socketsPerPeer, int depth,
                           uint64_t slotBytes) {

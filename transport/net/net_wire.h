@@ -3,8 +3,7 @@
 // sequence number is off ends the connection with an error naming the peer, never a crash or an
 // out-of-bounds write.
 //
-// Three kinds of bytes cross a socket:
-//   - the listener's address card, exchanged through the rendezvous store (NetCard);
+// Two kinds of bytes cross a socket (the listener's card goes through the store: net_card.h):
 //   - a hello, sent once by the connecting rank on each socket (NetHello), which must carry the
 //     listener's random nonce: only a rank that read the store (and so knew the job's secret)
 //     can produce it;
@@ -18,21 +17,9 @@
 namespace coll {
 namespace transport {
 
-constexpr uint64_t kNetCardMagic = 0x64726163636c6f63ull;   // "colccard"
 constexpr uint64_t kNetHelloMagic = 0x6f6c6c656863636full;  // "occhello"
 constexpr uint32_t kNetFrameData = 0x61746164;              // "data"
 constexpr uint32_t kNetFrameBye = 0x20657962;               // "bye ": the peer destroyed its communicator
-
-// Where a rank listens, as published through the store.
-struct NetCard {
-  uint64_t magic = kNetCardMagic;
-  uint64_t nonce[2] = {0, 0};
-  uint8_t address[16] = {};  // IPv4 in the first 4 bytes, or IPv6
-  uint16_t port = 0;
-  uint8_t family = 0;  // 4 or 6
-  uint8_t pad[5] = {};
-};
-static_assert(sizeof(NetCard) == 48, "NetCard is a fixed-size record");
 
 struct NetHello {
   uint64_t magic = kNetHelloMagic;
@@ -51,14 +38,6 @@ struct NetFrameHeader {
   uint64_t bytes = 0;  // payload length, at most the slot size
 };
 static_assert(sizeof(NetFrameHeader) == 16, "NetFrameHeader is a fixed-size record");
-
-// Builds the card for a numeric address ("10.0.0.1", "::1") and port.
-NetCard makeNetCard(const std::string& host, uint16_t port, const uint64_t nonce[2]);
-// Parses a card received through the store; throws CollError(collRemoteError) naming `fromRank`
-// when it is malformed.
-NetCard parseNetCard(const std::string& bytes, int fromRank);
-// The card's address as text, e.g. "10.0.0.1".
-std::string netCardHost(const NetCard& card);
 
 // Why a hello is refused, or "" when it is acceptable. Expected values are the listener's own.
 std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int socketsPerPeer, int depth,

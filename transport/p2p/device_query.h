@@ -1,5 +1,5 @@
 // Whether this process can use a CUDA device, asked by the API layer before it accepts a stream,
-// and by tests and tools. Built with and without CUDA (device_query_none.cc), so callers need no
+// and by tests and tools. Built with and without CUDA (p2p_without_cuda.cc), so callers need no
 // #ifdef: without CUDA support compiled in, there is never a device.
 #pragma once
 

@@ -1,56 +1,68 @@
-// One rank's P2P memory on its GPU: one receive region per peer (kernels/cuda/channel_layout.h)
-// in a single cudaMalloc allocation, which the peers map and write into, and the peers' regions
-// this rank writes into. Ranks in other processes map the allocation through a CUDA IPC handle;
-// ranks that are threads of this process use the pointer itself (CUDA refuses to open a handle in
-// the process that made it). Several ranks may share one GPU; ranks on different GPUs need peer
-// access between them (enabled here where the devices allow it).
+// The P2P transport: one rank's channel memory on its GPU, one receive region per peer
+// (kernels/cuda/channel_layout.h) in a single cudaMalloc allocation which the peers map and
+// write into (p2p_connection.h), and the peers' regions this rank writes into. Several ranks may
+// share one GPU; ranks on different GPUs need peer access between them (enabled where the
+// devices allow it). It carries device memory: the device engine (src/exec/device_engine.h)
+// drives its channels through the DeviceChannels capability; it has no host connections.
 //
-// Setup in two phases, like every transport: locator() is a fixed-size blob the caller
-// all-gathers (through the bootstrap store), connect() maps what the peers sent. Bytes from peers
-// are checked before use. Tearing down must wait until no peer writes any more: the caller puts a
-// barrier before destroying the domain.
+// Setup is one round (transport/domain.h): card() publishes the allocation (p2p_card.h),
+// connect() maps every member's. Bytes from peers are checked before use. Tearing down must wait
+// until no peer writes any more: the caller puts a barrier before destroying the domain.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
-#include "kernels/cuda/channel_layout.h"
+#include "transport/device_channels.h"
+#include "transport/domain.h"
 
 namespace coll {
 namespace transport {
 
-class P2pDomain {
+class P2pConnection;  // p2p_connection.h
+
+class P2pDomain : public Domain, public DeviceChannels {
  public:
-  // Allocates and zeroes this rank's receive regions on `device` (made the current device).
-  P2pDomain(int rank, int nranks, int device);
-  ~P2pDomain();
+  // Allocates and zeroes this rank's receive regions on settings->device (made the current device).
+  explicit P2pDomain(const DomainArgs& args);
+  ~P2pDomain() override;
   P2pDomain(const P2pDomain&) = delete;
   P2pDomain& operator=(const P2pDomain&) = delete;
+  const char* name() const override { return "p2p"; }
 
-  std::vector<uint8_t> locator() const;
-  // locators[r] is rank r's locator (this rank's own included). Throws collInvalidUsage for a peer
-  // whose locator is malformed or from a different build, or whose GPU this one cannot reach.
-  void connect(const std::vector<std::vector<uint8_t>>& locators);
+  std::string card(int round) override;
+  // cards[r] is rank r's card (this rank's own included). Throws collInvalidUsage for a peer whose
+  // card is malformed or from a different build, or whose GPU this one cannot reach.
+  void connect(int round, const std::vector<std::string>& cards, Deadline deadline) override;
 
-  int rank() const { return rank_; }
-  int nranks() const { return nranks_; }
-  int device() const { return device_; }
+  // Device memory only: the host executor never routes through this domain.
+  SendConnection* sendConnection(int peer) override;
+  RecvConnection* recvConnection(int peer) override;
+
+  // The kernels report on themselves (a wait past its deadline, an abort) through the status
+  // word: this throws that, so that a waiting host call sees a device failure too.
+  void checkPeers() const override;
+  void announceFailure(const std::string& reason) override { requestAbort(); }
+
+  DeviceChannels* deviceChannels() override { return this; }
+
+  // DeviceChannels.
+  int device() const override { return device_; }
   // Each GPU serves the ranks of one process only (threads of one process share a context; two
   // GPUs run independently) and holds all their lanes at once: kernels may wait on each other
   // (concurrent mode). Otherwise kernels time-slice or queue and must not (serialized mode).
-  bool kernelsConcurrent() const { return kernelsConcurrent_; }
+  bool kernelsConcurrent() const override { return kernelsConcurrent_; }
+  const std::vector<device::PeerChannels>& hostTable() const override { return table_; }
+  const device::PeerChannels* deviceTable() const override { return deviceTable_; }
+  device::DeviceStatus* deviceStatus() const override { return deviceStatus_; }
+  const volatile device::DeviceStatus* hostStatus() const override { return hostStatus_; }
+  unsigned long long* laneBarrier() const override { return laneBarrier_; }
+  void* scratch() const override { return scratch_; }
+  void requestAbort() override;
 
-  // Per rank: where this rank reads what the rank sends it, and where it writes what it sends.
-  const std::vector<device::PeerChannels>& hostTable() const { return table_; }
-  const device::PeerChannels* deviceTable() const { return deviceTable_; }
-  // The kernels' status word: host-mapped memory, readable at any time without synchronizing.
-  device::DeviceStatus* deviceStatus() const { return deviceStatus_; }
-  const volatile device::DeviceStatus* hostStatus() const { return hostStatus_; }
-  // Asks this rank's running and future kernels to stop at their next wait.
-  void requestAbort();
-  unsigned long long* laneBarrier() const { return laneBarrier_; }
-  // 16 bytes of device memory, for calls without buffers (barrier).
-  void* scratch() const { return scratch_; }
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
 
  private:
   void release() noexcept;
@@ -59,9 +71,8 @@ class P2pDomain {
   int nranks_;
   int device_;
   bool kernelsConcurrent_ = false;
-  char* regions_ = nullptr;        // nranks_ receive regions, one per sender
-  std::vector<char*> peerBases_;   // each peer's allocation as mapped here (nullptr: not mapped)
-  std::vector<bool> openedByIpc_;  // whether peerBases_[r] must be closed with cudaIpcCloseMemHandle
+  char* regions_ = nullptr;                                  // nranks_ receive regions, one per sender
+  std::vector<std::unique_ptr<P2pConnection>> connections_;  // per rank
   std::vector<device::PeerChannels> table_;
   device::PeerChannels* deviceTable_ = nullptr;
   device::DeviceStatus* hostStatus_ = nullptr;  // cudaHostAlloc'd, mapped
@@ -69,6 +80,9 @@ class P2pDomain {
   unsigned long long* laneBarrier_ = nullptr;
   void* scratch_ = nullptr;
 };
+
+// Throws collInvalidUsage in a build without CUDA (p2p_without_cuda.cc).
+std::unique_ptr<Domain> makeP2pDomain(const DomainArgs& args);
 
 }  // namespace transport
 }  // namespace coll

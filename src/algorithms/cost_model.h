@@ -1,0 +1,33 @@
+// The shared pieces of the algorithms' cost models (docs/algorithms.md, "The cost model"): a hop
+// costs its link's latency per synchronisation plus bytes over the link's rate; a pipeline in
+// lock step goes at the pace of its slowest link. Each algorithm's own model is beside its
+// builder; these are the terms they share.
+#pragma once
+
+#include <cstddef>
+
+#include "src/algorithms/plan_context.h"
+#include "src/coll_call.h"
+
+namespace coll {
+
+// Shared memory on one host, from the measurements in docs/performance.md: a flag round trip
+// between cores, a pipeline step, and the rate at which one core streams bytes through its caches.
+constexpr double kOneshotLatencyUs = 0.5;
+constexpr double kStepLatencyUs = 1.5;
+constexpr double kCopyBytesPerUs = 10000.0;  // about 10 GB/s
+
+int ceilLog2(int n);
+// The network's link when some pair of ranks crosses it, else shared memory's.
+const LinkCost& slowestLink(const PlanContext& ctx);
+// The call's count in bytes (per rank, per block for gather-like calls).
+size_t callBytes(const CollCall& call);
+// The most bytes one pipelined step moves: half a FIFO (ring.cc says why), at least a slot.
+size_t stepBytes(const PlanContext& ctx);
+// Bytes one rank publishes for the one-shot path (its whole input).
+size_t oneshotInputBytes(const CollCall& call, int nranks);
+// What a FIFO pipeline on one host costs for this call: the yardstick the one-shot path beats
+// or not.
+double pipelineUs(const CollCall& call, int nranks);
+
+}  // namespace coll

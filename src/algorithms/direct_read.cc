@@ -1,0 +1,163 @@
+#include "src/algorithms/direct_read.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/streaming.h"
+#include "src/algorithms/cost_model.h"
+
+namespace coll {
+namespace {
+
+// Per peer, one chunk of scratch: large enough that a read's system call is small beside its
+// copy, small enough that every peer's chunk and the result stay in L2 while they are reduced.
+constexpr size_t kChunkBytes = 256 << 10;
+constexpr size_t kScratchBytes = 1 << 20;
+
+std::atomic<uint64_t>& stageWord(transport::NativeArea* h, int stage) {
+  return stage == 0 ? h->directPostedSeq : stage == 1 ? h->directReducedSeq : h->directDoneSeq;
+}
+
+}  // namespace
+
+DirectRead::DirectRead(const NativeArgs& args)
+    : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks), streamingBytes_(args.streamingBytes) {}
+
+void DirectRead::publish(uint64_t seq, const CollCall& call) {
+  transport::NativeArea* me = memory_.area(rank_);
+  me->directSendAddr = reinterpret_cast<uint64_t>(call.sendbuff);
+  me->directRecvAddr = reinterpret_cast<uint64_t>(call.recvbuff);
+  announce(Stage::kPosted, seq);
+}
+
+void DirectRead::announce(Stage stage, uint64_t seq) {
+  stageWord(memory_.area(rank_), static_cast<int>(stage)).store(seq, std::memory_order_release);
+  memory_.ringPeers();
+}
+
+void DirectRead::waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter) {
+  std::atomic<uint64_t>& word = stageWord(memory_.area(peer), static_cast<int>(stage));
+  while (word.load(std::memory_order_acquire) < seq) waiter.idle();
+  waiter.progressed();
+}
+
+void DirectRead::readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes) {
+  transport::NativeArea* h = memory_.area(peer);
+  uint64_t base = peerRecvBuffer ? h->directRecvAddr : h->directSendAddr;
+  memory_.readMemory(peer, base + remoteOffset, local, bytes);
+}
+
+void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst) {
+  size_t es = call.elemSize;
+  int peers = nranks_ - 1;
+  size_t chunkElems = std::max<size_t>(1, std::min(kChunkBytes, kScratchBytes / std::max(1, peers)) / es);
+  if (scratch_.size() < chunkElems * es * peers) scratch_.resize(chunkElems * es * peers);
+  bool stream = streamingBytes_ > 0 && count * es >= streamingBytes_;
+  int avgDivisor = call.op == collAvg ? nranks_ : 0;
+  const void* srcs[kernels::kMaxReduceSources];
+  for (size_t done = 0; done < count; done += chunkElems) {
+    size_t n = std::min(chunkElems, count - done);
+    size_t byteOffset = (sendOffset + done) * es;
+    // Sources in rank order: the same order on every rank, though each block is reduced once.
+    int slot = 0;
+    for (int p = 0; p < nranks_; ++p) {
+      if (p == rank_) {
+        srcs[p] = static_cast<const unsigned char*>(call.sendbuff) + byteOffset;
+        continue;
+      }
+      unsigned char* local = scratch_.data() + static_cast<size_t>(slot++) * chunkElems * es;
+      readFrom(p, /*peerRecvBuffer=*/false, byteOffset, local, n * es);
+      srcs[p] = local;
+    }
+    void* out = static_cast<unsigned char*>(dst) + done * es;
+    void* dsts[1] = {out};
+    if (stream) {
+      kernels::reduceCopyStreamingLast(call.datatype, call.op, srcs, nranks_, dsts, 1, n, avgDivisor);
+    } else {
+      kernels::reduceCopy(call.datatype, call.op, srcs, nranks_, dsts, 1, n, avgDivisor);
+    }
+  }
+}
+
+void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
+  if (nranks_ > kernels::kMaxReduceSources)
+    throwError(collInternalError, "direct read supports at most %d ranks", kernels::kMaxReduceSources);
+  uint64_t seq = ++seq_;
+  size_t es = call.elemSize;
+  size_t bytes = call.count * es;
+  publish(seq, call);
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) waitFor(p, Stage::kPosted, seq, waiter);
+
+  switch (call.type) {
+    case CollType::kAllReduce: {
+      // Rank r owns elements [r*per, ...): the same split every rank computes.
+      size_t per = (call.count + nranks_ - 1) / nranks_;
+      auto blockBegin = [&](int b) { return std::min(call.count, per * static_cast<size_t>(b)); };
+      size_t mine = blockBegin(rank_), mineEnd = blockBegin(rank_ + 1);
+      reduceRange(call, mine, mineEnd - mine, static_cast<unsigned char*>(call.recvbuff) + mine * es);
+      announce(Stage::kReduced, seq);
+      for (int k = 1; k < nranks_; ++k) {
+        int p = (rank_ + k) % nranks_;  // start with different peers on different ranks
+        waitFor(p, Stage::kReduced, seq, waiter);
+        size_t begin = blockBegin(p), end = blockBegin(p + 1);
+        readFrom(p, /*peerRecvBuffer=*/true, begin * es, static_cast<unsigned char*>(call.recvbuff) + begin * es,
+                 (end - begin) * es);
+      }
+      break;
+    }
+    case CollType::kReduceScatter:
+      reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff);
+      break;
+    case CollType::kAllGather:
+      for (int k = 0; k < nranks_; ++k) {
+        int p = (rank_ + k) % nranks_;
+        unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
+        if (p == rank_) {
+          if (out != call.sendbuff) kernels::copyBytes(out, call.sendbuff, bytes);
+        } else {
+          readFrom(p, /*peerRecvBuffer=*/false, 0, out, bytes);
+        }
+      }
+      break;
+    case CollType::kBroadcast:
+      if (rank_ == call.root) {
+        if (call.recvbuff != call.sendbuff) kernels::copyBytes(call.recvbuff, call.sendbuff, bytes);
+      } else {
+        readFrom(call.root, /*peerRecvBuffer=*/false, 0, call.recvbuff, bytes);
+      }
+      break;
+    default:
+      throwError(collInternalError, "direct read cannot run %s", collTypeName(call.type));
+  }
+  // Stay until every peer has finished reading our buffers: the caller may reuse them at once.
+  announce(Stage::kDone, seq);
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) waitFor(p, Stage::kDone, seq, waiter);
+}
+
+bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why) {
+  if (ctx.directReadAvailable) return true;
+  *why =
+      "cma cannot run: it needs every rank on one host and permission to read the other ranks' memory "
+      "(process_vm_readv; see /proc/sys/kernel/yama/ptrace_scope)";
+  return false;
+}
+
+bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
+  return ctx.directReadBytes > 0 && oneshotInputBytes(call, ctx.nranks) >= ctx.directReadBytes && ctx.nranks <= 16;
+}
+
+double modelDirectRead(const CollCall& call, const PlanContext& ctx) {
+  // Every byte a rank needs from a peer is read once, straight from the peer's buffer; a few
+  // flag round trips between the stages.
+  const int n = ctx.nranks;
+  const double bytes = static_cast<double>(oneshotInputBytes(call, n));
+  const double reads = call.type == CollType::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+  return 3 * kOneshotLatencyUs + reads * bytes / kCopyBytesPerUs;
+}
+
+std::unique_ptr<NativeRunner> makeDirectRead(const NativeArgs& args) { return std::make_unique<DirectRead>(args); }
+
+}  // namespace coll

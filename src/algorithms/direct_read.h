@@ -1,0 +1,59 @@
+// The direct-read path for large messages on one host: no staging through shared-memory FIFOs.
+// Each rank publishes the addresses of its buffers; peers copy straight out of them with
+// cross-memory attach (transport/shm/cross_memory.h).
+//
+// All-reduce (and reduce-scatter) on rank r: read block r of every peer's send buffer, a chunk at
+// a time into cache-sized scratch, and reduce it with our own block into our receive buffer
+// (streaming stores past the caches for large buffers); announce the block final; then (all-
+// reduce) read every peer's final block straight into our receive buffer. All-gather and
+// broadcast are the second half alone. A last handshake keeps every rank in the call until no
+// peer still reads its buffers.
+//
+// Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
+// every byte read from a peer is its user buffer, read once. That matters most when the two
+// cores do not share a cache (and it is what Open MPI's CMA single-copy path does, too).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <string>
+
+#include "src/algorithms/native.h"
+#include "src/algorithms/plan_context.h"
+
+namespace coll {
+
+class DirectRead : public NativeRunner {
+ public:
+  explicit DirectRead(const NativeArgs& args);
+  // AllReduce, ReduceScatter, AllGather and Broadcast.
+  void run(const CollCall& call, PeerWaiter& waiter) override;
+
+ private:
+  enum class Stage { kPosted, kReduced, kDone };
+  void publish(uint64_t seq, const CollCall& call);
+  void announce(Stage stage, uint64_t seq);
+  void waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter);
+  // Reduces element range [first, first+count) of every rank's send buffer (at sendOffset) into
+  // dst, reading peers chunk by chunk.
+  void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
+  // Copies `bytes` at `remoteOffset` of peer's receive (or send) buffer into local memory.
+  void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
+
+  transport::LocalMemory& memory_;
+  int rank_;
+  int nranks_;
+  size_t streamingBytes_;
+  uint64_t seq_ = 0;
+  std::vector<unsigned char> scratch_;  // one chunk per peer
+};
+
+// The table's entry (algorithm_table.cc).
+bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
+// Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks.
+bool directReadEligible(const CollCall& call, const PlanContext& ctx);
+double modelDirectRead(const CollCall& call, const PlanContext& ctx);
+std::unique_ptr<NativeRunner> makeDirectRead(const NativeArgs& args);
+
+}  // namespace coll

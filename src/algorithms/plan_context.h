@@ -1,0 +1,51 @@
+// What the planner and the algorithms may know about where a call runs: the communicator's size
+// and host layout, what the transports offer (shared memory for the native algorithms, FIFO
+// shape), the kind of memory and its limits, and what a hop costs. Equal on every rank, so every
+// rank reaches the same plan from the same call.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "src/algorithms/algorithm_table.h"
+#include "src/algorithms/schedule.h"
+
+namespace coll {
+
+// What one hop over a kind of link costs: a fixed latency per synchronisation (one pipeline step
+// or one message) and a streaming rate.
+struct LinkCost {
+  double latencyUs;
+  double bytesPerUs;
+};
+
+struct PlanContext {
+  int nranks = 1;
+  bool deviceMemory = false;         // the call's buffers are in GPU memory (the device engine runs it)
+  int maxStepPeers = kMaxStepPeers;  // peers one step may send to or receive from (host 16, device fewer)
+  bool oneshotAvailable = false;     // every rank on this host, sharing memory
+  bool directReadAvailable = false;  // and each may read the others' memory (cross-memory attach)
+  size_t directReadBytes = 0;        // per-rank input from which direct reads win (0: never)
+  size_t oneshotBytes = 0;           // capacity of one one-shot buffer
+  size_t slotBytes = 0;              // transport slot size
+  int fifoDepth = 2;                 // the shallowest FIFO any route has
+  const Algo* overrides = nullptr;   // per CollType, from COLL_ALGO
+  // Ranks that share memory, host by host (hierarchy.cc's HostLayout); empty means one group of
+  // nranks. ringOrder visits them host by host. Equal on every rank.
+  std::vector<std::vector<int>> hosts;
+  std::vector<int> ringOrder;
+  bool crossesNetwork = false;  // some pair of ranks talks over the network
+  int treeNetLevels = 0;        // levels of the binomial tree (rooted at rank 0) with an edge over the network
+  LinkCost shmLink{1.5, 10000.0};
+  LinkCost netLink{8.0, 2000.0};
+};
+
+struct Plan {
+  Algo algo = Algo::kRing;
+  // When not kAuto, an equally valid plan whose speed depends on the machine's state: the caller
+  // picks between the two by measurement (tuner.h).
+  Algo alternative = Algo::kAuto;
+  size_t maxStepElems = 0;
+};
+
+}  // namespace coll

@@ -1,0 +1,234 @@
+// Communicator init: who the ranks are and whether they agree on the settings that shape plans,
+// which transports connect them and their setup, what the planner may know, and the engines.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "bootstrap/bootstrap_ops.h"
+#include "common/error.h"
+#include "common/logging.h"
+#include "src/algorithms/algorithms.h"
+#include "src/comm.h"
+#include "src/topo/topology_log.h"
+
+namespace coll {
+namespace {
+
+// What every rank tells the others first: where it runs, and a digest of each setting all ranks
+// must share. Fixed size, so a rank of another build is told apart by its size alone.
+struct InitInfo {
+  transport::PeerInfo peer;
+  uint32_t settingCount;
+  uint64_t settings[kMaxSharedSettings];
+};
+
+InitInfo describeInit(int rank, const Params& params) {
+  InitInfo info{};
+  info.peer = transport::describeLocalRank(rank, params.hostId);
+  std::vector<SharedSetting> shared = sharedSettings(params);
+  info.settingCount = static_cast<uint32_t>(shared.size());
+  for (size_t i = 0; i < shared.size(); ++i) info.settings[i] = shared[i].digest;
+  return info;
+}
+
+uint64_t nextCommunicatorId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, int rank, const CommOptions& options)
+    : id_(nextCommunicatorId()),
+      store_(std::move(store)),
+      nranks_(nranks),
+      rank_(rank),
+      options_(options),
+      params_(processParams()) {
+  exchangePeers();
+  topo::logLocalTopology();
+  setupTransports();
+  describePlanContext();
+  startEngines();
+}
+
+Communicator::~Communicator() {
+  // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
+  // memory segment, and pending sends are flushed before the closing frames.
+  hostEngine_.reset();
+  for (auto it = domains_.rbegin(); it != domains_.rend(); ++it) it->reset();
+}
+
+Deadline Communicator::initDeadline() const { return Clock::now() + std::chrono::milliseconds(options_.timeoutMs); }
+
+void Communicator::exchangePeers() {
+  static_assert(sizeof(InitInfo) % 8 == 0, "InitInfo has no tail padding to leak");
+  InitInfo mine = describeInit(rank_, params_);
+  if (mine.settingCount > static_cast<uint32_t>(kMaxSharedSettings))
+    throwError(collInternalError, "%u shared settings, more than the %d InitInfo holds", mine.settingCount,
+               kMaxSharedSettings);
+  bootstrap::Bytes bytes(sizeof(InitInfo));
+  memcpy(bytes.data(), &mine, sizeof(InitInfo));
+  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, bytes, initDeadline());
+  std::vector<SharedSetting> names = sharedSettings(params_);
+  peers_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    // Peer data arrives through the store from other processes: check its size before use.
+    if (all[r].size() != sizeof(InitInfo))
+      throwError(collRemoteError,
+                 "rank %d sent %zu bytes of peer information, expected %zu (a different "
+                 "libcollective version?)",
+                 r, all[r].size(), sizeof(InitInfo));
+    InitInfo theirs;
+    memcpy(&theirs, all[r].data(), sizeof(InitInfo));
+    peers_[r] = theirs.peer;
+    if (peers_[r].rank != r) throwError(collRemoteError, "rank %d announced itself as rank %d", r, peers_[r].rank);
+    if (theirs.settingCount != mine.settingCount)
+      throwError(collRemoteError, "rank %d shares %u settings, this rank %u (a different libcollective version?)", r,
+                 theirs.settingCount, mine.settingCount);
+    // Ranks that planned differently would wait on each other forever: name what differs.
+    std::string differing;
+    for (uint32_t i = 0; i < mine.settingCount; ++i)
+      if (theirs.settings[i] != mine.settings[i])
+        differing += (differing.empty() ? "" : ", ") + std::string(names[i].name);
+    if (!differing.empty())
+      throwError(collInvalidUsage,
+                 "communicator init: rank %d has different settings from rank %d (%s): every rank must use the same "
+                 "values of the variables that shape plans and transports (docs/env.md)",
+                 r, rank_, differing.c_str());
+  }
+}
+
+void Communicator::setupTransports() {
+  transportSettings_.slotBytes = params_.slotBytes;
+  transportSettings_.shmFifoDepth = params_.shmFifoDepth;
+  transportSettings_.netFifoDepth = params_.netFifoDepth;
+  transportSettings_.oneshotBytes = params_.oneshotBytes;
+  transportSettings_.shmNamedSegments = params_.shmNamedSegments;
+  transportSettings_.socketsPerPeer = params_.socketsPerPeer;
+  transportSettings_.socketIfname = params_.socketIfname;
+  transportSettings_.rendezvousAddress = store_->localAddress();
+  transportSettings_.timeoutMs = options_.timeoutMs;
+  // Every rank chooses from the same table, settings and peer descriptions: a pair that no
+  // transport connects is refused on every rank alike, and all agree on which domains exist.
+  routes_ = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kHost);
+  routeTo_.assign(nranks_, nullptr);
+  for (const transport::TransportEntry* entry : routes_.used) {
+    transport::DomainArgs args;
+    args.rank = rank_;
+    args.nranks = nranks_;
+    args.peers = &peers_;
+    args.members = routes_.membersOf(entry);
+    args.settings = &transportSettings_;
+    domains_.push_back(entry->create(args));
+    for (int peer : args.members) routeTo_[peer] = domains_.back().get();
+  }
+  runDomainSetup(initDeadline());
+  // The rank's doorbell: where peers in other processes can ring it, if any domain offers that.
+  for (auto& domain : domains_)
+    if (transport::Doorbell* shared = domain->sharedDoorbell(); shared != nullptr && bell_ == &localBell_)
+      bell_ = shared;
+  for (auto& domain : domains_) domain->useDoorbell(bell_);
+}
+
+void Communicator::runDomainSetup(Deadline deadline) {
+  for (auto& domain : domains_) {
+    for (int round = 0; round < domain->setupRounds(); ++round) {
+      std::string card = domain->card(round);
+      std::string tag = std::string("setup/") + domain->name() + "/" + std::to_string(round);
+      std::vector<bootstrap::Bytes> all =
+          bootstrap::allGather(*store_, tag, rank_, nranks_, bootstrap::Bytes(card.begin(), card.end()), deadline);
+      std::vector<std::string> cards;
+      for (const auto& c : all) cards.emplace_back(c.begin(), c.end());
+      domain->connect(round, cards, deadline);
+    }
+  }
+  bootstrap::barrier(*store_, "setup/connected", rank_, nranks_, deadline);
+  for (auto& domain : domains_) domain->setupDone();
+}
+
+void Communicator::describePlanContext() {
+  PlanContext& ctx = planContext_;
+  ctx.nranks = nranks_;
+  ctx.hosts = routes_.localGroups;
+  ctx.crossesNetwork = ctx.hosts.size() > 1;
+  // The native algorithms need every rank in one domain that maps all their memory.
+  transport::LocalMemory* local = nullptr;
+  for (auto& domain : domains_) {
+    transport::LocalMemory* m = domain->localMemory();
+    if (m != nullptr && static_cast<int>(m->localRanks().size()) == nranks_) local = m;
+  }
+  ctx.oneshotAvailable = local != nullptr;
+  ctx.directReadAvailable = local != nullptr && local->crossMemoryReads();
+  ctx.directReadBytes = params_.directReadBytes;
+  ctx.oneshotBytes = params_.oneshotBytes;
+  ctx.slotBytes = params_.slotBytes;
+  ctx.fifoDepth = 0;
+  for (auto& domain : domains_)
+    if (int depth = domain->fifoDepth(); depth > 0)
+      ctx.fifoDepth = ctx.fifoDepth == 0 ? depth : std::min(ctx.fifoDepth, depth);
+  ctx.overrides = params_.algoOverride;
+  ctx.ringOrder = algorithms::hostOrderedRing(ctx.hosts);
+  // Which levels of the binomial tree (edges rank v - v+2^k) cross between groups: the cost
+  // model charges those the network's latency.
+  ctx.treeNetLevels = 0;
+  for (int bit = 1; bit < nranks_; bit <<= 1) {
+    bool crosses = false;
+    for (int v = 0; v + bit < nranks_ && !crosses; v += 2 * bit)
+      crosses = routes_.groupOf(v) != routes_.groupOf(v + bit);
+    ctx.treeNetLevels += crosses ? 1 : 0;
+  }
+}
+
+void Communicator::startEngines() {
+  int localRanks = 0;  // ranks that share this machine's cores, whatever connects them
+  for (const auto& p : peers_) localRanks += p.kernelHash == peers_[rank_].kernelHash ? 1 : 0;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
+  // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
+  // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
+  // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
+  // both gave 0.20 us (docs/performance.md).
+  spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
+  HostEngineArgs args;
+  args.rank = rank_;
+  args.nranks = nranks_;
+  args.connections = this;
+  args.bell = bell_;
+  for (auto& domain : domains_)
+    if (transport::ProgressDriver* driver = domain->progressDriver()) args.drivers.push_back(driver);
+  for (auto& domain : domains_)
+    if (transport::LocalMemory* m = domain->localMemory();
+        m != nullptr && planContext_.oneshotAvailable && static_cast<int>(m->localRanks().size()) == nranks_)
+      args.localMemory = m;
+  args.planContext = &planContext_;
+  args.streamingBytes = params_.streamingBytes;
+  args.spinNs = spinNs_;
+  args.timeoutMs = options_.timeoutMs;
+  args.healthCheck = [this] { healthCheck(); };
+  hostEngine_ = std::make_unique<HostEngine>(std::move(args));
+  std::string transports;
+  for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());
+  COLL_INFO(kInit, "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns",
+            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs_));
+}
+
+transport::SendConnection* Communicator::sendConnection(int peer) { return routeTo_[peer]->sendConnection(peer); }
+
+transport::RecvConnection* Communicator::recvConnection(int peer) { return routeTo_[peer]->recvConnection(peer); }
+
+const char* Communicator::transportBetween(int a, int b) const {
+  return transport::chooseRoutes(peers_, a, params_.transports, transport::MemoryKind::kHost).toRank[b]->name;
+}
+
+std::string Communicator::addresses() const {
+  std::string text;
+  for (const auto& domain : domains_) {
+    std::string address = domain->address();
+    if (!address.empty()) text += (text.empty() ? "" : ", ") + std::string(domain->name()) + " " + address;
+  }
+  return text;
+}
+
+}  // namespace coll

@@ -1,0 +1,35 @@
+// The execution seam: where a call runs, chosen per call by the communicator from the kind of
+// memory its buffers are in. The host engine (host_engine.h) runs host-memory calls to
+// completion: schedules through the executor over the routes' connections, or native algorithms
+// on shared memory. The device engine (device_engine.h) enqueues device-memory calls on the
+// caller's CUDA stream as lowered programs. Both report failures into the communicator's one
+// health state (src/comm.h: markFailed, asyncError) and both stop when it aborts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "src/coll_call.h"
+
+namespace coll {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const char* name() const = 0;
+  // One collective: to completion (host), or enqueued on `stream` (device). Throws CollError.
+  virtual void run(const CollCall& call, collStream_t stream) = 0;
+  // Sends and receives issued together (a group): no ordering between them, so no deadlock.
+  virtual void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) = 0;
+  // Without blocking: collSuccess, or what went wrong in work this engine handed over and no
+  // longer watches (device kernels report through host-mapped memory), with a message.
+  virtual collResult_t pollError(std::string* message) const {
+    (void)message;
+    return collSuccess;
+  }
+  // Stops this engine's running and future work at their next wait (collCommAbort).
+  virtual void abort() {}
+};
+
+}  // namespace coll

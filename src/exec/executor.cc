@@ -1,0 +1,150 @@
+#include "src/exec/executor.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "kernels/cpu/reduce.h"
+#include "kernels/cpu/streaming.h"
+
+namespace coll {
+namespace {
+
+void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
+  void* base = ref.buffer == BufferId::kAddress ? ref.address
+               : ref.buffer == BufferId::kSend  ? const_cast<void*>(b.send)
+                                                : b.recv;
+  return static_cast<char*>(base) + (ref.offset + extra) * b.elemSize;
+}
+
+}  // namespace
+
+Executor::Executor(ConnectionSource& connections, int nranks)
+    : connections_(connections), sendClaim_(nranks, 0), recvClaim_(nranks, 0), externalSent_(nranks, 0) {}
+
+void Executor::awaitExternalSends(ProgressWaiter& waiter) {
+  // The caller may reuse its buffers once the call returns: frames sent straight from them must
+  // have left first.
+  for (size_t peer = 0; peer < externalSent_.size(); ++peer) {
+    if (!externalSent_[peer]) continue;
+    transport::SendConnection* send = connections_.sendConnection(static_cast<int>(peer));
+    while (send->externalPending()) waiter.idle();
+    externalSent_[peer] = 0;
+  }
+}
+
+bool Executor::claim(const Step& step) {
+  // Two steps of one batch that use the same connection must not interleave their slices: the
+  // receiver could not tell them apart. The earlier step keeps the connection until it is done.
+  for (int i = 0; i < step.nsend; ++i)
+    if (sendClaim_[step.sendPeers[i]] == round_) return false;
+  for (int i = 0; i < step.nrecv; ++i)
+    if (recvClaim_[step.recvPeers[i]] == round_) return false;
+  for (int i = 0; i < step.nsend; ++i) sendClaim_[step.sendPeers[i]] = round_;
+  for (int i = 0; i < step.nrecv; ++i) recvClaim_[step.recvPeers[i]] = round_;
+  return true;
+}
+
+bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
+  const Step& step = *active.step;
+  size_t slice = step.count - active.done;
+  bool usesPeers = step.nrecv + step.nsend > 0;
+  transport::SendConnection* sends[kMaxStepPeers];
+  transport::RecvConnection* recvs[kMaxStepPeers];
+  const void* srcs[kMaxStepPeers + 1];
+  void* dsts[kMaxStepPeers + 1];
+  int nsrcs = 0, ndsts = 0;
+  if (usesPeers) {
+    // Every connection has the same slot size, so both ends cut a step into the same slices.
+    for (int i = 0; i < step.nsend; ++i) sends[i] = connections_.sendConnection(step.sendPeers[i]);
+    for (int i = 0; i < step.nrecv; ++i) recvs[i] = connections_.recvConnection(step.recvPeers[i]);
+    size_t slotBytes = step.nsend > 0 ? sends[0]->slotBytes() : recvs[0]->slotBytes();
+    slice = std::min(slice, slotBytes / b.elemSize);
+  }
+  size_t sliceBytes = slice * b.elemSize;
+  for (int i = 0; i < step.nrecv; ++i) {
+    size_t bytes = 0;
+    const void* data = recvs[i]->tryPeek(&bytes);
+    if (data == nullptr) return false;
+    if (bytes != sliceBytes)
+      throwError(collRemoteError,
+                 "rank %d sent a slice of %zu bytes where %zu were expected: do all ranks call the same collective "
+                 "with the same count and datatype? (COLL_CHECK=1 tells which rank differs)",
+                 step.recvPeers[i], bytes, sliceBytes);
+    srcs[nsrcs++] = data;
+  }
+  void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
+  const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
+  // Where the slice's result already lies in the caller's memory (the local destination, or the
+  // source when the step only forwards it), socket sends go straight from there: no copy into a
+  // slot (transport.h, acceptsExternal).
+  const void* resultInCallerMemory = localDst != nullptr ? localDst : (step.nrecv == 0 ? localSrc : nullptr);
+  bool external[kMaxStepPeers];
+  for (int i = 0; i < step.nsend; ++i) {
+    void* slot = sends[i]->tryAcquire();
+    if (slot == nullptr) return false;
+    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal();
+    if (!external[i]) dsts[ndsts++] = slot;
+  }
+  if (localSrc != nullptr) srcs[nsrcs++] = localSrc;
+  if (localDst != nullptr) dsts[ndsts++] = localDst;
+  if (slice > 0 && nsrcs > 0) {
+    int avgDivisor = (step.finalAvg && b.op == collAvg && b.nranks > 1) ? b.nranks : 0;
+    // The kernel takes a bounded number of destinations per pass; wider fan-outs take several.
+    for (int first = 0; first < ndsts; first += kernels::kMaxCopyDestinations) {
+      int count = std::min(ndsts - first, kernels::kMaxCopyDestinations);
+      // The local destination is last; it streams past the caches when the call is too large to
+      // stay in them (see streaming.h).
+      bool stream = b.streamOutput && localDst != nullptr && first + count == ndsts;
+      if (stream) {
+        kernels::reduceCopyStreamingLast(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+      } else {
+        kernels::reduceCopy(b.datatype, b.op, srcs, nsrcs, dsts + first, count, slice, avgDivisor);
+      }
+    }
+  }
+  for (int i = 0; i < step.nsend; ++i) {
+    if (external[i]) {
+      sends[i]->postExternal(resultInCallerMemory, sliceBytes);
+      externalSent_[step.sendPeers[i]] = 1;
+    } else {
+      sends[i]->post(sliceBytes);
+    }
+  }
+  for (int i = 0; i < step.nrecv; ++i) recvs[i]->release();
+  active.done += slice;
+  return true;
+}
+
+void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter) {
+  const std::vector<Step>& steps = schedule.steps;
+  size_t next = 0;
+  while (next < steps.size()) {
+    batch_.clear();
+    do {
+      batch_.push_back({&steps[next], 0});
+    } while (steps[next++].joinNext && next < steps.size());
+    size_t remaining = batch_.size();
+    // Zero-count steps exchange nothing on either side.
+    for (ActiveStep& a : batch_)
+      if (a.step->count == 0) --remaining;
+    while (remaining > 0) {
+      bool moved = false;
+      ++round_;
+      for (ActiveStep& a : batch_) {
+        if (a.done == a.step->count) continue;
+        if (batch_.size() > 1 && !claim(*a.step)) continue;
+        // Keep moving one step while it can: fewer rounds, longer streams through one connection.
+        while (a.done < a.step->count && advance(a, buffers)) moved = true;
+        if (a.done == a.step->count) --remaining;
+      }
+      if (moved) {
+        waiter.progressed();
+      } else {
+        waiter.idle();
+      }
+    }
+  }
+  awaitExternalSends(waiter);
+}
+
+}  // namespace coll

@@ -1,0 +1,96 @@
+#include "src/exec/host_engine.h"
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "kernels/cpu/reduce.h"
+
+namespace coll {
+
+HostEngine::HostEngine(HostEngineArgs args)
+    : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(256) {}
+
+ProgressWaiter HostEngine::makeWaiter(const char* what) const {
+  auto deadline = Clock::now() + std::chrono::milliseconds(args_.timeoutMs);
+  return ProgressWaiter(args_.bell, args_.spinNs, deadline, args_.healthCheck, what, args_.timeoutMs, args_.drivers);
+}
+
+NativeRunner& HostEngine::native(Algo algo) {
+  std::unique_ptr<NativeRunner>& runner = natives_[static_cast<size_t>(algo)];
+  if (!runner) {
+    const AlgorithmRow& row = algorithmRow(algo);
+    if (row.makeNative == nullptr || args_.localMemory == nullptr)
+      throwError(collInternalError, "%s cannot run natively on this communicator", row.name);
+    NativeArgs native;
+    native.memory = args_.localMemory;
+    native.rank = args_.rank;
+    native.nranks = args_.nranks;
+    native.streamingBytes = args_.streamingBytes;
+    runner = row.makeNative(native);
+  }
+  return *runner;
+}
+
+void HostEngine::run(const CollCall& call, collStream_t) {
+  if (call.count == 0 && call.type != CollType::kBarrier) return;
+  ProgressWaiter waiter = makeWaiter(collTypeName(call.type));
+  Plan plan = planCall(call, *args_.planContext);
+  if (plan.alternative == Algo::kAuto) {
+    runPlan(call, plan, waiter);
+    return;
+  }
+  // Two valid plans: rank 0 picks by measurement and tells the others in a one-byte one-shot
+  // broadcast, so every rank runs the same one (tuner.h).
+  uint8_t choice = 0;
+  if (args_.rank == 0)
+    choice = tuner_.choose(call.count * call.elemSize, plan.algo, plan.alternative) == plan.algo ? 0 : 1;
+  CollCall agree;
+  agree.type = CollType::kBroadcast;
+  agree.sendbuff = &choice;
+  agree.recvbuff = &choice;
+  agree.count = 1;
+  agree.datatype = collUint8;
+  agree.root = 0;
+  native(Algo::kOneShot).run(agree, waiter);
+  if (choice > 1) throwError(collRemoteError, "rank 0 sent plan choice %d, expected 0 or 1", choice);
+  Algo chosen = choice == 0 ? plan.algo : plan.alternative;
+  plan.algo = chosen;
+  int64_t start = args_.rank == 0 ? monotonicNs() : 0;
+  runPlan(call, plan, waiter);
+  if (args_.rank == 0) tuner_.record(call.count * call.elemSize, chosen, (monotonicNs() - start) * 1e-9);
+}
+
+void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
+  COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", args_.rank, collTypeName(call.type), call.count,
+             kernels::dataTypeName(call.datatype), algoName(plan.algo));
+  const AlgorithmRow& row = algorithmRow(plan.algo);
+  if (row.makeNative != nullptr) {
+    native(plan.algo).run(call, waiter);
+    return;
+  }
+  Schedule schedule = row.build(call, plan, args_.rank, *args_.planContext);
+  ExecBuffers buffers;
+  uint8_t barrierIn = 0, barrierOut = 0;
+  buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;
+  buffers.recv = call.type == CollType::kBarrier ? &barrierOut : call.recvbuff;
+  buffers.datatype = call.datatype;
+  buffers.op = call.op;
+  buffers.elemSize = call.elemSize;
+  buffers.nranks = args_.nranks;
+  buffers.streamOutput = args_.streamingBytes > 0 && call.count * call.elemSize >= args_.streamingBytes;
+  executor_.run(schedule, buffers, waiter);
+}
+
+void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t) {
+  // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
+  // different types, and every transfer progresses together.
+  Schedule schedule = pointToPointSchedule(calls);
+  if (schedule.steps.empty()) return;
+  ProgressWaiter waiter = makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd");
+  ExecBuffers buffers;
+  buffers.datatype = collUint8;
+  buffers.elemSize = 1;
+  buffers.nranks = args_.nranks;
+  executor_.run(schedule, buffers, waiter);
+}
+
+}  // namespace coll

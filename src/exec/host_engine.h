@@ -1,0 +1,57 @@
+// The host engine: runs host-memory calls to completion on this rank. The planner picks a row of
+// the algorithm table; a schedule row's schedule goes to the executor (executor.h) over the
+// routes' connections, a native row runs itself on the memory the host's ranks share. Where the
+// planner offers two valid plans, rank 0 times them (src/plan/tuner.h) and tells the others its
+// choice in a one-byte one-shot broadcast, so that every rank runs the same one. Waiting (spin,
+// sleep, deadline, health) is progress.h's.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "src/algorithms/plan_context.h"
+#include "src/exec/engine.h"
+#include "src/exec/executor.h"
+#include "src/exec/progress.h"
+#include "src/plan/planner.h"
+#include "src/plan/tuner.h"
+#include "transport/local_memory.h"
+
+namespace coll {
+
+struct HostEngineArgs {
+  int rank = 0;
+  int nranks = 1;
+  ConnectionSource* connections = nullptr;  // this rank's routes
+  transport::Doorbell* bell = nullptr;      // the rank's doorbell, which peers ring
+  std::vector<transport::ProgressDriver*> drivers;
+  transport::LocalMemory* localMemory = nullptr;  // when every rank shares this host's memory
+  const PlanContext* planContext = nullptr;
+  size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
+  int64_t spinNs = 0;
+  int timeoutMs = 300000;
+  std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
+};
+
+class HostEngine : public Engine {
+ public:
+  explicit HostEngine(HostEngineArgs args);
+  const char* name() const override { return "host"; }
+  void run(const CollCall& call, collStream_t stream) override;
+  void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
+
+ private:
+  // A waiter for one call: its deadline starts now.
+  ProgressWaiter makeWaiter(const char* what) const;
+  void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
+  NativeRunner& native(Algo algo);
+
+  HostEngineArgs args_;
+  Executor executor_;
+  std::vector<std::unique_ptr<NativeRunner>> natives_;  // indexed by Algo, made at first use
+  PlanTuner tuner_;                                     // used on rank 0 only
+};
+
+}  // namespace coll

@@ -1,0 +1,55 @@
+// How a rank waits when nothing can move: spin briefly (peers usually answer within
+// microseconds), then announce sleep on the rank's doorbell and futex-wait, so that more ranks
+// than cores still run well. Every sleep first checks the call's deadline, the communicator's
+// abort flag and the health of the peers: a wait can end in an error, never in a hang.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include <vector>
+
+#include "common/clock.h"
+#include "src/algorithms/native.h"
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace coll {
+
+class ProgressWaiter final : public PeerWaiter {
+ public:
+  // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
+  // timeout message. drivers: the transports this waiter drives on idle rounds and hands back to
+  // their own threads while asleep (sockets); the vector must outlive the waiter.
+  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
+                 const std::function<void()>& healthCheck, const char* what, int timeoutMs,
+                 const std::vector<transport::ProgressDriver*>& drivers);
+  ~ProgressWaiter() override;
+
+  // Call after a round of progress that moved nothing.
+  void idle() override;
+  // Call after a round that moved something.
+  void progressed() override;
+
+ private:
+  void disarm();
+  void sleepUntilRung();
+  void tellDrivers(transport::ProgressDriver::Executor state);
+  transport::Doorbell* bell_;
+  const std::vector<transport::ProgressDriver*>& drivers_;
+  int64_t spinNs_;
+  Clock::time_point deadline_;
+  const std::function<void()>& healthCheck_;
+  const char* what_;
+  int timeoutMs_;
+  int64_t idleStartNs_ = 0;
+  int64_t lastHealthCheckNs_ = 0;
+  bool spinning_ = true;
+  uint32_t idleRounds_ = 0;
+  bool armed_ = false;
+  uint32_t snapshot_ = 0;
+};
+
+}  // namespace coll

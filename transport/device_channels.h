@@ -1,0 +1,42 @@
+// A capability of domains that carry device memory (p2p): where this rank's kernels read what
+// each peer sends and write what it sends (kernels/cuda/channel_layout.h), the kernels' status
+// word, and a way to stop them. It is to the device engine (src/exec/device_engine.h) what send
+// and receive connections are to the host executor. CUDA-free: only pointers cross here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "kernels/cuda/channel_layout.h"
+
+namespace coll {
+namespace transport {
+
+class DeviceChannels {
+ public:
+  virtual ~DeviceChannels() = default;
+  virtual int device() const = 0;
+  // Whether the members' kernels run at the same time (threads of one process, or one rank per
+  // GPU), so that a kernel may wait for a peer's kernel; otherwise every unit is its own launch
+  // and the stream waits for its slots (docs/cuda.md, "Several ranks per GPU").
+  virtual bool kernelsConcurrent() const = 0;
+  // Per rank: where this rank reads what the rank sends it, and where it writes what it sends.
+  virtual const std::vector<device::PeerChannels>& hostTable() const = 0;
+  virtual const device::PeerChannels* deviceTable() const = 0;
+  // The kernels' status word: host-mapped memory, readable at any time without synchronizing.
+  virtual device::DeviceStatus* deviceStatus() const = 0;
+  virtual const volatile device::DeviceStatus* hostStatus() const = 0;
+  virtual unsigned long long* laneBarrier() const = 0;
+  // 16 bytes of device memory, for calls without buffers (barrier).
+  virtual void* scratch() const = 0;
+  // Asks this rank's running and future kernels to stop at their next wait.
+  virtual void requestAbort() = 0;
+};
+
+// What a rank's kernels reported in their status word: collSuccess, collTimeout (a wait past its
+// deadline) or collRemoteError (aborted), with a message naming the rank, the peer and the step.
+collResult_t deviceStatusError(const volatile device::DeviceStatus* status, int rank, std::string* message);
+
+}  // namespace transport
+}  // namespace coll

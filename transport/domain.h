@@ -1,0 +1,112 @@
+// The transport-domain interface: what every transport implements. A domain is one transport's
+// share of one communicator on one rank: it is set up with the other ranks, hands out the
+// connections to the peers the communicator routes through it, watches their health, tells them
+// when this rank fails, and moves bytes when someone has to (sockets).
+//
+// The communicator never names a transport. It asks the transport table (transport_table.h)
+// which transport routes to each peer, creates a domain for every transport some pair of ranks
+// uses, runs the setup below on every rank, and from then on reaches peers through routes.
+//
+// Setup is collective over every rank of the communicator, and runs in rounds:
+//
+//   for round in 0 .. setupRounds()-1:   cards = all-gather(card(round)); connect(round, cards)
+//   barrier; setupDone()
+//
+// A rank with no peer in a domain takes part all the same (its card may be empty). A transport
+// whose card depends on what it learned from the others uses more rounds: shared memory first
+// agrees whether the ranks may read each other's memory, then publishes segments made for the
+// answer. The number of rounds must not differ between ranks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "transport/doorbell.h"
+#include "transport/peer_info.h"
+#include "transport/transport.h"
+
+namespace coll {
+namespace transport {
+
+class LocalMemory;
+class DeviceChannels;
+
+// The memory a transport's connections carry. Host memory moves through slot FIFOs that the
+// host executor drives (transport.h); device memory through channels in GPU memory that the
+// device kernels drive (device_channels.h).
+enum class MemoryKind { kHost, kDevice };
+
+// The settings transports read, taken from the communicator's parameters (docs/env.md).
+struct TransportSettings {
+  size_t slotBytes = 128 << 10;    // every host FIFO's slot (COLL_SHM_SLOT_BYTES): one slice size for the executor
+  int shmFifoDepth = 8;            // COLL_SHM_FIFO_DEPTH
+  int netFifoDepth = 8;            // COLL_NET_FIFO_DEPTH
+  size_t oneshotBytes = 64 << 10;  // per one-shot buffer (COLL_ONESHOT_BYTES)
+  bool shmNamedSegments = false;   // COLL_SHM_NAMED
+  int socketsPerPeer = 2;          // COLL_SOCKET_NSOCKS
+  std::string socketIfname;        // COLL_SOCKET_IFNAME
+  std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
+  int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction
+  int device = -1;                 // this rank's GPU, for device-memory transports
+};
+
+// What a domain is made from.
+struct DomainArgs {
+  int rank = 0;
+  int nranks = 1;
+  const std::vector<PeerInfo>* peers = nullptr;  // every rank's description, indexed by rank
+  std::vector<int> members;                      // the ranks this rank reaches through the domain, ascending
+  const TransportSettings* settings = nullptr;
+};
+
+class Domain {
+ public:
+  virtual ~Domain() = default;
+  virtual const char* name() const = 0;
+
+  // Setup (above). card() and connect() throw CollError: collRemoteError for a malformed card,
+  // collTimeout when a peer does not connect before the deadline, collInvalidUsage for peers
+  // that cannot work together (settings or builds that differ).
+  virtual int setupRounds() const { return 1; }
+  virtual std::string card(int round) = 0;
+  virtual void connect(int round, const std::vector<std::string>& cards, Deadline deadline) = 0;
+  // After every rank connected: drop what only setup needed (a segment's name, a listener).
+  virtual void setupDone() {}
+
+  // Host memory: the connections to `peer`, one of the domain's members.
+  virtual SendConnection* sendConnection(int peer) = 0;
+  virtual RecvConnection* recvConnection(int peer) = 0;
+  // Slots per host FIFO (0: no host FIFOs). A pipelined step uses at most half of the shallowest
+  // FIFO of any route, so the planner needs it (src/algorithms/ring.cc says why).
+  virtual int fifoDepth() const { return 0; }
+
+  // Health: throws CollError(collRemoteError) naming a member that failed, exited or broke its
+  // connection. Called while a rank waits, at most about once a millisecond.
+  virtual void checkPeers() const = 0;
+  // This rank failed (an error, or collCommAbort): tell the members at once, so that they stop
+  // waiting for it instead of timing out.
+  virtual void announceFailure(const std::string& reason) = 0;
+
+  // Progress: a transport whose bytes someone must move (sockets) returns its driver; the
+  // executor pumps it while it waits and hands it back while it sleeps.
+  virtual ProgressDriver* progressDriver() { return nullptr; }
+
+  // The rank's doorbell. A domain whose members ring this rank from other processes keeps it in
+  // memory they share (shared memory) and offers it here; the communicator then gives that one
+  // to every domain with useDoorbell(), or a doorbell in process memory when none offers one.
+  // Called before setup.
+  virtual Doorbell* sharedDoorbell() { return nullptr; }
+  virtual void useDoorbell(Doorbell* bell) { (void)bell; }
+
+  // Capabilities beyond connections, for the native algorithms and the device engine.
+  virtual LocalMemory* localMemory() { return nullptr; }
+  virtual DeviceChannels* deviceChannels() { return nullptr; }
+
+  // For colltopo and messages: where this rank can be reached in this domain ("" for nowhere).
+  virtual std::string address() const { return ""; }
+};
+
+}  // namespace transport
+}  // namespace coll

@@ -1,0 +1,47 @@
+// A capability of domains whose ranks map each other's memory (shared memory on one host): load
+// and store access to a small area of every member, and single-copy reads out of their process
+// memory. The native host algorithms run on it instead of on connections: the one-shot path
+// (src/algorithms/oneshot.h) and direct reads (src/algorithms/direct_read.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace coll {
+namespace transport {
+
+// The words one rank publishes to the native algorithms, in memory every member maps. Addresses
+// are in the publishing rank's process: peers only read through them with readMemory().
+struct alignas(64) NativeArea {
+  alignas(64) std::atomic<uint64_t> oneshotSeq{0};  // last one-shot call whose input is published
+  // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
+  alignas(64) std::atomic<uint64_t> directPostedSeq{0};
+  uint64_t directSendAddr = 0;
+  uint64_t directRecvAddr = 0;
+  alignas(64) std::atomic<uint64_t> directReducedSeq{0};  // its share of call s is final
+  alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
+};
+
+class LocalMemory {
+ public:
+  virtual ~LocalMemory() = default;
+  // The members, ascending (this rank among them). The native algorithms run only where they are
+  // every rank of the communicator; they then index members by rank.
+  virtual const std::vector<int>& localRanks() const = 0;
+  virtual NativeArea* area(int rank) const = 0;
+  // One of the two one-shot buffers of `rank`, of oneshotBytes() each.
+  virtual uint8_t* oneshotBuffer(int rank, int which) const = 0;
+  virtual size_t oneshotBytes() const = 0;
+  // Wakes every other member that sleeps; call after publishing what they wait for.
+  virtual void ringPeers() const = 0;
+  // Whether every member may copy straight out of every other's process memory (agreed by all).
+  virtual bool crossMemoryReads() const = 0;
+  // Copies `bytes` at `address` in rank's process into `local`; throws CollError(collRemoteError)
+  // when the rank is gone or the read fails part way.
+  virtual void readMemory(int rank, uint64_t address, void* local, size_t bytes) const = 0;
+};
+
+}  // namespace transport
+}  // namespace coll

@@ -1,0 +1,215 @@
+#include "transport/net/net_connection.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
+
+std::string socketError(const char* what, int err) {
+  if (err == ECONNRESET || err == EPIPE)
+    return formatString("connection reset while %s (the peer's process ended or its host went away)", what);
+  if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH)
+    return formatString("the link failed while %s (%s)", what, strerror(err));
+  return formatString("%s failed: %s", what, strerror(err));
+}
+
+}  // namespace
+
+NetSlots::NetSlots(int slotCount, size_t bytesPerSlot)
+    : depth(slotCount),
+      slotBytes(bytesPerSlot),
+      memory(new uint8_t[static_cast<size_t>(slotCount) * bytesPerSlot]),
+      sizes(slotCount, 0) {}
+
+NetSendConnection::NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
+                                     NetConnectionOwner& owner)
+    : peer_(peer), owner_(owner), slots_(depth, slotBytes), external_(depth, nullptr), sent_(depth, 0) {
+  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0});
+}
+
+void* NetSendConnection::tryAcquire() {
+  uint64_t posted = posted_.load(std::memory_order_relaxed);
+  if (slots_.fits(posted, completed_.load(std::memory_order_acquire))) return slots_.at(posted);
+  // Every slot is in flight: push some out ourselves if nobody else is.
+  if (mutex_.try_lock()) {
+    pump();
+    mutex_.unlock();
+  }
+  return slots_.fits(posted, completed_.load(std::memory_order_acquire)) ? slots_.at(posted) : nullptr;
+}
+
+void NetSendConnection::post(size_t bytes) { publish(bytes, nullptr); }
+
+void NetSendConnection::postExternal(const void* data, size_t bytes) { publish(bytes, data); }
+
+void NetSendConnection::publish(size_t bytes, const void* external) {
+  uint64_t posted = posted_.load(std::memory_order_relaxed);
+  slots_.sizes[slots_.index(posted)] = bytes;
+  external_[slots_.index(posted)] = static_cast<const uint8_t*>(external);
+  if (external != nullptr) externalEnd_.store(posted + 1, std::memory_order_relaxed);
+  posted_.store(posted + 1, std::memory_order_seq_cst);
+  // Send it now if the sockets take it; otherwise the progress thread finishes the job.
+  bool done = false;
+  if (mutex_.try_lock()) {
+    pump();
+    done = posted_.load(std::memory_order_relaxed) == completed_.load(std::memory_order_relaxed);
+    mutex_.unlock();
+  }
+  if (!done) owner_.wakeProgress();
+}
+
+bool NetSendConnection::wantsWrite(int s) const { return sockets_[s].seq < posted_.load(std::memory_order_acquire); }
+
+PumpResult NetSendConnection::pump() {
+  PumpResult result;
+  uint64_t posted = posted_.load(std::memory_order_acquire);
+  uint64_t stride = sockets_.size();
+  for (SocketState& s : sockets_) {
+    while (s.seq < posted) {
+      NetFrameHeader header;
+      header.kind = kNetFrameData;
+      header.seq = static_cast<uint32_t>(s.seq);
+      header.bytes = slots_.sizes[slots_.index(s.seq)];
+      size_t total = sizeof(header) + header.bytes;
+      iovec iov[2];
+      int niov = 0;
+      if (s.offset < sizeof(header)) {
+        iov[niov++] = {reinterpret_cast<uint8_t*>(&header) + s.offset, sizeof(header) - s.offset};
+        if (header.bytes > 0) iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)), header.bytes};
+      } else {
+        iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)) + (s.offset - sizeof(header)), total - s.offset};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = niov;
+      ssize_t n = sendmsg(s.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (wouldBlock(errno)) break;
+        result.error = socketError("sending", errno);
+        owner_.channelFailed(peer_, result.error);
+        return result;
+      }
+      result.moved = true;
+      s.offset += static_cast<size_t>(n);
+      if (s.offset < total) break;  // the socket buffer is full; poll for room
+      sent_[slots_.index(s.seq)] = 1;
+      s.offset = 0;
+      s.seq += stride;
+    }
+  }
+  // Slots free up in order, whichever socket finished first.
+  uint64_t completed = completed_.load(std::memory_order_relaxed);
+  while (completed < posted && sent_[slots_.index(completed)]) sent_[slots_.index(completed++)] = 0;
+  completed_.store(completed, std::memory_order_release);
+  return result;
+}
+
+NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
+                                     NetConnectionOwner& owner)
+    : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0) {
+  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false});
+}
+
+const void* NetRecvConnection::tryPeek(size_t* bytes) {
+  uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+  if (consumed == arrived_.load(std::memory_order_acquire)) {
+    if (!mutex_.try_lock()) return nullptr;
+    pump();
+    mutex_.unlock();
+    if (consumed == arrived_.load(std::memory_order_acquire)) return nullptr;
+  }
+  *bytes = slots_.sizes[slots_.index(consumed)];
+  return slots_.at(consumed);
+}
+
+void NetRecvConnection::release() {
+  consumed_.store(consumed_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  // Paired with pump's store to stalled_ and re-check of consumed_: either pump sees this slot
+  // free, or we see that it stopped and wake the thread that owes the socket a read.
+  if (stalled_.load(std::memory_order_seq_cst)) owner_.wakeProgress();
+}
+
+bool NetRecvConnection::hasRoom(const SocketState& s) const {
+  return slots_.fits(s.seq, consumed_.load(std::memory_order_seq_cst));
+}
+
+bool NetRecvConnection::wantsRead(int s) const { return !sockets_[s].closed && hasRoom(sockets_[s]); }
+
+std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
+  while (!s.closed) {
+    if (!hasRoom(s)) {
+      stalled_.store(true, std::memory_order_seq_cst);
+      if (!hasRoom(s)) return "";
+      stalled_.store(false, std::memory_order_relaxed);
+    }
+    ssize_t n;
+    bool inHeader = s.headerGot < sizeof(NetFrameHeader);
+    if (inHeader) {
+      n = recv(s.fd, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot,
+               MSG_DONTWAIT);
+    } else {
+      n = recv(s.fd, slots_.at(s.seq) + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
+    }
+    if (n < 0) {
+      if (wouldBlock(errno)) return "";
+      return socketError("receiving", errno);
+    }
+    if (n == 0) {
+      if (s.headerGot > 0 || s.payloadGot > 0)
+        return formatString(
+            "the connection closed in the middle of a frame (%zu of %zu header bytes, %zu payload bytes)", s.headerGot,
+            sizeof(NetFrameHeader), s.payloadGot);
+      return "the connection closed (the peer's process ended, or it closed its communicator too early)";
+    }
+    *moved = true;
+    if (inHeader) {
+      s.headerGot += static_cast<size_t>(n);
+      if (s.headerGot < sizeof(NetFrameHeader)) continue;
+      std::string bad = checkNetFrameHeader(s.header, static_cast<uint32_t>(s.seq), slots_.slotBytes);
+      if (!bad.empty()) return "received " + bad;
+      if (s.header.kind == kNetFrameBye) {
+        s.closed = true;
+        bool all = true;
+        for (const SocketState& other : sockets_) all = all && other.closed;
+        if (all) departed_.store(true, std::memory_order_release);
+        return "";
+      }
+    } else {
+      s.payloadGot += static_cast<size_t>(n);
+    }
+    if (s.payloadGot < s.header.bytes) continue;
+    slots_.sizes[slots_.index(s.seq)] = s.header.bytes;
+    ready_[slots_.index(s.seq)] = 1;
+    s.seq += sockets_.size();
+    s.headerGot = 0;
+    s.payloadGot = 0;
+  }
+  return "";
+}
+
+PumpResult NetRecvConnection::pump() {
+  PumpResult result;
+  for (SocketState& s : sockets_) {
+    result.error = pumpSocket(s, &result.moved);
+    if (!result.error.empty()) {
+      owner_.channelFailed(peer_, result.error);
+      return result;
+    }
+  }
+  uint64_t arrived = arrived_.load(std::memory_order_relaxed);
+  while (ready_[slots_.index(arrived)]) ready_[slots_.index(arrived++)] = 0;
+  arrived_.store(arrived, std::memory_order_release);
+  return result;
+}
+
+}  // namespace transport
+}  // namespace coll

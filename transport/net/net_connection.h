@@ -1,0 +1,152 @@
+// One direction of a socket connection to one peer: a FIFO of slots in this process's memory and
+// the state of moving them over the peer's sockets. The executor fills and consumes slots through
+// the SendConnection/RecvConnection interface; `pump` moves bytes between slots and sockets with
+// non-blocking calls and is run by whoever holds the channel's mutex: the domain's progress
+// thread, or the executor itself when it finds the mutex free (a small message then goes out or
+// comes in without waking another thread).
+//
+// With several sockets per peer, slot k travels on socket k mod S. Each socket keeps its frames in
+// order, so both ends know which slot a frame belongs to without any extra bookkeeping, and the
+// receiver checks each frame's sequence number anyway.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transport/net/net_wire.h"
+#include "transport/transport.h"
+
+namespace coll {
+namespace transport {
+
+// What a channel needs from its domain: a way to wake the progress thread, and somewhere to
+// report a broken connection (whoever ran the pump that found it).
+class NetConnectionOwner {
+ public:
+  virtual ~NetConnectionOwner() = default;
+  virtual void wakeProgress() = 0;
+  virtual void channelFailed(int peer, const std::string& reason) = 0;
+};
+
+// The FIFO slots of one direction, in this process's memory: frame `seq` uses slot seq mod depth.
+struct NetSlots {
+  NetSlots(int slotCount, size_t bytesPerSlot);
+  size_t index(uint64_t seq) const { return seq % depth; }
+  uint8_t* at(uint64_t seq) const { return memory.get() + index(seq) * slotBytes; }
+  // Whether frame `seq` fits while frames from `oldestBusy` on still hold their slots.
+  bool fits(uint64_t seq, uint64_t oldestBusy) const { return seq - oldestBusy < static_cast<uint64_t>(depth); }
+
+  int depth;
+  size_t slotBytes;
+  std::unique_ptr<uint8_t[]> memory;
+  std::vector<size_t> sizes;  // payload bytes of the frame in each slot
+};
+
+// The result of one pump: whether anything moved, and an error that ends the connection.
+struct PumpResult {
+  bool moved = false;
+  std::string error;  // non-empty: the connection is broken (the text says why)
+};
+
+class NetSendConnection : public SendConnection {
+ public:
+  NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
+
+  // SendConnection, for the executor.
+  void* tryAcquire() override;
+  void post(size_t bytes) override;
+  size_t slotBytes() const override { return slots_.slotBytes; }
+  int depth() const override { return slots_.depth; }
+  bool acceptsExternal() const override { return true; }
+  void postExternal(const void* data, size_t bytes) override;
+  bool externalPending() const override {
+    return completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);
+  }
+
+  // Writes what the sockets accept. Caller holds mutex(). Errors also go to the owner.
+  PumpResult pump();
+  // Whether socket index s has a frame waiting for room (the progress thread polls POLLOUT).
+  bool wantsWrite(int s) const;
+  // Every posted slot has gone out.
+  bool drained() const { return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire); }
+  // The sequence number the next frame on socket s will carry (for the closing frame).
+  uint64_t nextSeq(int s) const { return sockets_[s].seq; }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  struct SocketState {
+    int fd;
+    uint64_t seq;   // the frame this socket sends next (or is sending)
+    size_t offset;  // bytes of that frame (header + payload) already written
+  };
+  // Where frame `seq`'s payload is: the caller's memory for an external post, else the slot.
+  const uint8_t* payload(uint64_t seq) const {
+    const uint8_t* external = external_[slots_.index(seq)];
+    return external != nullptr ? external : slots_.at(seq);
+  }
+  void publish(size_t bytes, const void* external);
+
+  int peer_;
+  NetConnectionOwner& owner_;
+  NetSlots slots_;
+  std::vector<const uint8_t*> external_;  // per slot: the caller's memory it was posted from, or null
+  std::atomic<uint64_t> externalEnd_{0};  // one past the last externally posted frame
+  std::vector<uint8_t> sent_;             // per slot: fully written (pump only)
+  std::vector<SocketState> sockets_;
+  std::atomic<uint64_t> posted_{0};     // written by the executor
+  std::atomic<uint64_t> completed_{0};  // written by pump: slots below are free again
+  std::mutex mutex_;
+};
+
+class NetRecvConnection : public RecvConnection {
+ public:
+  NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
+
+  // RecvConnection, for the executor.
+  const void* tryPeek(size_t* bytes) override;
+  void release() override;
+  size_t slotBytes() const override { return slots_.slotBytes; }
+
+  // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
+  // also go to the owner.
+  PumpResult pump();
+  // Whether the progress thread should poll socket s for input: it has room, or it must notice
+  // an end of stream.
+  bool wantsRead(int s) const;
+  // The peer said goodbye on every socket (it destroyed its communicator normally).
+  bool departed() const { return departed_.load(std::memory_order_acquire); }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  struct SocketState {
+    int fd;
+    uint64_t seq;       // the frame this socket receives next
+    size_t headerGot;   // bytes of its header read so far
+    size_t payloadGot;  // bytes of its payload read so far
+    NetFrameHeader header;
+    bool closed;  // said goodbye
+  };
+  bool hasRoom(const SocketState& s) const;
+  // Reads on one socket until it would block or the ring is full; returns an error or "".
+  std::string pumpSocket(SocketState& s, bool* moved);
+
+  int peer_;
+  NetConnectionOwner& owner_;
+  NetSlots slots_;
+  std::vector<uint8_t> ready_;  // per slot: fully read (pump only)
+  std::vector<SocketState> sockets_;
+  std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order
+  std::atomic<uint64_t> consumed_{0};  // written by the executor
+  // Raised by pump when it stopped for want of a free slot: a release must then wake the progress
+  // thread, which does not poll that socket meanwhile.
+  std::atomic<bool> stalled_{false};
+  std::atomic<bool> departed_{false};
+  std::mutex mutex_;
+};
+
+}  // namespace transport
+}  // namespace coll

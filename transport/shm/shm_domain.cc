@@ -1,0 +1,238 @@
+#include "transport/shm/shm_domain.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/hash.h"
+#include "common/logging.h"
+#include "transport/shm/cross_memory.h"
+#include "transport/shm/shm_card.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+constexpr size_t roundUp(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+constexpr size_t kHeaderBytes = roundUp(sizeof(ShmRankHeader), 4096);
+
+uint64_t layoutSignatureOf(int depth, size_t slotBytes, size_t oneshotBytes, size_t nlocal) {
+  return Fnv1a()
+      .add(static_cast<uint64_t>(depth))
+      .add(static_cast<uint64_t>(slotBytes))
+      .add(static_cast<uint64_t>(oneshotBytes))
+      .add(static_cast<uint64_t>(nlocal))
+      .value();
+}
+
+int openPidfd(int pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+}  // namespace
+
+ShmDomain::ShmDomain(const DomainArgs& args)
+    : myRank_(args.rank),
+      fifoDepth_(args.settings->shmFifoDepth),
+      slotBytes_(args.settings->slotBytes),
+      oneshotBytes_(args.settings->oneshotBytes),
+      namedSegments_(args.settings->shmNamedSegments),
+      peers_(*args.peers),
+      localRanks_(args.members) {
+  localRanks_.push_back(myRank_);
+  std::sort(localRanks_.begin(), localRanks_.end());
+  myLocal_ = localIndexOf(myRank_);
+  canReadPeers_ = probePeers();
+}
+
+ShmDomain::~ShmDomain() {
+  if (myLocal_ >= 0 && !headers_.empty()) headers_[myLocal_]->departed.store(1, std::memory_order_release);
+  for (int fd : pidfds_)
+    if (fd >= 0) close(fd);
+}
+
+bool ShmDomain::probePeers() const {
+  bool ok = true;
+  for (int r : localRanks_) {
+    if (r == myRank_) continue;
+    const PeerInfo& peer = peers_[r];
+    if (!probeCrossMemory(peer.pid, peer.memoryProbeAddress, &peer.memoryProbeValue, sizeof(peer.memoryProbeValue))) {
+      COLL_INFO(kInit, "rank %d cannot read rank %d's memory (pid %d): large messages use the FIFO ring", myRank_, r,
+                peer.pid);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::string ShmDomain::card(int round) {
+  if (!hasPeers()) return "";
+  return round == 0 ? makeShmVerdictCard(canReadPeers_) : makeShmSegmentCard(own_.locator());
+}
+
+void ShmDomain::connect(int round, const std::vector<std::string>& cards, Deadline) {
+  if (!hasPeers()) return;
+  if (round == 0) {
+    crossMemoryReads_ = true;
+    for (int r : localRanks_) crossMemoryReads_ = crossMemoryReads_ && parseShmVerdictCard(cards.at(r), r);
+    createSegment(crossMemoryReads_ && !namedSegments_);
+    return;
+  }
+  std::vector<std::string> locators;
+  for (int r : localRanks_) locators.push_back(r == myRank_ ? std::string() : parseShmSegmentCard(cards.at(r), r));
+  attach(locators);
+  COLL_INFO(kInit, "rank %d: %d rank(s) on this host share memory; cross-memory reads %s", myRank_,
+            static_cast<int>(localRanks_.size()), crossMemoryReads_ ? "available" : "unavailable");
+}
+
+void ShmDomain::setupDone() { own_.releaseLocator(); }
+
+int ShmDomain::localIndexOf(int rank) const {
+  auto it = std::lower_bound(localRanks_.begin(), localRanks_.end(), rank);
+  if (it == localRanks_.end() || *it != rank) return -1;
+  return static_cast<int>(it - localRanks_.begin());
+}
+
+ShmRankHeader* ShmDomain::headerOf(int rank) const {
+  int local = localIndexOf(rank);
+  if (local < 0 || headers_.empty()) throwError(collInternalError, "shm: rank %d is not on this host", rank);
+  return headers_[local];
+}
+
+size_t ShmDomain::segmentBytes() const {
+  return kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096) +
+         roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096) * (localRanks_.size() - 1);
+}
+
+uint8_t* ShmDomain::oneshotBuffer(int rank, int which) const {
+  return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes +
+         static_cast<size_t>(which) * roundUp(oneshotBytes_, 4096);
+}
+
+uint8_t* ShmDomain::fifoBase(int receiverLocal, int senderLocal) const {
+  uint8_t* base =
+      receiverLocal < 0 ? static_cast<uint8_t*>(own_.data()) : reinterpret_cast<uint8_t*>(headers_[receiverLocal]);
+  int receiver = receiverLocal < 0 ? myLocal_ : receiverLocal;
+  // A segment holds FIFOs from the other local ranks only: a rank's sends to itself take the
+  // "self" transport.
+  size_t index = static_cast<size_t>(senderLocal - (senderLocal > receiver ? 1 : 0));
+  return base + kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096) +
+         roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096) * index;
+}
+
+void ShmDomain::createSegment(bool anonymous) {
+  own_ = ShmSegment::create(segmentBytes(), anonymous);
+  auto* header = new (own_.data()) ShmRankHeader();
+  header->layoutSignature = layoutSignatureOf(fifoDepth_, slotBytes_, oneshotBytes_, localRanks_.size());
+  header->pid = static_cast<int32_t>(getpid());
+  for (int sender = 0; sender < static_cast<int>(localRanks_.size()); ++sender)
+    if (sender != myLocal_) new (fifoBase(-1, sender)) ShmFifoHeader();
+}
+
+void ShmDomain::attach(const std::vector<std::string>& locators) {
+  const int nlocal = static_cast<int>(localRanks_.size());
+  mapped_.resize(nlocal);
+  headers_.assign(nlocal, nullptr);
+  pidfds_.assign(nlocal, -1);
+  sends_.resize(nlocal);
+  recvs_.resize(nlocal);
+  uint64_t expected = layoutSignatureOf(fifoDepth_, slotBytes_, oneshotBytes_, localRanks_.size());
+  for (int i = 0; i < nlocal; ++i) {
+    if (i == myLocal_) {
+      headers_[i] = static_cast<ShmRankHeader*>(own_.data());
+      continue;
+    }
+    mapped_[i] = ShmSegment::open(locators[i], segmentBytes());
+    headers_[i] = static_cast<ShmRankHeader*>(mapped_[i].data());
+    if (headers_[i]->layoutSignature != expected)
+      throwError(collInvalidUsage,
+                 "shared-memory layout of rank %d differs from rank %d's: every rank must use the same "
+                 "COLL_SHM_* settings",
+                 localRanks_[i], myRank_);
+    int pid = headers_[i]->pid;
+    if (pid > 0 && pid != getpid()) {
+      pidfds_[i] = openPidfd(pid);
+      if (pidfds_[i] < 0)
+        COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[i]);
+    }
+  }
+}
+
+Doorbell* ShmDomain::sharedDoorbell() {
+  return own_.data() != nullptr ? &static_cast<ShmRankHeader*>(own_.data())->doorbell : nullptr;
+}
+
+SendConnection* ShmDomain::sendConnection(int peer) {
+  int local = localIndexOf(peer);
+  if (local < 0 || local == myLocal_ || headers_.empty())
+    throwError(collInternalError, "shm: no connection to rank %d", peer);
+  if (!sends_[local])
+    sends_[local] = std::make_unique<ShmSendConnection>(fifoBase(local, myLocal_), fifoDepth_, slotBytes_,
+                                                        &headers_[local]->doorbell);
+  return sends_[local].get();
+}
+
+RecvConnection* ShmDomain::recvConnection(int peer) {
+  int local = localIndexOf(peer);
+  if (local < 0 || local == myLocal_ || headers_.empty())
+    throwError(collInternalError, "shm: no connection to rank %d", peer);
+  if (!recvs_[local])
+    recvs_[local] = std::make_unique<ShmRecvConnection>(fifoBase(myLocal_, local), fifoDepth_, slotBytes_,
+                                                        &headers_[local]->doorbell);
+  return recvs_[local].get();
+}
+
+void ShmDomain::ringPeers() const {
+  for (int i = 0; i < static_cast<int>(headers_.size()); ++i)
+    if (i != myLocal_) ringDoorbell(&headers_[i]->doorbell);
+}
+
+void ShmDomain::readMemory(int rank, uint64_t address, void* local, size_t bytes) const {
+  readPeerMemory(headerOf(rank)->pid, address, local, bytes);
+}
+
+void ShmDomain::announceFailure(const std::string& reason) {
+  if (headers_.empty()) return;
+  ShmRankHeader* me = headers_[myLocal_];
+  if (me->failed.load() == 0) {
+    snprintf(me->failReason, sizeof(me->failReason), "%s", reason.c_str());
+    me->failed.store(1, std::memory_order_release);
+  }
+  for (ShmRankHeader* h : headers_)
+    if (h != nullptr) forceRingDoorbell(&h->doorbell);
+}
+
+void ShmDomain::checkPeers() const {
+  for (int i = 0; i < static_cast<int>(headers_.size()); ++i) {
+    if (i == myLocal_ || headers_[i] == nullptr) continue;
+    if (headers_[i]->failed.load(std::memory_order_acquire) != 0) {
+      char reason[sizeof(headers_[i]->failReason)];
+      memcpy(reason, headers_[i]->failReason, sizeof(reason));
+      reason[sizeof(reason) - 1] = '\0';
+      throwError(collRemoteError, "rank %d failed: %s", localRanks_[i], reason);
+    }
+    // A rank that destroyed its communicator and then exited finished every call it shared with
+    // us; only an exit without that is a death.
+    if (pidfds_[i] >= 0 && headers_[i]->departed.load(std::memory_order_acquire) == 0) {
+      struct pollfd pfd = {pidfds_[i], POLLIN, 0};
+      if (poll(&pfd, 1, 0) > 0)
+        throwError(collRemoteError, "rank %d (pid %d) exited while this rank was waiting for it", localRanks_[i],
+                   headers_[i]->pid);
+    }
+  }
+}
+
+std::unique_ptr<Domain> makeShmDomain(const DomainArgs& args) { return std::make_unique<ShmDomain>(args); }
+
+}  // namespace transport
+}  // namespace coll

@@ -1,0 +1,108 @@
+// Shared memory between the ranks of one communicator that run on one host.
+//
+// Each rank creates one segment that holds everything written *to* it: its doorbell, its health
+// word, the native algorithms' area (transport/local_memory.h) and two one-shot buffers, and one
+// receive FIFO per other local rank (shm_connection.h). A sender maps the receiver's segment and
+// writes into its FIFO there; the receiver releases slots by advancing the tail in its own
+// segment. Every local rank maps every local segment, so any rank can ring any doorbell, read any
+// one-shot buffer and watch any peer's health word.
+//
+// Setup (transport/domain.h) takes two rounds. Round 0: each rank says whether it may read every
+// local peer's memory (cross-memory attach). The same permission lets a process take another's
+// file descriptor, so when all of them may, segments are anonymous memfds handed over with
+// pidfd_getfd: they have no name at all and vanish with the last process, even one killed during
+// init. Otherwise they are named and unlinked once mapped (setupDone). Round 1: each rank
+// publishes its segment and maps the others'.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/domain.h"
+#include "transport/local_memory.h"
+#include "transport/shm/shm_connection.h"
+#include "transport/shm/shm_segment.h"
+
+namespace coll {
+namespace transport {
+
+// The first bytes of every rank's segment.
+struct alignas(64) ShmRankHeader {
+  Doorbell doorbell;
+  NativeArea native;
+  alignas(64) std::atomic<uint32_t> failed{0};  // set when this rank's communicator failed
+  char failReason[188];
+  // Set when this rank destroyed its communicator normally: its process may then exit without
+  // that being a failure, since it owes its peers nothing more.
+  std::atomic<uint32_t> departed{0};
+  alignas(64) uint64_t layoutSignature = 0;  // identical on every rank, or the layouts differ
+  int32_t pid = 0;
+};
+
+class ShmDomain : public Domain, public LocalMemory {
+ public:
+  explicit ShmDomain(const DomainArgs& args);
+  ~ShmDomain() override;
+  const char* name() const override { return "shm"; }
+
+  int setupRounds() const override { return 2; }
+  std::string card(int round) override;
+  void connect(int round, const std::vector<std::string>& cards, Deadline deadline) override;
+  void setupDone() override;
+
+  SendConnection* sendConnection(int peer) override;
+  RecvConnection* recvConnection(int peer) override;
+  int fifoDepth() const override { return fifoDepth_; }
+
+  void checkPeers() const override;
+  void announceFailure(const std::string& reason) override;
+
+  Doorbell* sharedDoorbell() override;
+  LocalMemory* localMemory() override { return hasPeers() ? this : nullptr; }
+
+  // LocalMemory: indexed by rank, for communicators whose ranks all share this host.
+  const std::vector<int>& localRanks() const override { return localRanks_; }
+  NativeArea* area(int rank) const override { return &headerOf(rank)->native; }
+  uint8_t* oneshotBuffer(int rank, int which) const override;
+  size_t oneshotBytes() const override { return oneshotBytes_; }
+  void ringPeers() const override;
+  bool crossMemoryReads() const override { return crossMemoryReads_; }
+  void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;
+
+ private:
+  bool hasPeers() const { return localRanks_.size() > 1; }
+  int localIndexOf(int rank) const;  // -1 when rank is not on this host
+  ShmRankHeader* headerOf(int rank) const;
+  size_t segmentBytes() const;
+  // The FIFO in receiverLocal's segment that senderLocal writes into (receiverLocal -1: our own
+  // segment, before the peers' are mapped).
+  uint8_t* fifoBase(int receiverLocal, int senderLocal) const;
+  bool probePeers() const;
+  void createSegment(bool anonymous);
+  void attach(const std::vector<std::string>& locators);
+
+  int myRank_;
+  int fifoDepth_;
+  size_t slotBytes_;
+  size_t oneshotBytes_;
+  bool namedSegments_;
+  const std::vector<PeerInfo>& peers_;
+  std::vector<int> localRanks_;  // the members and this rank, ascending
+  int myLocal_ = -1;
+  bool canReadPeers_ = false;      // this rank's verdict
+  bool crossMemoryReads_ = false;  // every local rank's
+  ShmSegment own_;
+  std::vector<ShmSegment> mapped_;  // indexed by local index; own slot empty
+  std::vector<ShmRankHeader*> headers_;
+  std::vector<int> pidfds_;                             // per local index; -1 for self and same-process ranks
+  std::vector<std::unique_ptr<SendConnection>> sends_;  // per local index, made at first use
+  std::vector<std::unique_ptr<RecvConnection>> recvs_;
+};
+
+std::unique_ptr<Domain> makeShmDomain(const DomainArgs& args);
+
+}  // namespace transport
+}  // namespace coll
