@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "src/algorithms/algorithms.h"
+#include "src/plan/planner.h"
 
 namespace coll {
 namespace schedsim {
@@ -22,29 +23,22 @@ struct Sizes {
 Sizes sizesOf(const Case& c, int r) {
   size_t k = c.count, nk = c.count * static_cast<size_t>(c.nranks);
   bool root = r == c.root;
-  switch (c.builder) {
-    case Builder::kRingAllReduce:
-    case Builder::kTreeAllReduce:
-    case Builder::kHostRingAllReduce:
-    case Builder::kHierAllReduce:
-    case Builder::kDoubleTreeAllReduce:
+  switch (collectiveOf(c)) {
+    case CollType::kAllReduce:
       return {k, k, k, k};
-    case Builder::kRingReduceScatter:
-    case Builder::kHostRingReduceScatter:
+    case CollType::kReduceScatter:
       return {nk, k, nk, k};
-    case Builder::kRingAllGather:
-    case Builder::kHostRingAllGather:
+    case CollType::kAllGather:
       return {k, nk, k, nk};
-    case Builder::kChainBroadcast:
-    case Builder::kTreeBroadcast:
+    case CollType::kBroadcast:
       return {k, k, root ? k : 0, k};
-    case Builder::kTreeReduce:
+    case CollType::kReduce:
       return {k, k, k, root ? k : 0};
-    case Builder::kDirectGather:
+    case CollType::kGather:
       return {k, nk, k, root ? nk : 0};
-    case Builder::kDirectScatter:
+    case CollType::kScatter:
       return {nk, k, root ? nk : 0, k};
-    case Builder::kPairwiseAllToAll:
+    case CollType::kAllToAll:
       return {nk, nk, nk, nk};
     default:
       return {0, 0, 0, 0};
@@ -85,13 +79,45 @@ const char* builderName(Builder b) {
       return "hierarchicalAllReduce";
     case Builder::kDoubleTreeAllReduce:
       return "doubleTreeAllReduce";
+    case Builder::kTableRow:
+      return "tableRow";
     default:
       return "?";
   }
 }
 
-const char* builderAlgorithm(Builder b) {
-  switch (b) {
+CollType collectiveOf(const Case& c) {
+  switch (c.builder) {
+    case Builder::kRingAllReduce:
+    case Builder::kTreeAllReduce:
+    case Builder::kHostRingAllReduce:
+    case Builder::kHierAllReduce:
+    case Builder::kDoubleTreeAllReduce:
+      return CollType::kAllReduce;
+    case Builder::kRingReduceScatter:
+    case Builder::kHostRingReduceScatter:
+      return CollType::kReduceScatter;
+    case Builder::kRingAllGather:
+    case Builder::kHostRingAllGather:
+      return CollType::kAllGather;
+    case Builder::kChainBroadcast:
+    case Builder::kTreeBroadcast:
+      return CollType::kBroadcast;
+    case Builder::kTreeReduce:
+      return CollType::kReduce;
+    case Builder::kDirectGather:
+      return CollType::kGather;
+    case Builder::kDirectScatter:
+      return CollType::kScatter;
+    case Builder::kPairwiseAllToAll:
+      return CollType::kAllToAll;
+    default:
+      return c.type;
+  }
+}
+
+const char* expectedAlgorithm(const Case& c) {
+  switch (c.builder) {
     case Builder::kRingAllReduce:
     case Builder::kRingReduceScatter:
     case Builder::kRingAllGather:
@@ -115,31 +141,34 @@ const char* builderAlgorithm(Builder b) {
     case Builder::kPairwiseAllToAll:
       return "pairwise";
     default:
-      return "?";
+      return algoName(c.algo);
   }
 }
 
-bool isRooted(Builder b) {
-  return b == Builder::kChainBroadcast || b == Builder::kTreeBroadcast || b == Builder::kTreeReduce ||
-         b == Builder::kDirectGather || b == Builder::kDirectScatter;
+bool isRooted(const Case& c) {
+  CollType t = collectiveOf(c);
+  return t == CollType::kBroadcast || t == CollType::kReduce || t == CollType::kGather || t == CollType::kScatter;
 }
 
-bool isReducing(Builder b) {
-  return b == Builder::kRingAllReduce || b == Builder::kRingReduceScatter || b == Builder::kTreeReduce ||
-         b == Builder::kTreeAllReduce || b == Builder::kHostRingAllReduce || b == Builder::kHostRingReduceScatter ||
-         b == Builder::kHierAllReduce || b == Builder::kDoubleTreeAllReduce;
+bool isReducing(const Case& c) {
+  CollType t = collectiveOf(c);
+  return t == CollType::kAllReduce || t == CollType::kReduceScatter || t == CollType::kReduce;
 }
 
-bool usesMaxStep(Builder b) {
-  return b != Builder::kDirectGather && b != Builder::kDirectScatter && b != Builder::kPairwiseAllToAll;
+bool usesMaxStep(const Case& c) {
+  // Direct exchanges move whole blocks in joined steps; nothing waits on them in a cycle.
+  std::string algorithm = expectedAlgorithm(c);
+  return algorithm != "direct" && algorithm != "pairwise";
 }
 
-bool allowsInPlace(Builder b) { return b != Builder::kPairwiseAllToAll; }
+bool allowsInPlace(const Case& c) { return collectiveOf(c) != CollType::kAllToAll; }
 
 std::string Case::describe() const {
   std::ostringstream o;
-  o << builderName(builder) << " n=" << nranks;
-  if (isRooted(builder)) o << " root=" << root;
+  o << builderName(builder);
+  if (builder == Builder::kTableRow) o << " " << algoName(algo) << " " << collTypeName(type);
+  o << " n=" << nranks;
+  if (isRooted(*this)) o << " root=" << root;
   o << " count=" << count << " maxStepElems=" << maxStepElems << (avg ? " avg" : "") << (inPlace ? " in-place" : "")
     << " depth=" << sim.depth << " slotElems=" << sim.slotElems;
   if (sim.seed != 0)
@@ -209,6 +238,24 @@ std::vector<Schedule> buildAll(const Case& c) {
       case Builder::kDoubleTreeAllReduce:
         out.push_back(a::doubleTreeAllReduce(order, r, c.count, c.maxStepElems, c.avg));
         break;
+      case Builder::kTableRow: {
+        CollCall call;
+        call.type = c.type;
+        call.count = c.count;
+        call.root = c.root;
+        call.datatype = collFloat64;
+        call.elemSize = sizeof(double);
+        call.op = c.avg ? collAvg : collSum;
+        PlanContext ctx;
+        ctx.nranks = n;
+        ctx.hosts = hosts;
+        ctx.ringOrder = order;
+        Plan plan;
+        plan.algo = c.algo;
+        plan.maxStepElems = c.maxStepElems;
+        out.push_back(buildSchedule(call, plan, r, ctx));
+        break;
+      }
       default:
         break;
     }
@@ -228,19 +275,17 @@ std::vector<RankMemory> initialMemory(const Case& c) {
       size_t region = std::max(s.sendNominal, s.recvNominal);
       m.mem.resize(kGuard + region + kGuard);
       m.sendBase = m.recvBase = kGuard;
-      switch (c.builder) {
-        case Builder::kRingAllGather:
-        case Builder::kHostRingAllGather:
+      switch (collectiveOf(c)) {
+        case CollType::kAllGather:
           m.sendBase = kGuard + r * k;
           break;
-        case Builder::kRingReduceScatter:
-        case Builder::kHostRingReduceScatter:
+        case CollType::kReduceScatter:
           m.recvBase = kGuard + r * k;
           break;
-        case Builder::kDirectGather:
+        case CollType::kGather:
           m.sendBase = kGuard + c.root * k;
           break;
-        case Builder::kDirectScatter:
+        case CollType::kScatter:
           m.recvBase = kGuard + c.root * k;
           break;
         default:
@@ -271,40 +316,33 @@ std::vector<std::vector<double>> expectedMemory(const Case& c, const std::vector
     std::vector<double> mem = initial[r].mem;
     size_t base = initial[r].recvBase;
     bool root = r == c.root;
-    switch (c.builder) {
-      case Builder::kRingAllReduce:
-      case Builder::kTreeAllReduce:
-      case Builder::kHostRingAllReduce:
-      case Builder::kHierAllReduce:
-      case Builder::kDoubleTreeAllReduce:
+    switch (collectiveOf(c)) {
+      case CollType::kAllReduce:
         for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(i);
         break;
-      case Builder::kRingReduceScatter:
-      case Builder::kHostRingReduceScatter:
+      case CollType::kReduceScatter:
         for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(r * k + i);
         break;
-      case Builder::kRingAllGather:
-      case Builder::kHostRingAllGather:
+      case CollType::kAllGather:
         for (int p = 0; p < n; ++p)
           for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, i);
         break;
-      case Builder::kChainBroadcast:
-      case Builder::kTreeBroadcast:
+      case CollType::kBroadcast:
         for (size_t i = 0; i < k; ++i) mem[base + i] = in(c.root, i);
         break;
-      case Builder::kTreeReduce:
+      case CollType::kReduce:
         if (root)
           for (size_t i = 0; i < k; ++i) mem[base + i] = reduced(i);
         break;
-      case Builder::kDirectGather:
+      case CollType::kGather:
         if (root)
           for (int p = 0; p < n; ++p)
             for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, i);
         break;
-      case Builder::kDirectScatter:
+      case CollType::kScatter:
         for (size_t i = 0; i < k; ++i) mem[base + i] = in(c.root, r * k + i);
         break;
-      case Builder::kPairwiseAllToAll:
+      case CollType::kAllToAll:
         for (int p = 0; p < n; ++p)
           for (size_t i = 0; i < k; ++i) mem[base + p * k + i] = in(p, r * k + i);
         break;
@@ -322,13 +360,13 @@ std::string runCase(const Case& c, const std::vector<Schedule>& schedules) {
   std::ostringstream o;
   if (static_cast<int>(schedules.size()) != c.nranks) return "wrong number of schedules";
   for (int r = 0; r < c.nranks; ++r)
-    if (schedules[r].algorithm != builderAlgorithm(c.builder)) {
+    if (schedules[r].algorithm != expectedAlgorithm(c)) {
       o << "rank " << r << " schedule says algorithm \"" << schedules[r].algorithm << "\", expected \""
-        << builderAlgorithm(c.builder) << "\"";
+        << expectedAlgorithm(c) << "\"";
       return o.str();
     }
   std::string structure =
-      checkStructure(schedules, c.sim.slotElems, c.avg, usesMaxStep(c.builder) ? c.maxStepElems : 0);
+      checkStructure(schedules, c.sim.slotElems, c.avg, usesMaxStep(c) ? c.maxStepElems : 0);
   if (!structure.empty()) return "structure: " + structure;
 
   std::vector<RankMemory> memory = initialMemory(c);

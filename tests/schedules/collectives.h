@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "src/algorithms/algorithm_table.h"
 #include "src/algorithms/schedule.h"
+#include "src/coll_call.h"
 #include "tests/schedules/simulator.h"
 
 namespace coll {
@@ -30,18 +32,17 @@ enum class Builder {
   kHostRingAllGather,
   kHierAllReduce,
   kDoubleTreeAllReduce,
+  // A row of the algorithm table on one collective it serves (Case::algo, Case::type), built the
+  // way the planner builds it (buildSchedule, over simulatedHosts): a row added to the table is
+  // simulated with no change here.
+  kTableRow,
   kCount
 };
 
-const char* builderName(Builder b);
-const char* builderAlgorithm(Builder b);  // the Schedule::algorithm it must report
-bool isRooted(Builder b);
-bool isReducing(Builder b);
-bool usesMaxStep(Builder b);    // whether maxStepElems bounds its steps
-bool allowsInPlace(Builder b);  // the API has an in-place form for the collective
-
 struct Case {
   Builder builder = Builder::kRingAllReduce;
+  Algo algo = Algo::kAuto;                  // with kTableRow
+  CollType type = CollType::kAllReduce;     // with kTableRow
   int nranks = 1;
   int root = 0;
   size_t count = 0;  // the C call's count (per rank for gather-like calls)
@@ -52,6 +53,14 @@ struct Case {
 
   std::string describe() const;
 };
+
+const char* builderName(Builder b);
+CollType collectiveOf(const Case& c);   // the collective the case's schedules implement
+const char* expectedAlgorithm(const Case& c);  // the Schedule::algorithm they must report
+bool isRooted(const Case& c);
+bool isReducing(const Case& c);
+bool usesMaxStep(const Case& c);    // whether maxStepElems bounds its steps
+bool allowsInPlace(const Case& c);  // the API has an in-place form for the collective
 
 std::vector<Schedule> buildAll(const Case& c);
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -63,21 +64,21 @@ std::vector<size_t> countsFor(int n, size_t maxStep) {
   return {counts.begin(), counts.end()};
 }
 
-// Every case for one builder. Every shape runs in the executor's order (greedy, ranks 0..n-1);
-// two shapes also run one slice per turn and in reverse rank order, the two with steps of exactly
-// half a FIFO also in a shuffled order, and in-place layouts run on the first shape.
-std::vector<Case> casesFor(Builder b) {
+// Every case for one builder (the prototype's builder, and for a table row its algorithm and
+// collective). Every shape runs in the executor's order (greedy, ranks 0..n-1); two shapes also
+// run one slice per turn and in reverse rank order, the two with steps of exactly half a FIFO also
+// in a shuffled order, and in-place layouts run on the first shape.
+std::vector<Case> casesFor(const Case& prototype) {
   std::vector<Case> out;
   std::vector<Shape> all = shapes();
   for (int n = 1; n <= 16; ++n) {
-    int roots = isRooted(b) ? n : 1;
+    int roots = isRooted(prototype) ? n : 1;
     for (int root = 0; root < roots; ++root)
-      for (int avg = 0; avg <= (isReducing(b) ? 1 : 0); ++avg)
+      for (int avg = 0; avg <= (isReducing(prototype) ? 1 : 0); ++avg)
         for (size_t si = 0; si < all.size(); ++si) {
           const Shape& shape = all[si];
           for (size_t count : countsFor(n, shape.maxStepElems)) {
-            Case c;
-            c.builder = b;
+            Case c = prototype;
             c.nranks = n;
             c.root = root;
             c.count = count;
@@ -99,7 +100,7 @@ std::vector<Case> casesFor(Builder b) {
               shuffled.sim.seed = static_cast<unsigned>(1 + n * 131 + root * 17 + count);
               out.push_back(shuffled);
             }
-            if (si == 0 && allowsInPlace(b)) {
+            if (si == 0 && allowsInPlace(prototype)) {
               Case inPlace = c;
               inPlace.inPlace = true;
               out.push_back(inPlace);
@@ -113,17 +114,24 @@ std::vector<Case> casesFor(Builder b) {
   return out;
 }
 
-class EveryBuilder : public ::testing::TestWithParam<Builder> {};
-
-TEST_P(EveryBuilder, SimulatesCorrectlyForAllRanksRootsAndCounts) {
+// Runs every case of casesFor(prototype); reports the first few failures.
+void expectEveryCasePasses(const Case& prototype) {
   int failures = 0;
-  std::vector<Case> cases = casesFor(GetParam());
+  std::vector<Case> cases = casesFor(prototype);
   for (const Case& c : cases) {
     std::string error = runCase(c);
     if (error.empty()) continue;
     if (++failures <= 5) ADD_FAILURE() << c.describe() << ":\n" << error;
   }
   EXPECT_EQ(failures, 0) << "of " << cases.size() << " cases";
+}
+
+class EveryBuilder : public ::testing::TestWithParam<Builder> {};
+
+TEST_P(EveryBuilder, SimulatesCorrectlyForAllRanksRootsAndCounts) {
+  Case prototype;
+  prototype.builder = GetParam();
+  expectEveryCasePasses(prototype);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,21 +143,55 @@ INSTANTIATE_TEST_SUITE_P(
                       Builder::kHierAllReduce, Builder::kDoubleTreeAllReduce),
     [](const ::testing::TestParamInfo<Builder>& info) { return std::string(builderName(info.param)); });
 
+// Every row of the algorithm table that builds a schedule, on every collective it serves (a
+// barrier moves one byte of the engine's own and has no image to check here; the multi-rank
+// suite runs it): the planner's way of building, through the row, over simulated hosts.
+struct TableSubject {
+  Algo algo;
+  CollType type;
+};
+
+void PrintTo(const TableSubject& s, std::ostream* os) { *os << algoName(s.algo) << " on " << collTypeName(s.type); }
+
+std::vector<TableSubject> tableSubjects() {
+  std::vector<TableSubject> subjects;
+  for (const AlgorithmRow& row : algorithmTable())
+    for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
+      if (row.build != nullptr && serves(row, static_cast<CollType>(t)) && static_cast<CollType>(t) != CollType::kBarrier)
+        subjects.push_back({row.id, static_cast<CollType>(t)});
+  return subjects;
+}
+
+class EveryTableRow : public ::testing::TestWithParam<TableSubject> {};
+
+TEST_P(EveryTableRow, SimulatesCorrectlyForAllRanksRootsAndCounts) {
+  Case prototype;
+  prototype.builder = Builder::kTableRow;
+  prototype.algo = GetParam().algo;
+  prototype.type = GetParam().type;
+  expectEveryCasePasses(prototype);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, EveryTableRow, ::testing::ValuesIn(tableSubjects()),
+                         [](const ::testing::TestParamInfo<TableSubject>& info) {
+                           return std::string(algoName(info.param.algo)) + "_" + collTypeName(info.param.type);
+                         });
+
 // A few larger communicators, where trees get deeper and rings longer.
 TEST(Schedules, LargerCommunicators) {
-  for (int b = 0; b < static_cast<int>(Builder::kCount); ++b)
+  for (int b = 0; b < static_cast<int>(Builder::kTableRow); ++b)
     for (int n : {17, 32, 33}) {
-      std::vector<int> roots =
-          isRooted(static_cast<Builder>(b)) ? std::vector<int>{0, 1, n / 2, n - 1} : std::vector<int>{0};
+      Case proto;
+      proto.builder = static_cast<Builder>(b);
+      std::vector<int> roots = isRooted(proto) ? std::vector<int>{0, 1, n / 2, n - 1} : std::vector<int>{0};
       for (int root : roots)
         for (size_t count : {static_cast<size_t>(n + 1), static_cast<size_t>(3 * n * 4 + 5)}) {
-          Case c;
-          c.builder = static_cast<Builder>(b);
+          Case c = proto;
           c.nranks = n;
           c.root = root;
           c.count = count;
           c.maxStepElems = 4;
-          c.avg = isReducing(c.builder);
+          c.avg = isReducing(c);
           c.sim.depth = 4;
           c.sim.slotElems = 2;
           std::string error = runCase(c);
