@@ -95,6 +95,7 @@ collResult_t collCommCount(const collComm_t comm, int* count);
 collResult_t collCommUserRank(const collComm_t comm, int* rank);
 collResult_t collCommCuDevice(const collComm_t comm, int* device);
 const char* collGetErrorString(collResult_t result);
+/* This thread's last failure message, about comm when comm is not NULL (docs/api.md). */
 const char* collGetLastError(collComm_t comm);
 
 /* Collectives. count is in elements of datatype. */

@@ -53,7 +53,7 @@ void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, s
   }
 }
 
-// The in-place form API.md allows: the send data sits exactly where this rank's part of the
+// The in-place form docs/api.md allows: the send data sits exactly where this rank's part of the
 // receive buffer is (or the reverse for reduce-scatter and scatter).
 bool isAllowedInPlace(const CollCall& c, int rank) {
   auto send = reinterpret_cast<uintptr_t>(c.sendbuff);

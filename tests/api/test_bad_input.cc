@@ -1,4 +1,4 @@
-// Every argument rule of API.md: a bad argument returns collInvalidArgument, names the function
+// Every argument rule of docs/api.md: a bad argument returns collInvalidArgument, names the function
 // and the value in collGetLastError, writes nothing, touches no peer, and the communicator keeps
 // working (a correct collective right after still gives the right answer on every rank).
 #include <gtest/gtest.h>

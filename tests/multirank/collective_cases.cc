@@ -143,7 +143,7 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
   GuardedBuffer sendStorage(sendElems * es);
   unsigned char* send = sendStorage.data();
   unsigned char* out = recv.data();
-  // In place: the input sits inside the output buffer where API.md says.
+  // In place: the input sits inside the output buffer where docs/api.md says.
   if (c.inPlace) {
     switch (c.coll) {
       case Coll::kAllReduce:

@@ -1,6 +1,6 @@
 // A network-free simulator of schedules: every rank's schedule runs in one process over
 // simulated slot FIFOs, with the slicing and step semantics of the host executor
-// (src/executor.cc):
+// (src/exec/executor.cc):
 //
 //   - steps run in order; a run of steps chained by joinNext (a batch) progresses together, and
 //     within a batch the earlier step that uses a connection keeps it until it is done
