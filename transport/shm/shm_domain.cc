@@ -172,10 +172,17 @@ Doorbell* ShmDomain::sharedDoorbell() {
   return own_.data() != nullptr ? &static_cast<ShmRankHeader*>(own_.data())->doorbell : nullptr;
 }
 
-SendConnection* ShmDomain::sendConnection(int peer) {
+int ShmDomain::peerIndex(int peer) const {
   int local = localIndexOf(peer);
   if (local < 0 || local == myLocal_ || headers_.empty())
     throwError(collInternalError, "shm: no connection to rank %d", peer);
+  return local;
+}
+
+// Both directions live in the receiver's segment: this rank's FIFO there for sends, the peer's
+// FIFO here for receives; either end rings the other's doorbell.
+SendConnection* ShmDomain::sendConnection(int peer) {
+  int local = peerIndex(peer);
   if (!sends_[local])
     sends_[local] = std::make_unique<ShmSendConnection>(fifoBase(local, myLocal_), fifoDepth_, slotBytes_,
                                                         &headers_[local]->doorbell);
@@ -183,9 +190,7 @@ SendConnection* ShmDomain::sendConnection(int peer) {
 }
 
 RecvConnection* ShmDomain::recvConnection(int peer) {
-  int local = localIndexOf(peer);
-  if (local < 0 || local == myLocal_ || headers_.empty())
-    throwError(collInternalError, "shm: no connection to rank %d", peer);
+  int local = peerIndex(peer);
   if (!recvs_[local])
     recvs_[local] = std::make_unique<ShmRecvConnection>(fifoBase(myLocal_, local), fifoDepth_, slotBytes_,
                                                         &headers_[local]->doorbell);

@@ -75,6 +75,7 @@ class ShmDomain : public Domain, public LocalMemory {
  private:
   bool hasPeers() const { return localRanks_.size() > 1; }
   int localIndexOf(int rank) const;  // -1 when rank is not on this host
+  int peerIndex(int peer) const;     // local index of a connected peer; throws otherwise
   ShmRankHeader* headerOf(int rank) const;
   size_t segmentBytes() const;
   // The FIFO in receiverLocal's segment that senderLocal writes into (receiverLocal -1: our own
