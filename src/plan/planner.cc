@@ -44,16 +44,24 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     plan.algo = forced;
     return plan;
   }
+  // The eligible candidates; where none can run here (the device's peer limit ruled out the one
+  // the measurements prefer), every runnable one.
   const AlgorithmRow* chosen = nullptr;
   double chosenUs = 0;
   std::string why;
-  for (const AlgorithmRow& row : algorithmTable()) {
-    if (row.selection != Selection::kModel || !runnable(row, call, ctx, &why) || !row.eligible(call, ctx)) continue;
-    double us = row.modelUs(call, ctx);
-    if (chosen == nullptr || us < chosenUs) chosen = &row, chosenUs = us;
+  for (bool onlyEligible : {true, false}) {
+    for (const AlgorithmRow& row : algorithmTable()) {
+      if (row.selection != Selection::kModel || !runnable(row, call, ctx, &why)) continue;
+      if (onlyEligible && !row.eligible(call, ctx)) continue;
+      double us = row.modelUs(call, ctx);
+      if (chosen == nullptr || us < chosenUs) chosen = &row, chosenUs = us;
+    }
+    if (chosen != nullptr) break;
   }
   if (chosen == nullptr)
-    throwError(collInternalError, "no algorithm can run %s on %d ranks here", collTypeName(call.type), ctx.nranks);
+    throwError(collInvalidUsage, "%s on %d ranks: no algorithm of the table can run it with %s buffers (at most %d peers "
+               "per step)", collTypeName(call.type), ctx.nranks, ctx.deviceMemory ? "device" : "host",
+               ctx.maxStepPeers);
   plan.algo = chosen->id;
   if (const AlgorithmRow* alternative = firstEligible(Selection::kAlternative, call, ctx))
     plan.alternative = alternative->id;

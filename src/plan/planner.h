@@ -4,7 +4,8 @@
 //
 // Choosing: a row forced by COLL_ALGO must serve the collective, fit the context's limit on
 // peers per step, and be able to run; otherwise the candidates are the rows that serve the call,
-// can run it and are eligible for it, and the least modelled time wins (ties: the earlier row).
+// can run it and are eligible for it (or, where none of those can run, every row that can), and
+// the least modelled time wins (ties: the earlier row).
 // An eligible shortcut row (one-shot) is taken over them, and an eligible alternative row
 // (direct reads) is offered beside the choice for rank 0's tuner to time (tuner.h).
 #pragma once

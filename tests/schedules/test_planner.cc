@@ -159,6 +159,41 @@ TEST(Planner, RejectsOverridesThatCannotRun) {
   expectInvalidUsage(CollType::kAllReduce, Algo::kOneShot, 1, makeContext(4, false));
 }
 
+// Device buffers allow fewer peers per step (a DeviceStep holds 8): the planner leaves out what
+// would not lower, forced or not, and says why.
+TEST(Planner, DeviceLimitsAreKnownBeforeLowering) {
+  PlanContext ctx = makeContext(512, false);  // a binomial tree's root has 9 children on 512 ranks
+  ctx.deviceMemory = true;
+  ctx.maxStepPeers = 8;
+  for (CollType type : {CollType::kAllReduce, CollType::kBroadcast, CollType::kAllGather})
+    EXPECT_NE(planCall(makeCall(type, 1000), ctx).algo, Algo::kTree) << collTypeName(type);
+  Algo overrides[static_cast<int>(CollType::kCount)] = {};
+  overrides[static_cast<int>(CollType::kAllReduce)] = Algo::kTree;
+  ctx.overrides = overrides;
+  try {
+    planCall(makeCall(CollType::kAllReduce, 1000), ctx);
+    ADD_FAILURE() << "a tree of 9 children was planned for device buffers";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    std::string message = e.what();
+    EXPECT_NE(message.find("COLL_ALGO: tree needs 9 peers per step on 512 ranks; device buffers allow 8"),
+              std::string::npos)
+        << message;
+  }
+  // A reduce has no other algorithm: refused with the reason, not an internal error.
+  ctx.overrides = nullptr;
+  try {
+    planCall(makeCall(CollType::kReduce, 1000), ctx);
+    ADD_FAILURE() << "a reduce on 512 ranks was planned for device buffers";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("at most 8 peers per step"), std::string::npos) << e.what();
+  }
+  // The same calls on host buffers (16 peers per step) take the tree as before.
+  PlanContext host = makeContext(512, false);
+  EXPECT_EQ(planCall(makeCall(CollType::kReduce, 1000), host).algo, Algo::kTree);
+}
+
 TEST(Planner, StepSizeIsAtMostHalfAFifo) {
   for (int depth = 2; depth <= 64; ++depth)
     for (size_t slot : {size_t{4096}, size_t{4160}, size_t{128 << 10}, size_t{1000000}})
