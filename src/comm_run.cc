@@ -2,9 +2,9 @@
 // into the communicator's failure (peers stop waiting for this rank at once).
 #include <string>
 
+#include "common/cuda_device.h"
 #include "common/error.h"
 #include "src/comm.h"
-#include "transport/p2p/device_query.h"
 
 namespace coll {
 
@@ -14,7 +14,7 @@ Engine& Communicator::engineFor(collStream_t stream) {
   // missing; with one, the device engine (src/exec/device_engine.h) is not yet connected to the
   // communicator (docs/cuda.md).
   std::string why;
-  if (!transport::cudaDeviceAvailable(&why))
+  if (!cudaDeviceAvailable(&why))
     throwError(collInvalidUsage,
                "no CUDA device: stream is not NULL (device buffers), but %s; pass NULL for host buffers", why.c_str());
   throwError(collInvalidUsage,

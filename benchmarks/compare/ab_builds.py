@@ -7,7 +7,7 @@ of each and the ratio A/B (above 1: B is faster).
 Both builds run under the same collrun (B's), the same binding (collrun's default) and the same
 flags; only the library and programs differ. Results are checked (-c 1) in the first round.
 
-Writes --out (default: B's build dir/ab/results.md and results.json).
+Writes results.md and results.json into --out (default: the folder ab in B's build directory).
 
 examples:
   benchmarks/compare/ab_builds.py --a /tmp/before/build --b build

@@ -10,12 +10,16 @@ algorithm is fastest for 8-byte calls against the one the planner picks.
             to ring, tree (binomial), dbtree (double binary tree) and hier (two-level), and with
             the automatic choice, interleaved --runs times; medians; and the algorithm the
             planner chose (from COLL_DEBUG=TRACE).
+  allgather for each layout and each of --ag-sizes: all-gather time with COLL_ALGO forced to ring
+            and to bruck, and with the automatic choice, interleaved; medians; whether the
+            planner's choice is the faster one.
 
 Writes BUILD_DIR/multihost/results.json and results.md.
 
 examples:
   benchmarks/compare/multihost_bench.py --build-dir build
   benchmarks/compare/multihost_bench.py --build-dir build --runs 3 --layouts 2x2,2x4,4x2 --parts latency
+  benchmarks/compare/multihost_bench.py --build-dir build --runs 7 --layouts 4x1,2x2 --parts allgather
 """
 import argparse
 import json
@@ -31,19 +35,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = os.path.join(ROOT, "tests", "multihost", "netns_cluster.sh")
 ALGOS = ("ring", "tree", "dbtree", "hier", "auto")
+AG_ALGOS = ("ring", "bruck", "auto")
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"), help="the CMake build directory")
     p.add_argument("--runs", type=int, default=5, help="interleaved repetitions (default 5)")
-    p.add_argument("--parts", default="link,latency", help="link, latency or both (default both)")
+    p.add_argument("--parts", default="link,latency",
+                   help="any of link, latency, allgather, comma-separated (default link,latency)")
     p.add_argument("--layouts", default="2x2,2x4", help="HOSTSxRANKS layouts for the latency part (default 2x2,2x4)")
     p.add_argument("--link-size", default=64 << 20, type=int, help="all-reduce bytes for the link part (64 MiB)")
     p.add_argument("--iters", type=int, default=300, help="timed 8-byte calls per run (default 300)")
+    p.add_argument("--ag-sizes", default="32,8K,64K,1M,4M",
+                   help="all-gather total bytes (all ranks' blocks) for the allgather part (default 32,8K,64K,1M,4M)")
     a = p.parse_args()
     a.build_dir = os.path.abspath(a.build_dir)
     a.parts = [x.strip() for x in a.parts.split(",") if x.strip()]
+    units = {"K": 1 << 10, "M": 1 << 20}
+    a.ag_sizes = [int(x[:-1]) * units[x[-1]] if x[-1] in units else int(x) for x in a.ag_sizes.upper().split(",")]
     try:
         a.layouts = [tuple(int(v) for v in x.split("x")) for x in a.layouts.split(",")]
     except ValueError:
@@ -65,8 +75,8 @@ def cluster(mode, hosts, per, a, command=(), env=None, timeout=600):
     return p.stdout
 
 
-def perf(a, hosts, per, size, iters, warmups, env):
-    prog = os.path.join(a.build_dir, "benchmarks", "perf", "all_reduce_perf")
+def perf(a, hosts, per, size, iters, warmups, env, program="all_reduce_perf"):
+    prog = os.path.join(a.build_dir, "benchmarks", "perf", program)
     out = cluster("run", hosts, per, a, [prog, "-b", str(size), "-e", str(size), "-n", str(iters), "-w",
                                          str(warmups), "-c", "1"], env)
     for line in out.splitlines():
@@ -78,11 +88,11 @@ def perf(a, hosts, per, size, iters, warmups, env):
     raise RuntimeError("no result line:\n" + out)
 
 
-def planner_choice(a, hosts, per):
-    prog = os.path.join(a.build_dir, "benchmarks", "perf", "all_reduce_perf")
-    out = cluster("run", hosts, per, a, [prog, "-b", "8", "-e", "8", "-n", "2", "-w", "0", "-c", "0"],
+def planner_choice(a, hosts, per, program="all_reduce_perf", collective="AllReduce", size=8):
+    prog = os.path.join(a.build_dir, "benchmarks", "perf", program)
+    out = cluster("run", hosts, per, a, [prog, "-b", str(size), "-e", str(size), "-n", "2", "-w", "0", "-c", "0"],
                   {"COLL_DEBUG": "TRACE", "COLL_DEBUG_SUBSYS": "COLL"})
-    picks = set(re.findall(r"AllReduce count 2 float: (\w+)", out))
+    picks = set(re.findall(collective + r" count \d+ float: (\w+)", out))
     return ",".join(sorted(picks)) or "?"
 
 
@@ -131,6 +141,35 @@ def latency_part(a, results, md):
                f"({'matches' if choice == fastest else 'differs'}).", ""]
 
 
+def allgather_part(a, results, md):
+    results["allgather"] = {}
+    for hosts, per in a.layouts:
+        times = {(algo, size): [] for algo in AG_ALGOS for size in a.ag_sizes}
+        for r in range(a.runs):
+            order = AG_ALGOS[r % len(AG_ALGOS):] + AG_ALGOS[:r % len(AG_ALGOS)]
+            for size in a.ag_sizes:
+                for algo in order:
+                    env = {} if algo == "auto" else {"COLL_ALGO": "allgather:" + algo}
+                    iters = max(5, min(a.iters, (64 << 20) // max(size, 1) // 8))
+                    t, _ = perf(a, hosts, per, size, iters, 10, env, "all_gather_perf")
+                    times[(algo, size)].append(t)
+            print(f"multihost_bench: all-gather {hosts}x{per} run {r + 1}/{a.runs} done", flush=True)
+        md += [f"## All-gather, {hosts} hosts x {per} ranks ({hosts * per} ranks), median of {a.runs}", "",
+               "| bytes | ring (us) | bruck (us) | ring / bruck | auto (us) | planner's choice | faster forced |",
+               "| ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+        layout = {}
+        for size in a.ag_sizes:
+            med = {algo: statistics.median(times[(algo, size)]) for algo in AG_ALGOS}
+            faster = "ring" if med["ring"] <= med["bruck"] else "bruck"
+            choice = planner_choice(a, hosts, per, "all_gather_perf", "AllGather", size)
+            layout[size] = {"median_us": med, "runs_us": {x: times[(x, size)] for x in AG_ALGOS}, "faster": faster,
+                            "planner": choice}
+            md.append(f"| {size} | {med['ring']:.1f} | {med['bruck']:.1f} | {med['ring'] / med['bruck']:.2f} | "
+                      f"{med['auto']:.1f} | {choice} | {faster} |")
+        md.append("")
+        results["allgather"][f"{hosts}x{per}"] = layout
+
+
 def main():
     a = parse_args()
     out_dir = os.path.join(a.build_dir, "multihost")
@@ -144,6 +183,8 @@ def main():
         link_part(a, results, md)
     if "latency" in a.parts:
         latency_part(a, results, md)
+    if "allgather" in a.parts:
+        allgather_part(a, results, md)
     results["load_after"] = os.getloadavg()
     results["seconds"] = round(time.time() - start, 1)
     md.append(f"Load average after: {results['load_after'][0]:.2f}; {results['seconds']} s in all.")

@@ -73,6 +73,11 @@ const std::vector<AlgorithmRow>& algorithmTable() {
       {Algo::kPairwise, "pairwise", "every pair of ranks exchanges its blocks directly, all at once",
        collBit(CollType::kAllToAll), Selection::kModel, "all-to-all", anywhere, always, modelPairwise, onePeer,
        buildPairwise, nullptr},
+      {Algo::kBruck, "bruck",
+       "Bruck's all-gather: ceil(log2 n) rounds of doubling block ranges instead of n-1 ring steps",
+       collBit(CollType::kAllGather), Selection::kModel,
+       "all-gather across hosts, where its model (fewer rounds, but more blocks on a host's link) beats the ring's",
+       anywhere, acrossHosts, modelBruck, onePeer, buildBruck, nullptr},
   };
   return table;
 }

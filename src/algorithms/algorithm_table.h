@@ -34,6 +34,7 @@ enum class Algo : uint8_t {
   kDirectRead,
   kHier,
   kDoubleTree,
+  kBruck,
 };
 
 // How the planner may choose a row when COLL_ALGO does not force one.

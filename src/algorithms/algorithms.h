@@ -42,6 +42,10 @@ Schedule hierarchicalAllReduce(const HostLayout& hosts, int rank, size_t count, 
 // move at once and every link carries about the data once each way (NCCL's double binary tree).
 Schedule doubleTreeAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg);
 
+// bruck.cc: Bruck's all-gather, ceil(log2 n) rounds over the ring positions of `order` (blocks at
+// their natural place, no final rotation); fewer synchronisations than the ring across hosts.
+Schedule bruckAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems);
+
 // tree.cc: binomial trees for rooted collectives and latency-bound all-reduce.
 Schedule treeBroadcast(int nranks, int rank, int root, size_t count, size_t maxStepElems);
 Schedule treeReduce(int nranks, int rank, int root, size_t count, size_t maxStepElems, bool avg);
@@ -71,6 +75,9 @@ Schedule buildDirect(const CollCall& call, const Plan& plan, int rank, const Pla
 double modelDirect(const CollCall& call, const PlanContext& ctx);
 Schedule buildPairwise(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
 double modelPairwise(const CollCall& call, const PlanContext& ctx);
+// bruck.cc
+Schedule buildBruck(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelBruck(const CollCall& call, const PlanContext& ctx);
 // hierarchy.cc
 Schedule buildHier(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
 double modelHier(const CollCall& call, const PlanContext& ctx);

@@ -10,7 +10,7 @@ int ceilLog2(int n) {
   return levels;
 }
 
-const LinkCost& slowestLink(const PlanContext& ctx) { return ctx.crossesNetwork ? ctx.netLink : ctx.shmLink; }
+const LinkCost& slowestLink(const PlanContext& ctx) { return ctx.crossesNetwork ? ctx.networkLink : ctx.localLink; }
 
 size_t callBytes(const CollCall& call) { return call.count * call.elemSize; }
 

@@ -166,11 +166,11 @@ double modelHier(const CollCall& call, const PlanContext& ctx) {
   const LinkCost& slowest = slowestLink(ctx);
   // Three phases one after the other: a shared-memory reduce, the leaders' ring, a shared-memory
   // broadcast; each phase boundary costs one more synchronisation.
-  double local = 2.0 * ceilLog2(widest) * ctx.shmLink.latencyUs + 2.0 * size / ctx.shmLink.bytesPerUs;
+  double local = 2.0 * ceilLog2(widest) * ctx.localLink.latencyUs + 2.0 * size / ctx.localLink.bytesPerUs;
   double across =
       nhosts <= 1 ? 0
                   : 2.0 * (nhosts - 1) * slowest.latencyUs + 2.0 * (nhosts - 1) / nhosts * size / slowest.bytesPerUs;
-  return (widest > 1 ? local + 2.0 * ctx.shmLink.latencyUs : 0) + across;
+  return (widest > 1 ? local + 2.0 * ctx.localLink.latencyUs : 0) + across;
 }
 
 int hierPeersPerStep(const PlanContext& ctx) {

@@ -36,8 +36,8 @@ struct PlanContext {
   std::vector<int> ringOrder;
   bool crossesNetwork = false;  // some pair of ranks talks over the network
   int treeNetLevels = 0;        // levels of the binomial tree (rooted at rank 0) with an edge over the network
-  LinkCost shmLink{1.5, 10000.0};
-  LinkCost netLink{8.0, 2000.0};
+  LinkCost localLink{1.5, 10000.0};
+  LinkCost networkLink{8.0, 2000.0};
 };
 
 struct Plan {

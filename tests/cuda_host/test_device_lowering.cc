@@ -35,11 +35,13 @@ bool isRooted(CollType t) {
   return t == CollType::kBroadcast || t == CollType::kReduce || t == CollType::kGather || t == CollType::kScatter;
 }
 
-// The algorithms COLL_ALGO may force on the collective, auto first.
+// The algorithms COLL_ALGO may force on the collective, auto first: every schedule row of the
+// algorithm table that serves it (native rows run on host memory only).
 std::vector<Algo> algorithmsOf(CollType t) {
-  if (t == CollType::kAllReduce) return {Algo::kAuto, Algo::kTree, Algo::kDoubleTree, Algo::kHier};
-  if (t == CollType::kBroadcast) return {Algo::kAuto, Algo::kTree, Algo::kChain};
-  return {Algo::kAuto};
+  std::vector<Algo> algos = {Algo::kAuto};
+  for (const AlgorithmRow& row : algorithmTable())
+    if (row.build != nullptr && serves(row, t)) algos.push_back(row.id);
+  return algos;
 }
 
 std::vector<std::string> runAll(CollType type) {

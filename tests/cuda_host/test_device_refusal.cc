@@ -8,8 +8,8 @@
 
 #include "bootstrap/memory_store.h"
 #include "collective.h"
+#include "common/cuda_device.h"
 #include "src/api_internal.h"
-#include "transport/p2p/device_query.h"
 
 namespace {
 
@@ -29,7 +29,7 @@ class DeviceRefusal : public ::testing::Test {
 
 std::string expectedReason() {
   std::string why;
-  return coll::transport::cudaDeviceAvailable(&why) ? "not yet connected" : "no CUDA device: ";
+  return coll::cudaDeviceAvailable(&why) ? "not yet connected" : "no CUDA device: ";
 }
 
 TEST_F(DeviceRefusal, EveryCollectiveWithAStreamIsRefusedByName) {
@@ -81,14 +81,14 @@ TEST_F(DeviceRefusal, CuDeviceIsMinusOneForAHostCommunicator) {
 
 TEST(DeviceQuery, AnswersConsistently) {
   std::string why;
-  const bool available = coll::transport::cudaDeviceAvailable(&why);
-  if (!coll::transport::cudaCompiledIn()) {
+  const bool available = coll::cudaDeviceAvailable(&why);
+  if (!coll::cudaCompiledIn()) {
     EXPECT_FALSE(available);
   }
   if (!available) {
     EXPECT_FALSE(why.empty());
   }
-  EXPECT_EQ(coll::transport::cudaDeviceAvailable(nullptr), available);
+  EXPECT_EQ(coll::cudaDeviceAvailable(nullptr), available);
 }
 
 }  // namespace

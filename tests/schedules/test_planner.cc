@@ -291,6 +291,48 @@ TEST(Planner, AcrossHostsTheAllReduceIsTheModelsCheapest) {
   }
 }
 
+// For every collective: the planner's choice is the cheapest by the model among the rows the
+// table makes eligible for it (read from the table, so a new row is held to it too).
+TEST(Planner, EveryCollectiveTakesTheCheapestEligibleRow) {
+  for (int perHost : {1, 2, 4})
+    for (bool acrossHosts : {false, true}) {
+      PlanContext ctx = acrossHosts ? twoHostContext(perHost) : makeContext(2 * perHost, false);
+      for (CollType type : kPlannedTypes)
+        for (size_t bytes : {8ul, 4096ul, 1ul << 20, 16ul << 20}) {
+          CollCall call = makeCall(type, bytes / 4);
+          Plan plan = planCall(call, ctx);
+          const AlgorithmRow& chosen = algorithmRow(plan.algo);
+          std::string why;
+          for (const AlgorithmRow& row : algorithmTable()) {
+            if (row.selection != Selection::kModel || !serves(row, type) || !row.eligible(call, ctx)) continue;
+            EXPECT_LE(chosen.modelUs(call, ctx), row.modelUs(call, ctx))
+                << collTypeName(type) << " " << bytes << " B, " << perHost << " per host, across " << acrossHosts
+                << ": chose " << chosen.name << " over " << row.name;
+          }
+        }
+    }
+}
+
+// Bruck's all-gather (bruck.cc) across hosts: with one rank per host it never carries more than the
+// ring, so its fewer rounds win; with several per host its later rounds crowd each host's link, so
+// large all-gathers stay on the ring (measured: docs/performance.md). Never on one host.
+TEST(Planner, BruckAllGatherWhereItsModelWins) {
+  auto allGather = [](const PlanContext& ctx, size_t bytes) {
+    return planCall(makeCall(CollType::kAllGather, bytes / 4), ctx).algo;
+  };
+  PlanContext fourHosts = makeContext(4, false);
+  fourHosts.crossesNetwork = true;
+  fourHosts.hosts = {{0}, {1}, {2}, {3}};
+  fourHosts.ringOrder = {0, 1, 2, 3};
+  fourHosts.treeNetLevels = 2;
+  for (size_t bytes : {8ul, 64ul << 10, 16ul << 20}) EXPECT_EQ(allGather(fourHosts, bytes), Algo::kBruck) << bytes;
+  PlanContext twoByTwo = twoHostContext(2);
+  EXPECT_EQ(allGather(twoByTwo, 8), Algo::kBruck);
+  EXPECT_EQ(allGather(twoByTwo, 16ul << 20), Algo::kRing);
+  for (int n : {2, 4, 8, 16})
+    for (size_t bytes : {8ul, 1ul << 20}) EXPECT_NE(allGather(makeContext(n, false), bytes), Algo::kBruck);
+}
+
 TEST(Planner, AcrossHostsSmallAllReducesTakeATreeAndLargeOnesAvoidIt) {
   for (int perHost : {2, 4}) {
     PlanContext ctx = twoHostContext(perHost);

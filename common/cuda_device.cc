@@ -1,14 +1,13 @@
-// The CUDA build of device_query.h. cudaGetDeviceCount initializes the runtime but creates no
+// The CUDA build of cuda_device.h. cudaGetDeviceCount initializes the runtime but creates no
 // context, so asking costs no GPU memory; the static runtime reports a missing driver
 // (libcuda.so.1) as an error here instead of failing to load.
-#include "transport/p2p/device_query.h"
+#include "common/cuda_device.h"
 
 #include <cuda_runtime.h>
 
 #include <mutex>
 
 namespace coll {
-namespace transport {
 
 bool cudaCompiledIn() { return true; }
 
@@ -32,5 +31,4 @@ bool cudaDeviceAvailable(std::string* why) {
   return available;
 }
 
-}  // namespace transport
 }  // namespace coll

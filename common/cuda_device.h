@@ -1,12 +1,11 @@
-// Whether this process can use a CUDA device, asked by the API layer before it accepts a stream,
-// and by tests and tools. Built with and without CUDA (p2p_without_cuda.cc), so callers need no
+// Whether this process can use a CUDA device, asked by the communicator before it accepts a stream,
+// and by tests and tools. Built with and without CUDA (cuda_device_none.cc), so callers need no
 // #ifdef: without CUDA support compiled in, there is never a device.
 #pragma once
 
 #include <string>
 
 namespace coll {
-namespace transport {
 
 // True when CUDA support is compiled in and the driver reports at least one device. Otherwise
 // false, and *why (when given) says what is missing, e.g. "this build of libcollective has no
@@ -17,5 +16,4 @@ bool cudaDeviceAvailable(std::string* why = nullptr);
 // Whether CUDA support is compiled into this library.
 bool cudaCompiledIn();
 
-}  // namespace transport
 }  // namespace coll
