@@ -83,9 +83,15 @@ const std::vector<AlgorithmRow>& algorithmTable() {
 }
 
 const AlgorithmRow& algorithmRow(Algo id) {
-  for (const AlgorithmRow& row : algorithmTable())
-    if (row.id == id) return row;
-  throwError(collInternalError, "no algorithm has id %d", static_cast<int>(id));
+  // Looked up on every call's way to its algorithm: an index by id, made once.
+  static const std::vector<const AlgorithmRow*> byId = [] {
+    std::vector<const AlgorithmRow*> index(256, nullptr);
+    for (const AlgorithmRow& row : algorithmTable()) index[static_cast<size_t>(row.id)] = &row;
+    return index;
+  }();
+  const AlgorithmRow* row = byId[static_cast<size_t>(id)];
+  if (row == nullptr) throwError(collInternalError, "no algorithm has id %d", static_cast<int>(id));
+  return *row;
 }
 
 const AlgorithmRow* findAlgorithm(const std::string& name) {

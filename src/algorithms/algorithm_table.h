@@ -44,6 +44,8 @@ enum class Selection : uint8_t {
   kAlternative,  // offered beside the choice wherever eligible; rank 0's tuner times both (direct reads)
 };
 
+// canRun, eligible and modelUs may read only the call's collective, count and element size (and
+// the context): a plan depends on nothing else, so engines may keep the plan of a repeated call.
 struct AlgorithmRow {
   Algo id;
   const char* name;      // COLL_ALGO's spelling, logs, colltopo
@@ -52,7 +54,8 @@ struct AlgorithmRow {
   Selection selection;
   const char* choice;  // when the planner takes it on its own, in words (what eligible() decides)
   // Whether it can run this call in this context at all (what COLL_ALGO may force). When it
-  // cannot, *why says why, for the error.
+  // cannot and why is not null, *why says why, for the error (the planner asks only then: this
+  // runs on every call).
   bool (*canRun)(const CollCall& call, const PlanContext& ctx, std::string* why);
   // Whether the planner may pick it on its own here: where it was measured or modelled to win.
   bool (*eligible)(const CollCall& call, const PlanContext& ctx);

@@ -22,28 +22,30 @@ std::atomic<uint64_t>& stageWord(transport::NativeArea* h, int stage) {
 }  // namespace
 
 DirectRead::DirectRead(const NativeArgs& args)
-    : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks), streamingBytes_(args.streamingBytes) {}
+    : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks), streamingBytes_(args.streamingBytes) {
+  for (int r = 0; r < nranks_; ++r) areas_.push_back(memory_.area(r));
+}
 
 void DirectRead::publish(uint64_t seq, const CollCall& call) {
-  transport::NativeArea* me = memory_.area(rank_);
+  transport::NativeArea* me = areas_[rank_];
   me->directSendAddr = reinterpret_cast<uint64_t>(call.sendbuff);
   me->directRecvAddr = reinterpret_cast<uint64_t>(call.recvbuff);
   announce(Stage::kPosted, seq);
 }
 
 void DirectRead::announce(Stage stage, uint64_t seq) {
-  stageWord(memory_.area(rank_), static_cast<int>(stage)).store(seq, std::memory_order_release);
+  stageWord(areas_[rank_], static_cast<int>(stage)).store(seq, std::memory_order_release);
   memory_.ringPeers();
 }
 
 void DirectRead::waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter) {
-  std::atomic<uint64_t>& word = stageWord(memory_.area(peer), static_cast<int>(stage));
+  std::atomic<uint64_t>& word = stageWord(areas_[peer], static_cast<int>(stage));
   while (word.load(std::memory_order_acquire) < seq) waiter.idle();
   waiter.progressed();
 }
 
 void DirectRead::readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes) {
-  transport::NativeArea* h = memory_.area(peer);
+  transport::NativeArea* h = areas_[peer];
   uint64_t base = peerRecvBuffer ? h->directRecvAddr : h->directSendAddr;
   memory_.readMemory(peer, base + remoteOffset, local, bytes);
 }
@@ -139,9 +141,10 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
 
 bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why) {
   if (ctx.directReadAvailable) return true;
-  *why =
-      "cma cannot run: it needs every rank on one host and permission to read the other ranks' memory "
-      "(process_vm_readv; see /proc/sys/kernel/yama/ptrace_scope)";
+  if (why != nullptr)
+    *why =
+        "cma cannot run: it needs every rank on one host and permission to read the other ranks' memory "
+        "(process_vm_readv; see /proc/sys/kernel/yama/ptrace_scope)";
   return false;
 }
 

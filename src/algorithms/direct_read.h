@@ -42,6 +42,7 @@ class DirectRead : public NativeRunner {
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
 
   transport::LocalMemory& memory_;
+  std::vector<transport::NativeArea*> areas_;  // every rank's, looked up once
   int rank_;
   int nranks_;
   size_t streamingBytes_;

@@ -9,11 +9,18 @@
 
 namespace coll {
 
+OneShot::OneShot(const NativeArgs& args) : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks) {
+  for (int r = 0; r < nranks_; ++r) {
+    areas_.push_back(memory_.area(r));
+    for (int which = 0; which < 2; ++which) buffers_.push_back(memory_.oneshotBuffer(r, which));
+  }
+}
+
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   uint64_t seq = ++seq_;
   int buffer = static_cast<int>(seq & 1);
-  publish(call, memory_.oneshotBuffer(rank_, buffer));
-  memory_.area(rank_)->oneshotSeq.store(seq, std::memory_order_release);
+  publish(call, bufferOf(rank_, buffer));
+  areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   memory_.ringPeers();
   waitForAll(seq, waiter);
   computeOutput(call, buffer);
@@ -40,7 +47,7 @@ void OneShot::publish(const CollCall& call, uint8_t* mine) {
 void OneShot::waitForAll(uint64_t seq, PeerWaiter& waiter) {
   int next = 0;
   while (next < nranks_) {
-    if (memory_.area(next)->oneshotSeq.load(std::memory_order_acquire) >= seq) {
+    if (areas_[next]->oneshotSeq.load(std::memory_order_acquire) >= seq) {
       ++next;
       waiter.progressed();
     } else {
@@ -59,7 +66,7 @@ void OneShot::reduceAll(const CollCall& call, int buffer, size_t offset, size_t 
     int nsrcs = 0;
     if (folded) srcs[nsrcs++] = dst;
     while (first < nranks_ && nsrcs < kernels::kMaxReduceSources)
-      srcs[nsrcs++] = memory_.oneshotBuffer(first++, buffer) + offset * call.elemSize;
+      srcs[nsrcs++] = bufferOf(first++, buffer) + offset * call.elemSize;
     int avgDivisor = (call.op == collAvg && first == nranks_ && nranks_ > 1) ? nranks_ : 0;
     kernels::reduceCopy(call.datatype, call.op, srcs, nsrcs, dsts, 1, count, avgDivisor);
     folded = true;
@@ -80,21 +87,20 @@ void OneShot::computeOutput(const CollCall& call, int buffer) {
       reduceAll(call, buffer, static_cast<size_t>(rank_) * call.count, call.count, out);
       break;
     case CollType::kBroadcast:
-      kernels::copyBytes(out, memory_.oneshotBuffer(call.root, buffer), bytes);
+      kernels::copyBytes(out, bufferOf(call.root, buffer), bytes);
       break;
     case CollType::kAllGather:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, memory_.oneshotBuffer(r, buffer), bytes);
+      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer), bytes);
       break;
     case CollType::kGather:
       if (rank_ == call.root)
-        for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, memory_.oneshotBuffer(r, buffer), bytes);
+        for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer), bytes);
       break;
     case CollType::kScatter:
-      kernels::copyBytes(out, memory_.oneshotBuffer(call.root, buffer) + rank_ * bytes, bytes);
+      kernels::copyBytes(out, bufferOf(call.root, buffer) + rank_ * bytes, bytes);
       break;
     case CollType::kAllToAll:
-      for (int r = 0; r < nranks_; ++r)
-        kernels::copyBytes(out + r * bytes, memory_.oneshotBuffer(r, buffer) + rank_ * bytes, bytes);
+      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer) + rank_ * bytes, bytes);
       break;
     default:
       break;
@@ -121,10 +127,11 @@ double oneshotTraffic(CollType type, int n) {
 bool oneshotCanRun(const CollCall& call, const PlanContext& ctx, std::string* why) {
   size_t input = oneshotInputBytes(call, ctx.nranks);
   if (ctx.oneshotAvailable && input <= ctx.oneshotBytes) return true;
-  *why = formatString(
-      "oneshot cannot run this %s: it needs every rank on one host with shared memory and at most %zu input "
-      "bytes per rank (COLL_ONESHOT_BYTES), got %zu",
-      collTypeName(call.type), ctx.oneshotBytes, input);
+  if (why != nullptr)
+    *why = formatString(
+        "oneshot cannot run this %s: it needs every rank on one host with shared memory and at most %zu input "
+        "bytes per rank (COLL_ONESHOT_BYTES), got %zu",
+        collTypeName(call.type), ctx.oneshotBytes, input);
   return false;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 #include "src/algorithms/native.h"
 #include "src/algorithms/plan_context.h"
@@ -20,7 +21,7 @@ namespace coll {
 
 class OneShot : public NativeRunner {
  public:
-  explicit OneShot(const NativeArgs& args) : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks) {}
+  explicit OneShot(const NativeArgs& args);
   void run(const CollCall& call, PeerWaiter& waiter) override;
 
  private:
@@ -29,8 +30,13 @@ class OneShot : public NativeRunner {
   void computeOutput(const CollCall& call, int buffer);
   // Reduces `count` elements at `offset` of every rank's buffer into dst.
   void reduceAll(const CollCall& call, int buffer, size_t offset, size_t count, void* dst);
+  uint8_t* bufferOf(int rank, int which) const { return buffers_[2 * rank + which]; }
 
   transport::LocalMemory& memory_;
+  // Every rank's area and two buffers, looked up once: a small call's latency is a few hundred
+  // nanoseconds, and the lookups would be a measurable part of it.
+  std::vector<transport::NativeArea*> areas_;
+  std::vector<uint8_t*> buffers_;
   int rank_;
   int nranks_;
   uint64_t seq_ = 0;

@@ -30,10 +30,21 @@ NativeRunner& HostEngine::native(Algo algo) {
   return *runner;
 }
 
+const Plan& HostEngine::planFor(const CollCall& call) {
+  KeptPlan& kept = keptPlans_[static_cast<int>(call.type)];
+  if (!kept.valid || kept.count != call.count || kept.elemSize != call.elemSize) {
+    kept.plan = planCall(call, *args_.planContext);
+    kept.valid = true;
+    kept.count = call.count;
+    kept.elemSize = call.elemSize;
+  }
+  return kept.plan;
+}
+
 void HostEngine::run(const CollCall& call, collStream_t) {
   if (call.count == 0 && call.type != CollType::kBarrier) return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type));
-  Plan plan = planCall(call, *args_.planContext);
+  Plan plan = planFor(call);
   if (plan.alternative == Algo::kAuto) {
     runPlan(call, plan, waiter);
     return;

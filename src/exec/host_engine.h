@@ -47,8 +47,20 @@ class HostEngine : public Engine {
   ProgressWaiter makeWaiter(const char* what) const;
   void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   NativeRunner& native(Algo algo);
+  // planCall's answer, kept per collective for the last call's count and element size: a training
+  // loop repeats the same calls, and planning them again would cost a few hundred instructions of
+  // a call that takes a few hundred nanoseconds.
+  const Plan& planFor(const CollCall& call);
+
+  struct KeptPlan {
+    bool valid = false;
+    size_t count = 0;
+    size_t elemSize = 0;
+    Plan plan;
+  };
 
   HostEngineArgs args_;
+  KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
   Executor executor_;
   std::vector<std::unique_ptr<NativeRunner>> natives_;  // indexed by Algo, made at first use
   PlanTuner tuner_;                                     // used on rank 0 only

@@ -8,27 +8,21 @@
 namespace coll {
 namespace {
 
-// Whether `row` can run `call` here; when not, *why says why (for COLL_ALGO's error).
+// Whether `row` can run `call` here. Only when asked (why != nullptr: COLL_ALGO forced it) does it
+// say why not: the automatic path runs on every call and must not build messages.
 bool runnable(const AlgorithmRow& row, const CollCall& call, const PlanContext& ctx, std::string* why) {
   if (!serves(row, call.type)) {
-    *why = formatString("algorithm %s cannot run %s", row.name, collTypeName(call.type));
+    if (why != nullptr) *why = formatString("algorithm %s cannot run %s", row.name, collTypeName(call.type));
     return false;
   }
   int peers = row.peersPerStep(ctx);
   if (peers > ctx.maxStepPeers) {
-    *why = formatString("%s needs %d peers per step on %d ranks; %s buffers allow %d", row.name, peers, ctx.nranks,
-                        ctx.deviceMemory ? "device" : "host", ctx.maxStepPeers);
+    if (why != nullptr)
+      *why = formatString("%s needs %d peers per step on %d ranks; %s buffers allow %d", row.name, peers, ctx.nranks,
+                          ctx.deviceMemory ? "device" : "host", ctx.maxStepPeers);
     return false;
   }
   return row.canRun(call, ctx, why);
-}
-
-// The first row of `selection` that the planner may pick for the call on its own, or nullptr.
-const AlgorithmRow* firstEligible(Selection selection, const CollCall& call, const PlanContext& ctx) {
-  std::string why;
-  for (const AlgorithmRow& row : algorithmTable())
-    if (row.selection == selection && runnable(row, call, ctx, &why) && row.eligible(call, ctx)) return &row;
-  return nullptr;
 }
 
 }  // namespace
@@ -44,28 +38,36 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     plan.algo = forced;
     return plan;
   }
-  // The eligible candidates; where none can run here (the device's peer limit ruled out the one
-  // the measurements prefer), every runnable one.
+  // One pass over the table: the cheapest eligible modelled row, and the first eligible
+  // alternative and shortcut. Where no eligible modelled row can run here (the device's peer
+  // limit ruled out the one the measurements prefer), a second pass takes every runnable one.
   const AlgorithmRow* chosen = nullptr;
+  const AlgorithmRow* alternative = nullptr;
+  const AlgorithmRow* shortcut = nullptr;
   double chosenUs = 0;
-  std::string why;
   for (bool onlyEligible : {true, false}) {
     for (const AlgorithmRow& row : algorithmTable()) {
-      if (row.selection != Selection::kModel || !runnable(row, call, ctx, &why)) continue;
-      if (onlyEligible && !row.eligible(call, ctx)) continue;
-      double us = row.modelUs(call, ctx);
-      if (chosen == nullptr || us < chosenUs) chosen = &row, chosenUs = us;
+      if (!runnable(row, call, ctx, nullptr)) continue;
+      bool eligible = row.eligible(call, ctx);
+      if (row.selection == Selection::kAlternative) {
+        if (eligible && alternative == nullptr && onlyEligible) alternative = &row;
+      } else if (row.selection == Selection::kShortcut) {
+        if (eligible && shortcut == nullptr && onlyEligible) shortcut = &row;
+      } else if (eligible || !onlyEligible) {
+        double us = row.modelUs(call, ctx);
+        if (chosen == nullptr || us < chosenUs) chosen = &row, chosenUs = us;
+      }
     }
     if (chosen != nullptr) break;
   }
   if (chosen == nullptr)
-    throwError(collInvalidUsage, "%s on %d ranks: no algorithm of the table can run it with %s buffers (at most %d peers "
-               "per step)", collTypeName(call.type), ctx.nranks, ctx.deviceMemory ? "device" : "host",
-               ctx.maxStepPeers);
+    throwError(collInvalidUsage,
+               "%s on %d ranks: no algorithm of the table can run it with %s buffers (at most %d peers "
+               "per step)",
+               collTypeName(call.type), ctx.nranks, ctx.deviceMemory ? "device" : "host", ctx.maxStepPeers);
   plan.algo = chosen->id;
-  if (const AlgorithmRow* alternative = firstEligible(Selection::kAlternative, call, ctx))
-    plan.alternative = alternative->id;
-  if (const AlgorithmRow* shortcut = firstEligible(Selection::kShortcut, call, ctx)) plan.algo = shortcut->id;
+  if (alternative != nullptr) plan.alternative = alternative->id;
+  if (shortcut != nullptr) plan.algo = shortcut->id;
   return plan;
 }
 

@@ -22,7 +22,8 @@
 
 namespace coll {
 
-// Throws collInvalidUsage when COLL_ALGO forces an algorithm that cannot run this call.
+// Throws collInvalidUsage when COLL_ALGO forces an algorithm that cannot run this call. The plan
+// depends only on the call's collective, count and element size, and on the context.
 Plan planCall(const CollCall& call, const PlanContext& context);
 
 // The schedule of `rank` for a call planned with a schedule-based algorithm (its row's builder),

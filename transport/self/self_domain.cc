@@ -1,12 +1,18 @@
 #include "transport/self/self_domain.h"
 
+#include <cstring>
+
 #include "common/error.h"
 
 namespace coll {
 namespace transport {
 
 SelfDomain::SelfDomain(const DomainArgs& args)
-    : rank_(args.rank), depth_(args.settings->shmFifoDepth), slotBytes_(args.settings->slotBytes) {}
+    : rank_(args.rank),
+      ranks_{args.rank},
+      depth_(args.settings->shmFifoDepth),
+      slotBytes_(args.settings->slotBytes),
+      oneshotBytes_(args.settings->oneshotBytes) {}
 
 void SelfDomain::ensureFifo(int peer) {
   if (peer != rank_) throwError(collInternalError, "self transport: rank %d is not this rank (%d)", peer, rank_);
@@ -24,6 +30,22 @@ SendConnection* SelfDomain::sendConnection(int peer) {
 RecvConnection* SelfDomain::recvConnection(int peer) {
   ensureFifo(peer);
   return recv_.get();
+}
+
+NativeArea* SelfDomain::area(int rank) const {
+  if (rank != rank_) throwError(collInternalError, "self transport: rank %d is not this rank (%d)", rank, rank_);
+  return &area_;
+}
+
+uint8_t* SelfDomain::oneshotBuffer(int rank, int which) const {
+  area(rank);
+  if (!oneshot_) oneshot_.reset(new uint8_t[2 * oneshotBytes_]);
+  return oneshot_.get() + static_cast<size_t>(which) * oneshotBytes_;
+}
+
+void SelfDomain::readMemory(int rank, uint64_t address, void* local, size_t bytes) const {
+  area(rank);
+  memcpy(local, reinterpret_cast<const void*>(address), bytes);
 }
 
 std::unique_ptr<Domain> makeSelfDomain(const DomainArgs& args) { return std::make_unique<SelfDomain>(args); }
