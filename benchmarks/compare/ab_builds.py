@@ -12,7 +12,7 @@ Writes results.md and results.json into --out (default: the folder ab in B's bui
 examples:
   benchmarks/compare/ab_builds.py --a /tmp/before/build --b build
   benchmarks/compare/ab_builds.py --a /tmp/before/build --b build --programs all_reduce,broadcast \\
-      --ranks 2,4 --sizes 8,64K,1M,16M --rounds 7
+      --ranks 2,4 --sizes 64,64K,1M,16M --rounds 7
 """
 import argparse
 import json
@@ -43,7 +43,8 @@ def parse_args():
     p.add_argument("--b", required=True, help="build directory of the change (after)")
     p.add_argument("--programs", default=",".join(PROGRAMS), help="perf programs without _perf (default all)")
     p.add_argument("--ranks", default="2,4", help="rank counts (default 2,4)")
-    p.add_argument("--sizes", default="8,64K,1M,16M", help="total bytes per call (default 8,64K,1M,16M)")
+    p.add_argument("--sizes", default="64,64K,1M,16M",
+                   help="bytes per call as the perf programs count them (default 64,64K,1M,16M)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     p.add_argument("--iters", type=int, default=50, help="timed iterations per size (default 50)")
     p.add_argument("--out", default=None, help="output directory (default B/ab)")
@@ -72,13 +73,17 @@ def run_once(args, build, program, ranks, size, check):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
     if out.returncode != 0:
         sys.exit(f"ab_builds: {' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+    # The program rounds the size to whole elements per rank; a size that rounds to 0 is refused.
     for line in out.stdout.splitlines():
         m = ROW.match(line)
-        if m and int(m.group(1)) == size:
+        if m:
+            if int(m.group(1)) == 0:
+                sys.exit(f"ab_builds: {size} bytes is less than one float per rank for {program} on {ranks} ranks: "
+                         "choose larger --sizes")
             if check and "# Out of bounds values : 0" not in out.stdout:
                 sys.exit(f"ab_builds: {' '.join(cmd)} reported wrong results:\n{out.stdout}")
             return float(m.group(3))
-    sys.exit(f"ab_builds: no result row for {size} bytes in:\n{out.stdout}")
+    sys.exit(f"ab_builds: no result row in:\n{out.stdout}")
 
 
 def main():
