@@ -109,6 +109,7 @@ class Communicator : public ConnectionSource {
   std::vector<transport::Domain*> routeTo_;                  // per rank: the domain of this rank's route
   transport::Doorbell localBell_;                            // used when no domain shares one
   transport::Doorbell* bell_ = &localBell_;
+  transport::LocalMemory* localMemory_ = nullptr;  // a domain's memory that every rank maps, if any
   PlanContext planContext_;
   std::unique_ptr<HostEngine> hostEngine_;
   int cudaDevice_ = -1;

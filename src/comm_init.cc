@@ -154,13 +154,12 @@ void Communicator::describePlanContext() {
   ctx.hosts = routes_.localGroups;
   ctx.crossesNetwork = ctx.hosts.size() > 1;
   // The native algorithms need every rank in one domain that maps all their memory.
-  transport::LocalMemory* local = nullptr;
   for (auto& domain : domains_) {
     transport::LocalMemory* m = domain->localMemory();
-    if (m != nullptr && static_cast<int>(m->localRanks().size()) == nranks_) local = m;
+    if (m != nullptr && static_cast<int>(m->localRanks().size()) == nranks_) localMemory_ = m;
   }
-  ctx.oneshotAvailable = local != nullptr;
-  ctx.directReadAvailable = local != nullptr && local->crossMemoryReads();
+  ctx.oneshotAvailable = localMemory_ != nullptr;
+  ctx.directReadAvailable = localMemory_ != nullptr && localMemory_->crossMemoryReads();
   ctx.directReadBytes = params_.directReadBytes;
   ctx.oneshotBytes = params_.oneshotBytes;
   ctx.slotBytes = params_.slotBytes;
@@ -198,10 +197,7 @@ void Communicator::startEngines() {
   args.bell = bell_;
   for (auto& domain : domains_)
     if (transport::ProgressDriver* driver = domain->progressDriver()) args.drivers.push_back(driver);
-  for (auto& domain : domains_)
-    if (transport::LocalMemory* m = domain->localMemory();
-        m != nullptr && planContext_.oneshotAvailable && static_cast<int>(m->localRanks().size()) == nranks_)
-      args.localMemory = m;
+  args.localMemory = localMemory_;
   args.planContext = &planContext_;
   args.streamingBytes = params_.streamingBytes;
   args.spinNs = spinNs_;

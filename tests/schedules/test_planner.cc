@@ -167,28 +167,23 @@ TEST(Planner, DeviceLimitsAreKnownBeforeLowering) {
   ctx.maxStepPeers = 8;
   for (CollType type : {CollType::kAllReduce, CollType::kBroadcast, CollType::kAllGather})
     EXPECT_NE(planCall(makeCall(type, 1000), ctx).algo, Algo::kTree) << collTypeName(type);
+  // Refused with collInvalidUsage and a message that says why.
+  auto expectRefused = [&](CollType type, const std::string& because) {
+    try {
+      Plan plan = planCall(makeCall(type, 1000), ctx);
+      ADD_FAILURE() << collTypeName(type) << " on 512 ranks was planned for device buffers as " << algoName(plan.algo);
+    } catch (const CollError& e) {
+      EXPECT_EQ(e.code(), collInvalidUsage);
+      EXPECT_NE(std::string(e.what()).find(because), std::string::npos) << e.what();
+    }
+  };
   Algo overrides[static_cast<int>(CollType::kCount)] = {};
   overrides[static_cast<int>(CollType::kAllReduce)] = Algo::kTree;
   ctx.overrides = overrides;
-  try {
-    planCall(makeCall(CollType::kAllReduce, 1000), ctx);
-    ADD_FAILURE() << "a tree of 9 children was planned for device buffers";
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), collInvalidUsage);
-    std::string message = e.what();
-    EXPECT_NE(message.find("COLL_ALGO: tree needs 9 peers per step on 512 ranks; device buffers allow 8"),
-              std::string::npos)
-        << message;
-  }
+  expectRefused(CollType::kAllReduce, "COLL_ALGO: tree needs 9 peers per step on 512 ranks; device buffers allow 8");
   // A reduce has no other algorithm: refused with the reason, not an internal error.
   ctx.overrides = nullptr;
-  try {
-    planCall(makeCall(CollType::kReduce, 1000), ctx);
-    ADD_FAILURE() << "a reduce on 512 ranks was planned for device buffers";
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), collInvalidUsage);
-    EXPECT_NE(std::string(e.what()).find("at most 8 peers per step"), std::string::npos) << e.what();
-  }
+  expectRefused(CollType::kReduce, "at most 8 peers per step");
   // The same calls on host buffers (16 peers per step) take the tree as before.
   PlanContext host = makeContext(512, false);
   EXPECT_EQ(planCall(makeCall(CollType::kReduce, 1000), host).algo, Algo::kTree);
