@@ -23,10 +23,9 @@ struct InitInfo {
   uint64_t settings[kMaxSharedSettings];
 };
 
-InitInfo describeInit(int rank, const Params& params) {
+InitInfo describeInit(int rank, const Params& params, const std::vector<SharedSetting>& shared) {
   InitInfo info{};
   info.peer = transport::describeLocalRank(rank, params.hostId);
-  std::vector<SharedSetting> shared = sharedSettings(params);
   info.settingCount = static_cast<uint32_t>(shared.size());
   for (size_t i = 0; i < shared.size(); ++i) info.settings[i] = shared[i].digest;
   return info;
@@ -64,14 +63,14 @@ Deadline Communicator::initDeadline() const { return Clock::now() + std::chrono:
 
 void Communicator::exchangePeers() {
   static_assert(sizeof(InitInfo) % 8 == 0, "InitInfo has no tail padding to leak");
-  InitInfo mine = describeInit(rank_, params_);
+  const std::vector<SharedSetting> shared = sharedSettings(params_);
+  InitInfo mine = describeInit(rank_, params_, shared);
   if (mine.settingCount > static_cast<uint32_t>(kMaxSharedSettings))
     throwError(collInternalError, "%u shared settings, more than the %d InitInfo holds", mine.settingCount,
                kMaxSharedSettings);
   bootstrap::Bytes bytes(sizeof(InitInfo));
   memcpy(bytes.data(), &mine, sizeof(InitInfo));
   std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, bytes, initDeadline());
-  std::vector<SharedSetting> names = sharedSettings(params_);
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     // Peer data arrives through the store from other processes: check its size before use.
@@ -91,7 +90,7 @@ void Communicator::exchangePeers() {
     std::string differing;
     for (uint32_t i = 0; i < mine.settingCount; ++i)
       if (theirs.settings[i] != mine.settings[i])
-        differing += (differing.empty() ? "" : ", ") + std::string(names[i].name);
+        differing += (differing.empty() ? "" : ", ") + std::string(shared[i].name);
     if (!differing.empty())
       throwError(collInvalidUsage,
                  "communicator init: rank %d has different settings from rank %d (%s): every rank must use the same "

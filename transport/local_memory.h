@@ -31,9 +31,8 @@ class LocalMemory {
   // every rank of the communicator; they then index members by rank.
   virtual const std::vector<int>& localRanks() const = 0;
   virtual NativeArea* area(int rank) const = 0;
-  // One of the two one-shot buffers of `rank`, of oneshotBytes() each.
+  // One of the two one-shot buffers of `rank`, of COLL_ONESHOT_BYTES each.
   virtual uint8_t* oneshotBuffer(int rank, int which) const = 0;
-  virtual size_t oneshotBytes() const = 0;
   // Wakes every other member that sleeps; call after publishing what they wait for.
   virtual void ringPeers() const = 0;
   // Whether every member may copy straight out of every other's process memory (agreed by all).

@@ -26,7 +26,6 @@ class DeviceEngine : public Engine {
   collResult_t pollError(std::string* message) const override;
   void abort() override { channels_.requestAbort(); }
 
-  const DeviceCallContext& context() const { return context_; }
   // Enqueues a program planned elsewhere (the GPU tests plan with their own protocol choices).
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
                collStream_t stream);

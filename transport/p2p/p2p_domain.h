@@ -61,9 +61,6 @@ class P2pDomain : public Domain, public DeviceChannels {
   void* scratch() const override { return scratch_; }
   void requestAbort() override;
 
-  int rank() const { return rank_; }
-  int nranks() const { return nranks_; }
-
  private:
   void release() noexcept;
 

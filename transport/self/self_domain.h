@@ -33,7 +33,6 @@ class SelfDomain : public Domain, public LocalMemory {
   const std::vector<int>& localRanks() const override { return ranks_; }
   NativeArea* area(int rank) const override;
   uint8_t* oneshotBuffer(int rank, int which) const override;
-  size_t oneshotBytes() const override { return oneshotBytes_; }
   void ringPeers() const override {}
   bool crossMemoryReads() const override { return true; }  // its own memory
   void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;

@@ -67,7 +67,6 @@ class ShmDomain : public Domain, public LocalMemory {
   const std::vector<int>& localRanks() const override { return localRanks_; }
   NativeArea* area(int rank) const override { return &headerOf(rank)->native; }
   uint8_t* oneshotBuffer(int rank, int which) const override;
-  size_t oneshotBytes() const override { return oneshotBytes_; }
   void ringPeers() const override;
   bool crossMemoryReads() const override { return crossMemoryReads_; }
   void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;
