@@ -58,7 +58,7 @@ struct DomainArgs {
   int nranks = 1;
   const std::vector<PeerInfo>* peers = nullptr;  // every rank's description, indexed by rank
   std::vector<int> members;                      // the ranks this rank reaches through the domain, ascending
-  const TransportSettings* settings = nullptr;
+  const TransportSettings* settings = nullptr;   // outlives the domain
 };
 
 class Domain {

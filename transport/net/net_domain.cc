@@ -35,10 +35,6 @@ void tuneSocket(int fd) {
 
 NetDomain::NetDomain(const DomainArgs& args)
     : myRank_(args.rank),
-      depth_(args.settings->netFifoDepth),
-      slotBytes_(args.settings->slotBytes),
-      socketsPerPeer_(args.settings->socketsPerPeer),
-      timeoutMs_(args.settings->timeoutMs),
       peerInfo_(*args.peers),
       settings_(*args.settings),
       members_(args.members),
@@ -63,8 +59,9 @@ NetDomain::~NetDomain() {
 std::string NetDomain::card(int) {
   if (members_.empty()) return "";
   listener_ = listenOn(chooseListenAddress(peerInfo_, myRank_, settings_), 0);
-  listenAddress_ = localAddressOf(listener_.get()).toString();
-  NetCard card = makeNetCard(localAddressOf(listener_.get()).host(), localAddressOf(listener_.get()).port(), nonce_);
+  const SocketAddress bound = localAddressOf(listener_.get());
+  listenAddress_ = bound.toString();
+  NetCard card = makeNetCard(bound.host(), bound.port(), nonce_);
   COLL_INFO(kTransport, "rank %d: socket transport listens on %s", myRank_, listenAddress_.c_str());
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
@@ -76,7 +73,7 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
     peer->rank = rank;
     // The lower rank of a pair only accepts; it reads the dialler's card just for messages.
     if (rank < myRank_ || !cards.at(rank).empty()) peer->card = parseNetCard(cards.at(rank), rank);
-    peer->sockets.resize(socketsPerPeer_);
+    peer->sockets.resize(settings_.socketsPerPeer);
     peerIndex_[rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
   }
@@ -84,10 +81,10 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
   // cannot deadlock: the kernel completes a connect into the listener's backlog without accept().
   for (auto& peer : peers_) {
     if (peer->rank > myRank_) {
-      expected += socketsPerPeer_;
+      expected += settings_.socketsPerPeer;
       continue;
     }
-    for (int s = 0; s < socketsPerPeer_; ++s) {
+    for (int s = 0; s < settings_.socketsPerPeer; ++s) {
       std::string name = formatString("rank %d's socket listener", peer->rank);
       Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
       NetHello hello;
@@ -95,9 +92,9 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
       hello.nonce[1] = peer->card.nonce[1];
       hello.fromRank = myRank_;
       hello.socketIndex = s;
-      hello.socketsPerPeer = socketsPerPeer_;
-      hello.depth = depth_;
-      hello.slotBytes = slotBytes_;
+      hello.socketsPerPeer = settings_.socketsPerPeer;
+      hello.depth = settings_.netFifoDepth;
+      hello.slotBytes = settings_.slotBytes;
       if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk)
         throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer->rank,
                    peerAddress(peer->rank).c_str());
@@ -137,7 +134,7 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
     if (recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != IoStatus::kOk) {
       refusal = "no hello";
     } else {
-      refusal = checkNetHello(hello, nonce_, socketsPerPeer_, depth_, slotBytes_);
+      refusal = checkNetHello(hello, nonce_, settings_.socketsPerPeer, settings_.netFifoDepth, settings_.slotBytes);
       if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
         refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
       if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
@@ -158,8 +155,10 @@ void NetDomain::startChannels() {
   for (auto& peer : peers_) {
     std::vector<int> fds;
     for (auto& s : peer->sockets) fds.push_back(s.get());
-    peer->send = std::make_unique<NetSendConnection>(peer->rank, fds, depth_, slotBytes_, *this);
-    peer->recv = std::make_unique<NetRecvConnection>(peer->rank, fds, depth_, slotBytes_, *this);
+    peer->send =
+        std::make_unique<NetSendConnection>(peer->rank, fds, settings_.netFifoDepth, settings_.slotBytes, *this);
+    peer->recv =
+        std::make_unique<NetRecvConnection>(peer->rank, fds, settings_.netFifoDepth, settings_.slotBytes, *this);
   }
 }
 
@@ -257,7 +256,7 @@ bool NetDomain::pumpAll() {
 void NetDomain::progressLoop() {
   std::vector<pollfd> fds;
   std::vector<uint8_t> hungUp;  // per socket: the peer closed it and nothing more can be read now
-  size_t socketCount = peers_.size() * socketsPerPeer_;
+  size_t socketCount = peers_.size() * settings_.socketsPerPeer;
   hungUp.assign(socketCount, 0);
   while (!stop_.load() && !failed_.load()) {
     if (executorDriving_.load(std::memory_order_seq_cst)) {
@@ -290,9 +289,9 @@ void NetDomain::progressLoop() {
     fds.clear();
     fds.push_back({wakeFd_.get(), POLLIN, 0});
     for (size_t p = 0; p < peers_.size(); ++p) {
-      for (int s = 0; s < socketsPerPeer_; ++s) {
+      for (int s = 0; s < settings_.socketsPerPeer; ++s) {
         short events = (peers_[p]->recv->wantsRead(s) ? POLLIN : 0) | (peers_[p]->send->wantsWrite(s) ? POLLOUT : 0);
-        size_t index = p * socketsPerPeer_ + s;
+        size_t index = p * settings_.socketsPerPeer + s;
         // poll() reports a hang-up even for no events: leave such a socket out until it has
         // something to do, or the thread would spin on it.
         bool quiet = events == 0 && (hungUp[index] || peers_[p]->recv->departed());
@@ -320,7 +319,7 @@ void NetDomain::flushAndSayGoodbye() {
   // Sends the executor posted are still ours to deliver: the collective that posted them has
   // returned. Let the progress thread finish them, then send each socket its closing frame.
   if (!progress_.joinable()) return;  // setup never finished: nothing was sent
-  Deadline deadline = deadlineAfter(std::chrono::milliseconds(timeoutMs_));
+  Deadline deadline = deadlineAfter(std::chrono::milliseconds(settings_.timeoutMs));
   for (auto& peer : peers_) {
     while (!peer->send->drained() && !failed_.load() && Clock::now() < deadline) {
       wakeProgress();
@@ -333,7 +332,7 @@ void NetDomain::flushAndSayGoodbye() {
   if (failed_.load()) return;
   Deadline byeDeadline = std::min(deadline, Clock::now() + kGoodbyeTimeout);
   for (auto& peer : peers_) {
-    for (int s = 0; s < socketsPerPeer_; ++s) {
+    for (int s = 0; s < settings_.socketsPerPeer; ++s) {
       NetFrameHeader bye;
       bye.kind = kNetFrameBye;
       bye.seq = static_cast<uint32_t>(peer->send->nextSeq(s));

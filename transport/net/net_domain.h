@@ -51,7 +51,7 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
 
   SendConnection* sendConnection(int peer) override;
   RecvConnection* recvConnection(int peer) override;
-  int fifoDepth() const override { return depth_; }
+  int fifoDepth() const override { return settings_.netFifoDepth; }
   bool connects(int peer) const {
     return peer >= 0 && peer < static_cast<int>(peerIndex_.size()) && peerIndex_[peer] >= 0;
   }
@@ -88,12 +88,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   void flushAndSayGoodbye();
 
   int myRank_;
-  int depth_;
-  size_t slotBytes_;
-  int socketsPerPeer_;
-  int timeoutMs_;
   const std::vector<PeerInfo>& peerInfo_;
-  const TransportSettings& settings_;
+  const TransportSettings& settings_;  // the communicator's; outlives the domain
   std::vector<int> members_;
   Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};

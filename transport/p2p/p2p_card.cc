@@ -1,10 +1,10 @@
 #include "transport/p2p/p2p_card.h"
 
 #include <cstring>
-#include <random>
 
 #include "common/error.h"
 #include "common/hash.h"
+#include "common/random.h"
 #include "kernels/cuda/channel_layout.h"
 
 namespace coll {
@@ -12,8 +12,9 @@ namespace transport {
 
 uint64_t p2pProcessIdentity() {
   static const uint64_t identity = [] {
-    std::random_device random;
-    return (uint64_t(random()) << 32) ^ random();
+    uint64_t value = 0;
+    fillRandom(&value, sizeof(value), "the P2P process identity");
+    return value;
   }();
   return identity;
 }

@@ -14,8 +14,12 @@ SelfDomain::SelfDomain(const DomainArgs& args)
       slotBytes_(args.settings->slotBytes),
       oneshotBytes_(args.settings->oneshotBytes) {}
 
+void SelfDomain::requireSelf(int rank) const {
+  if (rank != rank_) throwError(collInternalError, "self transport: rank %d is not this rank (%d)", rank, rank_);
+}
+
 void SelfDomain::ensureFifo(int peer) {
-  if (peer != rank_) throwError(collInternalError, "self transport: rank %d is not this rank (%d)", peer, rank_);
+  requireSelf(peer);
   if (fifo_) return;
   fifo_ = std::make_unique<SelfFifo>(depth_, slotBytes_);
   send_ = std::make_unique<SelfSendConnection>(*fifo_);
@@ -33,18 +37,18 @@ RecvConnection* SelfDomain::recvConnection(int peer) {
 }
 
 NativeArea* SelfDomain::area(int rank) const {
-  if (rank != rank_) throwError(collInternalError, "self transport: rank %d is not this rank (%d)", rank, rank_);
+  requireSelf(rank);
   return &area_;
 }
 
 uint8_t* SelfDomain::oneshotBuffer(int rank, int which) const {
-  area(rank);
+  requireSelf(rank);
   if (!oneshot_) oneshot_.reset(new uint8_t[2 * oneshotBytes_]);
   return oneshot_.get() + static_cast<size_t>(which) * oneshotBytes_;
 }
 
 void SelfDomain::readMemory(int rank, uint64_t address, void* local, size_t bytes) const {
-  area(rank);
+  requireSelf(rank);
   memcpy(local, reinterpret_cast<const void*>(address), bytes);
 }
 

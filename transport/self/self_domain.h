@@ -38,6 +38,8 @@ class SelfDomain : public Domain, public LocalMemory {
   void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;
 
  private:
+  // Throws collInternalError unless `rank` is this rank: the only one the domain reaches.
+  void requireSelf(int rank) const;
   void ensureFifo(int peer);
 
   int rank_;

@@ -57,8 +57,6 @@ ShmDomain::ShmDomain(const DomainArgs& args)
 
 ShmDomain::~ShmDomain() {
   if (myLocal_ >= 0 && !headers_.empty()) headers_[myLocal_]->departed.store(1, std::memory_order_release);
-  for (int fd : pidfds_)
-    if (fd >= 0) close(fd);
 }
 
 bool ShmDomain::probePeers() const {
@@ -143,7 +141,8 @@ void ShmDomain::attach(const std::vector<std::string>& locators) {
   const int nlocal = static_cast<int>(localRanks_.size());
   mapped_.resize(nlocal);
   headers_.assign(nlocal, nullptr);
-  pidfds_.assign(nlocal, -1);
+  pidfds_.clear();
+  pidfds_.resize(nlocal);
   sends_.resize(nlocal);
   recvs_.resize(nlocal);
   uint64_t expected = layoutSignatureOf(fifoDepth_, slotBytes_, oneshotBytes_, localRanks_.size());
@@ -161,8 +160,8 @@ void ShmDomain::attach(const std::vector<std::string>& locators) {
                  localRanks_[i], myRank_);
     int pid = headers_[i]->pid;
     if (pid > 0 && pid != getpid()) {
-      pidfds_[i] = openPidfd(pid);
-      if (pidfds_[i] < 0)
+      pidfds_[i].reset(openPidfd(pid));
+      if (!pidfds_[i].valid())
         COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[i]);
     }
   }
@@ -228,8 +227,8 @@ void ShmDomain::checkPeers() const {
     }
     // A rank that destroyed its communicator and then exited finished every call it shared with
     // us; only an exit without that is a death.
-    if (pidfds_[i] >= 0 && headers_[i]->departed.load(std::memory_order_acquire) == 0) {
-      struct pollfd pfd = {pidfds_[i], POLLIN, 0};
+    if (pidfds_[i].valid() && headers_[i]->departed.load(std::memory_order_acquire) == 0) {
+      struct pollfd pfd = {pidfds_[i].get(), POLLIN, 0};
       if (poll(&pfd, 1, 0) > 0)
         throwError(collRemoteError, "rank %d (pid %d) exited while this rank was waiting for it", localRanks_[i],
                    headers_[i]->pid);

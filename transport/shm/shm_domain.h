@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fd.h"
 #include "transport/domain.h"
 #include "transport/local_memory.h"
 #include "transport/shm/shm_connection.h"
@@ -97,7 +98,7 @@ class ShmDomain : public Domain, public LocalMemory {
   ShmSegment own_;
   std::vector<ShmSegment> mapped_;  // indexed by local index; own slot empty
   std::vector<ShmRankHeader*> headers_;
-  std::vector<int> pidfds_;                             // per local index; -1 for self and same-process ranks
+  std::vector<Fd> pidfds_;                              // per local index; none for self and same-process ranks
   std::vector<std::unique_ptr<SendConnection>> sends_;  // per local index, made at first use
   std::vector<std::unique_ptr<RecvConnection>> recvs_;
 };
