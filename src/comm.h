@@ -113,7 +113,6 @@ class Communicator : public ConnectionSource {
   PlanContext planContext_;
   std::unique_ptr<HostEngine> hostEngine_;
   int cudaDevice_ = -1;
-  int64_t spinNs_ = 0;
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};

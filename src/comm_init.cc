@@ -150,8 +150,7 @@ void Communicator::runDomainSetup(Deadline deadline) {
 void Communicator::describePlanContext() {
   PlanContext& ctx = planContext_;
   ctx.nranks = nranks_;
-  ctx.hosts = routes_.localGroups;
-  ctx.crossesNetwork = ctx.hosts.size() > 1;
+  algorithms::describeHostLayout(ctx, routes_.localGroups);
   // The native algorithms need every rank in one domain that maps all their memory.
   for (auto& domain : domains_) {
     transport::LocalMemory* m = domain->localMemory();
@@ -167,16 +166,6 @@ void Communicator::describePlanContext() {
     if (int depth = domain->fifoDepth(); depth > 0)
       ctx.fifoDepth = ctx.fifoDepth == 0 ? depth : std::min(ctx.fifoDepth, depth);
   ctx.overrides = params_.algoOverride;
-  ctx.ringOrder = algorithms::hostOrderedRing(ctx.hosts);
-  // Which levels of the binomial tree (edges rank v - v+2^k) cross between groups: the cost
-  // model charges those the network's latency.
-  ctx.treeNetLevels = 0;
-  for (int bit = 1; bit < nranks_; bit <<= 1) {
-    bool crosses = false;
-    for (int v = 0; v + bit < nranks_ && !crosses; v += 2 * bit)
-      crosses = routes_.groupOf(v) != routes_.groupOf(v + bit);
-    ctx.treeNetLevels += crosses ? 1 : 0;
-  }
 }
 
 void Communicator::startEngines() {
@@ -188,7 +177,8 @@ void Communicator::startEngines() {
   // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
   // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
   // both gave 0.20 us (docs/performance.md).
-  spinNs_ = params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
+  const int64_t spinNs =
+      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
   HostEngineArgs args;
   args.rank = rank_;
   args.nranks = nranks_;
@@ -199,14 +189,14 @@ void Communicator::startEngines() {
   args.localMemory = localMemory_;
   args.planContext = &planContext_;
   args.streamingBytes = params_.streamingBytes;
-  args.spinNs = spinNs_;
+  args.spinNs = spinNs;
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));
   std::string transports;
   for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());
   COLL_INFO(kInit, "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns",
-            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs_));
+            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs));
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) { return routeTo_[peer]->sendConnection(peer); }

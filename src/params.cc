@@ -87,12 +87,6 @@ std::vector<SharedSetting> sharedSettings(const Params& p) {
   return settings;
 }
 
-uint64_t planSettingsDigest(const Params& p) {
-  Fnv1a h;
-  for (const SharedSetting& s : sharedSettings(p)) h.add(s.digest);
-  return h.value();
-}
-
 void parseAlgoOverrides(const std::string& text, Algo* overrides) {
   // "ring" applies to every collective; "allreduce:tree,broadcast:chain" to the ones named.
   for (const std::string& item : splitList(text)) {

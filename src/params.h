@@ -51,8 +51,6 @@ struct SharedSetting {
 };
 constexpr int kMaxSharedSettings = 16;
 std::vector<SharedSetting> sharedSettings(const Params& params);
-// A digest of them all.
-uint64_t planSettingsDigest(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
 void parseAlgoOverrides(const std::string& text, Algo* overrides);

@@ -82,14 +82,23 @@ const std::vector<AlgorithmRow>& algorithmTable() {
   return table;
 }
 
-const AlgorithmRow& algorithmRow(Algo id) {
-  // Looked up on every call's way to its algorithm: an index by id, made once.
+namespace {
+
+// The row of `id`, or nullptr. Looked up on every call's way to its algorithm: an index by id,
+// made once.
+const AlgorithmRow* rowById(Algo id) {
   static const std::vector<const AlgorithmRow*> byId = [] {
-    std::vector<const AlgorithmRow*> index(256, nullptr);
+    std::vector<const AlgorithmRow*> index(kAlgoIdCount, nullptr);
     for (const AlgorithmRow& row : algorithmTable()) index[static_cast<size_t>(row.id)] = &row;
     return index;
   }();
-  const AlgorithmRow* row = byId[static_cast<size_t>(id)];
+  return byId[static_cast<size_t>(id)];
+}
+
+}  // namespace
+
+const AlgorithmRow& algorithmRow(Algo id) {
+  const AlgorithmRow* row = rowById(id);
   if (row == nullptr) throwError(collInternalError, "no algorithm has id %d", static_cast<int>(id));
   return *row;
 }
@@ -102,9 +111,8 @@ const AlgorithmRow* findAlgorithm(const std::string& name) {
 
 const char* algoName(Algo algo) {
   if (algo == Algo::kAuto) return "auto";
-  for (const AlgorithmRow& row : algorithmTable())
-    if (row.id == algo) return row.name;
-  return "?";
+  const AlgorithmRow* row = rowById(algo);
+  return row != nullptr ? row->name : "?";
 }
 
 std::string algorithmNames() {

@@ -9,6 +9,7 @@
 // model and eligibility (declared in algorithms.h). Nothing else names it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,8 @@ enum class Algo : uint8_t {
   kDoubleTree,
   kBruck,
 };
+// Every value an Algo can hold: the size of tables indexed by it.
+constexpr size_t kAlgoIdCount = size_t{1} << (8 * sizeof(Algo));
 
 // How the planner may choose a row when COLL_ALGO does not force one.
 enum class Selection : uint8_t {

@@ -33,6 +33,12 @@ using HostLayout = std::vector<std::vector<int>>;
 HostLayout singleHostLayout(int nranks);
 // Host by host: the ring order that crosses the network once per host.
 std::vector<int> hostOrderedRing(const HostLayout& hosts);
+// Per rank, the index of its host in `hosts` (0 for every rank when `hosts` is empty).
+std::vector<int> hostIndexOfRanks(const HostLayout& hosts, int nranks);
+// Gives the planner the host layout (ctx.nranks set): ctx.hosts, and what the cost models read
+// from it: whether some pair crosses the network, the ring in host order, and the levels of the
+// binomial tree that cross between hosts.
+void describeHostLayout(PlanContext& ctx, const HostLayout& hosts);
 // Two levels: each host reduces to its first rank (binomial tree over shared memory), the
 // hosts' first ranks all-reduce in a ring over the network, and each host broadcasts back.
 // Network traffic per host is 2(h-1)/h of the data instead of 2(n-1)/n.
@@ -88,6 +94,9 @@ double modelDoubleTree(const CollCall& call, const PlanContext& ctx);
 // Binomial tree shape rooted at `root`: the parent of `rank` (-1 for the root) and its children.
 int binomialParent(int nranks, int rank, int root);
 int binomialChildren(int nranks, int rank, int root, int* children, int maxChildren);
+// How many levels of the binomial tree rooted at rank 0 (edges rank v - v+2^k) have an edge
+// between two hosts: the tree's cost model charges those the network.
+int binomialLevelsCrossingHosts(const HostLayout& hosts, int nranks);
 
 }  // namespace algorithms
 }  // namespace coll

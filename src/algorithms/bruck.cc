@@ -138,9 +138,7 @@ constexpr double kRoundInRingSteps = 1.3;
 // Equal to n-1 with one rank per host, more with several.
 double offHostBlocks(const PlanContext& ctx, const std::vector<int>& order) {
   const int n = ctx.nranks;
-  std::vector<int> hostOf(n, 0);
-  for (size_t h = 0; h < ctx.hosts.size(); ++h)
-    for (int r : ctx.hosts[h]) hostOf[r] = static_cast<int>(h);
+  const std::vector<int> hostOf = hostIndexOfRanks(ctx.hosts, n);
   std::vector<double> sent(std::max<size_t>(1, ctx.hosts.size()));
   double total = 0;
   for (long d = 1; d < n; d *= 2) {

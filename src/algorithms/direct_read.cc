@@ -149,7 +149,9 @@ bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why)
 }
 
 bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
-  return ctx.directReadBytes > 0 && oneshotInputBytes(call, ctx.nranks) >= ctx.directReadBytes && ctx.nranks <= 16;
+  // run() reduces every rank's block in one pass of the kernel, which takes this many sources.
+  return ctx.directReadBytes > 0 && oneshotInputBytes(call, ctx.nranks) >= ctx.directReadBytes &&
+         ctx.nranks <= kernels::kMaxReduceSources;
 }
 
 double modelDirectRead(const CollCall& call, const PlanContext& ctx) {

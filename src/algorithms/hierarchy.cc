@@ -75,6 +75,20 @@ std::vector<int> hostOrderedRing(const HostLayout& hosts) {
   return order;
 }
 
+std::vector<int> hostIndexOfRanks(const HostLayout& hosts, int nranks) {
+  std::vector<int> hostOf(nranks, 0);
+  for (size_t h = 0; h < hosts.size(); ++h)
+    for (int r : hosts[h]) hostOf[r] = static_cast<int>(h);
+  return hostOf;
+}
+
+void describeHostLayout(PlanContext& ctx, const HostLayout& hosts) {
+  ctx.hosts = hosts;
+  ctx.crossesNetwork = hosts.size() > 1;
+  ctx.ringOrder = hostOrderedRing(hosts);
+  ctx.treeNetLevels = binomialLevelsCrossingHosts(hosts, ctx.nranks);
+}
+
 Schedule hierarchicalAllReduce(const HostLayout& hosts, int rank, size_t count, size_t maxStepElems, bool avg) {
   Schedule s;
   s.algorithm = "hier";

@@ -67,6 +67,17 @@ int binomialChildren(int n, int rank, int root, int* children, int maxChildren) 
   return count;
 }
 
+int binomialLevelsCrossingHosts(const HostLayout& hosts, int n) {
+  const std::vector<int> hostOf = hostIndexOfRanks(hosts, n);
+  int levels = 0;
+  for (int bit = 1; bit < n; bit <<= 1) {
+    bool crosses = false;
+    for (int v = 0; v + bit < n && !crosses; v += 2 * bit) crosses = hostOf[v] != hostOf[v + bit];
+    levels += crosses ? 1 : 0;
+  }
+  return levels;
+}
+
 Schedule treeBroadcast(int n, int r, int root, size_t count, size_t maxStepElems) {
   Schedule s;
   s.algorithm = "tree";

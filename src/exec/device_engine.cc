@@ -6,7 +6,7 @@ namespace coll {
 
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
                            int timeoutMs)
-    : channels_(channels), rank_(rank), launcher_(channels, rank, timeoutMs) {
+    : channels_(channels), rank_(rank), launcher_(channels, timeoutMs) {
   context_.rank = rank;
   context_.nranks = nranks;
   context_.mode = channels.kernelsConcurrent() ? DeviceMode::kConcurrent : DeviceMode::kSerialized;

@@ -8,8 +8,8 @@
 
 namespace coll {
 
-DeviceLauncher::DeviceLauncher(transport::DeviceChannels& channels, int rank, int timeoutMs)
-    : channels_(channels), rank_(rank), timeoutNs_(static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull) {
+DeviceLauncher::DeviceLauncher(transport::DeviceChannels& channels, int timeoutMs)
+    : channels_(channels), timeoutNs_(static_cast<uint64_t>(timeoutMs > 0 ? timeoutMs : 1) * 1000000ull) {
   if (!channels_.kernelsConcurrent()) waits_ = std::make_unique<StreamWaits>();
 }
 

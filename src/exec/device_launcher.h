@@ -34,7 +34,7 @@ struct DeviceProgramView {
 class DeviceLauncher {
  public:
   // timeoutMs bounds every wait of a kernel (COLL_TIMEOUT_MS or the communicator's timeout).
-  DeviceLauncher(transport::DeviceChannels& channels, int rank, int timeoutMs);
+  DeviceLauncher(transport::DeviceChannels& channels, int timeoutMs);
 
   // sendbuff/recvbuff: the call's device buffers (NULL for calls without them: barrier and
   // point-to-point groups, whose steps carry addresses). Throws collUnhandledCudaError when a
@@ -48,7 +48,6 @@ class DeviceLauncher {
   void awaitUnitSlots(const DeviceProgramView& program, const device::DeviceLaunch& launch, cudaStream_t stream);
 
   transport::DeviceChannels& channels_;
-  int rank_;
   uint64_t timeoutNs_;
   std::unique_ptr<StreamWaits> waits_;  // serialized mode only
 };

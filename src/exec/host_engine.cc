@@ -7,7 +7,7 @@
 namespace coll {
 
 HostEngine::HostEngine(HostEngineArgs args)
-    : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(256) {}
+    : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
 
 ProgressWaiter HostEngine::makeWaiter(const char* what) const {
   auto deadline = Clock::now() + std::chrono::milliseconds(args_.timeoutMs);
@@ -78,7 +78,7 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
     native(plan.algo).run(call, waiter);
     return;
   }
-  Schedule schedule = row.build(call, plan, args_.rank, *args_.planContext);
+  Schedule schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);
   ExecBuffers buffers;
   uint8_t barrierIn = 0, barrierOut = 0;
   buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;

@@ -1,6 +1,9 @@
 // The device protocol choice (src/plan/protocol.h) and COLL_PROTO's parsing (src/params.h).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "common/error.h"
 #include "src/params.h"
 #include "src/plan/protocol.h"
@@ -65,10 +68,16 @@ TEST(DeviceProtocol, ParsesCollProto) {
 }
 
 TEST(DeviceProtocol, CollProtoIsAPlanningSetting) {
-  // Ranks that disagree on COLL_PROTO would cut connections differently: init refuses them.
+  // Ranks that disagree on COLL_PROTO would cut connections differently: init compares the shared
+  // settings' digests, refuses them and names the variable.
   Params a, b;
   b.protocol = ProtoChoice::kLL;
-  EXPECT_NE(planSettingsDigest(a), planSettingsDigest(b));
+  const std::vector<SharedSetting> mine = sharedSettings(a), theirs = sharedSettings(b);
+  ASSERT_EQ(mine.size(), theirs.size());
+  std::vector<std::string> differing;
+  for (size_t i = 0; i < mine.size(); ++i)
+    if (mine[i].digest != theirs[i].digest) differing.push_back(mine[i].name);
+  EXPECT_EQ(differing, std::vector<std::string>{"COLL_PROTO"});
 }
 
 }  // namespace

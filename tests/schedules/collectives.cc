@@ -248,8 +248,7 @@ std::vector<Schedule> buildAll(const Case& c) {
         call.op = c.avg ? collAvg : collSum;
         PlanContext ctx;
         ctx.nranks = n;
-        ctx.hosts = hosts;
-        ctx.ringOrder = order;
+        a::describeHostLayout(ctx, hosts);
         Plan plan;
         plan.algo = c.algo;
         plan.maxStepElems = c.maxStepElems;
@@ -365,8 +364,7 @@ std::string runCase(const Case& c, const std::vector<Schedule>& schedules) {
         << expectedAlgorithm(c) << "\"";
       return o.str();
     }
-  std::string structure =
-      checkStructure(schedules, c.sim.slotElems, c.avg, usesMaxStep(c) ? c.maxStepElems : 0);
+  std::string structure = checkStructure(schedules, c.sim.slotElems, c.avg, usesMaxStep(c) ? c.maxStepElems : 0);
   if (!structure.empty()) return "structure: " + structure;
 
   std::vector<RankMemory> memory = initialMemory(c);

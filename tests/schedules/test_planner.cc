@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "src/algorithms/algorithms.h"
 #include "src/params.h"
 #include "src/plan/planner.h"
 #include "tests/schedules/simulator.h"
@@ -264,12 +265,33 @@ namespace {
 // 2 hosts of `perHost` ranks each, host-contiguous ranks, sockets between them.
 PlanContext twoHostContext(int perHost) {
   PlanContext ctx = makeContext(2 * perHost, false);
-  ctx.crossesNetwork = true;
-  ctx.hosts.assign(2, {});
-  for (int r = 0; r < 2 * perHost; ++r) ctx.hosts[r / perHost].push_back(r);
-  for (const auto& host : ctx.hosts) ctx.ringOrder.insert(ctx.ringOrder.end(), host.begin(), host.end());
-  ctx.treeNetLevels = 1;
+  algorithms::HostLayout hosts(2);
+  for (int r = 0; r < 2 * perHost; ++r) hosts[r / perHost].push_back(r);
+  algorithms::describeHostLayout(ctx, hosts);
   return ctx;
+}
+
+// What the cost models read from a host layout, against the layouts worked out by hand: the
+// binomial tree rooted at 0 has edges v - v+2^k, so with hosts {0,1} {2,3} only the 0-2 level
+// crosses, with one rank per host every level does, and on one host none.
+TEST(Planner, HostLayoutDescribesRingOrderAndCrossingTreeLevels) {
+  PlanContext twoByTwo = makeContext(4, false);
+  algorithms::describeHostLayout(twoByTwo, {{0, 1}, {2, 3}});
+  EXPECT_TRUE(twoByTwo.crossesNetwork);
+  EXPECT_EQ(twoByTwo.ringOrder, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(twoByTwo.treeNetLevels, 1);
+  PlanContext interleaved = makeContext(4, false);
+  algorithms::describeHostLayout(interleaved, {{0, 2}, {1, 3}});
+  EXPECT_EQ(interleaved.ringOrder, (std::vector<int>{0, 2, 1, 3}));
+  EXPECT_EQ(interleaved.treeNetLevels, 1);  // 0-1 and 2-3 cross; 0-2 stays on its host
+  PlanContext eightHosts = makeContext(8, false);
+  algorithms::describeHostLayout(eightHosts, {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}});
+  EXPECT_EQ(eightHosts.treeNetLevels, 3);
+  PlanContext oneHost = makeContext(4, false);
+  algorithms::describeHostLayout(oneHost, {{0, 1, 2, 3}});
+  EXPECT_FALSE(oneHost.crossesNetwork);
+  EXPECT_EQ(oneHost.treeNetLevels, 0);
+  EXPECT_EQ(algorithms::hostIndexOfRanks({{0, 2}, {1, 3}}, 4), (std::vector<int>{0, 1, 0, 1}));
 }
 
 TEST(Planner, AcrossHostsTheAllReduceIsTheModelsCheapest) {
@@ -316,10 +338,7 @@ TEST(Planner, BruckAllGatherWhereItsModelWins) {
     return planCall(makeCall(CollType::kAllGather, bytes / 4), ctx).algo;
   };
   PlanContext fourHosts = makeContext(4, false);
-  fourHosts.crossesNetwork = true;
-  fourHosts.hosts = {{0}, {1}, {2}, {3}};
-  fourHosts.ringOrder = {0, 1, 2, 3};
-  fourHosts.treeNetLevels = 2;
+  algorithms::describeHostLayout(fourHosts, {{0}, {1}, {2}, {3}});
   for (size_t bytes : {8ul, 64ul << 10, 16ul << 20}) EXPECT_EQ(allGather(fourHosts, bytes), Algo::kBruck) << bytes;
   PlanContext twoByTwo = twoHostContext(2);
   EXPECT_EQ(allGather(twoByTwo, 8), Algo::kBruck);

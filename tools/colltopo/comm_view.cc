@@ -71,9 +71,7 @@ void printText(const coll::Communicator& comm, const std::vector<RankCard>& card
   const coll::PlanContext& ctx = comm.planContext();
   printf("communicator: %d ranks in %zu shared-memory group(s)%s\n", n, ctx.hosts.empty() ? 1 : ctx.hosts.size(),
          ctx.crossesNetwork ? ", the network between groups" : "");
-  std::vector<int> groupOf(n, 0);
-  for (size_t g = 0; g < ctx.hosts.size(); ++g)
-    for (int r : ctx.hosts[g]) groupOf[r] = static_cast<int>(g);
+  const std::vector<int> groupOf = coll::algorithms::hostIndexOfRanks(ctx.hosts, n);
   printf("\nranks:\n  %-5s %-16s %-6s %-8s %-14s %s\n", "rank", "hostname", "group", "pid", "cpus", "listens on");
   for (int r = 0; r < n; ++r)
     printf("  %-5d %-16s %-6d %-8d %-14s %s\n", r, cards[r].host, groupOf[r], cards[r].pid, cards[r].cpus,
