@@ -22,19 +22,13 @@ import statistics
 import subprocess
 import sys
 
+from compare import parse_bytes  # beside this script: the suite's one size grammar
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PROGRAMS = ("all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter", "gather", "scatter", "alltoall",
             "sendrecv")
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([\d.]+)\s")
-
-
-def parse_bytes(text):
-    t = text.strip().upper().rstrip("B")
-    for suffix, scale in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
-        if t.endswith(suffix):
-            return int(t[:-1]) * scale
-    return int(t)
 
 
 def parse_args():
@@ -55,7 +49,10 @@ def parse_args():
     if unknown:
         p.error(f"unknown program(s) {unknown}; expected some of {','.join(PROGRAMS)}")
     a.ranks = [int(x) for x in a.ranks.split(",")]
-    a.sizes = [parse_bytes(x) for x in a.sizes.split(",")]
+    try:
+        a.sizes = [parse_bytes(x) for x in a.sizes.split(",")]
+    except (ValueError, argparse.ArgumentTypeError) as e:
+        p.error(f"--sizes: {e}")
     for build in (a.a, a.b):
         if not os.path.isfile(os.path.join(build, "benchmarks", "perf", "all_reduce_perf")):
             p.error(f"{build} has no benchmarks/perf/all_reduce_perf: build it first (tools/quickstart.sh)")
