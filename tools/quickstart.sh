@@ -7,7 +7,8 @@ usage() {
   cat <<'USAGE'
 usage: tools/quickstart.sh [-h|--help]
 
-  1. tools/install-deps.sh (Debian packages; uses sudo when not root)
+  1. tools/install-deps.sh (Debian packages; uses sudo when not root); not the torch 2.x
+     environment (several GB from PyPI, which the benchmark does not need) unless SKIP_PYENV=0
   2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release, then builds with $(nproc) jobs
   3. collrun -n 4 all_reduce_perf -b 8 -e 64M -f 4 -c 1
 
@@ -29,7 +30,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 if [ "${SKIP_DEPS:-0}" != 1 ]; then
-  tools/install-deps.sh
+  SKIP_PYENV=${SKIP_PYENV:-1} tools/install-deps.sh
 fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD_DIR" --parallel "$JOBS"

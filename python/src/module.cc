@@ -19,14 +19,16 @@ PYBIND11_MODULE(_C, module) {
       "A new libcollective unique id (bytes); also starts the rendezvous server it names.");
   module.def(
       "create_backend",
-      [](int rank, int size, const std::string& uniqueId,
-         int timeoutMs) -> c10::intrusive_ptr<torch_collective::BackendBase> {
-        return c10::make_intrusive<torch_collective::ProcessGroupCollective>(rank, size, uniqueId, timeoutMs);
+      [](int rank, int size, const std::string& uniqueId, int timeoutMs,
+         c10::intrusive_ptr<c10d::Store> store) -> c10::intrusive_ptr<torch_collective::BackendBase> {
+        return c10::make_intrusive<torch_collective::ProcessGroupCollective>(rank, size, uniqueId, timeoutMs,
+                                                                             std::move(store));
       },
-      py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout_ms"),
+      py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::arg("timeout_ms"), py::arg("store"),
       // Joining waits for every rank: let other Python threads run meanwhile.
       py::call_guard<py::gil_scoped_release>(),
-      "Joins the communicator named by unique_id and returns it as a torch.distributed backend.");
+      "Joins the communicator named by unique_id and returns it as a torch.distributed backend; the\n"
+      "group's store carries the monitored barrier's arrivals.");
   torch_collective::registerZeroBindings(module);
   module.attr("torch_version") = TORCH_VERSION;
 }

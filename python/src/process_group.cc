@@ -7,8 +7,18 @@
 
 namespace torch_collective {
 
-ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs)
-    : BackendBase(rank, size), comm_(rank, size, uniqueId, timeoutMs), queue_(std::make_shared<WorkQueue>()) {}
+ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs,
+                                               c10::intrusive_ptr<c10d::Store> store)
+    : BackendBase(rank, size),
+      comm_(rank, size, uniqueId, timeoutMs),
+      store_(std::move(store)),
+      queue_(std::make_shared<WorkQueue>()) {}
+
+ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store)
+    : BackendBase(Communicator::rankOf(comm), Communicator::sizeOf(comm)),
+      comm_(comm, timeoutMs),
+      store_(std::move(store)),
+      queue_(std::make_shared<WorkQueue>()) {}
 
 ProcessGroupCollective::~ProcessGroupCollective() {
   // The communicator must outlive every queued call, and the calls must not wait for a Work that

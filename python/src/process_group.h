@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
 #include "communicator.h"
 #include "tensor_staging.h"
 #include "torch_compat.h"
@@ -19,8 +21,13 @@ namespace torch_collective {
 
 class ProcessGroupCollective : public BackendBase {
  public:
-  // Joins the communicator that `uniqueId` names (see Communicator).
-  ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs);
+  // Joins the communicator that `uniqueId` names (see Communicator). `store` is the group's
+  // torch store: the monitored barrier reports arrivals through it, so that a rank that never
+  // comes can be named even when the library's own calls would only time out.
+  ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs,
+                         c10::intrusive_ptr<c10d::Store> store);
+  // Takes over `comm`, a communicator made from this group's (collCommSplit).
+  ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store);
   // Lets every queued call finish (or fail) first.
   ~ProcessGroupCollective() override;
 
@@ -52,6 +59,39 @@ class ProcessGroupCollective : public BackendBase {
       at::Tensor& outputBuffer, at::Tensor& inputBuffer,
       const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  // coalesced.cc: several tensors packed into one library call.
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+#if TORCH_COLLECTIVE_HAS_TENSOR_COALESCED
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+#endif
+
+  // group_control.cc
+  // Rank 0 waits up to the timeout for every rank to arrive and names those that did not (all of
+  // them with waitAllRanks, else the first); the others learn the outcome from rank 0.
+  void monitoredBarrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions(), bool waitAllRanks = false) override;
+#if TORCH_COLLECTIVE_HAS_SPLIT_AND_ABORT
+  bool supportsSplitting() const override { return true; }
+  // What split_group copies for the new group: the name and this group's timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  // Every rank of this group calls it; those in `ranks` (ranks of this group) get the new group.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  // Fails the call in progress and every queued one (collCommAbort), at once.
+  void abort() override;
+  // Lets every queued call finish, then releases the communicator.
+  void shutdown() override;
+#endif
 
   // point_to_point.cc
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
@@ -99,6 +139,8 @@ class ProcessGroupCollective : public BackendBase {
   void checkPeer(int peer, const char* op) const;
 
   Communicator comm_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  uint64_t monitoredBarriers_ = 0;  // numbers each monitored barrier's keys in the store
   std::shared_ptr<WorkQueue> queue_;  // Works keep a weak reference, to start held calls
   std::mutex coalescingMutex_;
   bool coalescing_ = false;

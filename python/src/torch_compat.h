@@ -19,6 +19,23 @@
 #define TORCH_COLLECTIVE_COALESCING_RETURNS_WORK 0
 #endif
 
+// allgather_into_tensor_coalesced and reduce_scatter_tensor_coalesced (FSDP, DeepSpeed ZeRO-3,
+// _coalescing_manager) are torch 2.1's.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define TORCH_COLLECTIVE_HAS_TENSOR_COALESCED 1
+#else
+#define TORCH_COLLECTIVE_HAS_TENSOR_COALESCED 0
+#endif
+
+// Backend::split(store, ranks, options) (torch.distributed.split_group) and Backend::abort()
+// in the form this backend was checked against (2.15); older 2.x lines keep torch's defaults:
+// split_group then says the backend cannot split, and abort does nothing.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15)
+#define TORCH_COLLECTIVE_HAS_SPLIT_AND_ABORT 1
+#else
+#define TORCH_COLLECTIVE_HAS_SPLIT_AND_ABORT 0
+#endif
+
 namespace torch_collective {
 
 #if TORCH_VERSION_MAJOR >= 2

@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "library_call.h"
 
@@ -85,9 +86,22 @@ void WorkQueue::shutdown() {
   if (worker_.joinable()) worker_.join();
 }
 
+void WorkQueue::abort(const std::function<void()>& abortLibrary) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (aborted_) return;
+    aborted_ = true;
+  }
+  // The worker takes no new batch to the library from here on. The one it may be running ends
+  // with the library's error; collCommAbort waits for that call to let go before freeing.
+  abortLibrary();
+  wakeWorker_.notify_one();
+}
+
 bool WorkQueue::frontIsReady() const {
   const Entry& front = queue_.front();
-  if (front.call.kind == CallKind::kCollective || stopping_ || front.sequence <= startedThrough_) return true;
+  if (front.call.kind == CallKind::kCollective || stopping_ || aborted_ || front.sequence <= startedThrough_)
+    return true;
   return std::any_of(queue_.begin(), queue_.end(), [](const Entry& e) { return e.call.kind == CallKind::kCollective; });
 }
 
@@ -106,13 +120,18 @@ void WorkQueue::workerLoop() {
   at::NoGradGuard noGrad;
   for (;;) {
     std::vector<QueuedCall> batch;
+    bool aborted = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wakeWorker_.wait(lock, [this] { return queue_.empty() ? stopping_ : frontIsReady(); });
       if (queue_.empty()) return;
       batch = takeBatch();
+      aborted = aborted_;
     }
-    if (batch.front().kind == CallKind::kCollective) {
+    if (aborted) {
+      completeBatch(batch, std::make_exception_ptr(std::runtime_error(
+                               "collective backend: the process group was aborted; this call did not run")));
+    } else if (batch.front().kind == CallKind::kCollective) {
       runCollective(batch.front());
     } else {
       runPointToPointGroup(batch);

@@ -52,6 +52,9 @@ class WorkQueue {
   void startThrough(uint64_t sequence);
   // Runs everything still queued, then stops the worker. Idempotent.
   void shutdown();
+  // Fails every queued and later call without running it, and runs `abortLibrary` (which ends
+  // the library call in flight, if any). Idempotent.
+  void abort(const std::function<void()>& abortLibrary);
 
  private:
   struct Entry {
@@ -70,6 +73,7 @@ class WorkQueue {
   uint64_t lastSequence_ = 0;    // of the last call posted
   uint64_t startedThrough_ = 0;  // held calls with sequence <= this may start
   bool stopping_ = false;
+  bool aborted_ = false;
   std::thread worker_;
 };
 

@@ -51,7 +51,7 @@ def create_backend(store, rank, world_size, timeout):
         store.set(_UNIQUE_ID_KEY, unique_id)
     else:
         unique_id = store.get(_UNIQUE_ID_KEY)
-    return _C.create_backend(rank, world_size, unique_id, _timeout_ms(timeout))
+    return _C.create_backend(rank, world_size, unique_id, _timeout_ms(timeout), store)
 
 
 def _register():

@@ -96,6 +96,22 @@ class Checker:
         print(f"rank {self.rank}: {name}: {self.passed} passed, 0 failed", flush=True)
 
 
+def start_process_group(threads=1):
+    """Joins the "collective" process group (env://, from the launcher) with `threads` intra-op
+    threads per rank (ranks share the machine's cores); returns (rank, ranks, Checker())."""
+    torch.set_num_threads(threads)
+    dist.init_process_group("collective")
+    return dist.get_rank(), dist.get_world_size(), Checker()
+
+
+def check_same_on_every_rank(check, tensor, what):
+    """Every rank holds the same `tensor` (parameters after data-parallel training, say)."""
+    gathered = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, tensor)
+    for rank, theirs in enumerate(gathered):
+        check.equal(theirs, tensor, f"{what} of rank {rank}")
+
+
 def _available(*names):
     return [getattr(dist, name) for name in names if hasattr(dist, name)]
 

@@ -4,7 +4,9 @@
 
 A bad value is a ValueError naming the key, the value and what is allowed; an unknown key is a
 warning naming it; a JSON file works like the dict; a checkpoint of another model, or of another
-optimizer, is refused with a message naming the difference. fp16 (on a model of element-wise ops,
+optimizer, is refused with a message naming the difference; the config's "scheduler" (WarmupLR,
+WarmupDecayLR) sets each step's learning rate as DeepSpeed's rule (and, where DeepSpeed is
+installed, DeepSpeed's own schedule) does. fp16 (on a model of element-wise ops,
 the only ones torch 1.13 runs in half precision on the CPU): a static loss scale trains like
 float32 within fp16's rounding; a dynamic scale that starts too high skips the overflowing steps
 without touching the parameters and halves until the steps go through.
@@ -43,13 +45,76 @@ BAD_VALUES = [
     ({"fp16": {"min_loss_scale": 0}}, "fp16.min_loss_scale = 0"),
     ({"train_batch_size": 10, "gradient_accumulation_steps": 1}, "train_batch_size = 10"),
     ({"train_micro_batch_size_per_gpu": None}, "train_batch_size or train_micro_batch_size_per_gpu must be given"),
+    ({"scheduler": {"type": "OneCycle"}}, "scheduler.type = 'OneCycle'"),
+    ({"scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 3}}},
+     "WarmupDecayLR needs params.total_num_steps"),
+    ({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}},
+     "scheduler.params.warmup_type = 'cosine'"),
+    ({"scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": -0.1}}}, "scheduler.params.warmup_max_lr = -0.1"),
 ]
 
 UNKNOWN_KEYS = [
     ({"optimiser": {}}, "'optimiser'"),
     ({"zero_optimization": {"stage": 1, "sub_group_size": 5}}, "'zero_optimization.sub_group_size'"),
     ({"optimizer": {"type": "AdamW", "params": {"lr": 0.1, "decay": 1}}}, "'optimizer.params.decay'"),
+    ({"scheduler": {"type": "WarmupLR", "params": {"total_num_steps": 9}}}, "'scheduler.params.total_num_steps'"),
 ]
+
+
+def expected_schedule(kind, params, steps):
+    """The learning rate after each of `steps` optimizer steps, from DeepSpeed's documented rule
+    (computed here, not by the engine): a log or linear ramp from warmup_min_lr to warmup_max_lr
+    over warmup_num_steps (at least 2), then flat (WarmupLR) or falling linearly to 0 at
+    total_num_steps (WarmupDecayLR). The schedule counts from 0: the first step() moves it to
+    iteration 0, still warmup_min_lr."""
+    import math
+
+    low, high = params.get("warmup_min_lr", 0.0), params.get("warmup_max_lr", 0.001)
+    warmup = max(2, params.get("warmup_num_steps", 1000))
+    rates = []
+    for step in range(steps):
+        if step < warmup:
+            ramp = step / warmup if params.get("warmup_type") == "linear" else math.log(step + 1) / math.log(warmup)
+        elif kind == "WarmupLR":
+            ramp = 1.0
+        else:
+            total = params["total_num_steps"]
+            ramp = max(0.0, (total - step) / max(1.0, total - warmup))
+        rates.append(low + (high - low) * ramp)
+    return rates
+
+
+def check_scheduler(check):
+    """The config's "scheduler" drives the learning rate as DeepSpeed's would: against the rule,
+    and against DeepSpeed's own schedule where DeepSpeed is installed."""
+    cases = [("WarmupLR", {"warmup_min_lr": 0.001, "warmup_max_lr": 0.02, "warmup_num_steps": 4}),
+             ("WarmupLR", {"warmup_max_lr": 0.05, "warmup_num_steps": 3, "warmup_type": "linear"}),
+             ("WarmupDecayLR", {"warmup_max_lr": 0.03, "warmup_num_steps": 2, "total_num_steps": 6})]
+    for kind, params in cases:
+        cfg = config(1)
+        cfg["scheduler"] = {"type": kind, "params": params}
+        model = make_model()
+        engine, _, _, scheduler = zero.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+        check.true(scheduler is not None and engine.lr_scheduler is scheduler, f"{kind}: no schedule was built")
+        seen = []
+        for step in range(7):
+            train_engine(engine, step, 1, 1)
+            seen.append(engine.get_lr()[0])
+        expected = expected_schedule(kind, params, 7)
+        check.true(all(abs(a - b) <= 1e-12 for a, b in zip(seen, expected)),
+                   f"{kind} {params}: learning rates {seen}, expected {expected}")
+        try:
+            from deepspeed.runtime import lr_schedules as deepspeed_schedules
+        except ImportError:
+            continue
+        optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+        theirs = getattr(deepspeed_schedules, kind)(optimizer, **params)
+        rates = []
+        for _ in range(7):
+            theirs.step()
+            rates.append(optimizer.param_groups[0]["lr"])
+        check.true(all(abs(a - b) <= 1e-12 for a, b in zip(seen, rates)),
+                   f"{kind} {params}: ours {seen}, DeepSpeed's {rates}")
 
 
 def with_changes(changes):
@@ -220,6 +285,7 @@ def main():
         check_configs(check, directory)
         check_optimizer_arguments(check)
         check_checkpoint_errors(check, directory)
+        check_scheduler(check)
         check_fp16(check)
         check.summary("test_zero_config")
     finally:

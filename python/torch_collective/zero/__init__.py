@@ -13,6 +13,7 @@ data-parallel ranks of the "collective" backend; engine.save_checkpoint / load_c
 and read sharded checkpoints (loadable by any number of ranks), consolidate_checkpoint rebuilds
 the full float32 state dict. See docs/zero.md.
 """
+from . import lr_schedules
 from .checkpoint import consolidate as consolidate_checkpoint
 from .config import ZeroConfig
 from .engine import ZeroEngine
@@ -29,7 +30,8 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     settings are used, unless the config has an "optimizer" entry. training_data: a Dataset, for
     which a DataLoader with a DistributedSampler and the micro-batch size is returned. lr_scheduler:
     a scheduler built on the returned optimizer is not possible before it exists, so pass a
-    callable optimizer -> scheduler, or step your own. The process group is initialized from the
+    callable optimizer -> scheduler, or step your own; with none, the config's "scheduler" entry
+    (WarmupLR, WarmupDecayLR) is built, as DeepSpeed does. The process group is initialized from the
     environment (collrun, torchrun) with the "collective" backend when it is not yet.
     """
     if model is None:
@@ -41,6 +43,9 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     engine = ZeroEngine(model, model_parameters=model_parameters, config=config, optimizer=optimizer, group=group)
     if callable(lr_scheduler) and not hasattr(lr_scheduler, "step"):
         lr_scheduler = lr_scheduler(engine.optimizer)
+    if lr_scheduler is None and engine.config.scheduler is not None:
+        # The config's "scheduler" entry, as DeepSpeed builds it when the program passes none.
+        lr_scheduler = lr_schedules.build(engine.optimizer, engine.config.scheduler)
     engine.lr_scheduler = lr_scheduler
     loader = None
     if training_data is not None:

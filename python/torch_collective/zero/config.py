@@ -94,6 +94,12 @@ class ZeroOptimizationConfig:
 
 
 @dataclass
+class SchedulerConfig:
+    kind: str = "WarmupLR"        # one of lr_schedules.SCHEDULES
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
 class ZeroConfig:
     train_batch_size: int = 1
     train_micro_batch_size_per_gpu: int = 1
@@ -104,6 +110,7 @@ class ZeroConfig:
     fp16: Fp16Config = field(default_factory=Fp16Config)
     zero: ZeroOptimizationConfig = field(default_factory=ZeroOptimizationConfig)
     steps_per_print: int = 0       # 0: no progress lines (DeepSpeed prints every 10 steps by default)
+    scheduler: SchedulerConfig = None
     raw: dict = field(default_factory=dict)
 
     @staticmethod
@@ -132,6 +139,7 @@ class ZeroConfig:
         if result.bf16 and result.fp16.enabled:
             raise ValueError(f"{_PREFIX}: bf16.enabled and fp16.enabled are both true: expected at most one")
         result.zero = _load_zero(_get_section(config, "zero_optimization"))
+        result.scheduler = _load_scheduler(config)
         return result
 
     def _load_batch(self, config, world_size):
@@ -169,7 +177,48 @@ class ZeroConfig:
 _TOP_LEVEL_KEYS = {
     "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "optimizer",
     "gradient_clipping", "bf16", "fp16", "zero_optimization", "steps_per_print", "wall_clock_breakdown",
+    "scheduler",
 }
+
+
+_SCHEDULER_PARAMS = {"warmup_min_lr": float, "warmup_max_lr": float, "warmup_num_steps": int, "warmup_type": str,
+                     "total_num_steps": int}
+
+
+def _load_scheduler(config):
+    """DeepSpeed's "scheduler" entry: WarmupLR or WarmupDecayLR; another type is an error (training
+    with a different schedule than the config asks for would go unnoticed)."""
+    if config.get("scheduler") is None:
+        return None
+    from .lr_schedules import SCHEDULES
+
+    section = _get_section(config, "scheduler")
+    _warn_unknown(section, {"type", "params"}, "scheduler")
+    kind = section.get("type")
+    if kind not in SCHEDULES:
+        raise _bad("scheduler.type", kind, " or ".join(SCHEDULES))
+    params = section.get("params") or {}
+    if not isinstance(params, dict):
+        raise _bad("scheduler.params", params, "an object")
+    allowed = dict(_SCHEDULER_PARAMS)
+    if kind == "WarmupLR":
+        del allowed["total_num_steps"]
+    _warn_unknown(params, set(allowed), "scheduler.params")
+    parsed = {}
+    for key, kind_of in allowed.items():
+        if key not in params:
+            continue
+        if kind_of is str:
+            if params[key] not in ("log", "linear"):
+                raise _bad(f"scheduler.params.{key}", params[key], "log or linear")
+            parsed[key] = params[key]
+        elif kind_of is int:
+            parsed[key] = _get_int(params, key, None, "scheduler.params.")
+        else:
+            parsed[key] = _get_float(params, key, None, "scheduler.params.")
+    if kind == "WarmupDecayLR" and "total_num_steps" not in parsed:
+        raise ValueError(f"{_PREFIX}: scheduler WarmupDecayLR needs params.total_num_steps")
+    return SchedulerConfig(kind=kind, params=parsed)
 
 
 def _load_optimizer(config):

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""ZeRO stages 1-3: torch_collective.zero against DeepSpeed's engine on gloo and on "collective".
+
+    PYTHONPATH=build/python/torch2.15 /opt/collective-py/bin/python benchmarks/compare/zero_vs_deepspeed.py \
+        --collrun build/tools/collrun/collrun [--ranks 2 3] [--stages 1 2 3]
+        [--steps 12] [--warmups 3] [--width 1024] [--layers 4] [--micro-batch 8] [--json FILE]
+
+For every rank count and stage, the driver launches three runs under collrun (one process per rank,
+one run per engine, so that each run's peak memory is its own), with the same model, data and
+DeepSpeed config:
+
+  zero           torch_collective.zero.initialize (our engine) on the "collective" backend;
+  ds-gloo        deepspeed.initialize after deepspeed.init_distributed(dist_backend="gloo");
+  ds-collective  deepspeed.initialize after deepspeed.init_distributed(dist_backend="collective").
+
+DeepSpeed runs on the CPU (DS_ACCELERATOR=cpu), in float32, with "torch_adam": true (torch's
+AdamW; DeepSpeed's FusedAdam is a CUDA op). The model is an MLP of --layers hidden layers of
+--width (3.4 M parameters by default), trained with AdamW and clipping on fixed random batches.
+
+Per stage and rank count it prints a Markdown table:
+
+  max |dloss|   the largest difference, over all steps, between this engine's loss and our
+                engine's (the loss of a step is the mean over the ranks of their micro-batch losses);
+  final loss    the loss of the last step;
+  step ms       the median time of a training step (forward, backward, step), after --warmups
+                untimed steps; the largest median over the ranks;
+  peak RSS      the process's peak resident set (getrusage ru_maxrss), largest over the ranks:
+                everything, Python, torch and DeepSpeed's libraries included;
+  RSS growth    peak RSS minus the resident set just before the model was built, after the
+                imports, the process group and one warm-up step of the same engine on a
+                50-parameter model (which loads what the engine loads lazily): what this model's
+                training added, activations and communication buffers included;
+  tensors       the bytes of all distinct tensor storages Python can reach after the last step,
+                less those before the model was built: the model states this rank holds between
+                steps (parameters, gradients, optimizer state, flat buffers).
+
+It also checks whether our engine's config parser takes DeepSpeed's own example configs and lists
+the keys it names as unknown (ignored) or rejects (--configs-only prints just that).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+ENGINES = ["zero", "ds-gloo", "ds-collective"]
+CLASSES = 10
+
+# -- DeepSpeed's own example configs, for the config check ---------------------------------------------
+
+# DeepSpeedExamples training/cifar/ds_config.json (the CIFAR-10 tutorial), as published.
+CIFAR_CONFIG = {
+    "train_batch_size": 16,
+    "steps_per_print": 250,
+    "optimizer": {"type": "Adam", "params": {"lr": 0.001, "betas": [0.8, 0.999], "eps": 1e-8, "weight_decay": 3e-7}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 0.001,
+                                                 "warmup_num_steps": 1000}},
+    "gradient_clipping": 1.0,
+    "prescale_gradients": False,
+    "bf16": {"enabled": True, "bf16_master_weights_and_grads": False, "loss_scale": 0, "loss_scale_window": 500,
+             "hysteresis": 2, "min_loss_scale": 1, "initial_scale_power": 15},
+    "fp16": {"enabled": False, "fp16_master_weights_and_grads": False, "loss_scale": 0, "loss_scale_window": 500,
+             "hysteresis": 2, "min_loss_scale": 1, "initial_scale_power": 15},
+    "wall_clock_breakdown": False,
+    "zero_optimization": {"stage": 0, "allgather_partitions": True, "reduce_scatter": True,
+                          "allgather_bucket_size": 50000000, "reduce_bucket_size": 50000000, "overlap_comm": True,
+                          "contiguous_gradients": True, "cpu_offload": False},
+}
+
+# A GPT-style ZeRO-3 config: DeepSpeed's and Hugging Face's published ZeRO-3 example (fp16, AdamW,
+# WarmupLR, offload), with numbers where Hugging Face writes "auto".
+GPT_CONFIG = {
+    "train_batch_size": 32,
+    "train_micro_batch_size_per_gpu": 4,
+    "gradient_accumulation_steps": 4,
+    "fp16": {"enabled": True, "loss_scale": 0, "loss_scale_window": 1000, "initial_scale_power": 16,
+             "hysteresis": 2, "min_loss_scale": 1},
+    "bf16": {"enabled": False},
+    "optimizer": {"type": "AdamW", "params": {"lr": 3e-5, "betas": [0.8, 0.999], "eps": 1e-8, "weight_decay": 3e-7}},
+    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-5, "warmup_num_steps": 500}},
+    "zero_optimization": {
+        "stage": 3,
+        "offload_optimizer": {"device": "cpu", "pin_memory": True},
+        "offload_param": {"device": "cpu", "pin_memory": True},
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "sub_group_size": 1e9,
+        "reduce_bucket_size": 1e6,
+        "stage3_prefetch_bucket_size": 0.94e6,
+        "stage3_param_persistence_threshold": 1e4,
+        "stage3_max_live_parameters": 1e9,
+        "stage3_max_reuse_distance": 1e9,
+        "stage3_gather_16bit_weights_on_model_save": True,
+    },
+    "gradient_clipping": 1.0,
+    "steps_per_print": 2000,
+    "wall_clock_breakdown": False,
+}
+
+
+def check_configs(world_size=2):
+    """Our engine's parser on DeepSpeed's example configs: (name, unknown keys, error or None)."""
+    from torch_collective.zero.config import ZeroConfig
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    configs = [("DeepSpeedExamples cifar ds_config.json", CIFAR_CONFIG, world_size),
+               ("GPT-style ZeRO-3 (fp16, WarmupLR, offload)", GPT_CONFIG, world_size),
+               ("examples/zero_config.json", os.path.join(os.path.dirname(here), "examples", "zero_config.json"),
+                world_size)]
+    results = []
+    for name, config, ranks in configs:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                ZeroConfig.load(config, ranks)
+                error = None
+            except ValueError as failure:
+                error = str(failure)
+        unknown = [str(w.message).split("'")[1] if "'" in str(w.message) else str(w.message) for w in caught]
+        results.append((name, unknown, error))
+    return results
+
+
+def print_config_check():
+    print("## Our engine's config parser on DeepSpeed configs (torch_collective.zero.config, 2 ranks)\n")
+    print("| config | keys named unknown (ignored, with a warning) | rejected (ValueError) |")
+    print("| --- | --- | --- |")
+    for name, unknown, error in check_configs():
+        print(f"| {name} | {', '.join(f'`{k}`' for k in unknown) or 'none'} | {error or 'none'} |")
+    print()
+
+
+# -- the benchmark config, model and data ---------------------------------------------------------------
+
+def bench_config(stage, micro_batch):
+    """One config for all three engines: only keys both DeepSpeed and our engine know."""
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": 1.0,
+        "steps_per_print": 1_000_000,
+        "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
+                                                  "weight_decay": 0.01, "torch_adam": True}},
+        "zero_optimization": {
+            "stage": stage,
+            "overlap_comm": True,
+            "contiguous_gradients": True,
+            "reduce_bucket_size": 1_000_000,
+            "allgather_bucket_size": 1_000_000,
+            "stage3_prefetch_bucket_size": 1_000_000,
+            "stage3_param_persistence_threshold": 10_000,
+        },
+    }
+
+
+def make_model(torch, width, layers):
+    nn = torch.nn
+    torch.manual_seed(0)
+    modules = [nn.Linear(width // 4, width), nn.Tanh()]
+    for _ in range(layers - 1):
+        modules += [nn.Linear(width, width), nn.Tanh()]
+    modules.append(nn.Linear(width, CLASSES))
+    return nn.Sequential(*modules)
+
+
+def batches(torch, steps, ranks, rank, micro_batch, width):
+    """This rank's micro-batch of every step: slices of fixed global batches (inputs and labels from a
+    fixed random linear teacher, so the loss falls)."""
+    generator = torch.Generator().manual_seed(5)
+    teacher = torch.randn(width // 4, CLASSES, generator=generator)
+    result = []
+    for step in range(steps):
+        inputs = torch.randn(micro_batch * ranks, width // 4, generator=generator)
+        labels = (inputs @ teacher).argmax(1)
+        mine = slice(rank * micro_batch, (rank + 1) * micro_batch)
+        result.append((inputs[mine].clone(), labels[mine].clone()))
+    return result
+
+
+def current_rss():
+    with open("/proc/self/statm") as file:
+        return int(file.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024    # KiB on Linux
+
+
+def tensor_bytes(torch):
+    """Bytes of the distinct storages of every tensor the garbage collector can see."""
+    import gc
+
+    gc.collect()
+    seen = {}
+    for obj in gc.get_objects():
+        try:
+            if isinstance(obj, torch.Tensor) and obj.device.type == "cpu" and not obj.is_meta:
+                storage = obj.untyped_storage()
+                seen[storage.data_ptr()] = max(seen.get(storage.data_ptr(), 0), storage.nbytes())
+        except Exception:     # noqa: BLE001  (tensor subclasses, sparse tensors, ...)
+            continue
+    return sum(seen.values())
+
+
+# -- the worker: one engine, one stage, one rank ------------------------------------------------------
+
+def worker(args):
+    if args.engine != "zero":
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    import torch
+
+    torch.set_num_threads(1)
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    import torch_collective  # noqa: F401  (registers the "collective" backend)
+
+    if args.engine == "zero":
+        from torch_collective import zero
+
+        dist.init_process_group("collective")
+    else:
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend=args.engine[len("ds-"):])
+    ranks, rank = dist.get_world_size(), dist.get_rank()
+    data = batches(torch, args.warmups + args.steps, ranks, rank, args.micro_batch, args.width)
+
+    def initialize(model, config):
+        if args.engine == "zero":
+            return zero.initialize(model=model, model_parameters=model.parameters(), config=config)[0]
+        return deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)[0]
+
+    # What the engine loads lazily on first use, before the baseline, by one step of a 50-parameter
+    # model: the first torch.optim.Optimizer imports torch._dynamo (about 160 MiB of resident set),
+    # deepspeed.initialize imports some 600 more modules (about 50 MiB), the first collectives set
+    # up their buffers.
+    tiny = initialize(torch.nn.Linear(4, CLASSES), bench_config(args.stage, 2))
+    tiny.backward(F.cross_entropy(tiny(torch.zeros(2, 4)), torch.zeros(2, dtype=torch.long)))
+    tiny.step()
+    del tiny
+    dist.barrier()
+    rss_before, tensors_before = current_rss(), tensor_bytes(torch)
+
+    model = make_model(torch, args.width, args.layers)
+    parameters = sum(p.numel() for p in model.parameters())
+    engine = initialize(model, bench_config(args.stage, args.micro_batch))
+    dist.barrier()
+
+    losses, times = [], []
+    for inputs, labels in data:
+        started = time.perf_counter()
+        loss = F.cross_entropy(engine(inputs), labels)
+        engine.backward(loss)
+        engine.step()
+        value = loss.item()
+        times.append(time.perf_counter() - started)
+        losses.append(value)
+    result = {"engine": args.engine, "stage": args.stage, "ranks": ranks, "rank": rank, "parameters": parameters,
+              "losses": losses, "step_seconds": statistics.median(times[args.warmups:]),
+              "peak_rss": peak_rss(), "rss_before": rss_before,
+              "tensor_bytes": tensor_bytes(torch) - tensors_before}
+    if args.engine == "zero":
+        result["memory_breakdown"] = engine.memory_breakdown()
+    with open(f"{args.out}.rank{rank}", "w") as file:
+        json.dump(result, file)
+    dist.barrier()
+    # torch 2.x may abort at exit when a group that ran collectives is still alive (gloo too).
+    dist.destroy_process_group()
+
+
+# -- the driver ---------------------------------------------------------------------------------------------
+
+def find_collrun(explicit):
+    if explicit:
+        return explicit
+    if os.environ.get("COLLRUN"):
+        return os.environ["COLLRUN"]
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch_collective")
+    if spec and spec.origin:
+        parent = os.path.dirname(os.path.dirname(spec.origin))          # build/python or P/lib/python
+        for candidate in (os.path.join(os.path.dirname(parent), "tools", "collrun", "collrun"),
+                          os.path.join(os.path.dirname(os.path.dirname(parent)), "bin", "collrun")):
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return shutil.which("collrun")
+
+
+def run_one(args, collrun, ranks, stage, engine, work):
+    out = os.path.join(work, f"{engine}-{stage}-{ranks}")
+    command = [collrun, "-n", str(ranks), "--tag-output", sys.executable, os.path.abspath(__file__),
+               "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(args.steps),
+               "--warmups", str(args.warmups), "--width", str(args.width), "--layers", str(args.layers),
+               "--micro-batch", str(args.micro_batch)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.setdefault("COLL_TIMEOUT_MS", "60000")
+    if engine != "zero":
+        env["DS_ACCELERATOR"] = "cpu"
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=args.timeout)
+        ok, log = done.returncode == 0, done.stdout
+    except subprocess.TimeoutExpired as error:
+        ok, log = False, f"timed out after {args.timeout} s\n{error.stdout or ''}"
+    seconds = time.perf_counter() - started
+    print(f"  {ranks} ranks, stage {stage}, {engine}: {'done' if ok else 'FAILED'} in {seconds:.1f} s",
+          file=sys.stderr, flush=True)
+    if not ok:
+        print(log[-5000:], file=sys.stderr, flush=True)
+        return None
+    per_rank = []
+    for rank in range(ranks):
+        with open(f"{out}.rank{rank}") as file:
+            per_rank.append(json.load(file))
+    return per_rank
+
+
+def summarize(per_rank):
+    steps = len(per_rank[0]["losses"])
+    return {
+        "losses": [sum(r["losses"][i] for r in per_rank) / len(per_rank) for i in range(steps)],
+        "step_ms": max(r["step_seconds"] for r in per_rank) * 1000,
+        "peak_rss_mib": max(r["peak_rss"] for r in per_rank) / 2**20,
+        "rss_growth_mib": max(r["peak_rss"] - r["rss_before"] for r in per_rank) / 2**20,
+        "tensor_mib": max(r["tensor_bytes"] for r in per_rank) / 2**20,
+        "parameters": per_rank[0]["parameters"],
+        "memory_breakdown": per_rank[0].get("memory_breakdown"),
+    }
+
+
+def print_table(ranks, results, engines):
+    reference = {stage: row.get("zero") for stage, row in results.items()}
+    parameters = next(s["parameters"] for row in results.values() for s in row.values() if s)
+    print(f"## {ranks} ranks ({parameters:,} parameters, float32)\n")
+    print("| stage | engine | max abs dloss vs zero | final loss | median step ms | peak RSS MiB | RSS growth MiB "
+          "| tensors MiB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for stage, row in results.items():
+        for engine in engines:
+            summary = row.get(engine)
+            if summary is None:
+                print(f"| {stage} | {engine} | failed | | | | | |")
+                continue
+            ref = reference[stage]
+            diff = (max(abs(a - b) for a, b in zip(summary["losses"], ref["losses"])) if ref else float("nan"))
+            print(f"| {stage} | {engine} | {diff:.2e} | {summary['losses'][-1]:.5f} | {summary['step_ms']:.1f} | "
+                  f"{summary['peak_rss_mib']:.0f} | {summary['rss_growth_mib']:.1f} | {summary['tensor_mib']:.1f} |")
+    print()
+    breakdown = {stage: row["zero"]["memory_breakdown"] for stage, row in results.items()
+                 if row.get("zero") and row["zero"]["memory_breakdown"]}
+    if breakdown:
+        print("Our engine's memory_breakdown() on rank 0, MiB: " + "; ".join(
+            f"stage {stage}: " + ", ".join(f"{k} {v / 2**20:.1f}" for k, v in b.items()) for stage, b in breakdown.items()))
+        print()
+
+
+def driver(args):
+    print_config_check()
+    if args.configs_only:
+        return 0
+    collrun = find_collrun(args.collrun)
+    if not collrun:
+        print("collrun not found: pass --collrun or set COLLRUN", file=sys.stderr)
+        return 1
+    engines = args.engines
+    if any(e != "zero" for e in engines):
+        try:
+            import deepspeed  # noqa: F401
+        except ImportError as error:
+            print(f"DeepSpeed is not installed ({error}): only the zero engine runs", file=sys.stderr)
+            engines = ["zero"]
+    everything, failed = {}, False
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="coll-zero-vs-ds-") as work:
+        for ranks in args.ranks:
+            results = {}
+            for stage in args.stages:
+                results[stage] = {}
+                for engine in engines:
+                    per_rank = run_one(args, collrun, ranks, stage, engine, work)
+                    results[stage][engine] = summarize(per_rank) if per_rank else None
+                    failed |= per_rank is None
+            print_table(ranks, results, engines)
+            everything[ranks] = results
+    print(f"Total {time.perf_counter() - started:.0f} s; steps {args.steps} timed after {args.warmups} warm-ups, "
+          f"micro-batch {args.micro_batch} per rank, torch threads 1 per rank.")
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({str(k): v for k, v in everything.items()}, file, indent=1)
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--ranks", type=int, nargs="+", default=[2, 3], help="rank counts (default 2 3)")
+    parser.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3], choices=[0, 1, 2, 3],
+                        help="ZeRO stages (default 1 2 3)")
+    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES, help="default: all three")
+    parser.add_argument("--steps", type=int, default=12, help="timed steps (default 12)")
+    parser.add_argument("--warmups", type=int, default=3, help="untimed steps first (default 3)")
+    parser.add_argument("--width", type=int, default=1024, help="hidden width (default 1024)")
+    parser.add_argument("--layers", type=int, default=4, help="hidden layers (default 4: 3.4 M parameters)")
+    parser.add_argument("--micro-batch", type=int, default=8, help="samples per rank and step (default 8)")
+    parser.add_argument("--collrun", help="the collrun launcher (default: found next to torch_collective)")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per run (default 300)")
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--configs-only", action="store_true", help="only check DeepSpeed's example configs")
+    parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)      # worker mode
+    parser.add_argument("--stage", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.engine:
+        worker(args)
+        return 0
+    return driver(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+// The coalesced collectives: several tensors, one library call. Torch hands a list of tensors
+// (DDP's bucket views, FSDP's and DeepSpeed's parameter groups, _coalescing_manager blocks); they
+// are packed into one flat buffer so that the ranks pay one call's latency, not one per tensor,
+// and unpacked into the caller's tensors when the call is done.
+#include <c10/util/Exception.h>
+
+#include "library_call.h"
+#include "process_group.h"
+
+namespace torch_collective {
+namespace {
+
+// Every tensor dense, on the CPU, and of the first one's element type: one buffer has one type.
+void checkSameType(const std::vector<at::Tensor>& tensors, const char* op, const char* what) {
+  TORCH_CHECK(!tensors.empty(), "collective backend: ", op, ": ", what, " is empty, expected at least one tensor");
+  for (const at::Tensor& tensor : tensors) {
+    checkHostTensor(tensor, op);
+    TORCH_CHECK(tensor.scalar_type() == tensors[0].scalar_type(), "collective backend: ", op, ": ", what,
+                " mixes tensors of type ", tensors[0].scalar_type(), " and ", tensor.scalar_type(),
+                ", expected one type (coalesce each type separately)");
+  }
+}
+
+// The gathered layout is rank-major: rank r's packed inputs are elements [r*total, (r+1)*total).
+// Tensor i of rank r goes to slice r of output i (a whole tensor, or one tensor of a list).
+void unpackGathered(const at::Tensor& gathered, int64_t total, int ranks, const std::vector<at::Tensor>& inputs,
+                    const std::function<at::Tensor(size_t tensor, int rank)>& destination) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    int64_t offset = rank * total;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int64_t count = inputs[i].numel();
+      destination(i, rank).copy_(gathered.narrow(0, offset, count).view(destination(i, rank).sizes()));
+      offset += count;
+    }
+  }
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                           const c10d::AllreduceCoalescedOptions& opts) {
+  checkSameType(tensors, "allreduce_coalesced", "the tensor list");
+  collDataType_t type = collTypeOf(tensors[0], Combines::kYes, "allreduce_coalesced");
+  collRedOp_t op = collOpOf(opts.reduceOp, "allreduce_coalesced");
+  at::Tensor flat = packTensors(tensors);
+  collComm_t comm = comm_.handle();
+  std::vector<at::Tensor> outputs = tensors;
+  return enqueue(
+      c10d::OpType::ALLREDUCE_COALESCED, outputs,
+      [=] { checkResult(collAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type, op, comm, nullptr)); },
+      [=] { unpackTensors(flat, outputs); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
+    const c10d::AllgatherOptions& /*opts*/) {
+  checkSameType(inputTensors, "allgather_coalesced", "the input list");
+  // torch's layout: outputTensorLists[r][i] receives rank r's input i.
+  TORCH_CHECK(static_cast<int>(outputTensorLists.size()) == getSize(), "collective backend: allgather_coalesced: ",
+              outputTensorLists.size(), " output lists, expected one per rank (", getSize(), ")");
+  for (const std::vector<at::Tensor>& list : outputTensorLists) {
+    TORCH_CHECK(list.size() == inputTensors.size(), "collective backend: allgather_coalesced: an output list has ",
+                list.size(), " tensors, expected one per input (", inputTensors.size(), ")");
+    for (size_t i = 0; i < list.size(); ++i)
+      checkMatchingTensors({list[i]}, inputTensors[i], 1, "allgather_coalesced", "an output list");
+  }
+  collDataType_t type = collTypeOf(inputTensors[0], Combines::kNo, "allgather_coalesced");
+  at::Tensor packed = packTensors(inputTensors);
+  int64_t total = packed.numel();
+  at::Tensor gathered = flatBufferFor(packed, getSize());
+  collComm_t comm = comm_.handle();
+  int ranks = getSize();
+  std::vector<at::Tensor> inputs = inputTensors;
+  std::vector<std::vector<at::Tensor>> outputLists = outputTensorLists;
+  std::vector<at::Tensor> outputs;
+  for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
+  return enqueue(
+      c10d::OpType::ALLGATHER_COALESCED, outputs,
+      [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); },
+      [=] {
+        unpackGathered(gathered, total, ranks, inputs, [&](size_t i, int rank) { return outputLists[rank][i]; });
+      });
+}
+
+#if TORCH_COLLECTIVE_HAS_TENSOR_COALESCED
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& /*opts*/) {
+  const char* op = "allgather_into_tensor_coalesced";
+  checkSameType(inputs, op, "the input list");
+  TORCH_CHECK(outputs.size() == inputs.size(), "collective backend: ", op, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs, expected one output per input");
+  for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(outputs[i], inputs[i], getSize(), op, "output");
+  collDataType_t type = collTypeOf(inputs[0], Combines::kNo, op);
+  at::Tensor packed = packTensors(inputs);
+  int64_t total = packed.numel();
+  at::Tensor gathered = flatBufferFor(packed, getSize());
+  collComm_t comm = comm_.handle();
+  int ranks = getSize();
+  std::vector<at::Tensor> in = inputs, out = outputs;
+  return enqueue(
+      c10d::OpType::COALESCED, out,
+      [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); },
+      [=] {
+        unpackGathered(gathered, total, ranks, in, [&](size_t i, int rank) {
+          int64_t count = in[i].numel();
+          return out[i].view({-1}).narrow(0, rank * count, count);
+        });
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  const char* op = "reduce_scatter_tensor_coalesced";
+  checkSameType(outputs, op, "the output list");
+  TORCH_CHECK(outputs.size() == inputs.size(), "collective backend: ", op, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs, expected one input per output");
+  for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(inputs[i], outputs[i], getSize(), op, "input");
+  collDataType_t type = collTypeOf(outputs[0], Combines::kYes, op);
+  collRedOp_t reduceOp = collOpOf(opts.reduceOp, op);
+  // The library scatters slice r of one buffer to rank r: lay out every input's slice r together.
+  std::vector<at::Tensor> pieces;
+  for (int rank = 0; rank < getSize(); ++rank)
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int64_t count = outputs[i].numel();
+      pieces.push_back(inputs[i].reshape({-1}).narrow(0, rank * count, count));
+    }
+  at::Tensor packed = at::cat(pieces);
+  int64_t total = packed.numel() / getSize();
+  at::Tensor reduced = at::empty({total}, outputs[0].options());
+  collComm_t comm = comm_.handle();
+  std::vector<at::Tensor> out = outputs;
+  return enqueue(
+      c10d::OpType::COALESCED, out,
+      [=] {
+        checkResult(collReduceScatter(packed.data_ptr(), reduced.data_ptr(), total, type, reduceOp, comm, nullptr));
+      },
+      [=] { unpackTensors(reduced, out); });
+}
+#endif
+
+}  // namespace torch_collective
