@@ -1,6 +1,7 @@
 #include "bootstrap/launch_env.h"
 
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <climits>
@@ -12,6 +13,7 @@
 #include "common/hash.h"
 #include "common/list_spec.h"
 #include "common/logging.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace bootstrap {
@@ -196,6 +198,28 @@ Secret launchSecret() {
   return secret;
 }
 
+std::string launchStoreBindHost(const std::string& masterAddr, bool singleNode,
+                                const std::vector<InterfaceAddress>& interfaces) {
+  std::vector<SocketAddress> resolved;
+  try {
+    resolved = resolveAddresses(masterAddr, 0);
+  } catch (const CollError&) {
+    return "";  // the client's connect says what is wrong with the name
+  }
+  for (const SocketAddress& address : resolved) {
+    const std::string host = address.host();
+    const bool loopback = (address.family() == AF_INET && host.rfind("127.", 0) == 0) || host == "::1";
+    if (loopback) {
+      // A loopback literal reaches this host only, from anywhere; a name, only what it resolves to here.
+      if (singleNode || masterAddr == host) return host;
+      continue;
+    }
+    for (const InterfaceAddress& own : interfaces)
+      if (own.address == host) return host;
+  }
+  return "";
+}
+
 std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadline) {
   if (env.masterPort < 1 || env.masterPort > 65535) {
     throwError(collInvalidArgument, "connectLaunchStore: MASTER_PORT=%d is outside [1, 65535]", env.masterPort);
@@ -204,8 +228,12 @@ std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadlin
   const auto port = static_cast<uint16_t>(env.masterPort);
   std::unique_ptr<TcpStoreServer> server;
   if (env.rank == 0) {
+    const bool singleNode = env.localSize == env.size;
+    const std::string bindHost = launchStoreBindHost(env.masterAddr, singleNode, listInterfaces());
+    COLL_INFO(kBootstrap, "rendezvous store: MASTER_ADDR=%s, listening on %s", env.masterAddr.c_str(),
+              bindHost.empty() ? "every interface (MASTER_ADDR is not one of this host's addresses)" : bindHost.c_str());
     try {
-      server = std::make_unique<TcpStoreServer>("", port, secret);
+      server = std::make_unique<TcpStoreServer>(bindHost, port, secret);
     } catch (const CollError& e) {
       throwError(e.code(),
                  "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "

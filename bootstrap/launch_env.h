@@ -4,8 +4,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bootstrap/store.h"
+#include "common/net_interfaces.h"
 
 namespace coll {
 namespace bootstrap {
@@ -37,6 +39,15 @@ Secret launchSecret();
 // connects to MASTER_ADDR:MASTER_PORT, retrying until the deadline. On rank 0 the returned
 // store keeps the server alive for as long as the store lives.
 std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadline);
+
+// Where rank 0's store listens: the address MASTER_ADDR names when it is one of this host's
+// interfaces' (so a single-node job with MASTER_ADDR=127.0.0.1 listens on loopback only, out of
+// reach of other hosts), else every interface (""): MASTER_ADDR then names this host by an
+// address that is not an interface's own (behind NAT, say), or, in a multi-node job, by a name
+// that resolves to loopback here (Debian's /etc/hosts maps the host name to 127.0.1.1) while the
+// other nodes resolve it to a real address. `interfaces` is this host's.
+std::string launchStoreBindHost(const std::string& masterAddr, bool singleNode,
+                                const std::vector<InterfaceAddress>& interfaces);
 
 }  // namespace bootstrap
 }  // namespace coll

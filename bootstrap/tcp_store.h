@@ -36,12 +36,22 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const { return port_; }
+  // From any thread: the server stops as soon as no authenticated client is connected (at once if
+  // none is). A unique id's server is told so when the communicator made from it in this process
+  // is gone; the other ranks' communicators keep their connections until they are gone too.
+  void endWhenIdle();
+  // Whether the thread has ended (endWhenIdle) and closed every socket: the object only waits to
+  // be destroyed, which then joins at once.
+  bool finished() const { return finished_.load(); }
 
  private:
   class Loop;  // the thread's state, in tcp_store_server.cc
   uint16_t port_ = 0;
   Fd wakeFd_;  // an eventfd written by the destructor to end the thread's poll()
   std::unique_ptr<Loop> loop_;
+  std::atomic<bool> stopRequested_{false};  // by the destructor
+  std::atomic<bool> endWhenIdle_{false};
+  std::atomic<bool> finished_{false};
   std::thread thread_;
 };
 

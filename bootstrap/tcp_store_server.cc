@@ -29,27 +29,39 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kReadChunksPerWakeup = 16;  // bounds one client's share of a loop iteration
 // Stop reading requests from a client that does not read its replies: its backlog stays bounded.
 constexpr size_t kOutputBackpressure = 1 << 20;
-// A legitimate client sends its hello right after connecting; an idle unauthenticated
-// connection only occupies one of the kMaxClients slots.
-constexpr auto kHelloTimeout = std::chrono::seconds(30);
+// A legitimate client sends its hello right after connecting (TcpStoreClient does so before
+// anything else); one that has not within this time is closed. And when every slot is taken, the
+// longest-waiting connection without a hello gives its slot to the new one: idle connections
+// cannot keep a real rank out.
+constexpr auto kHelloTimeout = std::chrono::seconds(5);
+// Warnings about closed connections: at most this many lines per interval, then one summary.
+constexpr int kWarningsPerInterval = 10;
+constexpr auto kWarningInterval = std::chrono::seconds(10);
 
 }  // namespace
 
 class TcpStoreServer::Loop {
  public:
-  Loop(Fd listenFd, int wakeFd, const Secret& secret, std::string name)
-      : listenFd_(std::move(listenFd)), wakeFd_(wakeFd), name_(name), service_(secret, name) {}
+  Loop(Fd listenFd, int wakeFd, const Secret& secret, std::string name, const std::atomic<bool>& stopRequested,
+       const std::atomic<bool>& endWhenIdle)
+      : listenFd_(std::move(listenFd)),
+        wakeFd_(wakeFd),
+        name_(name),
+        service_(secret, name),
+        stopRequested_(stopRequested),
+        endWhenIdle_(endWhenIdle) {}
 
-  // Runs until the eventfd is signalled. An unexpected failure closes every connection so that
-  // clients see EOF at once instead of waiting for their deadlines.
+  // Runs until the destructor asks it to stop, or, once endWhenIdle() was called, until no
+  // authenticated client is left. An unexpected failure closes every connection so that clients
+  // see EOF at once instead of waiting for their deadlines.
   void runGuarded() {
     try {
       run();
     } catch (const std::exception& e) {
       COLL_WARN(kBootstrap, "rendezvous store %s stopped: %s", name_.c_str(), e.what());
-      conns_.clear();
-      listenFd_.reset();
     }
+    conns_.clear();
+    listenFd_.reset();
   }
 
  private:
@@ -88,7 +100,12 @@ class TcpStoreServer::Loop {
       }
       int rc = poll(fds.data(), fds.size(), pollTimeoutMs(nextWakeup()));
       if (rc < 0 && errno != EINTR) throwSystemError("poll() in the rendezvous store");
-      if (rc > 0 && fds[0].revents != 0) return;
+      if (rc > 0 && fds[0].revents != 0) {
+        if (stopRequested_.load()) return;
+        uint64_t count = 0;  // endWhenIdle()'s wake-up: consume it, then check below
+        ssize_t got = read(wakeFd_, &count, sizeof(count));
+        (void)got;
+      }
       expire(Clock::now());
       if (rc > 0 && (fds[1].revents & POLLIN) != 0) acceptClients();
       for (size_t i = 0; i < order.size(); ++i) {
@@ -103,7 +120,17 @@ class TcpStoreServer::Loop {
         if (!c->dead && c->in.size() > c->inStart) processInput(*c);
       }
       reap();
+      if (endWhenIdle_.load() && authenticatedClients() == 0) {
+        COLL_INFO(kBootstrap, "rendezvous store %s: its communicators are gone; stopping", name_.c_str());
+        return;
+      }
     }
+  }
+
+  size_t authenticatedClients() const {
+    size_t count = 0;
+    for (const auto& entry : conns_) count += entry.second->authenticated ? 1 : 0;
+    return count;
   }
 
   Deadline nextWakeup() const {
@@ -133,9 +160,9 @@ class TcpStoreServer::Loop {
       SocketAddress peer;
       memcpy(&peer.storage, &address, sizeof(address));
       peer.length = length;
-      if (conns_.size() >= kMaxClients) {
-        COLL_WARN(kBootstrap, "rendezvous store %s: refusing %s: already %zu clients", name_.c_str(),
-                  peer.toString().c_str(), conns_.size());
+      if (conns_.size() >= kMaxClients && liveConnections() >= kMaxClients && !evictOneWithoutHello()) {
+        warn(formatString("refusing %s: already %zu clients, all authenticated", peer.toString().c_str(),
+                          conns_.size()));
         continue;
       }
       int one = 1;
@@ -260,9 +287,51 @@ class TcpStoreServer::Loop {
   }
 
   void drop(Connection& c, const std::string& why) {
-    COLL_WARN(kBootstrap, "rendezvous store %s: closing the connection from %s: %s", name_.c_str(), c.peer.c_str(),
-              why.c_str());
+    warn(formatString("closing the connection from %s: %s", c.peer.c_str(), why.c_str()));
     c.dead = true;
+  }
+
+  // Closes the connection that has waited longest without a hello, to make room; false when every
+  // connection has authenticated.
+  bool evictOneWithoutHello() {
+    Connection* oldest = nullptr;
+    for (auto& entry : conns_) {
+      Connection& c = *entry.second;
+      if (!c.dead && !c.authenticated && (oldest == nullptr || c.helloDeadline < oldest->helloDeadline)) oldest = &c;
+    }
+    if (oldest == nullptr) return false;
+    // Marked dead only: the loop still holds pointers to it this iteration; reap() closes it.
+    drop(*oldest, formatString("no hello yet, and all %zu slots are taken", kMaxClients));
+    return true;
+  }
+
+  size_t liveConnections() const {
+    size_t live = 0;
+    for (const auto& entry : conns_) live += entry.second->dead ? 0 : 1;
+    return live;
+  }
+
+  // A WARN line, unless this interval has had its share: then it is counted, and the next line
+  // after the interval says how many were left out. A flood of bad connections costs the log a
+  // few lines, not one per connection.
+  void warn(const std::string& what) {
+    const Deadline now = Clock::now();
+    if (now >= warningIntervalEnd_) {
+      if (warningsSuppressed_ > 0)
+        COLL_WARN(kBootstrap, "rendezvous store %s: %d more such warnings in the last %lld s were not printed",
+                  name_.c_str(), warningsSuppressed_,
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(kWarningInterval).count()));
+      warningIntervalEnd_ = now + kWarningInterval;
+      warningsPrinted_ = 0;
+      warningsSuppressed_ = 0;
+    }
+    if (warningsPrinted_ < kWarningsPerInterval) {
+      ++warningsPrinted_;
+      COLL_WARN(kBootstrap, "rendezvous store %s: %s%s", name_.c_str(), what.c_str(),
+                warningsPrinted_ == kWarningsPerInterval ? " (further warnings in this interval are counted)" : "");
+    } else {
+      ++warningsSuppressed_;
+    }
   }
 
   // Closes dead connections and forgets their parked requests.
@@ -285,6 +354,11 @@ class TcpStoreServer::Loop {
   std::vector<StoreService::Outgoing> outgoing_;  // reused to avoid an allocation per request
   uint64_t nextConnId_ = 1;
   Deadline acceptPausedUntil_{};
+  const std::atomic<bool>& stopRequested_;
+  const std::atomic<bool>& endWhenIdle_;
+  Deadline warningIntervalEnd_{};
+  int warningsPrinted_ = 0;
+  int warningsSuppressed_ = 0;
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret) {
@@ -293,12 +367,23 @@ TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const
   wakeFd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wakeFd_.valid()) throwSystemError("eventfd() for the rendezvous store");
   std::string name = formatHostPort(bindHost.empty() ? "*" : bindHost, port_);
-  loop_ = std::make_unique<Loop>(std::move(listenFd), wakeFd_.get(), secret, name);
-  thread_ = std::thread([this] { loop_->runGuarded(); });
+  loop_ = std::make_unique<Loop>(std::move(listenFd), wakeFd_.get(), secret, name, stopRequested_, endWhenIdle_);
+  thread_ = std::thread([this] {
+    loop_->runGuarded();
+    finished_.store(true);
+  });
   COLL_INFO(kBootstrap, "rendezvous store listening on %s", name.c_str());
 }
 
+void TcpStoreServer::endWhenIdle() {
+  endWhenIdle_.store(true);
+  uint64_t one = 1;
+  ssize_t written = write(wakeFd_.get(), &one, sizeof(one));
+  (void)written;  // only fails when the counter would overflow: the loop is awake anyway
+}
+
 TcpStoreServer::~TcpStoreServer() {
+  stopRequested_.store(true);
   uint64_t one = 1;
   ssize_t written = write(wakeFd_.get(), &one, sizeof(one));
   (void)written;  // an eventfd write only fails when the counter would overflow: already signalled

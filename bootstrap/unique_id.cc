@@ -1,5 +1,6 @@
 #include "bootstrap/unique_id.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -51,12 +52,19 @@ uint32_t fnv1a(const uint8_t* data, size_t size) {
 }
 
 // Servers started by createUniqueId(). The caller hands the id to other processes and never
-// gets an object to own, so the server must outlive the call: it lives until process exit. This
-// is the one piece of process-wide state here; it is destroyed by static destruction, which
-// stops each server's thread cleanly.
+// gets an object to own, so the server must outlive the call. It runs until the communicator
+// made from the id in this process is gone (releaseUniqueIdServer) and so are the other ranks'
+// (each holds its store connection for life), and is then destroyed by the next createUniqueId,
+// or at process exit. This is the one piece of process-wide state here; static destruction stops
+// what still runs cleanly.
+struct RunningServer {
+  std::unique_ptr<TcpStoreServer> server;
+  Secret secret;  // with the port, what names the server's id
+};
+
 struct ServerRegistry {
   std::mutex mutex;
-  std::vector<std::unique_ptr<TcpStoreServer>> servers;
+  std::vector<RunningServer> servers;
 };
 
 ServerRegistry& registry() {
@@ -140,9 +148,21 @@ collUniqueId createUniqueId() {
   collUniqueId id = encodeUniqueId(info);
   ServerRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.servers.push_back(std::move(server));
+  // Servers whose communicators are gone: their threads have ended; joining them frees the rest.
+  r.servers.erase(std::remove_if(r.servers.begin(), r.servers.end(),
+                                 [](const RunningServer& s) { return s.server->finished(); }),
+                  r.servers.end());
+  r.servers.push_back({std::move(server), info.secret});
   COLL_INFO(kBootstrap, "unique id: rendezvous store at %s", formatHostPort(info.host, info.port).c_str());
   return id;
+}
+
+void releaseUniqueIdServer(const collUniqueId& id) {
+  UniqueIdInfo info = decodeUniqueId(id);
+  ServerRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (RunningServer& s : r.servers)
+    if (s.server->port() == info.port && s.secret == info.secret) s.server->endWhenIdle();
 }
 
 std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline) {

@@ -37,11 +37,16 @@ std::string defaultServerAddress();
 
 // Starts a TcpStoreServer in this process on defaultServerAddress() (COLL_SOCKET_IFNAME), on
 // port $COLL_STORE_PORT if set, else an ephemeral one, with a fresh secret; it serves until the
-// process exits. Returns the id naming it.
+// communicators made from it are gone (releaseUniqueIdServer), or the process exits. Returns the
+// id naming it.
 collUniqueId createUniqueId();
 
 // A TcpStoreClient connected to the store the id names (retrying until the deadline).
 std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline);
+
+// The communicator made from `id` in this process is gone: if this process runs the id's server,
+// the server ends once no other rank is connected to it (at once if none is). Elsewhere a no-op.
+void releaseUniqueIdServer(const collUniqueId& id);
 
 }  // namespace bootstrap
 }  // namespace coll

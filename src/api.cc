@@ -203,8 +203,18 @@ COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collU
     coll::checkInitArgs(comm, nranks, rank, "collCommInitRank");
     coll::CommOptions options = coll::optionsFrom(config, "collCommInitRank");
     auto deadline = coll::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
-    auto store = coll::bootstrap::connectStore(commId, deadline);
+    auto client = coll::bootstrap::connectStore(commId, deadline);
+    // The store lives as long as the communicator and the ones split from it. When the last of
+    // them is gone, the connection closes and, if this process made the id, its server may end
+    // (once the other ranks are gone too). Not after a failed init: the other ranks may still be
+    // on their way, and should hear of the failure, not find no server.
+    auto formed = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<coll::bootstrap::Store> store(client.get(), [client, formed, commId](coll::bootstrap::Store*) mutable {
+      client.reset();
+      if (formed->load()) coll::bootstrap::releaseUniqueIdServer(commId);
+    });
     coll::initWithStore(comm, store, nranks, rank, options);
+    formed->store(true);
   });
 }
 

@@ -6,25 +6,76 @@
 # all_reduce_perf -m device, and NCCL through PyTorch side by side; then prints one table.
 # docs/cuda.md says what each row means.
 #
-# usage: tools/gpu_check.sh
+# usage: tools/gpu_check.sh [--quick] [LOG_DIR]
+#   --quick   2 and 4 ranks only, small cases under the sanitizer, a 64 MiB measurement: a first
+#             look in about half the time
+#   LOG_DIR   where every log goes, the build's included (default: $BUILD_DIR/gpu_check)
+# Every step runs under `timeout`, inside one budget for the whole script (GPU_CHECK_BUDGET_S,
+# default 540 s, so that one 10-minute call holds it): a step gets at most its own limit and what
+# is left of the budget; a step that no longer fits is SKIPPED, saying so.
 # environment:
 #   BUILD_DIR   build directory (default: build-gpu)
 #   JOBS        parallel build jobs (default: nproc)
 #   CUDA_ARCHS  CMAKE_CUDA_ARCHITECTURES (default: 80;90)
-#   BENCH_BYTES all-reduce size for the measurements (default: 268435456)
+#   BENCH_BYTES all-reduce size for the measurements (default: 268435456; --quick: 67108864)
+#   COLL_TIMEOUT_MS  every wait of the library and the GPU tests (default here: 60000)
 #   GPU_CHECK_ALLOW_NO_GPU=1  on a machine without a GPU: build, run what needs none, mark the
 #               rest SKIPPED (to check the script itself); otherwise no GPU is an error
 #   SKIP_BUILD=1  use BUILD_DIR as it is
 set -uo pipefail
 
+quick=0
+LOG_DIR=""
+for arg in "$@"; do
+  case $arg in
+    --quick) quick=1 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "gpu_check.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
+    *) LOG_DIR=$arg ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 CUDA_ARCHS=${CUDA_ARCHS:-80;90}
-BENCH_BYTES=${BENCH_BYTES:-268435456}
-LOG_DIR=$BUILD_DIR/gpu_check
+if [[ $quick == 1 ]]; then
+  BENCH_BYTES=${BENCH_BYTES:-67108864}
+  RANK_COUNTS=2,4
+else
+  BENCH_BYTES=${BENCH_BYTES:-268435456}
+  RANK_COUNTS=2,4,8
+fi
+LOG_DIR=${LOG_DIR:-$BUILD_DIR/gpu_check}
+mkdir -p "$LOG_DIR" || exit 1
+LOG_DIR=$(cd "$LOG_DIR" && pwd)
+export COLL_TIMEOUT_MS=${COLL_TIMEOUT_MS:-60000}
+BUDGET_END=$((SECONDS + ${GPU_CHECK_BUDGET_S:-540}))
 rows=()
 failed=0
+
+# step LIMIT_S LOG CMD...: runs CMD under timeout with at most LIMIT_S seconds and what is left of
+# the budget (less 20 s for the summary), stdout and stderr to LOG. Returns CMD's status, 124 when
+# it was stopped, 125 when it did not start for lack of time.
+step() {
+  local limit=$1 log=$2
+  shift 2
+  local left=$((BUDGET_END - SECONDS - 20))
+  ((left < limit)) && limit=$left
+  if ((limit < 10)); then
+    echo "not started: the script's budget is spent" >"$log"
+    return 125
+  fi
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+}
+
+# What a failed step's row says: stopped by the timeout, not started, or where to look.
+why() {  # status log
+  case $1 in
+    124|137) echo "timed out; $2" ;;
+    125) echo "not started: the budget (GPU_CHECK_BUDGET_S) is spent" ;;
+    *) echo "exit $1; $2" ;;
+  esac
+}
 
 row() {  # check, result, detail
   rows+=("$1|$2|$3")
@@ -49,35 +100,41 @@ echo "gpu_check.sh: GPU: $gpu_name"
 mkdir -p "$BUILD_DIR"
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   start=$SECONDS
-  if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCOLL_WITH_CUDA=ON -DCOLL_BUILD_TESTS=ON \
-      "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS" >"$BUILD_DIR/configure.log" 2>&1 &&
-    cmake --build "$BUILD_DIR" --parallel "$JOBS" >"$BUILD_DIR/build.log" 2>&1; then
+  step 120 "$LOG_DIR/configure.log" cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCOLL_WITH_CUDA=ON \
+    -DCOLL_BUILD_TESTS=ON "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"
+  status=$?
+  [[ $status == 0 ]] && { step 300 "$LOG_DIR/build.log" cmake --build "$BUILD_DIR" --parallel "$JOBS"; status=$?; }
+  if [[ $status == 0 ]]; then
     row "build (CUDA, archs $CUDA_ARCHS)" PASS "$((SECONDS - start)) s"
   else
-    row "build (CUDA, archs $CUDA_ARCHS)" FAIL "see $BUILD_DIR/configure.log and build.log"
-    tail -30 "$BUILD_DIR/build.log" 2>/dev/null || tail -30 "$BUILD_DIR/configure.log"
+    row "build (CUDA, archs $CUDA_ARCHS)" FAIL "$(why $status "$LOG_DIR/configure.log, build.log")"
+    tail -30 "$LOG_DIR/build.log" 2>/dev/null || tail -30 "$LOG_DIR/configure.log"
     exit 1
   fi
 fi
-mkdir -p "$LOG_DIR"
 bin=$BUILD_DIR/tests/cuda
 
 # 2. Host-side device logic (protocol choice, lowering and unit simulation, functors, refusals).
 if [[ -x $BUILD_DIR/tests/cuda_host/test_cuda_host ]]; then
-  if "$BUILD_DIR/tests/cuda_host/test_cuda_host" >"$LOG_DIR/cuda_host.log" 2>&1; then
+  step 60 "$LOG_DIR/cuda_host.log" "$BUILD_DIR/tests/cuda_host/test_cuda_host"
+  status=$?
+  if [[ $status == 0 ]]; then
     row "host-side device tests" PASS "$(grep -c '^\[       OK' "$LOG_DIR/cuda_host.log") tests"
   else
-    row "host-side device tests" FAIL "$LOG_DIR/cuda_host.log"
+    row "host-side device tests" FAIL "$(why $status "$LOG_DIR/cuda_host.log")"
   fi
 else
   row "host-side device tests" SKIPPED "not built (no GoogleTest)"
 fi
 
 # 3. GPU correctness: one row per (mode, ranks).
-"$bin/gpu_collectives" --ranks 2,4,8 --modes threads,processes >"$LOG_DIR/collectives.log" 2>&1
+step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" --modes threads,processes
 status=$?
 if [[ $status == 77 ]]; then
   row "collectives on one GPU" SKIPPED "$(head -1 "$LOG_DIR/collectives.log")"
+elif [[ $status == 124 || $status == 137 || $status == 125 ]]; then
+  row "collectives on one GPU" FAIL "$(why $status "$LOG_DIR/collectives.log"): $(grep -c '^RESULT' "$LOG_DIR/collectives.log") runs done"
+  grep -A12 '^RESULT\|^TIMEOUT' "$LOG_DIR/collectives.log" | head -20
 else
   while read -r _ _ mode n cases result secs; do
     row "collectives $mode ${n%:}" "$result" "$cases cases, $secs"
@@ -90,20 +147,27 @@ fi
 # serializes the concurrent kernels, they time out instead of hanging).
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [[ $have_gpu == 1 && -n $sanitizer ]]; then
-  for mode in processes threads; do
-    if COLL_TIMEOUT_MS=60000 timeout 1800 "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 \
-        "$bin/gpu_collectives" --ranks 2 --modes "$mode" >"$LOG_DIR/sanitizer_$mode.log" 2>&1; then
-      row "compute-sanitizer memcheck $mode 2" PASS "$(grep -m1 'ERROR SUMMARY' "$LOG_DIR/sanitizer_$mode.log")"
-    else
-      row "compute-sanitizer memcheck $mode 2" FAIL "$LOG_DIR/sanitizer_$mode.log: $(grep -m1 'ERROR SUMMARY\|FAIL' "$LOG_DIR/sanitizer_$mode.log")"
-    fi
+  # Small cases only (counts 1 and 0): the sanitizer slows kernels by orders of magnitude.
+  for tool in memcheck racecheck synccheck; do
+    for mode in processes threads; do
+      [[ $quick == 1 && $tool != memcheck ]] && continue
+      log=$LOG_DIR/sanitizer_${tool}_$mode.log
+      step 90 "$log" "$sanitizer" --tool $tool --target-processes all --error-exitcode 9 \
+        "$bin/gpu_collectives" --ranks 2 --modes "$mode" --filter "count 1 "
+      status=$?
+      if [[ $status == 0 ]]; then
+        row "compute-sanitizer $tool $mode 2" PASS "$(grep -m1 'ERROR SUMMARY' "$log")"
+      else
+        row "compute-sanitizer $tool $mode 2" FAIL "$(why $status "$log"): $(grep -m1 'ERROR SUMMARY\|FAIL' "$log")"
+      fi
+    done
   done
 else
   row "compute-sanitizer" SKIPPED "$([[ $have_gpu == 1 ]] && echo 'compute-sanitizer not found' || echo 'no GPU')"
 fi
 
 # 5. Measurements through the device path: 4 ranks, BENCH_BYTES, threads and processes.
-"$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES" >"$LOG_DIR/bench.log" 2>&1
+step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES"
 status=$?
 if [[ $status == 77 ]]; then
   row "device all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/bench.log")"
@@ -128,11 +192,13 @@ fi
 perf=$BUILD_DIR/benchmarks/perf/all_reduce_perf
 collrun=$BUILD_DIR/tools/collrun/collrun
 if [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then
-  if timeout 600 "$collrun" -n 4 "$perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" -n 10 -w 3 -c 1 \
-      >"$LOG_DIR/all_reduce_perf.log" 2>&1; then
+  step 60 "$LOG_DIR/all_reduce_perf.log" "$collrun" -n 4 "$perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" \
+    -n 10 -w 3 -c 1
+  status=$?
+  if [[ $status == 0 ]]; then
     row "all_reduce_perf -m device n=4" PASS "$(grep 'Avg bus bandwidth' "$LOG_DIR/all_reduce_perf.log")"
   else
-    row "all_reduce_perf -m device n=4" FAIL "$(grep -m1 -i 'failed\|error' "$LOG_DIR/all_reduce_perf.log" | cut -c1-150)"
+    row "all_reduce_perf -m device n=4" FAIL "$(why $status "$LOG_DIR/all_reduce_perf.log"): $(grep -m1 -i 'failed\|error' "$LOG_DIR/all_reduce_perf.log" | cut -c1-150)"
   fi
 else
   row "all_reduce_perf -m device n=4" SKIPPED "no GPU, or not built"
@@ -140,12 +206,14 @@ fi
 
 # 7. NCCL through PyTorch, the same sizes, side by side.
 if [[ $have_gpu == 1 ]] && python3 -c 'import torch, torch.distributed; assert torch.cuda.is_available()' 2>/dev/null; then
-  if timeout 900 python3 tools/gpu_torch_nccl.py --ranks 4 --bytes "$BENCH_BYTES" >"$LOG_DIR/torch_nccl.log" 2>&1; then
+  step 120 "$LOG_DIR/torch_nccl.log" python3 tools/gpu_torch_nccl.py --ranks 4 --bytes "$BENCH_BYTES"
+  status=$?
+  if [[ $status == 0 ]]; then
     while read -r _ label metric value unit rest; do
       row "torch NCCL $label $metric" INFO "$value $unit $rest"
     done < <(grep '^RESULT' "$LOG_DIR/torch_nccl.log")
   else
-    row "torch NCCL" FAIL "$LOG_DIR/torch_nccl.log: $(tail -1 "$LOG_DIR/torch_nccl.log" | cut -c1-150)"
+    row "torch NCCL" FAIL "$(why $status "$LOG_DIR/torch_nccl.log"): $(tail -1 "$LOG_DIR/torch_nccl.log" | cut -c1-150)"
   fi
 else
   row "torch NCCL" SKIPPED "no GPU, or no PyTorch with CUDA"
@@ -159,5 +227,5 @@ for r in "${rows[@]}"; do
   echo "| $check | $result | $detail |"
 done
 echo
-echo "GPU: $gpu_name; logs in $LOG_DIR"
+echo "GPU: $gpu_name; $((SECONDS)) s in all$([[ $quick == 1 ]] && echo ' (--quick)'); logs in $LOG_DIR"
 exit $failed

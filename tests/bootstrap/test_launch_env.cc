@@ -262,6 +262,41 @@ TEST_F(LaunchEnvTest, RankZeroHostsTheStoreAndEveryoneConnects) {
   expectCollError(collRemoteError, [&] { stores[1]->get("never", in(3000)); });
 }
 
+TEST(LaunchStoreBindHost, ListensWhereMasterAddrPoints) {
+  const std::vector<InterfaceAddress> interfaces = listInterfaces();
+  // A loopback literal: loopback only, whatever the launcher says about nodes.
+  EXPECT_EQ(launchStoreBindHost("127.0.0.1", true, interfaces), "127.0.0.1");
+  EXPECT_EQ(launchStoreBindHost("127.0.0.1", false, interfaces), "127.0.0.1");
+  EXPECT_EQ(launchStoreBindHost("::1", false, interfaces), "::1");
+  // A name that resolves to loopback here: loopback for a single-node job; every interface for a
+  // multi-node one, whose other nodes may resolve it to this host's real address.
+  const std::string local = launchStoreBindHost("localhost", true, interfaces);
+  EXPECT_TRUE(local == "127.0.0.1" || local == "::1") << local;
+  EXPECT_EQ(launchStoreBindHost("localhost", false, interfaces), "");
+  // One of this host's interface addresses: that address.
+  for (const InterfaceAddress& own : interfaces) {
+    if (own.loopback || own.family != AF_INET) continue;
+    EXPECT_EQ(launchStoreBindHost(own.address, false, interfaces), own.address);
+  }
+  // Not this host's (TEST-NET-1), or not resolvable: every interface.
+  EXPECT_EQ(launchStoreBindHost("192.0.2.1", false, interfaces), "");
+  EXPECT_EQ(launchStoreBindHost("no-such-host.invalid", true, interfaces), "");
+}
+
+// A single-node job's store (MASTER_ADDR=127.0.0.1) cannot be reached from another host: it does
+// not listen on this host's external addresses. (Before, it listened on every interface.)
+TEST_F(LaunchEnvTest, SingleNodeStoreIsNotReachableFromOutside) {
+  std::string external;
+  for (const InterfaceAddress& own : listInterfaces())
+    if (!own.loopback && own.family == AF_INET) external = own.address;
+  if (external.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address to try from";
+  env_.set("COLL_STORE_SECRET", "shared");
+  const uint16_t port = freePort();
+  auto store = connectLaunchStore(localEnv(0, 1, port), in(5000));
+  store->set("k", toBytes("v"));
+  expectCollError(collTimeout, [&] { connectWithDeadline(external, port, in(300)); });
+}
+
 TEST_F(LaunchEnvTest, RankZeroReportsABusyPort) {
   Fd busy = listenOn("", 0);
   uint16_t port = localAddressOf(busy.get()).port();

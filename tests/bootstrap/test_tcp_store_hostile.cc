@@ -2,10 +2,13 @@
 // closed on its own and well-behaved clients keep being served.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
@@ -148,6 +151,25 @@ TEST_F(HostileClientTest, WrongMagic) {
   expectStillServing();
 }
 
+// A flood of bad connections costs the log a few lines, not one per connection (before: 41,771
+// lines in 30 s).
+TEST_F(HostileClientTest, AFloodOfBadConnectionsLogsAFewLines) {
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 200; ++i) {
+    Fd fd = rawConnect();
+    sendBytes(fd, wire::encodeHello(secretOf(7), 0xdeadbeef));
+    readUntilClosed(fd);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  size_t lines = 0;
+  for (size_t at = log.find("rendezvous store"); at != std::string::npos; at = log.find("rendezvous store", at + 1))
+    ++lines;
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, 11u) << "one warning per bad connection:\n" << log.substr(0, 2000);
+  EXPECT_NE(log.find("further warnings in this interval are counted"), std::string::npos) << log.substr(0, 2000);
+  expectStillServing();
+}
+
 TEST_F(HostileClientTest, RequestBeforeHello) {
   Fd fd = rawConnect();
   sendBytes(fd, FrameWriter(Op::kGet, 1).u32(0).str("before").finish());
@@ -259,6 +281,30 @@ TEST_F(HostileClientTest, ClientThatDoesNotReadRepliesIsThrottledNotServedForeve
   EXPECT_EQ(sent, IoStatus::kOk);
   EXPECT_EQ(replies, kRequests);
   EXPECT_TRUE(inOrder);
+}
+
+// Every client slot taken by connections that never say hello (before: each held its slot 30 s,
+// and the next real rank was refused): the real client still gets in, at once.
+TEST_F(HostileClientTest, IdleConnectionsInEverySlotDoNotKeepARealClientOut) {
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const rlim_t needed = 2 * TcpStoreServer::kMaxClients + 256;  // both ends live in this process
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed)
+    GTEST_SKIP() << "the descriptor limit (hard " << limit.rlim_max << ") is below the " << needed << " this needs";
+  const rlim_t saved = limit.rlim_cur;
+  limit.rlim_cur = std::max<rlim_t>(limit.rlim_cur, needed);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+  {
+    std::vector<Fd> idle;
+    for (size_t i = 0; i + 1 < TcpStoreServer::kMaxClients; ++i) idle.push_back(rawConnect());  // + good_
+    const auto start = Clock::now();
+    TcpStoreClient real("127.0.0.1", server_->port(), secretOf(7), in(5000));
+    EXPECT_EQ(toString(real.get("before", in(2000))), "1");
+    EXPECT_LT(msSince(start), 2000) << "the real client waited for an idle connection's slot";
+    expectStillServing();
+  }
+  limit.rlim_cur = saved;
+  setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {

@@ -43,7 +43,7 @@ double timeAllReduce(GpuRank& rank, float* send, float* recv, size_t count, int 
   for (int i = 0; i < 3; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
   cudaStreamSynchronize(rank.stream);
   coll::bootstrap::barrier(*rank.store, "bench/" + std::to_string(tag), rank.rank, rank.nranks,
-                           Clock::now() + std::chrono::seconds(60));
+                           Clock::now() + std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs()));
   const auto start = Clock::now();
   for (int i = 0; i < iters; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
   cudaStreamSynchronize(rank.stream);
@@ -54,7 +54,8 @@ std::vector<std::string> bench(GpuRank& rank) {
   const size_t count = gBytes / sizeof(float);
   float *send = nullptr, *recv = nullptr;
   if (cudaMalloc(&send, gBytes) != cudaSuccess || cudaMalloc(&recv, gBytes) != cudaSuccess) return {"cudaMalloc"};
-  cudaMemset(send, 0, gBytes);
+  cudaMemsetAsync(send, 0, gBytes, rank.stream);
+  cudaStreamSynchronize(rank.stream);
   std::vector<std::string> failures;
   if (rank.rank == 0) {
     // The physical reference: one device-to-device copy of the same size, on this GPU, now.
@@ -79,6 +80,9 @@ std::vector<std::string> bench(GpuRank& rank) {
     printf("RESULT %s allreduce_8B_latency %.2f us\n", gLabel.c_str(), small * 1e6);
     fflush(stdout);
   }
+  // cudaFree synchronizes the device: not while a peer's kernel may still read these buffers.
+  coll::bootstrap::barrier(*rank.store, "bench/free", rank.rank, rank.nranks,
+                           Clock::now() + std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs()));
   cudaFree(send);
   cudaFree(recv);
   return failures;

@@ -53,34 +53,49 @@ double expectedOutput(const GpuCase& c, int rank, int n, size_t i) {
   }
 }
 
-// One device allocation holding the send and receive buffers (overlapping when in place), with
-// poisoned guards between and after them.
-struct Buffers {
-  char* device = nullptr;
+// Where a case's send and receive buffers lie in the arena (overlapping when in place), with
+// poisoned guards between and after them; bytes is how much of the arena the case uses.
+struct Layout {
   size_t bytes = 0;
   size_t sendAt = 0, recvAt = 0;  // byte offsets
-  ~Buffers() { cudaFree(device); }
 };
 
-std::string check(const GpuCase& c, int rank, int n, const CallExtents& e, const Buffers& b,
-                  const std::vector<unsigned char>& before, const std::vector<unsigned char>& after) {
+Layout layoutOf(const GpuCase& c, int rank, int n) {
   const size_t elem = typeSize(c.datatype);
-  std::vector<bool> isOutput(after.size(), false);
+  const CallExtents e = callExtents(c.type, n, rank, c.root, c.count);
+  Layout b;
+  size_t sendAt = 0, recvAt = 0;
+  if (c.inPlace && inPlaceOffsets(c.type, rank, c.root, c.count, &sendAt, &recvAt)) {
+    b.sendAt = sendAt * elem;
+    b.recvAt = recvAt * elem;
+    b.bytes = std::max(b.sendAt + e.send * elem, b.recvAt + e.recv * elem) + kGuardBytes;
+  } else {
+    b.sendAt = 0;
+    b.recvAt = e.send * elem + kGuardBytes;
+    b.bytes = b.recvAt + e.recv * elem + kGuardBytes;
+  }
+  return b;
+}
+
+std::string check(const GpuCase& c, int rank, int n, const CallExtents& e, const Layout& b,
+                  const unsigned char* before, const unsigned char* after) {
+  const size_t elem = typeSize(c.datatype);
+  std::vector<bool> isOutput(b.bytes, false);
   const bool hasOutput = e.recv > 0 && !(c.type == CollType::kReduce && rank != c.root) &&
                          !(c.type == CollType::kGather && rank != c.root);
   if (hasOutput) {
     for (size_t i = 0; i < e.recv; ++i) {
       const double want = expectedOutput(c, rank, n, i);
-      if (!valueMatches(after.data() + b.recvAt, i, c.datatype, c.op, want)) {
+      if (!valueMatches(after + b.recvAt, i, c.datatype, c.op, want)) {
         std::ostringstream o;
-        o << "output element " << i << " is " << loadValue(after.data() + b.recvAt, i, c.datatype) << ", expected "
+        o << "output element " << i << " is " << loadValue(after + b.recvAt, i, c.datatype) << ", expected "
           << want;
         return o.str();
       }
     }
     std::fill(isOutput.begin() + b.recvAt, isOutput.begin() + b.recvAt + e.recv * elem, true);
   }
-  for (size_t byte = 0; byte < after.size(); ++byte)
+  for (size_t byte = 0; byte < b.bytes; ++byte)
     if (!isOutput[byte] && after[byte] != before[byte])
       return "byte " + std::to_string(byte) + " outside the output changed (send buffer or guard)";
   return "";
@@ -95,7 +110,7 @@ std::string GpuCase::describe() const {
   return o.str();
 }
 
-std::vector<GpuCase> gpuCases(int n, bool thorough) {
+std::vector<GpuCase> gpuCases(int n, bool thorough, const std::string& filter) {
   std::vector<GpuCase> cases;
   const CollType reductions[] = {CollType::kAllReduce, CollType::kReduce, CollType::kReduceScatter};
   const CollType moves[] = {CollType::kBroadcast, CollType::kAllGather, CollType::kGather,
@@ -121,34 +136,45 @@ std::vector<GpuCase> gpuCases(int n, bool thorough) {
         }
   }
   cases.push_back({CollType::kAllReduce, collFloat32, collSum, 0, 0, false, coll::ProtoChoice::kAuto});
+  if (!filter.empty())
+    cases.erase(std::remove_if(cases.begin(), cases.end(),
+                               [&](const GpuCase& c) { return c.describe().find(filter) == std::string::npos; }),
+                cases.end());
   return cases;
 }
 
-std::string runGpuCase(GpuRank& rank, const GpuCase& c) {
+GpuArena::GpuArena(const std::vector<GpuCase>& cases, int rank, int nranks) {
+  for (const GpuCase& c : cases) bytes_ = std::max(bytes_, layoutOf(c, rank, nranks).bytes);
+  bytes_ = std::max<size_t>(bytes_, 1);
+  cudaError_t rc = cudaMalloc(&device_, bytes_);
+  if (rc == cudaSuccess) rc = cudaMallocHost(&before_, bytes_);
+  if (rc == cudaSuccess) rc = cudaMallocHost(&after_, bytes_);
+  if (rc != cudaSuccess) error_ = std::string("arena of ") + std::to_string(bytes_) + " bytes: " + cudaGetErrorString(rc);
+}
+
+GpuArena::~GpuArena() {
+  cudaFree(device_);
+  cudaFreeHost(before_);
+  cudaFreeHost(after_);
+}
+
+std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena) {
+  if (!arena.error().empty()) return arena.error();
   const int n = rank.nranks;
   const size_t elem = typeSize(c.datatype);
   const CallExtents e = callExtents(c.type, n, rank.rank, c.root, c.count);
-  Buffers b;
-  size_t sendAt = 0, recvAt = 0;
-  if (c.inPlace && inPlaceOffsets(c.type, rank.rank, c.root, c.count, &sendAt, &recvAt)) {
-    b.sendAt = sendAt * elem;
-    b.recvAt = recvAt * elem;
-    b.bytes = std::max(b.sendAt + e.send * elem, b.recvAt + e.recv * elem) + kGuardBytes;
-  } else {
-    b.sendAt = 0;
-    b.recvAt = e.send * elem + kGuardBytes;
-    b.bytes = b.recvAt + e.recv * elem + kGuardBytes;
-  }
-  std::vector<unsigned char> before(b.bytes);
-  poison(before.data(), before.size());
-  for (size_t i = 0; i < e.send; ++i) storeValue(before.data() + b.sendAt, i, c.datatype, inputOf(c, rank.rank, i));
-  if (cudaMalloc(&b.device, b.bytes) != cudaSuccess) return "cudaMalloc failed";
-  if (cudaMemcpy(b.device, before.data(), b.bytes, cudaMemcpyHostToDevice) != cudaSuccess) return "cudaMemcpy failed";
+  const Layout b = layoutOf(c, rank.rank, n);
+  unsigned char* before = arena.before();
+  poison(before, b.bytes);
+  for (size_t i = 0; i < e.send; ++i) storeValue(before + b.sendAt, i, c.datatype, inputOf(c, rank.rank, i));
+  char* device = arena.device();
+  if (cudaMemcpyAsync(device, before, b.bytes, cudaMemcpyHostToDevice, rank.stream) != cudaSuccess)
+    return "cudaMemcpyAsync of the inputs failed";
 
   coll::CollCall call;
   call.type = c.type == CollType::kSend ? CollType::kAllReduce : c.type;
-  call.sendbuff = e.send > 0 ? b.device + b.sendAt : nullptr;
-  call.recvbuff = e.recv > 0 ? b.device + b.recvAt : nullptr;
+  call.sendbuff = e.send > 0 ? device + b.sendAt : nullptr;
+  call.recvbuff = e.recv > 0 ? device + b.recvAt : nullptr;
   call.count = c.count;
   call.datatype = c.datatype;
   call.op = c.op;
@@ -175,12 +201,13 @@ std::string runGpuCase(GpuRank& rank, const GpuCase& c) {
   } catch (const std::exception& ex) {
     return std::string("enqueue: ") + ex.what();
   }
+  unsigned char* after = arena.after();
+  if (cudaMemcpyAsync(after, device, b.bytes, cudaMemcpyDeviceToHost, rank.stream) != cudaSuccess)
+    return "cudaMemcpyAsync of the outputs failed";
   const cudaError_t rc = cudaStreamSynchronize(rank.stream);
   if (rc != cudaSuccess) return std::string("cudaStreamSynchronize: ") + cudaGetErrorString(rc);
   std::string asyncMessage;
   if (rank.engine->pollError(&asyncMessage) != collSuccess) return "device error: " + asyncMessage;
-  std::vector<unsigned char> after(b.bytes);
-  if (cudaMemcpy(after.data(), b.device, b.bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return "cudaMemcpy back";
   return check(c, rank.rank, n, e, b, before, after);
 }
 

@@ -25,10 +25,40 @@ struct GpuCase {
   std::string describe() const;
 };
 
-// Every rank builds the same list. thorough adds large counts for every type.
-std::vector<GpuCase> gpuCases(int nranks, bool thorough);
+// Every rank builds the same list. thorough adds large counts for every type. filter, when not
+// empty, keeps the cases whose describe() contains it (e.g. "AllReduce float32").
+std::vector<GpuCase> gpuCases(int nranks, bool thorough, const std::string& filter = "");
 
-// Runs one case on this rank: "" when every element and guard byte is right.
-std::string runGpuCase(GpuRank& rank, const GpuCase& c);
+// One rank's buffers for a whole run, allocated once: cudaMalloc and cudaFree synchronize the
+// device, and in threads mode a rank that synchronizes while a peer's kernel waits for it would
+// stall both. The host side is pinned, so uploads and downloads are cudaMemcpyAsync on the rank's
+// stream rather than pageable copies on the legacy stream.
+class GpuArena {
+ public:
+  // Room for the largest of `cases` on `rank`.
+  GpuArena(const std::vector<GpuCase>& cases, int rank, int nranks);
+  ~GpuArena();
+  GpuArena(const GpuArena&) = delete;
+  GpuArena& operator=(const GpuArena&) = delete;
+
+  char* device() const { return device_; }
+  unsigned char* before() const { return before_; }  // pinned: what is uploaded
+  unsigned char* after() const { return after_; }    // pinned: what comes back
+  size_t bytes() const { return bytes_; }
+  // "" when the allocations succeeded, else what failed.
+  const std::string& error() const { return error_; }
+
+ private:
+  char* device_ = nullptr;
+  unsigned char* before_ = nullptr;
+  unsigned char* after_ = nullptr;
+  size_t bytes_ = 0;
+  std::string error_;
+};
+
+// Runs one case on this rank in `arena`: "" when every element and guard byte is right. The
+// caller keeps the ranks in step between cases (a store barrier): a peer may still read this
+// rank's buffers until it has finished the previous case.
+std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena);
 
 }  // namespace colltest

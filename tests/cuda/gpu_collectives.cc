@@ -4,6 +4,10 @@
 // 77 where there is no GPU (ctest's SKIP_RETURN_CODE).
 //
 // usage: gpu_collectives [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]
+//                        [--filter TEXT]
+// --filter keeps the cases whose description contains TEXT ("AllReduce float32", "count 1 ").
+// COLL_TIMEOUT_MS bounds every wait (default 120 s); a run (one mode, one rank count) that is not
+// done 30 s after it is stopped and named, with the case each rank was on.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/bootstrap_ops.h"
 #include "tests/cuda/gpu_cases.h"
 #include "tests/cuda/gpu_ranks.h"
 
@@ -18,14 +23,30 @@ namespace {
 
 using colltest::GpuRank;
 
+constexpr const char* kFilterVar = "COLL_GPU_TEST_FILTER";  // --filter, for the rank processes
 bool gThorough = false;
+
+std::string filterText() {
+  const char* text = getenv(kFilterVar);
+  return text ? text : "";
+}
 
 std::vector<std::string> runAllCases(GpuRank& rank) {
   std::vector<std::string> failures;
-  for (const colltest::GpuCase& c : colltest::gpuCases(rank.nranks, gThorough)) {
-    std::string f = colltest::runGpuCase(rank, c);
+  const std::vector<colltest::GpuCase> cases = colltest::gpuCases(rank.nranks, gThorough, filterText());
+  colltest::GpuArena arena(cases, rank.rank, rank.nranks);
+  const auto timeout = std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const colltest::GpuCase& c = cases[i];
+    colltest::reportProgress(rank.rank, "case " + std::to_string(i) + ": " + c.describe());
+    std::string f = colltest::runGpuCase(rank, c, arena);
     if (!f.empty()) failures.push_back(c.describe() + ": " + f);
-    if (failures.size() >= 10) {
+    // Every rank stops together (the others would wait for this one in the next case), and no
+    // rank reuses its buffers while a peer may still read them.
+    int stop = failures.size() >= 10 ? 1 : 0;
+    coll::bootstrap::barrier(*rank.store, "gpu/case/" + std::to_string(i) + (stop ? "/stop" : ""), rank.rank,
+                             rank.nranks, coll::Clock::now() + timeout);
+    if (stop) {
       failures.push_back("(stopped after 10 failures)");
       break;
     }
@@ -54,12 +75,19 @@ int main(int argc, char** argv) {
       setenv("COLL_GPU_TEST_THOROUGH", "1", 1);  // for the rank processes
     } else if (!strcmp(argv[i], "--spread")) {
       spread = true;
+    } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
+      setenv(kFilterVar, argv[++i], 1);  // read by every rank, threads and processes alike
     } else {
-      fprintf(stderr, "usage: %s [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread] [--filter TEXT]\n",
+              argv[0]);
       return 2;
     }
   }
   if (colltest::skipWithoutGpu()) return 77;
+  if (colltest::gpuCases(2, gThorough, filterText()).empty()) {
+    fprintf(stderr, "gpu_collectives: no case matches --filter '%s'\n", filterText().c_str());
+    return 2;
+  }
   int failed = 0;
   for (const std::string& mode : modes)
     for (int n : ranks) {
@@ -69,7 +97,7 @@ int main(int argc, char** argv) {
       const auto start = std::chrono::steady_clock::now();
       std::vector<std::string> failures = colltest::runGpuRanks(mode, job, "cases", runAllCases);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const size_t ncases = colltest::gpuCases(n, gThorough).size();
+      const size_t ncases = colltest::gpuCases(n, gThorough, filterText()).size();
       printf("RESULT gpu_collectives %s n=%d: %zu cases, %s (%.1f s)\n", mode.c_str(), n, ncases,
              failures.empty() ? "PASS" : "FAIL", seconds);
       for (const std::string& f : failures) printf("  %s\n", f.c_str());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -98,6 +99,31 @@ std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::S
 
 }  // namespace
 
+namespace {
+
+std::mutex gProgressMutex;
+std::map<int, std::string> gProgress;  // rank -> what it is doing
+
+std::string progressOfEveryRank() {
+  std::lock_guard<std::mutex> lock(gProgressMutex);
+  std::string all;
+  for (const auto& [rank, what] : gProgress) all += "  rank " + std::to_string(rank) + ": " + what + "\n";
+  return all.empty() ? "  (no rank reported progress)\n" : all;
+}
+
+}  // namespace
+
+int GpuJob::defaultTimeoutMs() {
+  const char* text = getenv("COLL_TIMEOUT_MS");
+  const int ms = text ? atoi(text) : 0;
+  return ms > 0 ? ms : 120000;
+}
+
+void reportProgress(int rank, const std::string& what) {
+  std::lock_guard<std::mutex> lock(gProgressMutex);
+  gProgress[rank] = what;
+}
+
 std::vector<std::string> splitCommaList(const std::string& text) {
   std::vector<std::string> items;
   size_t start = 0;
@@ -138,13 +164,32 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
   auto store = std::make_shared<coll::bootstrap::MemoryStore>();
   std::vector<std::string> failures;
   std::mutex mutex;
+  std::condition_variable finished;
+  int running = job.nranks;
+  {
+    std::lock_guard<std::mutex> lock(gProgressMutex);
+    gProgress.clear();
+  }
   std::vector<std::thread> threads;
   for (int r = 0; r < job.nranks; ++r)
     threads.emplace_back([&, r] {
       std::vector<std::string> mine = runRank(r, job, *store, body);
       std::lock_guard<std::mutex> lock(mutex);
       failures.insert(failures.end(), mine.begin(), mine.end());
+      if (--running == 0) finished.notify_all();
     });
+  // A kernel that never finishes cannot be cancelled, and its thread cannot be joined: past the
+  // deadline, say where every rank was and end the program rather than hang the caller.
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    const auto limit = std::chrono::milliseconds(job.timeoutMs + 30000);
+    if (!finished.wait_for(lock, limit, [&] { return running == 0; })) {
+      fprintf(stderr, "TIMEOUT: %d ranks as threads did not finish within %d ms; where each rank was:\n%s",
+              job.nranks, job.timeoutMs + 30000, progressOfEveryRank().c_str());
+      fflush(stderr);
+      _exit(124);
+    }
+  }
   for (std::thread& t : threads) t.join();
   return failures;
 }

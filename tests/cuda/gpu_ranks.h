@@ -36,8 +36,16 @@ using GpuRankBody = std::function<std::vector<std::string>(GpuRank& rank)>;
 struct GpuJob {
   int nranks = 2;
   bool spreadOverGpus = false;  // rank r on GPU r % count (default: every rank on GPU 0)
-  int timeoutMs = 120000;
+  // Every wait of the transport and engine; the whole run gets this plus 30 s before it is
+  // stopped (processes killed; threads: the program exits 124 naming where each rank was).
+  int timeoutMs = defaultTimeoutMs();
+  // COLL_TIMEOUT_MS when set, else 120 s.
+  static int defaultTimeoutMs();
 };
+
+// What this rank is doing now ("case 17: AllReduce float32 ..."), for the message of a run that
+// times out. Cheap: call it per case.
+void reportProgress(int rank, const std::string& what);
 
 std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body);
 // bodyName must be registered in the map given to gpuRankChildMain by this program's main.

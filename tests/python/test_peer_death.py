@@ -70,6 +70,9 @@ def rank_main(rank, ranks, mode, store_path, workload):
             one_step()
     except RuntimeError as error:
         print(f"rank {rank} caught RuntimeError after step {step}: {error}", flush=True)
+        # As a program should: torch 2.x may abort at exit ("terminate called without an active
+        # exception") when a process group is still alive then, with any backend.
+        dist.destroy_process_group()
         return 0
     print(f"rank {rank}: the loop ended without an error", flush=True)
     return 1

@@ -224,6 +224,21 @@ TEST_F(HostilePeerTest, StrangersAreTurnedAwayAndTheRealPeerStillConnects) {
   EXPECT_NO_THROW(domain_->checkPeers());
 }
 
+// A connection that never says hello does not hold up the real peer behind it (before, setup
+// read one hello at a time and waited up to 5 s for each: here, past the 3 s setup deadline).
+TEST_F(HostilePeerTest, SilentConnectionsDoNotDelayTheRealPeer) {
+  std::vector<coll::Fd> silent;
+  for (int i = 0; i < 3; ++i)
+    silent.push_back(coll::connectWithDeadline(netCardHost(card_), card_.port,
+                                               coll::deadlineAfter(std::chrono::milliseconds(2000))));
+  const auto start = Clock::now();
+  coll::Fd real = connectAsRank1(goodHello());
+  connector_.join();
+  EXPECT_EQ(setupError_, "");
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(), 1000)
+      << "the real peer waited behind the silent connections";
+}
+
 TEST_F(HostilePeerTest, NoPeerMeansATimeoutNamingIt) {
   connector_.join();
   EXPECT_NE(setupError_.find("waited in vain for connections from rank(s) 1"), std::string::npos) << setupError_;

@@ -21,6 +21,9 @@ namespace {
 
 constexpr int kPollIntervalMs = 100;                       // the progress thread re-checks stop_ this often
 constexpr auto kHelloTimeout = std::chrono::seconds(5);    // a connection must say who it is by then
+// Connections read side by side while their hellos arrive; beyond this, new ones are refused at
+// once (a flood of silent connections then costs a warning each, not the peers' time).
+constexpr size_t kMaxPendingHellos = 1024;
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // closing frames are tiny; do not wait long
 
 void tuneSocket(int fd) {
@@ -108,12 +111,22 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
 }
 
 void NetDomain::acceptPeers(int expected, Deadline deadline) {
+  // Connections are taken as they come and their hellos read side by side: one that says nothing
+  // costs only its own slot until its hello deadline, never the real peers' time.
+  struct Pending {
+    Fd fd;
+    NetHello hello;
+    size_t received = 0;
+    Deadline helloDeadline;
+  };
+  std::vector<Pending> pending;
+  std::vector<pollfd> fds;
+  auto refuse = [&](const std::string& why) {
+    COLL_WARN(kTransport, "rank %d: refused a connection on %s: %s", myRank_, listenAddress_.c_str(), why.c_str());
+  };
   while (expected > 0) {
-    pollfd pfd{listener_.get(), POLLIN, 0};
-    int ready = poll(&pfd, 1, pollTimeoutMs(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
-    if (ready == 0) {
+    const Deadline now = Clock::now();
+    if (now >= deadline) {
       std::string missing;
       for (auto& peer : peers_)
         for (auto& s : peer->sockets)
@@ -124,30 +137,64 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
       throwError(collTimeout, "socket transport setup: rank %d waited in vain for connections from rank(s) %s on %s",
                  myRank_, missing.c_str(), listenAddress_.c_str());
     }
-    Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!fd.valid()) continue;  // the connection went away before we took it
-    // A hello has to arrive promptly and be right; anything else is some other program (or a
-    // stale job) knocking, which is logged and turned away without disturbing this one.
-    NetHello hello;
-    Deadline helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
-    std::string refusal;
-    if (recvAll(fd.get(), &hello, sizeof(hello), helloDeadline) != IoStatus::kOk) {
-      refusal = "no hello";
-    } else {
-      refusal = checkNetHello(hello, nonce_, settings_.socketsPerPeer, settings_.netFifoDepth, settings_.slotBytes);
-      if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
-        refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
-      if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
-        refusal = formatString("rank %d connected socket %d twice", hello.fromRank, hello.socketIndex);
+    Deadline wake = deadline;
+    fds.clear();
+    fds.push_back({listener_.get(), POLLIN, 0});
+    for (const Pending& p : pending) {
+      fds.push_back({p.fd.get(), POLLIN, 0});
+      wake = std::min(wake, p.helloDeadline);
     }
-    if (!refusal.empty()) {
-      COLL_WARN(kTransport, "rank %d: refused a connection on %s: %s", myRank_, listenAddress_.c_str(),
-                refusal.c_str());
-      continue;
+    int ready = poll(fds.data(), fds.size(), pollTimeoutMs(wake));
+    if (ready < 0 && errno == EINTR) continue;
+    COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
+    // Read what the pending connections sent; settle those whose hello is complete, late or broken.
+    for (size_t i = 0; i < pending.size();) {
+      Pending& p = pending[i];
+      const short revents = fds[i + 1].revents;
+      std::string refusal;
+      bool done = false;
+      if (revents != 0) {
+        ssize_t n = recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.received, sizeof(p.hello) - p.received, 0);
+        if (n > 0) {
+          p.received += static_cast<size_t>(n);
+        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          refusal = "closed before its hello was complete";
+        }
+      }
+      if (refusal.empty() && p.received == sizeof(p.hello)) {
+        done = true;
+        const NetHello& hello = p.hello;
+        refusal = checkNetHello(hello, nonce_, settings_.socketsPerPeer, settings_.netFifoDepth, settings_.slotBytes);
+        if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
+          refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
+        if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
+          refusal = formatString("rank %d connected socket %d twice", hello.fromRank, hello.socketIndex);
+      } else if (refusal.empty() && Clock::now() >= p.helloDeadline) {
+        refusal = "no hello";
+      }
+      if (!refusal.empty()) {
+        refuse(refusal);
+      } else if (done) {
+        tuneSocket(p.fd.get());
+        peers_[peerIndex_[p.hello.fromRank]]->sockets[p.hello.socketIndex] = std::move(p.fd);
+        --expected;
+      } else {
+        ++i;
+        continue;
+      }
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     }
-    tuneSocket(fd.get());
-    peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex] = std::move(fd);
-    --expected;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    for (;;) {
+      Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (!fd.valid()) break;  // none left (or it went away before we took it)
+      if (pending.size() >= kMaxPendingHellos) {
+        refuse(formatString("%zu connections are already waiting to say hello", pending.size()));
+        continue;
+      }
+      pending.push_back({std::move(fd), NetHello{}, 0, std::min(deadline, Clock::now() + kHelloTimeout)});
+    }
   }
 }
 
