@@ -49,6 +49,17 @@ bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8
   return true;
 }
 
+std::string StoreService::fullMessage(const std::string& key) {
+  if (Clock::now() >= nextFullWarning_) {
+    COLL_WARN(kBootstrap, "rendezvous store %s: full (%zu of %zu bytes, COLL_STORE_MAX_BYTES); refusing writes",
+              name_.c_str(), table_.storedBytes(), table_.maxBytes());
+    nextFullWarning_ = Clock::now() + std::chrono::seconds(10);
+  }
+  return formatString("the rendezvous store is full: it holds %zu bytes, its limit is %zu (COLL_STORE_MAX_BYTES); "
+                      "key '%s' was not written",
+                      table_.storedBytes(), table_.maxBytes(), key.substr(0, 200).c_str());
+}
+
 bool StoreService::handleHello(ConnId conn, const std::string& peer, FrameReader& r, uint32_t seq,
                                std::vector<Outgoing>* out) {
   uint32_t magic = r.u32();
@@ -83,8 +94,11 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       std::string key = r.str(kMaxKeyBytes);
       Bytes value = r.bytes(kMaxValueBytes);
       requireEnd(r, op);
-      table_.set(key, std::move(value), &ready);
-      out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      if (table_.set(key, std::move(value), &ready)) {
+        out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      } else {
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(fullMessage(key)).finish()});
+      }
       break;
     }
     case Op::kGet: {
@@ -103,8 +117,11 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       int64_t delta = r.i64();
       requireEnd(r, op);
       int64_t result = 0;
-      if (table_.add(key, delta, &result, &ready)) {
+      StoreTable::AddResult added = table_.add(key, delta, &result, &ready);
+      if (added == StoreTable::AddResult::kOk) {
         out->push_back({conn, FrameWriter(Op::kCounter, seq).i64(result).finish()});
+      } else if (added == StoreTable::AddResult::kFull) {
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(fullMessage(key)).finish()});
       } else {
         std::string message = "the value of key '" + key.substr(0, 200) +
                               "' is not a decimal counter, or adding the delta overflows int64";

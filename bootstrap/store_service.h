@@ -35,7 +35,8 @@ class StoreService {
     Bytes frame;
   };
 
-  StoreService(const Secret& secret, std::string name) : secret_(secret), name_(std::move(name)) {}
+  StoreService(const Secret& secret, std::string name, size_t maxStoredBytes = StoreTable::maxBytesFromEnv())
+      : secret_(secret), name_(std::move(name)), table_(maxStoredBytes) {}
 
   // Handles one frame body (after the length prefix) from `conn`. Appends replies to *out.
   // Returns false when the connection must be closed once its replies are sent (rejected
@@ -66,10 +67,13 @@ class StoreService {
   void park(ConnId conn, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet,
             std::vector<Outgoing>* out);
   void answer(StoreTable::WaiterId id, bool found, std::vector<Outgoing>* out);
+  // The error a write gets when the table is full (and, at most every 10 s, a WARN saying so).
+  std::string fullMessage(const std::string& key);
 
   Secret secret_;
   std::string name_;
   StoreTable table_;
+  Deadline nextFullWarning_{};  // one WARN per interval while the table is full
   std::unordered_map<ConnId, Client> clients_;
   std::unordered_map<StoreTable::WaiterId, Parked> parked_;
 };

@@ -1,5 +1,7 @@
 #include "bootstrap/store_table.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 
 #include "bootstrap/store_counter.h"
@@ -7,9 +9,27 @@
 namespace coll {
 namespace bootstrap {
 
-void StoreTable::set(const std::string& key, Bytes value, std::vector<WaiterId>* ready) {
-  values_[key] = std::move(value);
+size_t StoreTable::maxBytesFromEnv() {
+  const char* text = getenv("COLL_STORE_MAX_BYTES");
+  if (text == nullptr || *text == '\0') return kDefaultMaxBytes;
+  char* end = nullptr;
+  unsigned long long value = strtoull(text, &end, 10);
+  return (end != nullptr && *end == '\0' && value > 0) ? static_cast<size_t>(value) : kDefaultMaxBytes;
+}
+
+bool StoreTable::set(const std::string& key, Bytes value, std::vector<WaiterId>* ready) {
+  auto it = values_.find(key);
+  const size_t before = it == values_.end() ? 0 : key.size() + it->second.size();
+  const size_t after = key.size() + value.size();
+  if (storedBytes_ - before + after > maxBytes_ && after > before) return false;
+  storedBytes_ = storedBytes_ - before + after;
+  if (it == values_.end()) {
+    values_.emplace(key, std::move(value));
+  } else {
+    it->second = std::move(value);
+  }
   wakeWaitersOf(key, ready);
+  return true;
 }
 
 const Bytes* StoreTable::find(const std::string& key) const {
@@ -17,10 +37,10 @@ const Bytes* StoreTable::find(const std::string& key) const {
   return it == values_.end() ? nullptr : &it->second;
 }
 
-bool StoreTable::add(const std::string& key, int64_t delta, int64_t* result, std::vector<WaiterId>* ready) {
-  if (!addToCounter(find(key), delta, result)) return false;
-  set(key, encodeCounter(*result), ready);
-  return true;
+StoreTable::AddResult StoreTable::add(const std::string& key, int64_t delta, int64_t* result,
+                                      std::vector<WaiterId>* ready) {
+  if (!addToCounter(find(key), delta, result)) return AddResult::kNotACounter;
+  return set(key, encodeCounter(*result), ready) ? AddResult::kOk : AddResult::kFull;
 }
 
 bool StoreTable::hasAll(const std::vector<std::string>& keys) const {

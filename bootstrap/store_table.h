@@ -22,15 +22,28 @@ namespace bootstrap {
 class StoreTable {
  public:
   using WaiterId = uint64_t;
+  // What the table may hold, keys and values together, unless COLL_STORE_MAX_BYTES says
+  // otherwise: far more than a rendezvous needs (address cards of a few hundred bytes per rank),
+  // far less than a client flooding the store would take.
+  static constexpr size_t kDefaultMaxBytes = size_t{256} << 20;
+  // COLL_STORE_MAX_BYTES when set (a positive number of bytes), else kDefaultMaxBytes.
+  static size_t maxBytesFromEnv();
+
+  explicit StoreTable(size_t maxBytes = kDefaultMaxBytes) : maxBytes_(maxBytes) {}
 
   // Stores the value; appends to *ready the waiters that now have every key they wanted (they
-  // are removed from the table).
-  void set(const std::string& key, Bytes value, std::vector<WaiterId>* ready);
+  // are removed from the table). False, and nothing changed, when the table would then hold
+  // more than its limit.
+  bool set(const std::string& key, Bytes value, std::vector<WaiterId>* ready);
   // The value, or nullptr when absent. Valid until the next set or add.
   const Bytes* find(const std::string& key) const;
-  // Adds delta to the counter at key; false (and nothing changed) when the stored value is not a
-  // counter or the sum overflows. Appends woken waiters to *ready like set().
-  bool add(const std::string& key, int64_t delta, int64_t* result, std::vector<WaiterId>* ready);
+  enum class AddResult { kOk, kNotACounter, kFull };
+  // Adds delta to the counter at key; kNotACounter (and nothing changed) when the stored value
+  // is not a counter or the sum overflows, kFull when a new counter would pass the limit.
+  // Appends woken waiters to *ready like set().
+  AddResult add(const std::string& key, int64_t delta, int64_t* result, std::vector<WaiterId>* ready);
+  size_t storedBytes() const { return storedBytes_; }
+  size_t maxBytes() const { return maxBytes_; }
   bool hasAll(const std::vector<std::string>& keys) const;
 
   // Registers a waiter for the keys that are missing now (at least one must be missing).
@@ -53,6 +66,8 @@ class StoreTable {
   void wakeWaitersOf(const std::string& key, std::vector<WaiterId>* ready);
   void forget(WaiterId id, const Waiter& waiter);
 
+  const size_t maxBytes_;
+  size_t storedBytes_ = 0;  // every key's and value's bytes
   std::unordered_map<std::string, Bytes> values_;
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::vector<WaiterId>> waitersByKey_;

@@ -242,6 +242,11 @@ void TcpStoreClient::set(const std::string& key, const Bytes& value) {
   w.str(key).bytes(value);
   std::string what = "set of key '" + key.substr(0, 200) + "'";
   Reply reply = request(w, what);
+  if (reply.op == static_cast<uint8_t>(Op::kError)) {
+    FrameReader r(reply.body.data(), reply.body.size());
+    std::string message = r.str(wire::kMaxErrorMessageBytes);
+    throwError(collInvalidUsage, "TcpStoreClient::set: %s", message.c_str());
+  }
   if (reply.op != static_cast<uint8_t>(Op::kOk)) throwUnexpected(what, reply.op);
 }
 

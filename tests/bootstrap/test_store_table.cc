@@ -67,14 +67,37 @@ TEST(StoreTable, AddWakesWaitersAndRejectsNonCounters) {
   std::vector<StoreTable::WaiterId> ready;
   auto w = table.addWaiter({"n"}, Clock::now() + std::chrono::hours(1));
   int64_t result = 0;
-  ASSERT_TRUE(table.add("n", 5, &result, &ready));
+  ASSERT_EQ(table.add("n", 5, &result, &ready), StoreTable::AddResult::kOk);
   EXPECT_EQ(result, 5);
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0], w);
   EXPECT_EQ(*table.find("n"), toBytes("5"));
   table.set("s", toBytes("five"), &ready);
-  EXPECT_FALSE(table.add("s", 1, &result, &ready));
+  EXPECT_EQ(table.add("s", 1, &result, &ready), StoreTable::AddResult::kNotACounter);
   EXPECT_EQ(*table.find("s"), toBytes("five"));
+}
+
+// The table never holds more than its limit, keys included; a write that would pass it changes
+// nothing, and a write that shrinks a value is always taken.
+TEST(StoreTable, HoldsNoMoreThanItsLimit) {
+  StoreTable table(1000);
+  std::vector<StoreTable::WaiterId> ready;
+  EXPECT_TRUE(table.set("a", Bytes(600, 1), &ready));
+  EXPECT_EQ(table.storedBytes(), 601u);
+  EXPECT_FALSE(table.set("b", Bytes(600, 2), &ready));
+  EXPECT_EQ(table.find("b"), nullptr);
+  EXPECT_EQ(table.storedBytes(), 601u);
+  EXPECT_TRUE(table.set("a", Bytes(998, 3), &ready));  // replacing: 999 bytes in all
+  EXPECT_FALSE(table.set("a", Bytes(1000, 4), &ready));
+  EXPECT_EQ(table.find("a")->size(), 998u);
+  EXPECT_TRUE(table.set("a", Bytes(10, 5), &ready));  // shrinking
+  int64_t result = 0;
+  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::AddResult::kOk);
+  EXPECT_TRUE(table.set("c", Bytes(1000 - table.storedBytes() - 1, 6), &ready));
+  EXPECT_EQ(table.storedBytes(), 1000u);
+  EXPECT_EQ(table.add("m", 1, &result, &ready), StoreTable::AddResult::kFull);
+  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::AddResult::kOk);  // same size
+  EXPECT_EQ(result, 2);
 }
 
 TEST(StoreCounter, DecodesOnlyDecimalInt64) {

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -305,6 +307,49 @@ TEST_F(HostileClientTest, IdleConnectionsInEverySlotDoNotKeepARealClientOut) {
   }
   limit.rlim_cur = saved;
   setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+size_t residentMiB() {
+  FILE* status = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t kib = 0;
+  while (status != nullptr && fgets(line, sizeof(line), status) != nullptr)
+    if (strncmp(line, "VmRSS:", 6) == 0) kib = strtoul(line + 6, nullptr, 10);
+  if (status != nullptr) fclose(status);
+  return kib / 1024;
+}
+
+// An authenticated client that floods the store with 64 MiB values under new keys is refused
+// once the store holds its limit, and the store's memory stays there (before: every value was
+// kept; 20 of them are 1.3 GB).
+TEST(TcpStoreLimits, AFloodingClientIsRefusedAtTheStoresLimit) {
+  testing::EnvGuard env({"COLL_STORE_MAX_BYTES"});
+  env.set("COLL_STORE_MAX_BYTES", std::to_string(size_t{100} << 20));
+  TcpStoreServer server("127.0.0.1", 0, secretOf(7));
+  TcpStoreClient client("127.0.0.1", server.port(), secretOf(7), in(5000));
+  const size_t before = residentMiB();
+  Bytes value(kMaxValueBytes, 0x5a);
+  int refused = 0;
+  std::string message;
+  for (int i = 0; i < 20; ++i) {
+    try {
+      client.set("flood/" + std::to_string(i), value);
+    } catch (const CollError& e) {
+      EXPECT_EQ(e.code(), collInvalidUsage);
+      message = e.what();
+      ++refused;
+    }
+  }
+  const size_t grown = residentMiB() - std::min(before, residentMiB());
+  EXPECT_EQ(refused, 19) << "the limit is 100 MiB: one 64 MiB value fits";
+  EXPECT_NE(message.find("the rendezvous store is full"), std::string::npos) << message;
+  EXPECT_NE(message.find("COLL_STORE_MAX_BYTES"), std::string::npos) << message;
+  // The stored value and the buffers of one request in flight; not 20 values.
+  EXPECT_LT(grown, 400u) << "the process grew by " << grown << " MiB";
+  // Still serving: what fits is written, what is there is read.
+  client.set("small", toBytes("ok"));
+  EXPECT_EQ(toString(client.get("small", in(2000))), "ok");
+  EXPECT_EQ(client.get("flood/0", in(2000)).size(), kMaxValueBytes);
 }
 
 TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {
