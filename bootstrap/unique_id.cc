@@ -1,5 +1,7 @@
 #include "bootstrap/unique_id.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -67,8 +69,26 @@ struct ServerRegistry {
   std::vector<RunningServer> servers;
 };
 
+ServerRegistry& registry();
+
+// fork(): the child gets a copy of the registry but none of the servers' threads. Were it to
+// destroy those copies (at exit), it would join threads that are not there and signal the
+// parent's servers through the inherited eventfds: the child forgets them instead. The registry
+// lock is held across the fork, so the child never inherits it taken.
+void lockRegistryForFork() { registry().mutex.lock(); }
+void unlockRegistryAfterFork() { registry().mutex.unlock(); }
+void forgetParentServersInChild() {
+  ServerRegistry& r = registry();
+  for (RunningServer& s : r.servers) static_cast<void>(s.server.release());  // the parent's; not ours to stop
+  r.servers.clear();
+  r.mutex.unlock();
+}
+
 ServerRegistry& registry() {
   static ServerRegistry instance;
+  static const bool forkHandlers =
+      pthread_atfork(lockRegistryForFork, unlockRegistryAfterFork, forgetParentServersInChild) == 0;
+  static_cast<void>(forkHandlers);
   return instance;
 }
 

@@ -1,6 +1,7 @@
 #include "rank_launcher.h"
 
 #include "bootstrap/memory_store.h"
+#include "bootstrap/unique_id.h"
 #include "src/api_internal.h"
 
 #include <poll.h>
@@ -77,17 +78,29 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
 std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
                                                  const RankBody& body, const InitFailureBody& onInitFailure,
                                                  int timeoutSeconds) {
-  collUniqueId id;
-  if (collGetUniqueId(&id) != collSuccess) return {std::string("collGetUniqueId: ") + collGetLastError(nullptr)};
+  // Fork first, then start the rendezvous server: a child forked while the server's thread runs
+  // may inherit a lock that thread held (the allocator's, say) and hang on it. Each child waits
+  // for the id on a pipe of its own.
   std::vector<pid_t> pids;
-  std::vector<int> pipes;
+  std::vector<int> pipes;    // child -> parent: the report
+  std::vector<int> idPipes;  // parent -> child: the unique id
   for (int r = 0; r < nranks; ++r) {
-    int fds[2];
-    if (pipe(fds) != 0) return {"pipe failed"};
+    int fds[2], idFds[2];
+    if (pipe(fds) != 0 || pipe(idFds) != 0) return {"pipe failed"};
     fflush(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      close(idFds[1]);
+      for (int fd : idPipes) close(fd);  // the earlier ranks' write ends: their EOF must not wait for us
+      collUniqueId id;
+      size_t got = 0;
+      while (got < sizeof(id)) {
+        ssize_t n = read(idFds[0], reinterpret_cast<char*>(&id) + got, sizeof(id) - got);
+        if (n <= 0) _exit(2);  // the parent could not make an id, and says so itself
+        got += static_cast<size_t>(n);
+      }
+      close(idFds[0]);
       setup(r);
       collComm_t comm = nullptr;
       std::vector<std::string> mine;
@@ -105,8 +118,20 @@ std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function
       _exit(mine.empty() ? 0 : 1);
     }
     close(fds[1]);
+    close(idFds[0]);
     pids.push_back(pid);
     pipes.push_back(fds[0]);
+    idPipes.push_back(idFds[1]);
+  }
+  collUniqueId id;
+  const bool haveId = collGetUniqueId(&id) == collSuccess;
+  const std::string idError = haveId ? "" : std::string("collGetUniqueId: ") + collGetLastError(nullptr);
+  for (int fd : idPipes) {
+    if (haveId) {
+      ssize_t written = write(fd, &id, sizeof(id));  // 128 bytes: one atomic pipe write
+      (void)written;
+    }
+    close(fd);
   }
   std::vector<std::string> failures;
   std::vector<std::string> reports(nranks);
@@ -150,6 +175,10 @@ std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && reports[r].empty())
       failures.push_back("rank " + std::to_string(r) + " exited abnormally (status " + std::to_string(status) + ")");
   }
+  if (!haveId) return {idError};
+  // No communicator of this process used the id: end its server now, so that the next fork finds
+  // no server thread running.
+  coll::bootstrap::releaseUniqueIdServer(id);
   return failures;
 }
 
