@@ -4,6 +4,8 @@
 // and unpacked into the caller's tensors when the call is done.
 #include <c10/util/Exception.h>
 
+#include <functional>
+
 #include "library_call.h"
 #include "process_group.h"
 
@@ -21,18 +23,36 @@ void checkSameType(const std::vector<at::Tensor>& tensors, const char* op, const
   }
 }
 
-// The gathered layout is rank-major: rank r's packed inputs are elements [r*total, (r+1)*total).
-// Tensor i of rank r goes to slice r of output i (a whole tensor, or one tensor of a list).
-void unpackGathered(const at::Tensor& gathered, int64_t total, int ranks, const std::vector<at::Tensor>& inputs,
-                    const std::function<at::Tensor(size_t tensor, int rank)>& destination) {
-  for (int rank = 0; rank < ranks; ++rank) {
-    int64_t offset = rank * total;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      int64_t count = inputs[i].numel();
-      destination(i, rank).copy_(gathered.narrow(0, offset, count).view(destination(i, rank).sizes()));
-      offset += count;
+// The two halves of an all-gather of several tensors packed into one buffer: `issue` gathers
+// every rank's packed inputs, rank-major (rank r's are elements [r*total, (r+1)*total));
+// `finish` copies tensor i of rank r (count elements) to destination(i, r, count). Both
+// all-gather forms use it; they differ only in where tensor i of rank r goes.
+struct PackedAllGather {
+  std::function<void()> issue;
+  std::function<void()> finish;
+};
+
+PackedAllGather packedAllGather(const std::vector<at::Tensor>& inputs, collDataType_t type, collComm_t comm,
+                                int ranks,
+                                std::function<at::Tensor(size_t tensor, int rank, int64_t count)> destination) {
+  at::Tensor packed = packTensors(inputs);
+  const int64_t total = packed.numel();
+  at::Tensor gathered = flatBufferFor(packed, ranks);
+  std::vector<int64_t> counts;
+  for (const at::Tensor& input : inputs) counts.push_back(input.numel());
+  PackedAllGather call;
+  call.issue = [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); };
+  call.finish = [=] {
+    for (int rank = 0; rank < ranks; ++rank) {
+      int64_t offset = rank * total;
+      for (size_t i = 0; i < counts.size(); ++i) {
+        at::Tensor target = destination(i, rank, counts[i]);
+        target.copy_(gathered.narrow(0, offset, counts[i]).view(target.sizes()));
+        offset += counts[i];
+      }
     }
-  }
+  };
+  return call;
 }
 
 }  // namespace
@@ -65,21 +85,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_coalesced(
       checkMatchingTensors({list[i]}, inputTensors[i], 1, "allgather_coalesced", "an output list");
   }
   collDataType_t type = collTypeOf(inputTensors[0], Combines::kNo, "allgather_coalesced");
-  at::Tensor packed = packTensors(inputTensors);
-  int64_t total = packed.numel();
-  at::Tensor gathered = flatBufferFor(packed, getSize());
-  collComm_t comm = comm_.handle();
-  int ranks = getSize();
-  std::vector<at::Tensor> inputs = inputTensors;
   std::vector<std::vector<at::Tensor>> outputLists = outputTensorLists;
   std::vector<at::Tensor> outputs;
   for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
-  return enqueue(
-      c10d::OpType::ALLGATHER_COALESCED, outputs,
-      [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); },
-      [=] {
-        unpackGathered(gathered, total, ranks, inputs, [&](size_t i, int rank) { return outputLists[rank][i]; });
-      });
+  PackedAllGather call = packedAllGather(inputTensors, type, comm_.handle(), getSize(),
+                                         [outputLists](size_t i, int rank, int64_t) { return outputLists[rank][i]; });
+  return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, std::move(call.issue), std::move(call.finish));
 }
 
 #if TORCH_COLLECTIVE_HAS_TENSOR_COALESCED
@@ -91,21 +102,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_into_tensor_coa
               inputs.size(), " inputs, expected one output per input");
   for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(outputs[i], inputs[i], getSize(), op, "output");
   collDataType_t type = collTypeOf(inputs[0], Combines::kNo, op);
-  at::Tensor packed = packTensors(inputs);
-  int64_t total = packed.numel();
-  at::Tensor gathered = flatBufferFor(packed, getSize());
-  collComm_t comm = comm_.handle();
-  int ranks = getSize();
-  std::vector<at::Tensor> in = inputs, out = outputs;
-  return enqueue(
-      c10d::OpType::COALESCED, out,
-      [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); },
-      [=] {
-        unpackGathered(gathered, total, ranks, in, [&](size_t i, int rank) {
-          int64_t count = in[i].numel();
-          return out[i].view({-1}).narrow(0, rank * count, count);
-        });
-      });
+  std::vector<at::Tensor> out = outputs;
+  PackedAllGather call = packedAllGather(inputs, type, comm_.handle(), getSize(), [out](size_t i, int rank, int64_t count) {
+    return out[i].view({-1}).narrow(0, rank * count, count);
+  });
+  return enqueue(c10d::OpType::COALESCED, out, std::move(call.issue), std::move(call.finish));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coalesced(

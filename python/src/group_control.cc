@@ -23,6 +23,8 @@ std::string keyOf(uint64_t barrier, const std::string& what) {
   return "torch_collective/monitored_barrier/" + std::to_string(barrier) + "/" + what;
 }
 
+std::string arrivedKey(uint64_t barrier, int rank) { return keyOf(barrier, "arrived/" + std::to_string(rank)); }
+
 std::string rankList(const std::vector<int>& ranks) {
   std::ostringstream out;
   for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
@@ -40,7 +42,7 @@ void ProcessGroupCollective::monitoredBarrier(const c10d::BarrierOptions& opts, 
   const uint64_t barrier = ++monitoredBarriers_;
   const std::string release = keyOf(barrier, "release");
   if (getRank() != 0) {
-    store_->set(keyOf(barrier, "arrived/" + std::to_string(getRank())), bytesOf("1"));
+    store_->set(arrivedKey(barrier, getRank()), bytesOf("1"));
     // Rank 0 gives its verdict at its own deadline: wait a little past it to hear the verdict,
     // which names the missing ranks, rather than time out alongside it.
     const std::chrono::milliseconds patience = timeout + kVerdictGrace;
@@ -63,9 +65,7 @@ void ProcessGroupCollective::monitoredBarrier(const c10d::BarrierOptions& opts, 
   auto poll = std::chrono::microseconds(200);
   while (!missing.empty()) {
     missing.erase(std::remove_if(missing.begin(), missing.end(),
-                                 [&](int rank) {
-                                   return store_->check({keyOf(barrier, "arrived/" + std::to_string(rank))});
-                                 }),
+                                 [&](int rank) { return store_->check({arrivedKey(barrier, rank)}); }),
                   missing.end());
     if (missing.empty() || Clock::now() >= deadline) break;
     std::this_thread::sleep_for(poll);
@@ -88,7 +88,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollective::split(const c10::intru
                                                                 const std::vector<int>& ranks,
                                                                 const c10::intrusive_ptr<Options>& opts) {
   for (int rank : ranks) checkRoot(rank, "split");
-  const bool member = std::find(ranks.begin(), ranks.end(), getRank()) != ranks.end();
+  const auto mine = std::find(ranks.begin(), ranks.end(), getRank());
+  const bool member = mine != ranks.end();
   // Disjoint groups have different smallest ranks: that names the group. The new ranks follow the
   // order of `ranks`, as torch numbers the new group's members.
   const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : COLL_SPLIT_NOCOLOR;
@@ -99,7 +100,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollective::split(const c10::intru
                                    : comm_.timeoutMs();
   auto newComm = std::make_shared<collComm_t>(nullptr);
   collComm_t comm = comm_.handle();
-  const int key = member ? static_cast<int>(std::find(ranks.begin(), ranks.end(), getRank()) - ranks.begin()) : 0;
+  const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
   // Behind this group's queued calls: the split is a call on this communicator like the others.
   c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, [=] {
     collConfig_t config = COLL_CONFIG_INITIALIZER;

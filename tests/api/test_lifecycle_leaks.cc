@@ -2,40 +2,22 @@
 // flat: each collGetUniqueId's rendezvous server ends with the communicators that used it.
 // (Before, every id kept a thread and two descriptors for the life of the process, and under
 // `ulimit -n 1024` the 504th cycle failed.)
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include "collective.h"
+#include "tests/common/process_usage.h"
 
 namespace {
 
-size_t entriesIn(const char* directory) {
-  size_t count = 0;
-  if (DIR* dir = opendir(directory)) {
-    while (dirent* entry = readdir(dir))
-      if (entry->d_name[0] != '.') ++count;
-    closedir(dir);
-  }
-  return count;
-}
-
-size_t openFds() { return entriesIn("/proc/self/fd"); }
-size_t threads() { return entriesIn("/proc/self/task"); }
-
-size_t residentKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
-  return 0;
-}
+using colltest::openFds;
+using colltest::residentKiB;
+using colltest::threadCount;
 
 // One rank: id, init, an all-reduce, destroy.
 void cycle() {
@@ -63,10 +45,10 @@ size_t settled(Measure measure, size_t ceiling) {
 TEST(LifecycleLeaks, ThousandInitDestroyCyclesKeepFdsThreadsAndMemoryFlat) {
   constexpr int kWarmup = 20, kCycles = 1000;
   for (int i = 0; i < kWarmup; ++i) ASSERT_NO_FATAL_FAILURE(cycle());
-  const size_t fds = openFds(), tasks = threads(), rss = residentKiB();
+  const size_t fds = openFds(), tasks = threadCount(), rss = residentKiB();
   for (int i = 0; i < kCycles; ++i) ASSERT_NO_FATAL_FAILURE(cycle()) << "cycle " << i;
   // One server may still be ending (it is reaped by the next id): allow its thread and sockets.
-  const size_t fdsAfter = settled(openFds, fds + 3), tasksAfter = settled(threads, tasks + 1);
+  const size_t fdsAfter = settled(openFds, fds + 3), tasksAfter = settled(threadCount, tasks + 1);
   const size_t rssAfter = residentKiB();
   printf("after %d more cycles: fds %zu -> %zu, threads %zu -> %zu, RSS %zu -> %zu KiB\n", kCycles, fds, fdsAfter,
          tasks, tasksAfter, rss, rssAfter);

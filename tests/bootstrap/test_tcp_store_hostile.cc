@@ -6,8 +6,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "bootstrap/tcp_store.h"
 #include "common/socket.h"
 #include "test_helpers.h"
+#include "tests/common/process_usage.h"
 
 namespace coll {
 namespace bootstrap {
@@ -309,16 +308,6 @@ TEST_F(HostileClientTest, IdleConnectionsInEverySlotDoNotKeepARealClientOut) {
   setrlimit(RLIMIT_NOFILE, &limit);
 }
 
-size_t residentMiB() {
-  FILE* status = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t kib = 0;
-  while (status != nullptr && fgets(line, sizeof(line), status) != nullptr)
-    if (strncmp(line, "VmRSS:", 6) == 0) kib = strtoul(line + 6, nullptr, 10);
-  if (status != nullptr) fclose(status);
-  return kib / 1024;
-}
-
 // An authenticated client that floods the store with 64 MiB values under new keys is refused
 // once the store holds its limit, and the store's memory stays there (before: every value was
 // kept; 20 of them are 1.3 GB).
@@ -327,7 +316,7 @@ TEST(TcpStoreLimits, AFloodingClientIsRefusedAtTheStoresLimit) {
   env.set("COLL_STORE_MAX_BYTES", std::to_string(size_t{100} << 20));
   TcpStoreServer server("127.0.0.1", 0, secretOf(7));
   TcpStoreClient client("127.0.0.1", server.port(), secretOf(7), in(5000));
-  const size_t before = residentMiB();
+  const size_t before = colltest::residentKiB() / 1024;
   Bytes value(kMaxValueBytes, 0x5a);
   int refused = 0;
   std::string message;
@@ -340,7 +329,8 @@ TEST(TcpStoreLimits, AFloodingClientIsRefusedAtTheStoresLimit) {
       ++refused;
     }
   }
-  const size_t grown = residentMiB() - std::min(before, residentMiB());
+  const size_t after = colltest::residentKiB() / 1024;
+  const size_t grown = after - std::min(before, after);
   EXPECT_EQ(refused, 19) << "the limit is 100 MiB: one 64 MiB value fits";
   EXPECT_NE(message.find("the rendezvous store is full"), std::string::npos) << message;
   EXPECT_NE(message.find("COLL_STORE_MAX_BYTES"), std::string::npos) << message;
