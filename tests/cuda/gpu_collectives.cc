@@ -41,13 +41,14 @@ std::vector<std::string> runAllCases(GpuRank& rank) {
     colltest::reportProgress(rank.rank, "case " + std::to_string(i) + ": " + c.describe());
     std::string f = colltest::runGpuCase(rank, c, arena);
     if (!f.empty()) failures.push_back(c.describe() + ": " + f);
-    // Every rank stops together (the others would wait for this one in the next case), and no
-    // rank reuses its buffers while a peer may still read them.
-    int stop = failures.size() >= 10 ? 1 : 0;
-    coll::bootstrap::barrier(*rank.store, "gpu/case/" + std::to_string(i) + (stop ? "/stop" : ""), rank.rank,
-                             rank.nranks, coll::Clock::now() + timeout);
-    if (stop) {
-      failures.push_back("(stopped after 10 failures)");
+    // No rank reuses its buffers while a peer may still read them; and every rank stops once any
+    // has had 10 failures (the others would wait for it in the next case): each adds its vote
+    // before the barrier and reads the sum after it.
+    const std::string tag = "gpu/case/" + std::to_string(i);
+    rank.store->add(tag + "/stop", failures.size() >= 10 ? 1 : 0);
+    coll::bootstrap::barrier(*rank.store, tag, rank.rank, rank.nranks, coll::Clock::now() + timeout);
+    if (rank.store->add(tag + "/stop", 0) > 0) {
+      failures.push_back("(stopped: a rank had 10 failures)");
       break;
     }
   }
