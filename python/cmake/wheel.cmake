@@ -40,11 +40,7 @@ endif()
 
 # The project's AUTO/ON/OFF options, when the project itself was not configured here.
 if(NOT COMMAND coll_auto_option)
-  function(coll_auto_option name doc)
-    set(${name} AUTO CACHE STRING "${doc}")
-    string(TOUPPER "${${name}}" value)
-    set(${name}_MODE ${value} PARENT_SCOPE)
-  endfunction()
+  include(${CMAKE_CURRENT_SOURCE_DIR}/../cmake/auto_option.cmake)
 endif()
 
 # The backend itself, for this one interpreter, from the same rules as the project build.

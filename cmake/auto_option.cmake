@@ -1,0 +1,17 @@
+# Declares an AUTO/ON/OFF cache option NAME and sets NAME_MODE to AUTO, ON or OFF (any CMake
+# spelling of a boolean is accepted); anything else stops configure, naming the option.
+function(coll_auto_option name doc)
+  set(${name} AUTO CACHE STRING "${doc}")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${${name}}" value)
+  if(value STREQUAL "AUTO")
+    set(mode AUTO)
+  elseif(value MATCHES "^(ON|TRUE|YES|Y|1)$")
+    set(mode ON)
+  elseif(value MATCHES "^(OFF|FALSE|NO|N|0)$")
+    set(mode OFF)
+  else()
+    message(FATAL_ERROR "${name}='${${name}}': expected AUTO, ON or OFF")
+  endif()
+  set(${name}_MODE ${mode} PARENT_SCOPE)
+endfunction()
