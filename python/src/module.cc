@@ -4,6 +4,7 @@
 
 #include "communicator.h"
 #include "process_group.h"
+#include "work_queue.h"
 #include "zero_bindings.h"
 
 namespace py = pybind11;
@@ -29,6 +30,12 @@ PYBIND11_MODULE(_C, module) {
       py::call_guard<py::gil_scoped_release>(),
       "Joins the communicator named by unique_id and returns it as a torch.distributed backend; the\n"
       "group's store carries the monitored barrier's arrivals.");
+  // Groups the program never destroyed are drained before the interpreter finalizes (see
+  // WorkQueue::shutdownAll). Registered after torch's own handlers, so it runs before them.
+  py::module::import("atexit").attr("register")(py::cpp_function([] {
+    py::gil_scoped_release released;
+    torch_collective::WorkQueue::shutdownAll();
+  }));
   torch_collective::registerZeroBindings(module);
   module.attr("torch_version") = TORCH_VERSION;
 }

@@ -12,13 +12,13 @@ ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::st
     : BackendBase(rank, size),
       comm_(rank, size, uniqueId, timeoutMs),
       store_(std::move(store)),
-      queue_(std::make_shared<WorkQueue>()) {}
+      queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store)
     : BackendBase(Communicator::rankOf(comm), Communicator::sizeOf(comm)),
       comm_(comm, timeoutMs),
       store_(std::move(store)),
-      queue_(std::make_shared<WorkQueue>()) {}
+      queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::~ProcessGroupCollective() {
   // The communicator must outlive every queued call, and the calls must not wait for a Work that

@@ -48,15 +48,57 @@ void runPointToPointGroup(std::vector<QueuedCall>& batch) {
   completeBatch(batch, error);
 }
 
+// The live queues, for shutdownAll. The registry is process-wide because interpreter exit is.
+struct LiveQueues {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<WorkQueue>> queues;
+};
+
+LiveQueues& liveQueues() {
+  static LiveQueues live;
+  return live;
+}
+
 }  // namespace
+
+std::shared_ptr<WorkQueue> WorkQueue::create() {
+  std::shared_ptr<WorkQueue> queue(new WorkQueue());
+  LiveQueues& live = liveQueues();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  live.queues.erase(std::remove_if(live.queues.begin(), live.queues.end(),
+                                   [](const std::weak_ptr<WorkQueue>& q) { return q.expired(); }),
+                    live.queues.end());
+  live.queues.push_back(queue);
+  return queue;
+}
 
 WorkQueue::WorkQueue() : worker_([this] { workerLoop(); }) {}
 
 WorkQueue::~WorkQueue() { shutdown(); }
 
+void WorkQueue::shutdownAll() {
+  std::vector<std::shared_ptr<WorkQueue>> queues;
+  {
+    LiveQueues& live = liveQueues();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    for (const std::weak_ptr<WorkQueue>& weak : live.queues)
+      if (std::shared_ptr<WorkQueue> queue = weak.lock()) queues.push_back(std::move(queue));
+  }
+  // Outside the registry's lock: a call finishing meanwhile may create or destroy a group.
+  for (const std::shared_ptr<WorkQueue>& queue : queues) queue->shutdown();
+}
+
 void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopping_) {
+      // No worker will take them: fail them now (outside the lock: completing a Work runs its
+      // callbacks) rather than leave their waiters waiting.
+      lock.unlock();
+      completeBatch(calls, std::make_exception_ptr(std::runtime_error(
+                               "collective backend: the process group was shut down; this call did not run")));
+      return;
+    }
     for (QueuedCall& call : calls) {
       uint64_t sequence = ++lastSequence_;
       call.work->setSequence(sequence);
@@ -83,6 +125,9 @@ void WorkQueue::shutdown() {
     stopping_ = true;
   }
   wakeWorker_.notify_one();
+  // Two threads may shut down at once (the group's owner and shutdownAll at exit): the second
+  // waits here until the first has joined, so that no one destroys a thread still running.
+  std::lock_guard<std::mutex> joining(joinMutex_);
   if (worker_.joinable()) worker_.join();
 }
 

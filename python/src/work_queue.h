@@ -40,7 +40,8 @@ struct QueuedCall {
 
 class WorkQueue {
  public:
-  WorkQueue();
+  // Queues are shared (Works keep weak references) and registered for shutdownAll.
+  static std::shared_ptr<WorkQueue> create();
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -50,8 +51,13 @@ class WorkQueue {
   void post(std::vector<QueuedCall> calls, bool together);
   // Starts held point-to-point calls up to and including `sequence`.
   void startThrough(uint64_t sequence);
-  // Runs everything still queued, then stops the worker. Idempotent.
+  // Runs everything still queued, then stops the worker. Idempotent; calls posted afterwards fail
+  // at once.
   void shutdown();
+  // Shuts down every live queue of the process. Registered with Python's atexit: a worker still
+  // running when the interpreter finalizes would take the GIL from a finalizing interpreter,
+  // which ends the thread with a forced unwind that C++ turns into std::terminate.
+  static void shutdownAll();
   // Fails every queued and later call without running it, and runs `abortLibrary` (which ends
   // the library call in flight, if any). Idempotent.
   void abort(const std::function<void()>& abortLibrary);
@@ -62,6 +68,7 @@ class WorkQueue {
     uint64_t sequence;
   };
 
+  WorkQueue();
   void workerLoop();
   bool frontIsReady() const;
   // One collective, or every point-to-point call up to the next collective.
@@ -74,6 +81,7 @@ class WorkQueue {
   uint64_t startedThrough_ = 0;  // held calls with sequence <= this may start
   bool stopping_ = false;
   bool aborted_ = false;
+  std::mutex joinMutex_;
   std::thread worker_;
 };
 

@@ -5,7 +5,8 @@
 The monitored barrier (passing, and naming the ranks that did not come, first or all), split_group
 (new ranks in order, collectives inside the parts), new_subgroups, object collectives on a
 subgroup, Work futures chained with then(), a group aborted while one of its calls waits for
-ranks that never come (the call fails at once, not at the timeout), and the backend as torch
+ranks that never come (the call fails at once, not at the timeout), a call on a backend that
+was shut down (fails at once), and the backend as torch
 registered it (per-device, name, options). Outputs are checked against references each rank
 computes; every failure names what differs.
 """
@@ -130,6 +131,24 @@ def test_abort(check, rank, ranks):
     dist.barrier()
 
 
+def test_call_after_shutdown(check, rank, ranks):
+    """A call on a backend that was shut down fails at once, naming why, instead of waiting for a
+    worker that has stopped; the calls queued before the shutdown ran."""
+    group = dist.new_group(list(range(ranks)))
+    backend = group._get_backend(torch.device("cpu"))
+    tensor = rank_input(rank, 5, torch.float32)
+    work = dist.all_reduce(tensor, group=group, async_op=True)
+    backend.shutdown()
+    check.true(work.is_completed(), "a call queued before shutdown() had not completed when it returned")
+    check.equal(tensor, sum(rank_input(r, 5, torch.float32) for r in range(ranks)), "all_reduce before shutdown")
+    started = time.monotonic()
+    expect_error(check, "all_reduce after shutdown", lambda: backend.allreduce([torch.ones(3)]).wait(),
+                 "shut down", "did not run")
+    elapsed = time.monotonic() - started
+    check.true(elapsed < 5, f"the call after shutdown failed only after {elapsed:.1f} s")
+    dist.barrier()
+
+
 def main():
     rank, ranks, check = start_process_group()
     test_registration(check, rank, ranks)
@@ -141,6 +160,7 @@ def main():
     test_subgroups_and_objects(check, rank, ranks)
     test_futures(check, rank, ranks)
     test_abort(check, rank, ranks)
+    test_call_after_shutdown(check, rank, ranks)
     dist.destroy_process_group()
     check.summary(f"test_torch2_ops ({ranks} ranks)")
 
