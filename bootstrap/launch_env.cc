@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -10,7 +11,7 @@
 
 #include "bootstrap/tcp_store.h"
 #include "common/error.h"
-#include "common/hash.h"
+#include "common/hmac.h"
 #include "common/list_spec.h"
 #include "common/logging.h"
 #include "common/socket.h"
@@ -148,6 +149,7 @@ class ServerOwningStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override { return client_->add(key, delta); }
   void wait(const std::vector<std::string>& keys, Deadline deadline) override { client_->wait(keys, deadline); }
   bool check(const std::vector<std::string>& keys) override { return client_->check(keys); }
+  Secret secret() const override { return client_->secret(); }
 
  private:
   // Declared first so it is destroyed last, after the client's connection is closed.
@@ -180,22 +182,50 @@ LaunchEnv detectLaunchEnv() {
 
 Secret launchSecret() {
   Secret secret{};
-  const char* text = getenv("COLL_STORE_SECRET");
-  if (text == nullptr || *text == '\0') return secret;
-  // FNV-1a then SplitMix64 stretches any string to 32 bytes deterministically on every rank. It
-  // is no key derivation: the result is exactly as guessable as the string. Its purpose is to
-  // stop a rank of another job (or a stale run) that reaches this MASTER_ADDR:MASTER_PORT from
-  // joining by accident; jobs that need a real secret use collGetUniqueId's random one.
-  uint64_t state = Fnv1a().add(text, strlen(text)).value();
-  for (size_t i = 0; i < secret.size(); i += 8) {
-    state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    for (size_t b = 0; b < 8; ++b) secret[i + b] = static_cast<uint8_t>(z >> (8 * b));
-  }
+  const char* text = envValue("COLL_STORE_SECRET");
+  if (text == nullptr) return secret;
+  // Any string becomes 32 key bytes the same way on every rank. The result is exactly as hard to
+  // guess as the string: collrun makes 32 random bytes (64 hex digits), and so should scripts.
+  static const char kLabel[] = "libcollective COLL_STORE_SECRET v2";
+  const Digest256 derived = hmacSha256({kLabel, sizeof(kLabel) - 1}, {{text, strlen(text)}});
+  std::copy(derived.begin(), derived.end(), secret.begin());
   return secret;
+}
+
+bool launchSpansHosts(const LaunchEnv& env) {
+  if (env.localSize > 0 && env.localSize == env.size) return false;
+  // A loopback MASTER_ADDR is reachable from this host only: whatever the launcher said (or did
+  // not say) about local ranks, the job cannot span hosts.
+  try {
+    for (const SocketAddress& address : resolveAddresses(env.masterAddr, 0)) {
+      const std::string host = address.host();
+      if (!((address.family() == AF_INET && host.rfind("127.", 0) == 0) || host == "::1")) return true;
+    }
+    return false;
+  } catch (const CollError&) {
+    return true;  // the client's connect says what is wrong with the name
+  }
+}
+
+void checkLaunchSecretPolicy(const LaunchEnv& env) {
+  if (envValue("COLL_STORE_SECRET") != nullptr || !launchSpansHosts(env)) return;
+  const char* optOut = envValue("COLL_STORE_ALLOW_NO_SECRET");
+  if (optOut != nullptr && strcmp(optOut, "1") == 0) {
+    if (env.rank == 0) {
+      COLL_WARN(kBootstrap,
+                "COLL_STORE_ALLOW_NO_SECRET=1: this job spans hosts and runs WITHOUT authentication: anyone who can "
+                "reach %s:%d can join it, read its connection details and write its rendezvous keys",
+                env.masterAddr.c_str(), env.masterPort);
+    }
+    return;
+  }
+  throwError(collInvalidUsage,
+             "collCommInitFromEnv: this job's ranks may span hosts (%d ranks, %d on this host, MASTER_ADDR=%s) and "
+             "COLL_STORE_SECRET is not set, so anyone who can reach MASTER_ADDR:MASTER_PORT could join it. Give every "
+             "rank the same secret: `export COLL_STORE_SECRET=$(collrun --new-secret)` before mpirun -x "
+             "COLL_STORE_SECRET, srun or torchrun (collrun --nnodes passes it to its ranks, or reads it with "
+             "--secret-file FILE). To run without authentication anyway, set COLL_STORE_ALLOW_NO_SECRET=1",
+             env.size, env.localSize, env.masterAddr.c_str());
 }
 
 std::string launchStoreBindHost(const std::string& masterAddr, bool singleNode,
@@ -224,6 +254,7 @@ std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadlin
   if (env.masterPort < 1 || env.masterPort > 65535) {
     throwError(collInvalidArgument, "connectLaunchStore: MASTER_PORT=%d is outside [1, 65535]", env.masterPort);
   }
+  checkLaunchSecretPolicy(env);
   const Secret secret = launchSecret();
   const auto port = static_cast<uint16_t>(env.masterPort);
   std::unique_ptr<TcpStoreServer> server;

@@ -31,9 +31,17 @@ struct LaunchEnv {
 // out-of-range value, naming the variable.
 LaunchEnv detectLaunchEnv();
 
-// The secret launcher-started ranks share: COLL_STORE_SECRET hashed to 32 bytes, or all zeros
-// when unset.
+// The secret launcher-started ranks share: COLL_STORE_SECRET through HMAC-SHA256 to 32 bytes, or
+// all zeros when unset (allowed only for a job on one host, or with COLL_STORE_ALLOW_NO_SECRET=1).
 Secret launchSecret();
+
+// Whether the job's ranks may run on more than one host: the launcher did not say that every
+// rank is local, and MASTER_ADDR is not a loopback address.
+bool launchSpansHosts(const LaunchEnv& env);
+
+// Throws collInvalidUsage, saying how to set one, when a job that may span hosts has no
+// COLL_STORE_SECRET; COLL_STORE_ALLOW_NO_SECRET=1 lets it run, with a WARN on rank 0.
+void checkLaunchSecretPolicy(const LaunchEnv& env);
 
 // Rank 0 starts a TcpStoreServer on MASTER_PORT on every interface; every rank (0 included)
 // connects to MASTER_ADDR:MASTER_PORT, retrying until the deadline. On rank 0 the returned

@@ -43,6 +43,10 @@ class Store {
   // process memory. The socket transport listens there by default: it is the interface that
   // reaches the rendezvous host (MASTER_ADDR), as NCCL and Gloo choose.
   virtual std::string localAddress() const { return ""; }
+  // The job's secret, which this store's connection proved: the socket transport derives the key
+  // its connections prove with from it. All zeros for a store in process memory (its ranks are
+  // threads of one process, which share the object anyway).
+  virtual Secret secret() const { return Secret{}; }
 };
 
 // Prepends "prefix/" to every key: one communicator's keys never collide with another's.
@@ -55,6 +59,7 @@ class PrefixStore : public Store {
   void wait(const std::vector<std::string>& keys, Deadline deadline) override { base_->wait(fullAll(keys), deadline); }
   bool check(const std::vector<std::string>& keys) override { return base_->check(fullAll(keys)); }
   std::string localAddress() const override { return base_->localAddress(); }
+  Secret secret() const override { return base_->secret(); }
   const std::shared_ptr<Store>& base() const { return base_; }
 
  private:

@@ -133,15 +133,17 @@ FrameCheck checkFrame(const uint8_t* data, size_t size, size_t maxBody, size_t* 
   return FrameCheck::kComplete;
 }
 
-Bytes encodeHello(const Secret& secret, uint32_t magic, uint16_t version) {
-  return FrameWriter(Op::kHello, 0).u32(magic).u16(version).raw(secret.data(), secret.size()).finish();
+Bytes encodeHello(const Nonce& clientNonce, uint32_t magic, uint16_t version) {
+  return FrameWriter(Op::kHello, 0).u32(magic).u16(version).raw(clientNonce.data(), clientNonce.size()).finish();
 }
 
-bool secretsEqual(const Secret& a, const Secret& b) {
-  // volatile keeps the compiler from turning the loop into an early-exit memcmp.
-  volatile uint8_t difference = 0;
-  for (size_t i = 0; i < a.size(); ++i) difference = static_cast<uint8_t>(difference | (a[i] ^ b[i]));
-  return difference == 0;
+Digest256 helloProof(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce) {
+  static const char kServerLabel[] = "libcollective store v2: server proof";
+  static const char kClientLabel[] = "libcollective store v2: client proof";
+  const char* label = role == ProofRole::kServer ? kServerLabel : kClientLabel;
+  return hmacSha256({secret.data(), secret.size()}, {{label, std::strlen(label)},
+                                                     {clientNonce.data(), clientNonce.size()},
+                                                     {serverNonce.data(), serverNonce.size()}});
 }
 
 const char* opName(uint8_t op) {
@@ -158,6 +160,8 @@ const char* opName(uint8_t op) {
       return "check";
     case Op::kWait:
       return "wait";
+    case Op::kHelloProof:
+      return "hello proof";
     case Op::kHelloOk:
       return "hello-ok";
     case Op::kHelloReject:
@@ -174,6 +178,8 @@ const char* opName(uint8_t op) {
       return "check-result";
     case Op::kError:
       return "error";
+    case Op::kHelloChallenge:
+      return "hello-challenge";
   }
   return "unknown";
 }

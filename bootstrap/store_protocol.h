@@ -6,10 +6,16 @@
 // the reply, so that replies can arrive out of order (a blocked get does not hold up a set on
 // the same connection) and a reply to a request the client gave up on is recognised and dropped.
 //
-// The first frame on a connection must be kHello (magic, version, 32-byte secret); the server
-// answers kHelloOk, or kHelloReject and closes. Readers here never trust a length: every field is
-// checked against what remains in the frame and against its own maximum before anything is
-// allocated.
+// A connection starts with a mutual challenge-response that proves knowledge of the job's secret
+// without sending it (a captured exchange cannot be replayed: each side's proof covers the
+// other's fresh nonce):
+//   client: kHello        magic, version, client nonce (32 random bytes)
+//   server: kHelloChallenge  server nonce, server proof = HMAC(secret, "server" label, nonces)
+//   client: checks the server's proof (a store that does not know the secret is refused), then
+//           kHelloProof   client proof = HMAC(secret, "client" label, nonces)
+//   server: kHelloOk, or kHelloReject and closes.
+// Readers here never trust a length: every field is checked against what remains in the frame
+// and against its own maximum before anything is allocated.
 #pragma once
 
 #include <cstdint>
@@ -17,18 +23,23 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "common/hmac.h"
 
 namespace coll {
 namespace bootstrap {
 namespace wire {
 
 constexpr uint32_t kMagic = 0x54534c43;  // "CLST" in little-endian bytes
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: challenge-response (1 sent the secret itself)
 constexpr size_t kHeaderBytes = 4;
 constexpr size_t kOpAndSeqBytes = 5;
-// A hello body is exactly 1 + 4 + 4 + 2 + 32 bytes; anything bigger before authentication is an
-// unauthenticated peer trying to make the server buffer data.
-constexpr size_t kHelloBodyBytes = kOpAndSeqBytes + 4 + 2 + sizeof(Secret);
+using Nonce = std::array<uint8_t, 32>;
+// A hello body is exactly 1 + 4 + 4 + 2 + 32 bytes and a proof's is shorter; anything bigger
+// before authentication is an unauthenticated peer trying to make the server buffer data.
+constexpr size_t kHelloBodyBytes = kOpAndSeqBytes + 4 + 2 + sizeof(Nonce);
+constexpr size_t kProofBodyBytes = kOpAndSeqBytes + sizeof(Digest256);
+constexpr size_t kMaxUnauthenticatedBodyBytes = kHelloBodyBytes;
+static_assert(kProofBodyBytes <= kMaxUnauthenticatedBodyBytes, "a proof fits the unauthenticated limit");
 constexpr size_t kMaxKeysPerRequest = 65536;
 // The largest legitimate body: a set of the largest key and value, plus field headers.
 constexpr size_t kMaxBodyBytes = kOpAndSeqBytes + 8 + kMaxKeyBytes + kMaxValueBytes;
@@ -36,12 +47,13 @@ constexpr size_t kMaxErrorMessageBytes = 1024;
 
 enum class Op : uint8_t {
   // client -> server
-  kHello = 1,  // u32 magic, u16 version, 32-byte secret
+  kHello = 1,  // u32 magic, u16 version, 32-byte client nonce
   kSet = 2,    // str key, bytes value                         -> kOk
   kGet = 3,    // u32 timeoutMs, str key                        -> kValue | kNotFound (after timeoutMs)
   kAdd = 4,    // str key, i64 delta                            -> kCounter | kError
   kCheck = 5,  // u32 n, n x str key                            -> kCheckResult
   kWait = 6,   // u32 timeoutMs, u32 n, n x str key             -> kOk | kNotFound (after timeoutMs)
+  kHelloProof = 7,  // 32-byte client proof                     -> kHelloOk | kHelloReject
   // server -> client
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message
@@ -51,6 +63,7 @@ enum class Op : uint8_t {
   kCounter = 69,      // i64 new value
   kCheckResult = 70,  // u8 0|1
   kError = 71,        // str message
+  kHelloChallenge = 72,  // 32-byte server nonce, 32-byte server proof
 };
 
 enum class RejectReason : uint8_t { kWrongSecret = 1, kVersionMismatch = 2 };
@@ -104,11 +117,12 @@ enum class FrameCheck { kIncomplete, kComplete, kTooSmall, kTooLarge };
 // header + body) or the length prefix is out of [kOpAndSeqBytes, maxBody].
 FrameCheck checkFrame(const uint8_t* data, size_t size, size_t maxBody, size_t* frameBytes);
 
-Bytes encodeHello(const Secret& secret, uint32_t magic = kMagic, uint16_t version = kVersion);
+Bytes encodeHello(const Nonce& clientNonce, uint32_t magic = kMagic, uint16_t version = kVersion);
 
-// Compares in time independent of where the first difference is, so that response timing does
-// not reveal how much of a guessed secret was right.
-bool secretsEqual(const Secret& a, const Secret& b);
+enum class ProofRole { kServer, kClient };
+// What a side proves the secret with: HMAC-SHA256 under the secret of the role's label and both
+// nonces. The labels differ, so a proof reflected back to its sender is worthless.
+Digest256 helloProof(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce);
 
 const char* opName(uint8_t op);
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/random.h"
 
 namespace coll {
 namespace bootstrap {
@@ -31,7 +32,7 @@ std::vector<std::string> readKeys(FrameReader& r) {
 
 bool StoreService::authenticated(ConnId conn) const {
   auto it = clients_.find(conn);
-  return it != clients_.end() && it->second.authenticated;
+  return it != clients_.end() && it->second.stage == Stage::kAuthenticated;
 }
 
 bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size,
@@ -39,11 +40,18 @@ bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8
   FrameReader r(body, size);
   uint8_t op = r.u8();
   uint32_t seq = r.u32();
-  if (!authenticated(conn)) {
+  const Stage stage = clients_.count(conn) != 0 ? clients_[conn].stage : Stage::kAwaitingHello;
+  if (stage == Stage::kAwaitingHello) {
     if (op != static_cast<uint8_t>(Op::kHello)) {
       throw ProtocolError(formatString("first frame is '%s', not hello", wire::opName(op)));
     }
     return handleHello(conn, peer, r, seq, out);
+  }
+  if (stage == Stage::kAwaitingProof) {
+    if (op != static_cast<uint8_t>(Op::kHelloProof)) {
+      throw ProtocolError(formatString("'%s' before the hello's proof", wire::opName(op)));
+    }
+    return handleProof(conn, peer, r, seq, out);
   }
   handleRequest(conn, op, seq, r, out);
   return true;
@@ -64,25 +72,45 @@ bool StoreService::handleHello(ConnId conn, const std::string& peer, FrameReader
                                std::vector<Outgoing>* out) {
   uint32_t magic = r.u32();
   uint16_t version = r.u16();
-  Secret secret{};
-  r.raw(secret.data(), secret.size());
+  wire::Nonce clientNonce{};
+  r.raw(clientNonce.data(), clientNonce.size());
   if (!r.atEnd()) throw ProtocolError("malformed hello");
   if (magic != wire::kMagic) throw ProtocolError(formatString("not a libcollective client (magic 0x%08x)", magic));
-  wire::RejectReason reason;
-  std::string message;
   if (version != wire::kVersion) {
-    reason = wire::RejectReason::kVersionMismatch;
-    message = formatString("client speaks protocol version %u, this store speaks %u", version, wire::kVersion);
-  } else if (!wire::secretsEqual(secret, secret_)) {
-    reason = wire::RejectReason::kWrongSecret;
-    message = "wrong secret";
-  } else {
-    clients_[conn].authenticated = true;
-    out->push_back({conn, FrameWriter(Op::kHelloOk, seq).finish()});
-    return true;
+    return reject(conn, peer, seq, wire::RejectReason::kVersionMismatch,
+                  formatString("client speaks protocol version %u, this store speaks %u", version, wire::kVersion),
+                  out);
   }
-  COLL_WARN(kBootstrap, "rendezvous store %s: rejected %s: %s (is another job using this address?)", name_.c_str(),
-            peer.c_str(), message.c_str());
+  Client& client = clients_[conn];
+  client.clientNonce = clientNonce;
+  fillRandom(client.serverNonce.data(), client.serverNonce.size(), "the rendezvous store's challenge");
+  client.stage = Stage::kAwaitingProof;
+  const Digest256 proof = wire::helloProof(secret_, wire::ProofRole::kServer, clientNonce, client.serverNonce);
+  out->push_back({conn, FrameWriter(Op::kHelloChallenge, seq)
+                            .raw(client.serverNonce.data(), client.serverNonce.size())
+                            .raw(proof.data(), proof.size())
+                            .finish()});
+  return true;
+}
+
+bool StoreService::handleProof(ConnId conn, const std::string& peer, FrameReader& r, uint32_t seq,
+                               std::vector<Outgoing>* out) {
+  Digest256 proof{};
+  r.raw(proof.data(), proof.size());
+  if (!r.atEnd()) throw ProtocolError("malformed hello proof");
+  Client& client = clients_[conn];
+  const Digest256 expected = wire::helloProof(secret_, wire::ProofRole::kClient, client.clientNonce, client.serverNonce);
+  if (!equalInConstantTime(proof.data(), expected.data(), proof.size())) {
+    return reject(conn, peer, seq, wire::RejectReason::kWrongSecret, "wrong secret", out);
+  }
+  client.stage = Stage::kAuthenticated;
+  out->push_back({conn, FrameWriter(Op::kHelloOk, seq).finish()});
+  return true;
+}
+
+bool StoreService::reject(ConnId conn, const std::string& peer, uint32_t seq, wire::RejectReason reason,
+                          const std::string& message, std::vector<Outgoing>* out) {
+  lastRejection_ = formatString("rejected %s: %s (is another job using this address?)", peer.c_str(), message.c_str());
   out->push_back({conn, FrameWriter(Op::kHelloReject, seq).u8(static_cast<uint8_t>(reason)).str(message).finish()});
   return false;
 }

@@ -40,9 +40,11 @@ class StoreService {
 
   // Handles one frame body (after the length prefix) from `conn`. Appends replies to *out.
   // Returns false when the connection must be closed once its replies are sent (rejected
-  // hello). Throws ProtocolError for anything malformed.
+  // hello; lastRejection() then says why, for the server's rate-limited log). Throws
+  // ProtocolError for anything malformed.
   bool handleFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size, std::vector<Outgoing>* out);
   bool authenticated(ConnId conn) const;
+  const std::string& lastRejection() const { return lastRejection_; }
   // Answers "not found" to parked requests whose deadline has passed.
   void expire(Deadline now, std::vector<Outgoing>* out);
   Deadline nextDeadline() const { return table_.nextDeadline(); }
@@ -50,8 +52,11 @@ class StoreService {
   void disconnect(ConnId conn);
 
  private:
+  enum class Stage { kAwaitingHello, kAwaitingProof, kAuthenticated };
   struct Client {
-    bool authenticated = false;
+    Stage stage = Stage::kAwaitingHello;
+    wire::Nonce clientNonce{};
+    wire::Nonce serverNonce{};
     std::vector<StoreTable::WaiterId> waiters;
   };
   struct Parked {
@@ -61,8 +66,13 @@ class StoreService {
     std::string key;  // for get: whose value to send
   };
 
+  // The two steps of the challenge-response (store_protocol.h).
   bool handleHello(ConnId conn, const std::string& peer, wire::FrameReader& r, uint32_t seq,
                    std::vector<Outgoing>* out);
+  bool handleProof(ConnId conn, const std::string& peer, wire::FrameReader& r, uint32_t seq,
+                   std::vector<Outgoing>* out);
+  bool reject(ConnId conn, const std::string& peer, uint32_t seq, wire::RejectReason reason,
+              const std::string& message, std::vector<Outgoing>* out);
   void handleRequest(ConnId conn, uint8_t op, uint32_t seq, wire::FrameReader& r, std::vector<Outgoing>* out);
   void park(ConnId conn, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet,
             std::vector<Outgoing>* out);
@@ -73,6 +83,7 @@ class StoreService {
   Secret secret_;
   std::string name_;
   StoreTable table_;
+  std::string lastRejection_;
   Deadline nextFullWarning_{};  // one WARN per interval while the table is full
   std::unordered_map<ConnId, Client> clients_;
   std::unordered_map<StoreTable::WaiterId, Parked> parked_;

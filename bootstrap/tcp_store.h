@@ -77,6 +77,7 @@ class TcpStoreClient : public Store {
   void wait(const std::vector<std::string>& keys, Deadline deadline) override;
   bool check(const std::vector<std::string>& keys) override;
   std::string localAddress() const override { return localAddressOf(fd_.get()).host(); }
+  Secret secret() const override { return secret_; }
 
   void setRequestTimeout(std::chrono::milliseconds timeout) { requestTimeoutMs_ = timeout.count(); }
   const std::string& address() const { return address_; }  // "host:port"
@@ -105,6 +106,7 @@ class TcpStoreClient : public Store {
 
   Fd fd_;
   std::string address_;
+  Secret secret_;
   std::atomic<long long> requestTimeoutMs_{kDefaultRequestTimeout.count()};
   std::mutex sendMutex_;  // one frame at a time on the socket
   std::mutex mutex_;      // guards everything below

@@ -15,6 +15,7 @@
 #include "bootstrap/tcp_store.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/random.h"
 
 namespace coll {
 namespace bootstrap {
@@ -71,7 +72,7 @@ void checkKey(const char* function, const std::string& key) {
 }  // namespace
 
 TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline)
-    : address_(formatHostPort(host, port)) {
+    : address_(formatHostPort(host, port)), secret_(secret) {
   const auto start = Clock::now();
   fd_ = connectWithDeadline(host, port, connectDeadline, "rendezvous store");
   handshake(secret, start, connectDeadline);
@@ -81,12 +82,38 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Sec
 TcpStoreClient::~TcpStoreClient() = default;
 
 void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, Deadline deadline) {
+  wire::Nonce clientNonce{};
+  fillRandom(clientNonce.data(), clientNonce.size(), "the rendezvous store client's nonce");
   FrameWriter hello(Op::kHello, 0);
-  hello.u32(wire::kMagic).u16(wire::kVersion).raw(secret.data(), secret.size());
+  hello.u32(wire::kMagic).u16(wire::kVersion).raw(clientNonce.data(), clientNonce.size());
   Reply reply;
   if (!roundTrip(hello, deadline, "connecting", &reply)) {
     throwError(collTimeout, "TcpStoreClient: no rendezvous store answered at %s after %lld ms", address_.c_str(),
                elapsedMs(start, Clock::now()));
+  }
+  if (reply.op == static_cast<uint8_t>(Op::kHelloChallenge)) {
+    FrameReader r(reply.body.data(), reply.body.size());
+    wire::Nonce serverNonce{};
+    Digest256 serverProof{};
+    r.raw(serverNonce.data(), serverNonce.size());
+    r.raw(serverProof.data(), serverProof.size());
+    if (!r.atEnd()) throwUnexpected("connecting", reply.op);
+    // The store proves it knows the secret before this client proves anything: a stranger
+    // posing as the store learns nothing it could use.
+    const Digest256 expected = wire::helloProof(secret, wire::ProofRole::kServer, clientNonce, serverNonce);
+    if (!equalInConstantTime(serverProof.data(), expected.data(), expected.size())) {
+      throwError(collInvalidUsage,
+                 "TcpStoreClient: wrong secret: the rendezvous store at %s does not hold this rank's secret (another "
+                 "job's store? check MASTER_ADDR, MASTER_PORT and that every rank has the same COLL_STORE_SECRET)",
+                 address_.c_str());
+    }
+    const Digest256 proof = wire::helloProof(secret, wire::ProofRole::kClient, clientNonce, serverNonce);
+    FrameWriter answer(Op::kHelloProof, 0);
+    answer.raw(proof.data(), proof.size());
+    if (!roundTrip(answer, deadline, "connecting", &reply)) {
+      throwError(collTimeout, "TcpStoreClient: the rendezvous store at %s did not answer this client's proof after %lld ms",
+                 address_.c_str(), elapsedMs(start, Clock::now()));
+    }
   }
   if (reply.op == static_cast<uint8_t>(Op::kHelloOk)) return;
   if (reply.op != static_cast<uint8_t>(Op::kHelloReject)) throwUnexpected("connecting", reply.op);
@@ -96,7 +123,7 @@ void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, De
   if (reason == wire::RejectReason::kWrongSecret) {
     throwError(collInvalidUsage,
                "TcpStoreClient: rejected by the rendezvous store at %s: wrong secret (is another job using this "
-               "address?)",
+               "address? do all ranks have the same COLL_STORE_SECRET?)",
                address_.c_str());
   }
   throwError(collInvalidUsage, "TcpStoreClient: rejected by the rendezvous store at %s: %s", address_.c_str(),

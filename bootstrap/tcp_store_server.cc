@@ -205,7 +205,7 @@ class TcpStoreServer::Loop {
       size_t frameBytes = 0;
       // Before the hello is accepted only a hello-sized frame is allowed: an unauthenticated peer
       // must not be able to make the server buffer up to kMaxBodyBytes.
-      size_t maxBody = c.authenticated ? wire::kMaxBodyBytes : wire::kHelloBodyBytes;
+      size_t maxBody = c.authenticated ? wire::kMaxBodyBytes : wire::kMaxUnauthenticatedBodyBytes;
       auto check = wire::checkFrame(c.in.data() + c.inStart, c.in.size() - c.inStart, maxBody, &frameBytes);
       if (check == wire::FrameCheck::kIncomplete) break;
       if (check != wire::FrameCheck::kComplete) {
@@ -217,6 +217,7 @@ class TcpStoreServer::Loop {
         const uint8_t* body = c.in.data() + c.inStart + wire::kHeaderBytes;
         if (!service_.handleFrame(c.id, c.peer, body, frameBytes - wire::kHeaderBytes, &outgoing_)) {
           c.closeAfterFlush = true;  // after the rejection reply
+          warn(service_.lastRejection());
         }
         c.authenticated = service_.authenticated(c.id);
         deliver();

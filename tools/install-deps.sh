@@ -16,6 +16,9 @@ cd "$(dirname "$0")/.."
 want=(python3-venv cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc iproute2 procps
       openmpi-bin libopenmpi-dev python3-torch libtorch-dev pybind11-dev python3-numpy python3-matplotlib
       iperf3)
+# OpenSSL's libcrypto: HMAC-SHA256 for the authenticated store and socket connections (loaded at
+# run time; no headers needed).
+want+=(libssl3)
 
 missing=()
 for pkg in "${want[@]}"; do

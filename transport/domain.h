@@ -18,6 +18,8 @@
 // answer. The number of rounds must not differ between ranks.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +52,8 @@ struct TransportSettings {
   std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction
   int device = -1;                 // this rank's GPU, for device-memory transports
+  // The job's secret (the rendezvous store's): the socket transport's connections prove it.
+  std::array<uint8_t, 32> jobSecret{};
 };
 
 // What a domain is made from.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "bootstrap/store_protocol.h"
 #include "common/error.h"
 
 namespace coll {
@@ -65,6 +66,45 @@ inline std::string expectCollError(collResult_t code, const std::function<void()
   }
   ADD_FAILURE() << "expected a CollError with code " << code;
   return "";
+}
+
+// The server nonce of a kHelloChallenge frame (length prefix included).
+inline wire::Nonce challengeNonceOf(const Bytes& challenge) {
+  wire::Nonce serverNonce{};
+  if (challenge.size() >= wire::kHeaderBytes + wire::kOpAndSeqBytes + 32) {
+    const uint8_t* body = challenge.data() + wire::kHeaderBytes + wire::kOpAndSeqBytes;
+    std::copy(body, body + 32, serverNonce.begin());
+  }
+  return serverNonce;
+}
+
+// The client's side of the store's challenge-response (store_protocol.h), for tests that speak
+// the protocol by hand. `challenge` is the whole kHelloChallenge frame (length prefix included).
+// Returns the kHelloProof frame that proves `secret`, or an empty Bytes (and a test failure) when
+// the frame is not a challenge or the store's own proof does not match `secret`.
+inline Bytes proofFrameFor(const Bytes& challenge, const Secret& secret, const wire::Nonce& clientNonce) {
+  if (challenge.size() != wire::kHeaderBytes + wire::kOpAndSeqBytes + 64 ||
+      challenge[wire::kHeaderBytes] != static_cast<uint8_t>(wire::Op::kHelloChallenge)) {
+    ADD_FAILURE() << "not a hello challenge frame (" << challenge.size() << " bytes)";
+    return Bytes();
+  }
+  wire::Nonce serverNonce{};
+  Digest256 serverProof{};
+  const uint8_t* body = challenge.data() + wire::kHeaderBytes + wire::kOpAndSeqBytes;
+  std::copy(body, body + 32, serverNonce.begin());
+  std::copy(body + 32, body + 64, serverProof.begin());
+  if (serverProof != wire::helloProof(secret, wire::ProofRole::kServer, clientNonce, serverNonce)) {
+    ADD_FAILURE() << "the store's proof does not match the secret";
+    return Bytes();
+  }
+  const Digest256 proof = wire::helloProof(secret, wire::ProofRole::kClient, clientNonce, serverNonce);
+  return wire::FrameWriter(wire::Op::kHelloProof, 0).raw(proof.data(), proof.size()).finish();
+}
+
+inline wire::Nonce nonceOf(uint8_t v) {
+  wire::Nonce n{};
+  n.fill(v);
+  return n;
 }
 
 }  // namespace testing

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "bootstrap/launch_env.h"
+#include "common/hmac.h"
 #include "common/socket.h"
 #include "test_helpers.h"
 
@@ -37,7 +38,8 @@ const std::vector<std::string> kLaunchVars = {"COLL_BOOTSTRAP",
                                               "SLURM_NODEID",
                                               "SLURM_TASKS_PER_NODE",
                                               "SLURM_LAUNCH_NODE_IPADDR",
-                                              "COLL_STORE_SECRET"};
+                                              "COLL_STORE_SECRET",
+                                              "COLL_STORE_ALLOW_NO_SECRET"};
 
 class LaunchEnvTest : public ::testing::Test {
  protected:
@@ -208,7 +210,7 @@ TEST_F(LaunchEnvTest, MalformedAndOutOfRangeValues) {
   EXPECT_NE(message.find("local rank 2"), std::string::npos) << message;
 }
 
-TEST_F(LaunchEnvTest, LaunchSecretIsADeterministicHashOfCollStoreSecret) {
+TEST_F(LaunchEnvTest, LaunchSecretIsAKeyedHashOfCollStoreSecret) {
   EXPECT_EQ(launchSecret(), Secret{});
   env_.set("COLL_STORE_SECRET", "job-1234");
   Secret a = launchSecret();
@@ -219,6 +221,48 @@ TEST_F(LaunchEnvTest, LaunchSecretIsADeterministicHashOfCollStoreSecret) {
   EXPECT_NE(a, b);
   // The four 8-byte words differ from each other (the expansion is not one word repeated).
   EXPECT_NE(std::vector<uint8_t>(b.begin(), b.begin() + 8), std::vector<uint8_t>(b.begin() + 8, b.begin() + 16));
+  // HMAC-SHA256 keyed with the version label, computed independently of launchSecret.
+  static const char kLabel[] = "libcollective COLL_STORE_SECRET v2";
+  const Digest256 expected = hmacSha256({kLabel, sizeof(kLabel) - 1}, {{"job-1235", 8}});
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), b.begin()));
+}
+
+// A job that may span hosts never runs without a secret unless the user opts out by name.
+TEST_F(LaunchEnvTest, MultiHostJobWithoutASecretIsRefusedUnlessTheUserOptsOut) {
+  LaunchEnv env;
+  env.rank = 1;
+  env.size = 4;
+  env.localSize = 2;  // two hosts
+  env.masterAddr = "10.1.2.3";
+  env.masterPort = 29500;
+  EXPECT_TRUE(launchSpansHosts(env));
+  std::string message = expectCollError(collInvalidUsage, [&] { checkLaunchSecretPolicy(env); });
+  for (const char* fragment : {"COLL_STORE_SECRET is not set", "collrun --new-secret", "COLL_STORE_ALLOW_NO_SECRET=1",
+                               "4 ranks, 2 on this host", "MASTER_ADDR=10.1.2.3"})
+    EXPECT_NE(message.find(fragment), std::string::npos) << fragment << ": " << message;
+  // The launcher said nothing about local ranks: the job may span hosts.
+  env.localSize = -1;
+  expectCollError(collInvalidUsage, [&] { checkLaunchSecretPolicy(env); });
+  // An explicit opt-out runs (rank 0 logs a WARN), and so does any secret.
+  env_.set("COLL_STORE_ALLOW_NO_SECRET", "1");
+  checkLaunchSecretPolicy(env);
+  env_.set("COLL_STORE_ALLOW_NO_SECRET", "yes");  // only "1" opts out
+  expectCollError(collInvalidUsage, [&] { checkLaunchSecretPolicy(env); });
+  env_.set("COLL_STORE_SECRET", "0123456789abcdef");
+  checkLaunchSecretPolicy(env);
+}
+
+TEST_F(LaunchEnvTest, OneHostJobsNeedNoSecret) {
+  LaunchEnv env;
+  env.size = 4;
+  env.localSize = 4;
+  env.masterAddr = "10.1.2.3";
+  EXPECT_FALSE(launchSpansHosts(env));
+  checkLaunchSecretPolicy(env);
+  env.localSize = -1;  // unknown, but the store is on loopback: no other host can reach it
+  env.masterAddr = "127.0.0.1";
+  EXPECT_FALSE(launchSpansHosts(env));
+  checkLaunchSecretPolicy(env);
 }
 
 uint16_t freePort() {

@@ -26,6 +26,21 @@ std::vector<StoreService::Outgoing> feed(StoreService& service, StoreService::Co
 
 uint8_t opOf(const StoreService::Outgoing& o) { return o.frame[wire::kHeaderBytes]; }
 
+// Runs the whole challenge-response on `conn` with `secret`; returns the service's last reply.
+std::vector<StoreService::Outgoing> authenticate(StoreService& service, StoreService::ConnId conn,
+                                                 const Secret& secret, bool* keep = nullptr) {
+  const wire::Nonce clientNonce = testing::nonceOf(static_cast<uint8_t>(conn));
+  auto challenge = feed(service, conn, wire::encodeHello(clientNonce));
+  if (challenge.size() != 1) {
+    ADD_FAILURE() << "no single challenge";
+    return challenge;
+  }
+  // Proves `secret` without checking the service's proof, so that a wrong secret reaches the proof.
+  const Digest256 proof = wire::helloProof(secret, wire::ProofRole::kClient, clientNonce,
+                                           testing::challengeNonceOf(challenge[0].frame));
+  return feed(service, conn, wire::FrameWriter(Op::kHelloProof, 0).raw(proof.data(), proof.size()).finish(), keep);
+}
+
 TEST(StoreTable, WaiterWakesWhenItsLastKeyIsSet) {
   StoreTable table;
   std::vector<StoreTable::WaiterId> ready;
@@ -116,10 +131,10 @@ TEST(StoreService, ParkedGetIsAnsweredOnAnotherConnectionsSet) {
   Secret secret{};
   secret[0] = 9;
   StoreService service(secret, "test");
-  auto hello = feed(service, 1, wire::encodeHello(secret));
+  auto hello = authenticate(service, 1, secret);
   ASSERT_EQ(hello.size(), 1u);
   EXPECT_EQ(opOf(hello[0]), static_cast<uint8_t>(Op::kHelloOk));
-  feed(service, 2, wire::encodeHello(secret));
+  authenticate(service, 2, secret);
   EXPECT_TRUE(feed(service, 1, FrameWriter(Op::kGet, 7).u32(60000).str("k").finish()).empty());  // parked
 
   auto out = feed(service, 2, FrameWriter(Op::kSet, 3).str("k").bytes(toBytes("v")).finish());
@@ -137,7 +152,7 @@ TEST(StoreService, ParkedGetIsAnsweredOnAnotherConnectionsSet) {
 TEST(StoreService, ExpiryDisconnectAndWaiterCap) {
   Secret secret{};
   StoreService service(secret, "test");
-  feed(service, 1, wire::encodeHello(secret));
+  authenticate(service, 1, secret);
   feed(service, 1, FrameWriter(Op::kWait, 1).u32(10).u32(1).str("never").finish());
   std::vector<StoreService::Outgoing> out;
   service.expire(Clock::now() + std::chrono::seconds(1), &out);
@@ -160,11 +175,44 @@ TEST(StoreService, WrongSecretIsRejectedAndNotAuthenticated) {
   Secret wrong{};
   wrong[5] = 1;
   bool keep = true;
-  auto out = feed(service, 1, wire::encodeHello(wrong), &keep);
+  auto out = authenticate(service, 1, wrong, &keep);
   EXPECT_FALSE(keep);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(opOf(out[0]), static_cast<uint8_t>(Op::kHelloReject));
   EXPECT_FALSE(service.authenticated(1));
+}
+
+// A request before the proof, or a second hello, ends the connection: nothing runs unproven.
+TEST(StoreService, NothingRunsBeforeTheProof) {
+  Secret secret{};
+  StoreService service(secret, "test");
+  feed(service, 1, wire::encodeHello(testing::nonceOf(1)));
+  EXPECT_THROW(feed(service, 1, FrameWriter(Op::kSet, 1).str("k").bytes(toBytes("v")).finish()), ProtocolError);
+  feed(service, 2, wire::encodeHello(testing::nonceOf(2)));
+  EXPECT_THROW(feed(service, 2, wire::encodeHello(testing::nonceOf(2))), ProtocolError);
+  EXPECT_FALSE(service.authenticated(1));
+  EXPECT_FALSE(service.authenticated(2));
+}
+
+// The challenge differs on every connection, so the proof of one is worthless on another.
+TEST(StoreService, ChallengesAreFreshAndProofsDoNotCarryOver) {
+  Secret secret{};
+  secret[3] = 4;
+  StoreService service(secret, "test");
+  const wire::Nonce clientNonce = testing::nonceOf(9);
+  auto first = feed(service, 1, wire::encodeHello(clientNonce));
+  auto second = feed(service, 2, wire::encodeHello(clientNonce));  // the same hello, replayed
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(first[0].frame, second[0].frame);
+  Bytes firstProof = testing::proofFrameFor(first[0].frame, secret, clientNonce);
+  bool keep = true;
+  auto replayed = feed(service, 2, firstProof, &keep);
+  EXPECT_FALSE(keep);
+  ASSERT_EQ(replayed.size(), 1u);
+  EXPECT_EQ(opOf(replayed[0]), static_cast<uint8_t>(Op::kHelloReject));
+  EXPECT_FALSE(service.authenticated(2));
+  EXPECT_EQ(opOf(feed(service, 1, firstProof)[0]), static_cast<uint8_t>(Op::kHelloOk));
 }
 
 }  // namespace

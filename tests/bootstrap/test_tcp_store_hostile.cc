@@ -65,9 +65,18 @@ class HostileClientTest : public ::testing::Test {
     return received;
   }
 
-  // Sends a valid hello and consumes the hello-ok reply.
+  // Sends a hello and returns the store's challenge frame.
+  static Bytes helloAndChallenge(const Fd& fd, const wire::Nonce& clientNonce) {
+    sendBytes(fd, wire::encodeHello(clientNonce));
+    Bytes challenge(wire::kHeaderBytes + wire::kOpAndSeqBytes + 64);
+    EXPECT_EQ(recvAll(fd.get(), challenge.data(), challenge.size(), in(2000)), IoStatus::kOk);
+    return challenge;
+  }
+
+  // Runs the challenge-response with the right secret and consumes the hello-ok reply.
   void authenticate(const Fd& fd) {
-    sendBytes(fd, wire::encodeHello(secretOf(7)));
+    const wire::Nonce clientNonce = testing::nonceOf(3);
+    sendBytes(fd, testing::proofFrameFor(helloAndChallenge(fd, clientNonce), secretOf(7), clientNonce));
     uint8_t reply[wire::kHeaderBytes + wire::kOpAndSeqBytes];
     ASSERT_EQ(recvAll(fd.get(), reply, sizeof(reply), in(2000)), IoStatus::kOk);
     ASSERT_EQ(reply[4], static_cast<uint8_t>(Op::kHelloOk));
@@ -102,7 +111,7 @@ TEST_F(HostileClientTest, GarbageBeforeHello) {
 
 TEST_F(HostileClientTest, TruncatedHelloThenHalfClose) {
   Fd fd = rawConnect();
-  Bytes hello = wire::encodeHello(secretOf(7));
+  Bytes hello = wire::encodeHello(testing::nonceOf(7));
   hello.resize(12);
   sendBytes(fd, hello);
   shutdown(fd.get(), SHUT_WR);
@@ -147,7 +156,7 @@ TEST_F(HostileClientTest, LengthPrefixTooSmall) {
 
 TEST_F(HostileClientTest, WrongMagic) {
   Fd fd = rawConnect();
-  sendBytes(fd, wire::encodeHello(secretOf(7), 0xdeadbeef));
+  sendBytes(fd, wire::encodeHello(testing::nonceOf(7), 0xdeadbeef));
   EXPECT_TRUE(readUntilClosed(fd).empty());  // not even a rejection: it is not our protocol
   expectStillServing();
 }
@@ -158,7 +167,7 @@ TEST_F(HostileClientTest, AFloodOfBadConnectionsLogsAFewLines) {
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 200; ++i) {
     Fd fd = rawConnect();
-    sendBytes(fd, wire::encodeHello(secretOf(7), 0xdeadbeef));
+    sendBytes(fd, wire::encodeHello(testing::nonceOf(7), 0xdeadbeef));
     readUntilClosed(fd);
   }
   const std::string log = ::testing::internal::GetCapturedStderr();
@@ -347,8 +356,8 @@ TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {
   std::string message = expectCollError(
       collInvalidUsage, [&] { TcpStoreClient intruder("127.0.0.1", server_->port(), secretOf(8), in(5000)); });
   EXPECT_LT(msSince(start), 2000);
-  std::string expected = "rejected by the rendezvous store at 127.0.0.1:" + std::to_string(server_->port()) +
-                         ": wrong secret (is another job using this address?)";
+  std::string expected = "wrong secret: the rendezvous store at 127.0.0.1:" + std::to_string(server_->port()) +
+                         " does not hold this rank's secret";
   EXPECT_NE(message.find(expected), std::string::npos) << message;
   expectStillServing();
   EXPECT_FALSE(good_->check({"intruder"}));
@@ -358,24 +367,156 @@ TEST_F(HostileClientTest, WrongSecretGetsARejectFrameThenClose) {
   Fd fd = rawConnect();
   Secret wrong = secretOf(7);
   wrong[31] ^= 1;  // differs only in the last byte
-  sendBytes(fd, wire::encodeHello(wrong));
+  const wire::Nonce clientNonce = testing::nonceOf(5);
+  Bytes challenge = helloAndChallenge(fd, clientNonce);
+  const Digest256 proof =
+      wire::helloProof(wrong, wire::ProofRole::kClient, clientNonce, testing::challengeNonceOf(challenge));
+  sendBytes(fd, FrameWriter(Op::kHelloProof, 0).raw(proof.data(), proof.size()).finish());
   Bytes received = readUntilClosed(fd);
   ASSERT_GE(received.size(), wire::kHeaderBytes + wire::kOpAndSeqBytes + 1);
   EXPECT_EQ(received[4], static_cast<uint8_t>(Op::kHelloReject));
   EXPECT_EQ(received[9], static_cast<uint8_t>(wire::RejectReason::kWrongSecret));
-  // Requests pipelined behind a rejected hello are never executed.
+  // Requests pipelined behind a proof are never executed when the proof is wrong, nor ones sent
+  // with no proof at all.
   Fd fd2 = rawConnect();
-  Bytes both = wire::encodeHello(wrong);
+  Bytes challenge2 = helloAndChallenge(fd2, clientNonce);
+  const Digest256 proof2 =
+      wire::helloProof(wrong, wire::ProofRole::kClient, clientNonce, testing::challengeNonceOf(challenge2));
+  Bytes both = FrameWriter(Op::kHelloProof, 0).raw(proof2.data(), proof2.size()).finish();
   Bytes set = FrameWriter(Op::kSet, 1).str("intruder").bytes(Bytes{1}).finish();
   both.insert(both.end(), set.begin(), set.end());
   sendBytes(fd2, both);
   readUntilClosed(fd2);
+  Fd fd3 = rawConnect();
+  helloAndChallenge(fd3, clientNonce);
+  sendBytes(fd3, set);
+  EXPECT_TRUE(readUntilClosed(fd3).empty());
   EXPECT_FALSE(good_->check({"intruder"}));
+}
+
+// A captured exchange replayed on a new connection is refused: the store's challenge is fresh, so
+// the captured proof answers a question nobody asks any more.
+TEST_F(HostileClientTest, ReplayedHelloAndProofAreRefused) {
+  const wire::Nonce clientNonce = testing::nonceOf(11);
+  Fd original = rawConnect();
+  Bytes challenge = helloAndChallenge(original, clientNonce);
+  Bytes capturedProof = testing::proofFrameFor(challenge, secretOf(7), clientNonce);
+  sendBytes(original, capturedProof);
+  uint8_t ok[wire::kHeaderBytes + wire::kOpAndSeqBytes];
+  ASSERT_EQ(recvAll(original.get(), ok, sizeof(ok), in(2000)), IoStatus::kOk);
+  ASSERT_EQ(ok[4], static_cast<uint8_t>(Op::kHelloOk));
+
+  Fd replay = rawConnect();
+  Bytes secondChallenge = helloAndChallenge(replay, clientNonce);
+  EXPECT_NE(testing::challengeNonceOf(secondChallenge), testing::challengeNonceOf(challenge));
+  Bytes both = capturedProof;
+  Bytes set = FrameWriter(Op::kSet, 1).str("replayed").bytes(Bytes{1}).finish();
+  both.insert(both.end(), set.begin(), set.end());
+  sendBytes(replay, both);
+  Bytes received = readUntilClosed(replay);
+  ASSERT_GE(received.size(), wire::kHeaderBytes + wire::kOpAndSeqBytes + 1);
+  EXPECT_EQ(received[4], static_cast<uint8_t>(Op::kHelloReject));
+  EXPECT_EQ(received[9], static_cast<uint8_t>(wire::RejectReason::kWrongSecret));
+  EXPECT_FALSE(good_->check({"replayed"}));
+}
+
+// Relays one client connection to the store and records what the client sent.
+class RecordingRelay {
+ public:
+  explicit RecordingRelay(uint16_t storePort) : listener_(listenOn("127.0.0.1", 0)), storePort_(storePort) {
+    port_ = localAddressOf(listener_.get()).port();
+    thread_ = std::thread([this] { run(); });
+  }
+  ~RecordingRelay() {
+    if (thread_.joinable()) thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  // Waits for the client to close its connection; returns everything it sent.
+  Bytes finish() {
+    thread_.join();
+    return fromClient_;
+  }
+
+ private:
+  void run() {
+    pollfd waitForClient{listener_.get(), POLLIN, 0};
+    if (poll(&waitForClient, 1, 5000) != 1) return;  // the listener is non-blocking
+    Fd client(accept(listener_.get(), nullptr, nullptr));
+    Fd store = connectWithDeadline("127.0.0.1", storePort_, in(2000));
+    auto deadline = in(10000);
+    while (Clock::now() < deadline) {
+      pollfd fds[2] = {{client.get(), POLLIN, 0}, {store.get(), POLLIN, 0}};
+      if (poll(fds, 2, 100) <= 0) continue;
+      uint8_t chunk[65536];
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        ssize_t n = recv(fds[i].fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) return;
+        if (i == 0) fromClient_.insert(fromClient_.end(), chunk, chunk + n);
+        sendAll(fds[1 - i].fd, chunk, static_cast<size_t>(n), in(2000));
+      }
+    }
+  }
+  Fd listener_;
+  uint16_t storePort_;
+  uint16_t port_ = 0;
+  Bytes fromClient_;
+  std::thread thread_;
+};
+
+// The secret never crosses the wire: nothing the client sends contains it, or any 8 bytes of it.
+TEST_F(HostileClientTest, TheSecretNeverCrossesTheWire) {
+  Secret secret{};
+  for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<uint8_t>(0xa0 + i);
+  TcpStoreServer server("127.0.0.1", 0, secret);
+  RecordingRelay relay(server.port());
+  {
+    TcpStoreClient client("127.0.0.1", relay.port(), secret, in(5000));
+    client.set("k", toBytes("v"));
+  }
+  const Bytes sent = relay.finish();
+  ASSERT_GT(sent.size(), wire::kHelloBodyBytes);  // the relay saw the handshake and the set
+  for (size_t at = 0; at + 8 <= secret.size(); ++at) {
+    EXPECT_EQ(std::search(sent.begin(), sent.end(), secret.begin() + at, secret.begin() + at + 8), sent.end())
+        << "secret bytes " << at << ".." << at + 7 << " were sent";
+  }
+  TcpStoreClient direct("127.0.0.1", server.port(), secret, in(2000));
+  EXPECT_EQ(toString(direct.get("k", in(2000))), "v");
+}
+
+// A listener posing as the store without the secret cannot answer the challenge: the client
+// refuses it before proving anything, so the impostor learns nothing it could use elsewhere.
+TEST(TcpStoreConnect, ImpostorStoreIsRefusedBeforeTheClientProvesAnything) {
+  Fd listener = listenOn("127.0.0.1", 0);
+  const uint16_t port = localAddressOf(listener.get()).port();
+  Bytes afterHello;
+  std::thread impostor([&] {
+    pollfd waitForClient{listener.get(), POLLIN, 0};
+    if (poll(&waitForClient, 1, 5000) != 1) return;
+    Fd fd(accept(listener.get(), nullptr, nullptr));
+    Bytes hello(wire::kHeaderBytes + wire::kHelloBodyBytes);
+    if (recvAll(fd.get(), hello.data(), hello.size(), in(2000)) != IoStatus::kOk) return;
+    Bytes challenge = FrameWriter(Op::kHelloChallenge, hello[5]).raw(Bytes(64, 0x5a).data(), 64).finish();
+    sendAll(fd.get(), challenge.data(), challenge.size(), in(2000));
+    for (auto deadline = in(3000); Clock::now() < deadline;) {
+      pollfd pfd{fd.get(), POLLIN, 0};
+      if (poll(&pfd, 1, 100) <= 0) continue;
+      uint8_t chunk[256];
+      ssize_t n = recv(fd.get(), chunk, sizeof(chunk), 0);
+      if (n <= 0) return;
+      afterHello.insert(afterHello.end(), chunk, chunk + n);
+    }
+  });
+  std::string message =
+      expectCollError(collInvalidUsage, [&] { TcpStoreClient client("127.0.0.1", port, secretOf(7), in(3000)); });
+  impostor.join();
+  EXPECT_NE(message.find("wrong secret"), std::string::npos) << message;
+  EXPECT_TRUE(afterHello.empty()) << afterHello.size() << " bytes sent to the impostor after the hello";
 }
 
 TEST_F(HostileClientTest, VersionMismatchIsRejected) {
   Fd fd = rawConnect();
-  sendBytes(fd, wire::encodeHello(secretOf(7), wire::kMagic, 99));
+  sendBytes(fd, wire::encodeHello(testing::nonceOf(7), wire::kMagic, 99));
   Bytes received = readUntilClosed(fd);
   ASSERT_GE(received.size(), 10u);
   EXPECT_EQ(received[4], static_cast<uint8_t>(Op::kHelloReject));

@@ -1,10 +1,12 @@
 // The socket transport against a peer that lies: a real NetDomain (rank 0 of 2) listens on
 // loopback, and the test plays rank 1 over a raw TCP socket, sending hellos and frames of its
-// own making. Every malformed input must end in a clear CollError naming the problem, never a
+// own making (the handshake too: it knows the job's secret, or plays a stranger who does not). Every malformed input must end in a clear CollError naming the problem, never a
 // crash, a hang or a write past a slot; well-formed input must still arrive intact.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -23,6 +25,17 @@ using coll::Clock;
 constexpr size_t kSlotBytes = 4096;
 constexpr int kDepth = 4;
 
+// One rank of a 2-rank job, connected through the socket domain to the other.
+DomainArgs twoRankArgs(int rank, const std::vector<PeerInfo>* peers, const TransportSettings* settings) {
+  DomainArgs args;
+  args.rank = rank;
+  args.nranks = 2;
+  args.peers = peers;
+  args.members = {1 - rank};
+  args.settings = settings;
+  return args;
+}
+
 // Rank 0's domain, its card, and a thread running its setup until rank 1 connects.
 class HostilePeerTest : public ::testing::Test {
  protected:
@@ -33,14 +46,9 @@ class HostilePeerTest : public ::testing::Test {
     settings_.netFifoDepth = kDepth;
     settings_.slotBytes = kSlotBytes;
     settings_.timeoutMs = 2000;
-    settings_.socketsPerPeer = 1;
-    DomainArgs args;
-    args.rank = 0;
-    args.nranks = 2;
-    args.peers = &peers_;
-    args.members = {1};
-    args.settings = &settings_;
-    domain_ = std::make_unique<NetDomain>(args);
+    settings_.socketsPerPeer = sockets_;
+    settings_.jobSecret.fill(0x42);
+    domain_ = std::make_unique<NetDomain>(twoRankArgs(0, &peers_, &settings_));
     std::string cardBytes = domain_->card(0);
     card_ = parseNetCard(cardBytes, 0);
     connector_ = std::thread([this, cardBytes] {
@@ -56,20 +64,52 @@ class HostilePeerTest : public ::testing::Test {
     if (connector_.joinable()) connector_.join();
   }
 
-  // Connects as rank 1 and sends `hello` (by default a correct one).
+  // Connects as rank 1 and sends `hello`, nothing more (a stranger's first step).
   coll::Fd connectAsRank1(NetHello hello) {
     coll::Fd fd =
         coll::connectWithDeadline(netCardHost(card_), card_.port, coll::deadlineAfter(std::chrono::milliseconds(2000)));
     coll::sendAll(fd.get(), &hello, sizeof(hello), coll::deadlineAfter(std::chrono::milliseconds(1000)));
     return fd;
   }
-  NetHello goodHello() const {
+  // Reads the listener's challenge on `fd` (all zeros when none came within a second).
+  static NetChallenge readChallenge(int fd) {
+    NetChallenge challenge;
+    coll::recvAll(fd, &challenge, sizeof(challenge), coll::deadlineAfter(std::chrono::milliseconds(1000)));
+    return challenge;
+  }
+  NetProof proofFor(const NetHello& hello, const NetChallenge& challenge, const std::array<uint8_t, 32>& secret) {
+    NetProof proof;
+    const Digest256 digest = netProof(netConnectionKey(secret), NetRole::kDialler, hello, challenge.listenerNonce);
+    std::memcpy(proof.diallerProof, digest.data(), digest.size());
+    return proof;
+  }
+  // The whole handshake as rank 1 with `secret`: the listener's proof is checked when `secret`
+  // is the job's. Returns the connection, and what crossed it in *challenge and *proof.
+  coll::Fd connectAndProve(const NetHello& hello, const std::array<uint8_t, 32>& secret,
+                           NetChallenge* challengeOut = nullptr, NetProof* proofOut = nullptr) {
+    coll::Fd fd = connectAsRank1(hello);
+    NetChallenge challenge = readChallenge(fd.get());
+    if (secret == settings_.jobSecret) {
+      const Digest256 expected =
+          netProof(netConnectionKey(secret), NetRole::kListener, hello, challenge.listenerNonce);
+      EXPECT_EQ(std::memcmp(challenge.listenerProof, expected.data(), expected.size()), 0)
+          << "the listener's proof is wrong";
+    }
+    NetProof proof = proofFor(hello, challenge, secret);
+    send(fd.get(), &proof, sizeof(proof));
+    if (challengeOut != nullptr) *challengeOut = challenge;
+    if (proofOut != nullptr) *proofOut = proof;
+    return fd;
+  }
+  coll::Fd connectAndProve(const NetHello& hello) { return connectAndProve(hello, settings_.jobSecret); }
+  NetHello goodHello(int socketIndex = 0) const {
     NetHello hello;
     hello.nonce[0] = card_.nonce[0];
     hello.nonce[1] = card_.nonce[1];
     hello.fromRank = 1;
-    hello.socketIndex = 0;
-    hello.socketsPerPeer = 1;
+    hello.socketIndex = socketIndex;
+    hello.socketsPerPeer = sockets_;
+    for (size_t i = 0; i < sizeof(hello.diallerNonce); ++i) hello.diallerNonce[i] = static_cast<uint8_t>(i + 1);
     hello.depth = kDepth;
     hello.slotBytes = kSlotBytes;
     return hello;
@@ -105,6 +145,7 @@ class HostilePeerTest : public ::testing::Test {
     return "(no failure reported within 5 s)";
   }
 
+  int sockets_ = 1;
   std::vector<PeerInfo> peers_;
   TransportSettings settings_;
   Doorbell bell_;
@@ -115,7 +156,7 @@ class HostilePeerTest : public ::testing::Test {
 };
 
 TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   std::vector<uint8_t> payload(kSlotBytes);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
   for (uint32_t seq = 0; seq < 2 * kDepth; ++seq) {
@@ -140,19 +181,19 @@ TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
 }
 
 TEST_F(HostilePeerTest, OversizedFrameIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, kSlotBytes + 1);
   EXPECT_NE(waitForFailure().find("more than the 4096-byte slot"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, HugeLengthIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, ~0ull);
   EXPECT_NE(waitForFailure().find("more than the"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, GarbageIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   const char garbage[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   send(fd.get(), garbage, sizeof(garbage));
   std::string message = waitForFailure();
@@ -161,13 +202,13 @@ TEST_F(HostilePeerTest, GarbageIsAnError) {
 }
 
 TEST_F(HostilePeerTest, OutOfOrderFrameIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameData, 5, 8);
   EXPECT_NE(waitForFailure().find("frame number 5 where 0 was expected"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, TruncatedFrameIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, 1000);
   char partial[10] = {};
   send(fd.get(), partial, sizeof(partial));
@@ -176,7 +217,7 @@ TEST_F(HostilePeerTest, TruncatedFrameIsAnError) {
 }
 
 TEST_F(HostilePeerTest, TruncatedHeaderIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   char partial[5] = {};
   send(fd.get(), partial, sizeof(partial));
   fd.reset();
@@ -184,13 +225,13 @@ TEST_F(HostilePeerTest, TruncatedHeaderIsAnError) {
 }
 
 TEST_F(HostilePeerTest, ClosingFrameWithPayloadIsAnError) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameBye, 0, 64);
   EXPECT_NE(waitForFailure().find("closing frame with 64 payload bytes"), std::string::npos);
 }
 
 TEST_F(HostilePeerTest, GoodbyeThenCloseIsNotAFailure) {
-  coll::Fd fd = connectAsRank1(goodHello());
+  coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameBye, 0, 0);
   shutdown(fd.get(), SHUT_WR);
   connector_.join();
@@ -218,7 +259,7 @@ TEST_F(HostilePeerTest, StrangersAreTurnedAwayAndTheRealPeerStillConnects) {
   NetHello wrongSettings = goodHello();
   wrongSettings.slotBytes = 1 << 30;
   coll::Fd stranger3 = connectAsRank1(wrongSettings);
-  coll::Fd real = connectAsRank1(goodHello());
+  coll::Fd real = connectAndProve(goodHello());
   connector_.join();
   EXPECT_EQ(setupError_, "");
   EXPECT_NO_THROW(domain_->checkPeers());
@@ -232,11 +273,105 @@ TEST_F(HostilePeerTest, SilentConnectionsDoNotDelayTheRealPeer) {
     silent.push_back(coll::connectWithDeadline(netCardHost(card_), card_.port,
                                                coll::deadlineAfter(std::chrono::milliseconds(2000))));
   const auto start = Clock::now();
-  coll::Fd real = connectAsRank1(goodHello());
+  coll::Fd real = connectAndProve(goodHello());
   connector_.join();
   EXPECT_EQ(setupError_, "");
   EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(), 1000)
       << "the real peer waited behind the silent connections";
+}
+
+// A stranger that read the card (so knows the listener's nonce) but not the job's secret gets a
+// challenge it cannot answer: it is refused, and the real rank 1 still connects.
+TEST_F(HostilePeerTest, AWrongSecretIsRefusedAndTheRealPeerStillConnects) {
+  std::array<uint8_t, 32> wrong = settings_.jobSecret;
+  wrong[31] ^= 1;
+  coll::Fd stranger = connectAndProve(goodHello(), wrong);
+  coll::Fd real = connectAndProve(goodHello());
+  connector_.join();
+  EXPECT_EQ(setupError_, "");
+  EXPECT_NO_THROW(domain_->checkPeers());
+  char byte;
+  EXPECT_EQ(coll::recvAll(stranger.get(), &byte, 1, coll::deadlineAfter(std::chrono::milliseconds(1000))),
+            coll::IoStatus::kClosed)
+      << "the stranger's connection was kept";
+}
+
+class HostilePeerTwoSocketsTest : public HostilePeerTest {
+ protected:
+  void SetUp() override {
+    sockets_ = 2;
+    HostilePeerTest::SetUp();
+  }
+};
+
+// A handshake captured on one connection and replayed on another is refused: the listener's
+// challenge is fresh, so the captured proof answers a question nobody asks any more.
+TEST_F(HostilePeerTwoSocketsTest, AReplayedHandshakeIsRefused) {
+  NetChallenge captured;
+  NetProof capturedProof;
+  coll::Fd real0 = connectAndProve(goodHello(0), settings_.jobSecret, &captured, &capturedProof);
+  coll::Fd replay = connectAsRank1(goodHello(0));
+  NetChallenge fresh = readChallenge(replay.get());
+  EXPECT_NE(std::memcmp(fresh.listenerNonce, captured.listenerNonce, sizeof(fresh.listenerNonce)), 0);
+  send(replay.get(), &capturedProof, sizeof(capturedProof));
+  char byte;
+  EXPECT_EQ(coll::recvAll(replay.get(), &byte, 1, coll::deadlineAfter(std::chrono::milliseconds(2000))),
+            coll::IoStatus::kClosed)
+      << "the replayed handshake was kept";
+  coll::Fd real1 = connectAndProve(goodHello(1));
+  connector_.join();
+  EXPECT_EQ(setupError_, "");
+  EXPECT_NO_THROW(domain_->checkPeers());
+}
+
+// The dialling side refuses a listener that cannot prove the secret (someone else listening at
+// the published address), before it proves anything itself.
+TEST(NetHandshake, ADiallerRefusesAListenerThatCannotProveTheSecret) {
+  coll::Fd impostor = coll::listenOn("127.0.0.1", 0);
+  const coll::SocketAddress where = coll::localAddressOf(impostor.get());
+  uint64_t nonce[2] = {5, 6};
+  NetCard card = makeNetCard(where.host(), where.port(), nonce);
+  std::vector<PeerInfo> peers(2);
+  for (int r = 0; r < 2; ++r) peers[r].rank = r;
+  TransportSettings settings;
+  settings.socketsPerPeer = 1;
+  settings.timeoutMs = 2000;
+  settings.jobSecret.fill(0x42);
+  std::vector<uint8_t> afterHello;
+  std::thread fake([&] {
+    pollfd waitForDialler{impostor.get(), POLLIN, 0};
+    if (poll(&waitForDialler, 1, 3000) != 1) return;
+    coll::Fd fd(accept(impostor.get(), nullptr, nullptr));
+    NetHello hello;
+    if (coll::recvAll(fd.get(), &hello, sizeof(hello), coll::deadlineAfter(std::chrono::milliseconds(2000))) !=
+        coll::IoStatus::kOk)
+      return;
+    NetChallenge challenge;  // a nonce and a made-up proof
+    std::memset(challenge.listenerNonce, 0x5a, sizeof(challenge.listenerNonce));
+    std::memset(challenge.listenerProof, 0x5a, sizeof(challenge.listenerProof));
+    coll::sendAll(fd.get(), &challenge, sizeof(challenge), coll::deadlineAfter(std::chrono::milliseconds(1000)));
+    uint8_t chunk[256];
+    for (;;) {
+      ssize_t n = coll::recvAll(fd.get(), chunk, 1, coll::deadlineAfter(std::chrono::milliseconds(1000))) ==
+                          coll::IoStatus::kOk
+                      ? 1
+                      : 0;
+      if (n == 0) return;
+      afterHello.push_back(chunk[0]);
+    }
+  });
+  NetDomain dialler(twoRankArgs(1, &peers, &settings));
+  const std::string mine = dialler.card(0);
+  std::string message;
+  try {
+    dialler.connect(0, {std::string(reinterpret_cast<const char*>(&card), sizeof(card)), mine},
+                    coll::deadlineAfter(std::chrono::milliseconds(3000)));
+  } catch (const CollError& e) {
+    message = e.what();
+  }
+  fake.join();
+  EXPECT_NE(message.find("does not prove this job's secret"), std::string::npos) << message;
+  EXPECT_TRUE(afterHello.empty()) << afterHello.size() << " bytes sent to the impostor after the hello";
 }
 
 TEST_F(HostilePeerTest, NoPeerMeansATimeoutNamingIt) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "job_secret.h"
 #include "options.h"
 #include "rank_binding.h"
 #include "spawn.h"
@@ -246,10 +247,7 @@ bool makePipe(int fds[2]) {
 
 int launch(const Options& opts, const std::string& program) {
   std::string secret;
-  if (opts.nnodes == 1 && getenv("COLL_STORE_SECRET") == nullptr) {
-    secret = randomHexSecret();
-    if (secret.empty()) fprintf(stderr, "collrun: warning: getrandom failed; COLL_STORE_SECRET not set\n");
-  }
+  if (!chooseJobSecret(opts, &secret)) return 2;
   std::vector<RankBinding> bindings = bindingsForRanks(opts);
   bool stdinIsTty = isatty(0) != 0;
   TaggedOutput tagged;

@@ -38,10 +38,33 @@ out=$("$C" -n 3 sh -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE/$NO
 check "env, 3 ranks" "0/3/0/3/0/127.0.0.1/64 1/3/1/3/0/127.0.0.1/64 2/3/2/3/0/127.0.0.1/64" "$out"
 ports=$("$C" -n 3 sh -c 'echo "$MASTER_PORT"' | sort -u | wc -l)
 check "one MASTER_PORT for all ranks" 1 "$ports"
-out=$("$C" -n 2 --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29555 \
+out=$(COLL_STORE_SECRET=s3 "$C" -n 2 --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29555 \
   sh -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$NODE_RANK/$MASTER_ADDR/$MASTER_PORT/${COLL_STORE_SECRET:-none}"' | sort | words)
-check "env, node 1 of 2" "2/4/0/1/10.1.2.3/29555/none 3/4/1/1/10.1.2.3/29555/none" "$out"
+check "env, node 1 of 2" "2/4/0/1/10.1.2.3/29555/s3 3/4/1/1/10.1.2.3/29555/s3" "$out"
 check "COLL_STORE_SECRET kept" "abc" "$(COLL_STORE_SECRET=abc "$C" -n 1 sh -c 'echo $COLL_STORE_SECRET')"
+
+# The secret of a multi-node job: never none by accident.
+node1=(--nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29555)
+check "multi-node without a secret refused" 2 "$(env -u COLL_STORE_SECRET "$C" -n 1 "${node1[@]}" true 2>/dev/null; echo $?)"
+msg=$(env -u COLL_STORE_SECRET "$C" -n 1 "${node1[@]}" true 2>&1 || true)
+check "refusal says how" "collrun --new-secret" "$(echo "$msg" | grep -o 'collrun --new-secret' | head -1)"
+check "explicit opt-out runs" "none" \
+  "$(env -u COLL_STORE_SECRET COLL_STORE_ALLOW_NO_SECRET=1 "$C" -n 1 "${node1[@]}" sh -c 'echo ${COLL_STORE_SECRET:-none}')"
+secret=$("$C" --new-secret)
+check "--new-secret: 64 hex digits" 64 "$(echo -n "$secret" | tr -cd '0-9a-f' | wc -c)"
+check "--new-secret: fresh each time" 1 "$([ "$secret" != "$("$C" --new-secret)" ] && echo 1 || echo 0)"
+printf '  %s  \nsecond line\n' "$secret" >"$tmp/secret"
+chmod 600 "$tmp/secret"
+check "--secret-file: its first line, trimmed" "$secret" \
+  "$(env -u COLL_STORE_SECRET "$C" -n 1 "${node1[@]}" --secret-file "$tmp/secret" sh -c 'echo $COLL_STORE_SECRET')"
+check "--secret-file wins over the environment" "$secret" \
+  "$(COLL_STORE_SECRET=other "$C" -n 1 --secret-file "$tmp/secret" sh -c 'echo $COLL_STORE_SECRET')"
+chmod 644 "$tmp/secret"
+msg=$("$C" -n 1 --secret-file "$tmp/secret" true 2>&1)
+check "--secret-file readable by others: warned" "readable by others" "$(echo "$msg" | grep -o 'readable by others')"
+check "--secret-file missing" 2 "$(status "$C" -n 1 --secret-file "$tmp/none" true)"
+: >"$tmp/empty"
+check "--secret-file empty" 2 "$(status "$C" -n 1 --secret-file "$tmp/empty" true)"
 
 # Exit statuses.
 check "all succeed" 0 "$(status "$C" -n 3 true)"

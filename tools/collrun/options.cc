@@ -7,13 +7,15 @@
 #include <cstring>
 
 #include "collective.h"
+#include "job_secret.h"
 
 namespace collrun {
 namespace {
 
 const char kUsage[] =
-    "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P]\n"
-    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] PROGRAM [ARGS...]\n";
+    "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P --secret-file FILE]\n"
+    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] PROGRAM [ARGS...]\n"
+    "       collrun --new-secret\n";
 
 const char kHelp[] =
     "\n"
@@ -26,6 +28,10 @@ const char kHelp[] =
     "  --master-addr A        address of the rendezvous (rank 0's host; default 127.0.0.1)\n"
     "  --master-port P        port of the rendezvous; required when M > 1, otherwise a free\n"
     "                         port is picked\n"
+    "  --secret-file FILE     COLL_STORE_SECRET for the ranks, from FILE's first line; a job on\n"
+    "                         several nodes needs one secret on every node (this, or the same\n"
+    "                         COLL_STORE_SECRET exported on each)\n"
+    "  --new-secret           print a fresh random secret (64 hex digits) and exit\n"
     "  --bind auto|none|core|numa\n"
     "                         pin each rank near its GPU (local rank i uses GPU i mod GPUs),\n"
     "                         else near the job's NIC (COLL_SOCKET_IFNAME, or the interface\n"
@@ -40,9 +46,10 @@ const char kHelp[] =
     "  --                     end of collrun's options (only needed when PROGRAM starts with -)\n"
     "\n"
     "Each process gets RANK (node_rank*N + local rank), WORLD_SIZE (M*N), LOCAL_RANK,\n"
-    "LOCAL_WORLD_SIZE (N), NODE_RANK, MASTER_ADDR and MASTER_PORT; on a single node also\n"
-    "COLL_STORE_SECRET (random, unless already set) so that only this job's ranks can join\n"
-    "its rendezvous.\n"
+    "LOCAL_WORLD_SIZE (N), NODE_RANK, MASTER_ADDR and MASTER_PORT, and COLL_STORE_SECRET so\n"
+    "that only this job's ranks can join its rendezvous: from --secret-file, else the one in\n"
+    "collrun's environment, else (single node only) a random one. A multi-node job without\n"
+    "a secret is refused unless COLL_STORE_ALLOW_NO_SECRET=1.\n"
     "\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to every rank (a third\n"
     "SIGINT/SIGTERM kills them). When a rank exits with a non-zero status or is killed by a\n"
@@ -89,7 +96,7 @@ bool parseBinding(const char* s, Binding* out) {
 }
 
 // Options that take a value, as "--opt VALUE" or "--opt=VALUE" ("-n4" too).
-enum class Key { kNproc, kNnodes, kNodeRank, kMasterAddr, kMasterPort, kBind, kTimeout, kUnknown };
+enum class Key { kNproc, kNnodes, kNodeRank, kMasterAddr, kMasterPort, kBind, kTimeout, kSecretFile, kUnknown };
 
 Key keyOf(const std::string& name) {
   if (name == "-n" || name == "--nproc" || name == "--nproc-per-node") return Key::kNproc;
@@ -99,6 +106,7 @@ Key keyOf(const std::string& name) {
   if (name == "--master-port") return Key::kMasterPort;
   if (name == "--bind") return Key::kBind;
   if (name == "--timeout") return Key::kTimeout;
+  if (name == "--secret-file") return Key::kSecretFile;
   return Key::kUnknown;
 }
 
@@ -127,6 +135,10 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
     case Key::kTimeout:
       ok = parseSeconds(value, &opts->timeoutSec);
       break;
+    case Key::kSecretFile:
+      ok = *value != '\0';
+      if (ok) opts->secretFile = value;
+      break;
     case Key::kUnknown:
       ok = false;
       break;
@@ -154,6 +166,9 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
         break;
       case Key::kTimeout:
         expected = "a positive number of seconds";
+        break;
+      case Key::kSecretFile:
+        expected = "a file name";
         break;
       case Key::kUnknown:
         break;
@@ -206,6 +221,15 @@ ParseOutcome parseOptions(int argc, char** argv, Options* opts) {
     }
     if (arg == "--version") {
       printf("collrun (libcollective) %d.%d.%d\n", COLL_MAJOR, COLL_MINOR, COLL_PATCH);
+      return ParseOutcome::kExitSuccess;
+    }
+    if (arg == "--new-secret") {
+      const std::string secret = randomHexSecret();
+      if (secret.empty()) {
+        fprintf(stderr, "collrun: error: --new-secret: getrandom failed\n");
+        return ParseOutcome::kUsageError;
+      }
+      printf("%s\n", secret.c_str());
       return ParseOutcome::kExitSuccess;
     }
     if (arg == "--tag-output") {

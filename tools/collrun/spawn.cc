@@ -16,7 +16,6 @@
 #include <cstring>
 #include <sstream>
 
-#include "common/random.h"
 
 extern char** environ;
 
@@ -39,22 +38,6 @@ int pickFreePort() {
   close(fd);
   errno = saved;
   return port;
-}
-
-std::string randomHexSecret() {
-  unsigned char bytes[32];
-  try {
-    coll::fillRandom(bytes, sizeof(bytes), "collrun's store secret");
-  } catch (const std::exception&) {
-    return "";
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
 }
 
 namespace {

@@ -14,9 +14,6 @@ namespace collrun {
 // Binds port 0 on all interfaces and returns the port the kernel chose (0 on failure, with errno set).
 int pickFreePort();
 
-// 32 random bytes as 64 hex digits (from getrandom; empty on failure).
-std::string randomHexSecret();
-
 // PROGRAM as execvp would find it; "" (and a message in *why) when it cannot be executed.
 std::string resolveProgram(const std::string& program, std::string* why);
 

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/hmac.h"
 #include "common/random.h"
 #include "common/socket.h"
 
@@ -43,6 +44,7 @@ NetDomain::NetDomain(const DomainArgs& args)
       members_(args.members),
       peerIndex_(args.nranks, -1) {
   fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
+  connectionKey_ = netConnectionKey(settings_.jobSecret);
   wakeFd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
 }
@@ -90,17 +92,7 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
     for (int s = 0; s < settings_.socketsPerPeer; ++s) {
       std::string name = formatString("rank %d's socket listener", peer->rank);
       Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
-      NetHello hello;
-      hello.nonce[0] = peer->card.nonce[0];
-      hello.nonce[1] = peer->card.nonce[1];
-      hello.fromRank = myRank_;
-      hello.socketIndex = s;
-      hello.socketsPerPeer = settings_.socketsPerPeer;
-      hello.depth = settings_.netFifoDepth;
-      hello.slotBytes = settings_.slotBytes;
-      if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk)
-        throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer->rank,
-                   peerAddress(peer->rank).c_str());
+      dial(*peer, s, fd, deadline);
       tuneSocket(fd.get());
       peer->sockets[s] = std::move(fd);
     }
@@ -110,13 +102,44 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
   startChannels();
 }
 
+void NetDomain::dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline) {
+  NetHello hello;
+  hello.nonce[0] = peer.card.nonce[0];
+  hello.nonce[1] = peer.card.nonce[1];
+  hello.fromRank = myRank_;
+  hello.socketIndex = socketIndex;
+  hello.socketsPerPeer = settings_.socketsPerPeer;
+  hello.depth = settings_.netFifoDepth;
+  hello.slotBytes = settings_.slotBytes;
+  fillRandom(hello.diallerNonce, sizeof(hello.diallerNonce), "the socket transport's hello");
+  NetChallenge challenge;
+  if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk ||
+      recvAll(fd.get(), &challenge, sizeof(challenge), deadline) != IoStatus::kOk)
+    throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup (or did not answer its hello "
+               "in time)", peer.rank, peerAddress(peer.rank).c_str());
+  // The listener proves the secret first: a listener that does not know it learns nothing here.
+  const Digest256 expected = netProof(connectionKey_, NetRole::kListener, hello, challenge.listenerNonce);
+  if (!equalInConstantTime(challenge.listenerProof, expected.data(), expected.size()))
+    throwError(collRemoteError, "the socket listener at %s, published as rank %d's, does not prove this job's secret "
+               "(another job on that address?)", peerAddress(peer.rank).c_str(), peer.rank);
+  NetProof proof;
+  const Digest256 mine = netProof(connectionKey_, NetRole::kDialler, hello, challenge.listenerNonce);
+  std::memcpy(proof.diallerProof, mine.data(), mine.size());
+  if (sendAll(fd.get(), &proof, sizeof(proof), deadline) != IoStatus::kOk)
+    throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer.rank,
+               peerAddress(peer.rank).c_str());
+}
+
 void NetDomain::acceptPeers(int expected, Deadline deadline) {
-  // Connections are taken as they come and their hellos read side by side: one that says nothing
-  // costs only its own slot until its hello deadline, never the real peers' time.
+  // Connections are taken as they come and their handshakes run side by side: one that says
+  // nothing costs only its own slot until its deadline, never the real peers' time.
   struct Pending {
     Fd fd;
+    bool challenged = false;  // the hello was read and answered; the dialler's proof is due
     NetHello hello;
-    size_t received = 0;
+    NetChallenge challenge;
+    NetProof proof;
+    size_t received = 0;  // of the hello, then of the proof
     Deadline helloDeadline;
   };
   std::vector<Pending> pending;
@@ -147,31 +170,48 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
     int ready = poll(fds.data(), fds.size(), pollTimeoutMs(wake));
     if (ready < 0 && errno == EINTR) continue;
     COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
-    // Read what the pending connections sent; settle those whose hello is complete, late or broken.
+    // Read what the pending connections sent; settle those whose handshake is done, late or broken.
     for (size_t i = 0; i < pending.size();) {
       Pending& p = pending[i];
       const short revents = fds[i + 1].revents;
+      char* into = p.challenged ? reinterpret_cast<char*>(&p.proof) : reinterpret_cast<char*>(&p.hello);
+      const size_t want = p.challenged ? sizeof(p.proof) : sizeof(p.hello);
       std::string refusal;
       bool done = false;
       if (revents != 0) {
-        ssize_t n = recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.received, sizeof(p.hello) - p.received, 0);
+        ssize_t n = recv(p.fd.get(), into + p.received, want - p.received, 0);
         if (n > 0) {
           p.received += static_cast<size_t>(n);
         } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-          refusal = "closed before its hello was complete";
+          refusal = "closed before its handshake was complete";
         }
       }
-      if (refusal.empty() && p.received == sizeof(p.hello)) {
-        done = true;
+      if (refusal.empty() && !p.challenged && p.received == want) {
         const NetHello& hello = p.hello;
         refusal = checkNetHello(hello, nonce_, settings_.socketsPerPeer, settings_.netFifoDepth, settings_.slotBytes);
         if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
           refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
-        if (refusal.empty() && peers_[peerIndex_[hello.fromRank]]->sockets[hello.socketIndex].valid())
-          refusal = formatString("rank %d connected socket %d twice", hello.fromRank, hello.socketIndex);
-      } else if (refusal.empty() && Clock::now() >= p.helloDeadline) {
-        refusal = "no hello";
+        if (refusal.empty()) {
+          fillRandom(p.challenge.listenerNonce, sizeof(p.challenge.listenerNonce), "the socket transport's challenge");
+          const Digest256 proof = netProof(connectionKey_, NetRole::kListener, hello, p.challenge.listenerNonce);
+          std::memcpy(p.challenge.listenerProof, proof.data(), proof.size());
+          // 64 bytes into a fresh socket's empty send buffer: all of it goes, or the peer is broken.
+          if (send(p.fd.get(), &p.challenge, sizeof(p.challenge), MSG_NOSIGNAL) != sizeof(p.challenge))
+            refusal = "could not send the challenge";
+          p.challenged = true;
+          p.received = 0;
+        }
+      } else if (refusal.empty() && p.challenged && p.received == want) {
+        done = true;
+        const Digest256 expectedProof = netProof(connectionKey_, NetRole::kDialler, p.hello, p.challenge.listenerNonce);
+        if (!equalInConstantTime(p.proof.diallerProof, expectedProof.data(), expectedProof.size()))
+          refusal = formatString("a connection claiming to be rank %d does not prove this job's secret",
+                                 p.hello.fromRank);
+        else if (peers_[peerIndex_[p.hello.fromRank]]->sockets[p.hello.socketIndex].valid())
+          refusal = formatString("rank %d connected socket %d twice", p.hello.fromRank, p.hello.socketIndex);
       }
+      if (refusal.empty() && !done && Clock::now() >= p.helloDeadline)
+        refusal = p.challenged ? "no proof in time" : "no hello in time";
       if (!refusal.empty()) {
         refuse(refusal);
       } else if (done) {
@@ -193,7 +233,10 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
         refuse(formatString("%zu connections are already waiting to say hello", pending.size()));
         continue;
       }
-      pending.push_back({std::move(fd), NetHello{}, 0, std::min(deadline, Clock::now() + kHelloTimeout)});
+      Pending fresh;
+      fresh.fd = std::move(fd);
+      fresh.helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
+      pending.push_back(std::move(fresh));
     }
   }
 }

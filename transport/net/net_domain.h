@@ -82,6 +82,9 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
     std::unique_ptr<NetRecvConnection> recv;
   };
   void acceptPeers(int expected, Deadline deadline);
+  // The dialler's side of the handshake on a connected socket (net_wire.h); throws
+  // collRemoteError when the listener does not prove the job's secret.
+  void dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline);
   void startChannels();
   void progressLoop();
   bool pumpAll();
@@ -93,6 +96,7 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   std::vector<int> members_;
   Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};
+  Digest256 connectionKey_{};  // what both ends of every connection prove (net_wire.h)
   Fd listener_;
   std::string listenAddress_;
   std::vector<std::unique_ptr<Peer>> peers_;

@@ -20,6 +20,19 @@ std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int so
   return "";
 }
 
+Digest256 netConnectionKey(const std::array<uint8_t, 32>& jobSecret) {
+  static const char kLabel[] = "libcollective socket transport v1: connection key";
+  return hmacSha256({jobSecret.data(), jobSecret.size()}, {{kLabel, sizeof(kLabel) - 1}});
+}
+
+Digest256 netProof(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32]) {
+  static const char kListener[] = "libcollective socket transport v1: listener proof";
+  static const char kDialler[] = "libcollective socket transport v1: dialler proof";
+  const char* label = role == NetRole::kListener ? kListener : kDialler;
+  return hmacSha256({key.data(), key.size()},
+                    {{label, std::strlen(label)}, {&hello, sizeof(hello)}, {listenerNonce, 32}});
+}
+
 std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes) {
   if (header.kind != kNetFrameData && header.kind != kNetFrameBye)
     return formatString("a frame of unknown kind 0x%08x (garbage on the connection?)", header.kind);

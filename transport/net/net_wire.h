@@ -3,16 +3,22 @@
 // sequence number is off ends the connection with an error naming the peer, never a crash or an
 // out-of-bounds write.
 //
-// Two kinds of bytes cross a socket (the listener's card goes through the store: net_card.h):
-//   - a hello, sent once by the connecting rank on each socket (NetHello), which must carry the
-//     listener's random nonce: only a rank that read the store (and so knew the job's secret)
-//     can produce it;
+// What crosses a socket (the listener's card goes through the store: net_card.h):
+//   - a mutual challenge-response when the connection opens, which proves on both sides that the
+//     other knows the job's secret without sending it (a captured exchange is worthless on another
+//     connection: each proof covers the other side's fresh nonce):
+//       dialler:  NetHello      the listener's card nonce, who it is, its settings, a fresh nonce
+//       listener: NetChallenge  a fresh nonce, and its proof: HMAC(key, "listener", hello, nonce)
+//       dialler:  checks that proof, then NetProof: HMAC(key, "dialler", hello, nonce)
+//     where key = HMAC(job secret, label) (netConnectionKey);
 //   - frames: a 16-byte header (NetFrameHeader) and, for data, the payload of one FIFO slot.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "common/hmac.h"
 
 namespace coll {
 namespace transport {
@@ -29,8 +35,27 @@ struct NetHello {
   int32_t socketsPerPeer = 0;
   int32_t depth = 0;
   uint64_t slotBytes = 0;
+  uint8_t diallerNonce[32] = {};  // fresh per connection
 };
-static_assert(sizeof(NetHello) == 48, "NetHello is a fixed-size record");
+static_assert(sizeof(NetHello) == 80, "NetHello is a fixed-size record");
+
+struct NetChallenge {
+  uint8_t listenerNonce[32] = {};  // fresh per connection
+  uint8_t listenerProof[32] = {};
+};
+static_assert(sizeof(NetChallenge) == 64, "NetChallenge is a fixed-size record");
+
+struct NetProof {
+  uint8_t diallerProof[32] = {};
+};
+static_assert(sizeof(NetProof) == 32, "NetProof is a fixed-size record");
+
+// The key a job's socket connections prove: derived from the job's secret, so that it serves no
+// other purpose than this one.
+Digest256 netConnectionKey(const std::array<uint8_t, 32>& jobSecret);
+enum class NetRole { kListener, kDialler };
+// A side's proof for the connection that `hello` opened and `listenerNonce` challenged.
+Digest256 netProof(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32]);
 
 struct NetFrameHeader {
   uint32_t kind = kNetFrameData;
