@@ -19,9 +19,12 @@ if ! grep -q -- "-m device: no CUDA device: " <<<"$out"; then
   echo "FAIL: the message does not say 'no CUDA device'"
   exit 1
 fi
-# The default (-m absent) falls back to host memory and runs.
-"$perf" -b 8 -e 8 -n 1 -w 0 | grep -q "Using devices: host memory" || {
+# The default (-m absent) falls back to host memory and runs. (Its output is captured whole
+# first: `perf | grep -q` under pipefail fails whenever grep exits before perf has written all.)
+fallback=$("$perf" -b 8 -e 8 -n 1 -w 0 2>&1)
+if ! grep -q "Using devices: host memory" <<<"$fallback"; then
+  echo "$fallback"
   echo "FAIL: without -m the program did not fall back to host memory"
   exit 1
-}
+fi
 echo "ok: exit status $rc and a clear message"
