@@ -1,5 +1,8 @@
 #include "bootstrap/bootstrap_ops.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "common/error.h"
 
 namespace coll {
@@ -14,7 +17,44 @@ void checkRank(const char* function, const std::string& tag, int rank, int nrank
   }
 }
 
+const char kDepartedKey[] = "departed";
+// How often a wait looks up whether a rank has departed; a departure is noticed this late at most.
+constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
+
+// Runs `wait` (a store get or wait until the given deadline) in slices, checking between them
+// whether a rank has departed. Returns wait's result.
+template <class Wait>
+auto waitUnlessDeparted(Store& store, const char* function, const std::string& tag, Deadline deadline, Wait wait) {
+  for (;;) {
+    const Deadline slice = std::min(deadline, Clock::now() + kDepartureCheckInterval);
+    try {
+      return wait(slice);
+    } catch (const CollError& e) {
+      if (e.code() != collTimeout || Clock::now() >= deadline) throw;
+    }
+    if (store.check({kDepartedKey})) {
+      // A rank that finished this step and then exited may be what departed: what this rank
+      // waits for may already be there.
+      try {
+        return wait(Clock::now());
+      } catch (const CollError& e) {
+        if (e.code() != collTimeout) throw;
+      }
+      const Bytes who = store.get(kDepartedKey, deadline);
+      throwError(collRemoteError,
+                 "bootstrap %s('%s'): %.*s lost its connection to the rendezvous store (it exited, crashed or lost "
+                 "the network) before this step was done",
+                 function, tag.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
+                 reinterpret_cast<const char*>(who.data()));
+    }
+  }
+}
+
 }  // namespace
+
+void announceDepartureOnClose(Store& store, const std::string& what) {
+  store.setOnDisconnect(kDepartedKey, Bytes(what.begin(), what.end()));
+}
 
 std::vector<Bytes> allGather(Store& store, const std::string& tag, int rank, int nranks, const Bytes& mine,
                              Deadline deadline) {
@@ -22,9 +62,16 @@ std::vector<Bytes> allGather(Store& store, const std::string& tag, int rank, int
   const std::string prefix = tag + "/ag/";
   store.set(prefix + std::to_string(rank), mine);
   std::vector<Bytes> all(static_cast<size_t>(nranks));
-  // One get per peer; each blocks server-side until that peer has set its key, so no polling.
+  // One get per peer; each blocks server-side until that peer has set its key (or a slice of the
+  // wait ends, to look for a departure).
   for (int r = 0; r < nranks; ++r) {
-    all[static_cast<size_t>(r)] = r == rank ? mine : store.get(prefix + std::to_string(r), deadline);
+    if (r == rank) {
+      all[static_cast<size_t>(r)] = mine;
+      continue;
+    }
+    const std::string key = prefix + std::to_string(r);
+    all[static_cast<size_t>(r)] =
+        waitUnlessDeparted(store, "allGather", tag, deadline, [&](Deadline until) { return store.get(key, until); });
   }
   return all;
 }
@@ -35,7 +82,10 @@ void barrier(Store& store, const std::string& tag, int rank, int nranks, Deadlin
   // set and nranks waits, whatever the arrival order.
   const std::string release = tag + "/barrier/release";
   if (store.add(tag + "/barrier/arrived", 1) == nranks) store.set(release, Bytes{1});
-  store.wait({release}, deadline);
+  waitUnlessDeparted(store, "barrier", tag, deadline, [&](Deadline until) {
+    store.wait({release}, until);
+    return 0;
+  });
 }
 
 }  // namespace bootstrap

@@ -11,6 +11,12 @@
 namespace coll {
 namespace bootstrap {
 
+// Tells the store who this rank is, so that the store announces it (under the key "departed")
+// if this process's connection closes: every rank's waits below then end within about a second
+// with collRemoteError naming it, instead of at their deadline. `what` describes the rank
+// ("rank 2 (pid 1234 on node7)"). Call once per communicator, before its first wait.
+void announceDepartureOnClose(Store& store, const std::string& what);
+
 // Every rank contributes `mine`; returns all contributions indexed by rank. `tag` must be fresh
 // for each call on a store (e.g. "init/0", "split/3"): it names the keys, and a reused tag would
 // return the previous call's values.
@@ -18,6 +24,8 @@ std::vector<Bytes> allGather(Store& store, const std::string& tag, int rank, int
                              Deadline deadline);
 
 // Returns once all nranks ranks have entered a barrier with this tag. Same tag rule as allGather.
+// Both throw collTimeout at the deadline, and collRemoteError as soon as a rank that called
+// announceDepartureOnClose on this store has lost its connection.
 void barrier(Store& store, const std::string& tag, int rank, int nranks, Deadline deadline);
 
 }  // namespace bootstrap

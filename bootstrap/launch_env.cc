@@ -150,6 +150,7 @@ class ServerOwningStore : public Store {
   void wait(const std::vector<std::string>& keys, Deadline deadline) override { client_->wait(keys, deadline); }
   bool check(const std::vector<std::string>& keys) override { return client_->check(keys); }
   Secret secret() const override { return client_->secret(); }
+  void setOnDisconnect(const std::string& key, const Bytes& value) override { client_->setOnDisconnect(key, value); }
 
  private:
   // Declared first so it is destroyed last, after the client's connection is closed.

@@ -47,6 +47,11 @@ class Store {
   // its connections prove with from it. All zeros for a store in process memory (its ranks are
   // threads of one process, which share the object anyway).
   virtual Secret secret() const { return Secret{}; }
+  // Asks the store to set `key` to `value` once this process's connection to it closes: when the
+  // process exits, crashes or loses the network. So ranks waiting for this one learn that it is
+  // gone at once rather than at their deadline. Stores in process memory do nothing (their
+  // ranks are threads, which do not vanish alone).
+  virtual void setOnDisconnect(const std::string& key, const Bytes& value) {}
 };
 
 // Prepends "prefix/" to every key: one communicator's keys never collide with another's.
@@ -60,6 +65,7 @@ class PrefixStore : public Store {
   bool check(const std::vector<std::string>& keys) override { return base_->check(fullAll(keys)); }
   std::string localAddress() const override { return base_->localAddress(); }
   Secret secret() const override { return base_->secret(); }
+  void setOnDisconnect(const std::string& key, const Bytes& value) override { base_->setOnDisconnect(full(key), value); }
   const std::shared_ptr<Store>& base() const { return base_; }
 
  private:

@@ -162,6 +162,8 @@ const char* opName(uint8_t op) {
       return "wait";
     case Op::kHelloProof:
       return "hello proof";
+    case Op::kSetOnClose:
+      return "set-on-close";
     case Op::kHelloOk:
       return "hello-ok";
     case Op::kHelloReject:

@@ -44,6 +44,9 @@ constexpr size_t kMaxKeysPerRequest = 65536;
 // The largest legitimate body: a set of the largest key and value, plus field headers.
 constexpr size_t kMaxBodyBytes = kOpAndSeqBytes + 8 + kMaxKeyBytes + kMaxValueBytes;
 constexpr size_t kMaxErrorMessageBytes = 1024;
+// What one connection may leave behind for its close (kSetOnClose): a few small notices.
+constexpr size_t kMaxOnCloseKeysPerClient = 1024;
+constexpr size_t kMaxOnCloseValueBytes = 4096;
 
 enum class Op : uint8_t {
   // client -> server
@@ -54,6 +57,7 @@ enum class Op : uint8_t {
   kCheck = 5,  // u32 n, n x str key                            -> kCheckResult
   kWait = 6,   // u32 timeoutMs, u32 n, n x str key             -> kOk | kNotFound (after timeoutMs)
   kHelloProof = 7,  // 32-byte client proof                     -> kHelloOk | kHelloReject
+  kSetOnClose = 8,  // str key, bytes value: set when this connection closes -> kOk | kError
   // server -> client
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message

@@ -174,6 +174,18 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       }
       break;
     }
+    case Op::kSetOnClose: {
+      std::string key = r.str(kMaxKeyBytes);
+      Bytes value = r.bytes(wire::kMaxOnCloseValueBytes);
+      requireEnd(r, op);
+      auto& onClose = clients_[conn].onClose;
+      // A long-lived process registers once per communicator it makes: past the cap the oldest
+      // registration (most likely a communicator long destroyed) makes room.
+      if (onClose.size() >= wire::kMaxOnCloseKeysPerClient) onClose.erase(onClose.begin());
+      onClose.emplace_back(std::move(key), std::move(value));
+      out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      break;
+    }
     default:
       throw ProtocolError(formatString("unknown or unexpected opcode %u", static_cast<unsigned>(op)));
   }
@@ -217,14 +229,18 @@ void StoreService::expire(Deadline now, std::vector<Outgoing>* out) {
   for (auto id : table_.takeExpired(now)) answer(id, false, out);
 }
 
-void StoreService::disconnect(ConnId conn) {
+void StoreService::disconnect(ConnId conn, std::vector<Outgoing>* out) {
   auto it = clients_.find(conn);
   if (it == clients_.end()) return;
   for (auto id : it->second.waiters) {
     table_.removeWaiter(id);
     parked_.erase(id);
   }
+  std::vector<std::pair<std::string, Bytes>> onClose = std::move(it->second.onClose);
   clients_.erase(it);
+  std::vector<StoreTable::WaiterId> ready;
+  for (auto& [key, value] : onClose) table_.set(key, std::move(value), &ready);  // a full store keeps quiet
+  for (auto id : ready) answer(id, true, out);
 }
 
 }  // namespace bootstrap

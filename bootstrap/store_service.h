@@ -48,8 +48,9 @@ class StoreService {
   // Answers "not found" to parked requests whose deadline has passed.
   void expire(Deadline now, std::vector<Outgoing>* out);
   Deadline nextDeadline() const { return table_.nextDeadline(); }
-  // Forgets a closed connection and its parked requests.
-  void disconnect(ConnId conn);
+  // Forgets a closed connection and its parked requests, and sets the keys it asked to be set
+  // when it closed (which may answer other connections' parked requests: appended to *out).
+  void disconnect(ConnId conn, std::vector<Outgoing>* out);
 
  private:
   enum class Stage { kAwaitingHello, kAwaitingProof, kAuthenticated };
@@ -58,6 +59,7 @@ class StoreService {
     wire::Nonce clientNonce{};
     wire::Nonce serverNonce{};
     std::vector<StoreTable::WaiterId> waiters;
+    std::vector<std::pair<std::string, Bytes>> onClose;  // kSetOnClose, oldest first
   };
   struct Parked {
     ConnId conn;

@@ -78,6 +78,7 @@ class TcpStoreClient : public Store {
   bool check(const std::vector<std::string>& keys) override;
   std::string localAddress() const override { return localAddressOf(fd_.get()).host(); }
   Secret secret() const override { return secret_; }
+  void setOnDisconnect(const std::string& key, const Bytes& value) override;
 
   void setRequestTimeout(std::chrono::milliseconds timeout) { requestTimeoutMs_ = timeout.count(); }
   const std::string& address() const { return address_; }  // "host:port"

@@ -277,6 +277,19 @@ void TcpStoreClient::set(const std::string& key, const Bytes& value) {
   if (reply.op != static_cast<uint8_t>(Op::kOk)) throwUnexpected(what, reply.op);
 }
 
+void TcpStoreClient::setOnDisconnect(const std::string& key, const Bytes& value) {
+  checkKey("setOnDisconnect", key);
+  if (value.size() > wire::kMaxOnCloseValueBytes) {
+    throwError(collInvalidArgument, "TcpStoreClient::setOnDisconnect: value of %zu bytes for key '%s' (at most %zu)",
+               value.size(), key.substr(0, 200).c_str(), wire::kMaxOnCloseValueBytes);
+  }
+  FrameWriter w(Op::kSetOnClose, 0);
+  w.str(key).bytes(value);
+  std::string what = "set-on-close of key '" + key.substr(0, 200) + "'";
+  Reply reply = request(w, what);
+  if (reply.op != static_cast<uint8_t>(Op::kOk)) throwUnexpected(what, reply.op);
+}
+
 Bytes TcpStoreClient::get(const std::string& key, Deadline deadline) {
   checkKey("get", key);
   const auto start = Clock::now();

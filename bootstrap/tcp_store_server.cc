@@ -337,14 +337,16 @@ class TcpStoreServer::Loop {
 
   // Closes dead connections and forgets their parked requests.
   void reap() {
+    outgoing_.clear();
     for (auto it = conns_.begin(); it != conns_.end();) {
       if (!it->second->dead) {
         ++it;
         continue;
       }
-      service_.disconnect(it->first);
+      service_.disconnect(it->first, &outgoing_);
       it = conns_.erase(it);
     }
+    deliver();  // what the closed connections' notices woke
   }
 
   Fd listenFd_;

@@ -70,6 +70,9 @@ void Communicator::exchangePeers() {
                kMaxSharedSettings);
   bootstrap::Bytes bytes(sizeof(InitInfo));
   memcpy(bytes.data(), &mine, sizeof(InitInfo));
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  bootstrap::announceDepartureOnClose(*store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), host));
   std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, bytes, initDeadline());
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {

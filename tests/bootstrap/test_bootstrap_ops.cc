@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "bootstrap/bootstrap_ops.h"
@@ -102,6 +103,54 @@ TEST_P(BootstrapOpsTest, RankOutsideTheGroupIsRejected) {
   expectCollError(collInvalidArgument, [&] { allGather(*store, "t", 8, 8, Bytes{}, in(100)); });
   expectCollError(collInvalidArgument, [&] { barrier(*store, "t", -1, 8, in(100)); });
   expectCollError(collInvalidArgument, [&] { barrier(*store, "t", 0, 0, in(100)); });
+}
+
+// A rank whose connection closes after it announced itself ends the others' waits within about a
+// second, naming it; a rank that finished the step before it left is not taken for a failure.
+TEST(BootstrapDeparture, ALostConnectionEndsTheOthersWaitsNamingTheRank) {
+  TcpStoreServer server("127.0.0.1", 0, Secret{});
+  auto connect = [&] { return std::make_shared<TcpStoreClient>("127.0.0.1", server.port(), Secret{}, in(5000)); };
+  auto leaver = connect();
+  announceDepartureOnClose(*leaver, "rank 2 (pid 4242 on elsewhere)");
+  auto waiter = connect();
+  announceDepartureOnClose(*waiter, "rank 0 (pid 1 on here)");
+  std::thread leave([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    leaver.reset();  // the connection closes, as when the process dies
+  });
+  const auto start = Clock::now();
+  // Rank 1 never comes, so without the departure this would wait the whole 30 s.
+  std::string message =
+      expectCollError(collRemoteError, [&] { allGather(*waiter, "init", 0, 3, toBytes("x"), in(30000)); });
+  leave.join();
+  EXPECT_LT(testing::msSince(start), 3000);
+  EXPECT_NE(message.find("allGather('init'): rank 2 (pid 4242 on elsewhere) lost its connection"), std::string::npos)
+      << message;
+  message = expectCollError(collRemoteError, [&] { barrier(*waiter, "b", 0, 3, in(30000)); });
+  EXPECT_NE(message.find("barrier('b'): rank 2"), std::string::npos) << message;
+}
+
+TEST(BootstrapDeparture, ARankThatFinishedAndLeftIsNotAFailure) {
+  TcpStoreServer server("127.0.0.1", 0, Secret{});
+  auto connect = [&] { return std::make_shared<TcpStoreClient>("127.0.0.1", server.port(), Secret{}, in(5000)); };
+  auto early = connect();
+  auto late = connect();
+  announceDepartureOnClose(*early, "rank 0");
+  announceDepartureOnClose(*late, "rank 1");
+  std::thread first([&] {
+    allGather(*early, "g", 0, 2, toBytes("a"), in(5000));
+    barrier(*early, "b", 0, 2, in(5000));
+    early.reset();  // done, and gone before rank 1 looks
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<Bytes> all = allGather(*late, "g", 1, 2, toBytes("b"), in(5000));
+  barrier(*late, "b", 1, 2, in(5000));  // released by rank 0's arrival before it left
+  first.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(all[0], toBytes("a"));
+  EXPECT_EQ(all[1], toBytes("b"));
+  // The finished steps are still answered after the departure: their keys are there.
+  EXPECT_EQ(allGather(*late, "g", 1, 2, toBytes("b"), in(5000))[0], toBytes("a"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, BootstrapOpsTest, ::testing::Values("tcp", "memory"),

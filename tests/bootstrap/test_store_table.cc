@@ -163,7 +163,8 @@ TEST(StoreService, ExpiryDisconnectAndWaiterCap) {
     feed(service, 1, FrameWriter(Op::kGet, 2).u32(60000).str("x").finish());
   }
   EXPECT_THROW(feed(service, 1, FrameWriter(Op::kGet, 3).u32(60000).str("x").finish()), ProtocolError);
-  service.disconnect(1);
+  std::vector<StoreService::Outgoing> woken;
+  service.disconnect(1, &woken);
   EXPECT_EQ(service.nextDeadline(), Deadline::max());  // every parked request forgotten
   EXPECT_FALSE(service.authenticated(1));
   EXPECT_THROW(feed(service, 1, FrameWriter(Op::kGet, 4).u32(0).str("x").finish()), ProtocolError);
@@ -213,6 +214,27 @@ TEST(StoreService, ChallengesAreFreshAndProofsDoNotCarryOver) {
   EXPECT_EQ(opOf(replayed[0]), static_cast<uint8_t>(Op::kHelloReject));
   EXPECT_FALSE(service.authenticated(2));
   EXPECT_EQ(opOf(feed(service, 1, firstProof)[0]), static_cast<uint8_t>(Op::kHelloOk));
+}
+
+// kSetOnClose: the keys a connection left are set when it closes, and wake parked requests.
+TEST(StoreService, KeysSetOnCloseAreSetWhenTheConnectionCloses) {
+  Secret secret{};
+  StoreService service(secret, "test");
+  authenticate(service, 1, secret);
+  authenticate(service, 2, secret);
+  auto registered = feed(service, 1, FrameWriter(Op::kSetOnClose, 5).str("departed").bytes(toBytes("rank 1")).finish());
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(opOf(registered[0]), static_cast<uint8_t>(Op::kOk));
+  EXPECT_TRUE(feed(service, 2, FrameWriter(Op::kGet, 9).u32(60000).str("departed").finish()).empty());  // parked
+  std::vector<StoreService::Outgoing> woken;
+  service.disconnect(1, &woken);
+  ASSERT_EQ(woken.size(), 1u);
+  EXPECT_EQ(woken[0].conn, 2u);
+  EXPECT_EQ(opOf(woken[0]), static_cast<uint8_t>(Op::kValue));
+  // An oversized notice is malformed: the connection ends, nothing is kept for its close.
+  EXPECT_THROW(feed(service, 2, FrameWriter(Op::kSetOnClose, 6).str("big").bytes(Bytes(wire::kMaxOnCloseValueBytes + 1))
+                                    .finish()),
+               ProtocolError);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // thread, and a second job that presents the wrong secret.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <stdlib.h>
@@ -97,6 +98,51 @@ TEST(Faults, RendezvousThatNeverCompletesTimesOut) {
   EXPECT_GE(elapsed, 0.9);
   EXPECT_LT(elapsed, 5.0);
   EXPECT_NE(std::string(collGetLastError(nullptr)).find("collCommInitRank"), std::string::npos);
+}
+
+// A rank that dies during init: its peers hear of it within about a second (the store announces
+// its lost connection), not at the init deadline (60 s here; before, they waited all of it).
+TEST(Faults, RankThatDiesDuringInitGivesItsPeersAnErrorWithinSeconds) {
+  int idPipe[2];
+  ASSERT_EQ(pipe(idPipe), 0);
+  // The child is forked before this process starts the id's server thread (fork safety).
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(idPipe[1]);
+    collUniqueId id;
+    if (read(idPipe[0], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) _exit(3);
+    collConfig_t config = COLL_CONFIG_INITIALIZER;
+    config.timeoutMs = 60000;
+    collComm_t comm = nullptr;
+    // Rank 1 never comes: this rank waits inside init until the parent kills it.
+    collCommInitRankConfig(&comm, 3, id, 2, &config);
+    _exit(4);
+  }
+  close(idPipe[0]);
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  ASSERT_EQ(write(idPipe[1], &id, sizeof(id)), static_cast<ssize_t>(sizeof(id)));
+  close(idPipe[1]);
+  std::thread killer([child] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    kill(child, SIGKILL);
+  });
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 60000;
+  collComm_t comm = nullptr;
+  auto start = Clock::now();
+  collResult_t rc = collCommInitRankConfig(&comm, 3, id, 0, &config);
+  const double elapsed = secondsSince(start);
+  const std::string message = collGetLastError(nullptr);
+  killer.join();
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_EQ(rc, collRemoteError) << message;
+  EXPECT_LT(elapsed, 5.0) << message;
+  EXPECT_NE(message.find("rank 2 (pid " + std::to_string(child)), std::string::npos) << message;
+  EXPECT_NE(message.find("lost its connection to the rendezvous store"), std::string::npos) << message;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child ended otherwise: " << status;
 }
 
 TEST(Faults, AbsentRendezvousStoreTimesOut) {
