@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "kernels/cpu/host_kernels.h"
 #include "src/algorithms/algorithms.h"
 #include "src/comm.h"
 #include "src/topo/topology_log.h"
@@ -199,8 +200,11 @@ void Communicator::startEngines() {
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));
   std::string transports;
   for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());
-  COLL_INFO(kInit, "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns",
-            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs));
+  COLL_INFO(kInit,
+            "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns; "
+            "host kernels: %s",
+            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs),
+            kernels::activeHostKernels().name);
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) { return routeTo_[peer]->sendConnection(peer); }

@@ -2,8 +2,9 @@
 # Installs, from Debian's packages, whatever the build, the tests and the comparisons need and the
 # machine lacks. Safe to run again: it installs nothing that is already there.
 # Everything at once: the build (cmake, g++, hwloc), the tests (GoogleTest, iproute2 for the
-# network-namespace hosts), the PyTorch backend (python3-torch with its C++ headers in
-# libtorch-dev, pybind11-dev) and the comparisons (Open MPI, Gloo via torch, iperf3, matplotlib).
+# network-namespace hosts, qemu-user to run the programs on older CPU models), the PyTorch
+# backend (python3-torch with its C++ headers in libtorch-dev, pybind11-dev) and the comparisons
+# (Open MPI, Gloo via torch, iperf3, matplotlib).
 #
 # Then the torch 2.x environment, from PyPI: a virtual environment in $COLL_PYENV (default
 # /opt/collective-py, outside the repository: torch's wheel with its CUDA libraries is several
@@ -14,11 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want=(python3-venv cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc iproute2 procps
-      openmpi-bin libopenmpi-dev python3-torch libtorch-dev pybind11-dev python3-numpy python3-matplotlib
-      iperf3)
+      qemu-user openmpi-bin libopenmpi-dev python3-torch libtorch-dev pybind11-dev python3-numpy
+      python3-matplotlib iperf3)
 # OpenSSL's libcrypto: HMAC-SHA256 for the authenticated store and socket connections (loaded at
-# run time; no headers needed).
-want+=(libssl3)
+# run time; no headers needed). clang: libFuzzer and the sanitizer build (tools/sanitize.sh).
+want+=(libssl3 clang)
 
 missing=()
 for pkg in "${want[@]}"; do

@@ -3,6 +3,8 @@
 // eight sources (a direct reduce). Sizes are per buffer: with every buffer of a call together,
 // 64 KiB stays in L2 (1 MiB per core), 1 MiB in L3, 16 MiB goes to memory. bytes_per_second
 // counts every byte read and written, so it compares directly with memcpy's read+write rate.
+// reduceCopy runs the instruction-set variant chosen for this CPU (the context line
+// "host_kernels" names it); COLL_CPU_KERNELS=generic|avx2|avx512 measures another.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/host_kernels.h"
 #include "kernels/cpu/reduce.h"
 
 namespace {
@@ -81,4 +84,11 @@ BENCHMARK(BM_SumFloat8) COLL_SIZES;
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("host_kernels", coll::kernels::activeHostKernels().name);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

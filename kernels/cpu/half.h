@@ -1,13 +1,18 @@
 // Scalar conversions between float and the 16-bit float formats (IEEE binary16 "half" and
 // bfloat16), rounding to nearest even. Portable C++ with no intrinsics on purpose: the reduce
-// kernels use F16C where the compiler targets it, and the tests check them against these.
+// kernels use F16C where their variant targets it, and the tests check them against these.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/isa_namespace.h"
+
 namespace coll {
 namespace kernels {
+// Each instruction-set variant of the reduce kernels inlines these with its own flags, so each
+// gets its own namespace (isa_namespace.h); all other code shares coll::kernels::baseline.
+inline namespace COLL_ISA_NAMESPACE {
 
 inline uint32_t floatToBits(float f) {
   uint32_t u;
@@ -80,5 +85,6 @@ inline uint16_t bfloat16FromBits(uint32_t bits) {
 
 inline uint16_t floatToBfloat16(float f) { return bfloat16FromBits(floatToBits(f)); }
 
+}  // namespace COLL_ISA_NAMESPACE
 }  // namespace kernels
 }  // namespace coll

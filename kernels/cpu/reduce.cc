@@ -1,55 +1,18 @@
-// reduceCopy: one table lookup per call picks the loop instantiated for (type, op); copies skip
-// the arithmetic entirely and go to memcpy.
+// reduceCopy: one table lookup per call picks the loop instantiated for (type, op) in the
+// instruction-set variant chosen for this CPU (host_kernels.h); copies skip the arithmetic
+// entirely and go to memcpy.
 #include "kernels/cpu/reduce.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/reduce_loops.h"
-#include "kernels/cpu/reduce_ops.h"
+#include "kernels/cpu/host_kernels.h"
+#include "kernels/cpu/reduce_variant.h"
 
 namespace coll {
 namespace kernels {
 namespace {
-
-using detail::Bfloat16Codec;
-using detail::HalfCodec;
-using detail::NativeCodec;
-using detail::OpMax;
-using detail::OpMin;
-using detail::OpProd;
-using detail::OpSum;
-
-using ReduceFn = void (*)(const void* const* srcs, int nsrcs, void* const* dsts, int ndsts, size_t count,
-                          int divisor);
-
-// Columns: sum, prod, max, min, then sum followed by the avg division.
-constexpr int kDividingSum = 4;
-constexpr int kLoopsPerType = 5;
-
-template <class Codec>
-struct LoopsFor {
-  static constexpr ReduceFn fns[kLoopsPerType] = {
-      &detail::ReduceLoops<Codec, OpSum, false>::run, &detail::ReduceLoops<Codec, OpProd, false>::run,
-      &detail::ReduceLoops<Codec, OpMax, false>::run, &detail::ReduceLoops<Codec, OpMin, false>::run,
-      &detail::ReduceLoops<Codec, OpSum, true>::run};
-};
-
-// Rows in collDataType_t order; the static_asserts below keep the two in step.
-template <class... Codecs>
-struct LoopTable {
-  static constexpr const ReduceFn* rows[sizeof...(Codecs)] = {LoopsFor<Codecs>::fns...};
-};
-using Loops = LoopTable<NativeCodec<int8_t>, NativeCodec<uint8_t>, NativeCodec<int32_t>, NativeCodec<uint32_t>,
-                        NativeCodec<int64_t>, NativeCodec<uint64_t>, HalfCodec, NativeCodec<float>,
-                        NativeCodec<double>, Bfloat16Codec>;
-static_assert(collInt8 == 0 && collUint8 == 1 && collInt32 == 2 && collUint32 == 3 && collInt64 == 4 &&
-                  collUint64 == 5 && collFloat16 == 6 && collFloat32 == 7 && collFloat64 == 8 &&
-                  collBfloat16 == 9 && collNumTypes == 10,
-              "the loop table rows follow collDataType_t");
-static_assert(collSum == 0 && collProd == 1 && collMax == 2 && collMin == 3 && collAvg == 4,
-              "the loop table columns follow collRedOp_t");
 
 constexpr size_t kTypeSizes[collNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 constexpr const char* kTypeNames[collNumTypes] = {"int8",   "uint8", "int32", "uint32", "int64",
@@ -77,6 +40,27 @@ void copyToAll(const void* src, void* const* dsts, int ndsts, size_t bytes) {
   }
 }
 
+void reduceWith(const ReduceLoopTable& loops, collDataType_t type, collRedOp_t op, const void* const* srcs,
+                int nsrcs, void* const* dsts, int ndsts, size_t count, int avgDivisor) {
+  const int t = static_cast<int>(type);
+  const int o = static_cast<int>(op);
+  // Arguments are validated by the callers (the API layer); this guard only keeps a bad internal
+  // call from indexing out of the table or writing anywhere.
+  if (count == 0 || t < 0 || t >= collNumTypes || o < 0 || o >= collNumOps || nsrcs < 1 ||
+      nsrcs > kMaxReduceSources || ndsts < 1 || ndsts > kMaxCopyDestinations) {
+    return;
+  }
+  // Dividing by 1 changes nothing (x / 1.0 is exact in every float type), so it is a plain sum.
+  const bool divides = o == collAvg && avgDivisor > 1;
+  if (nsrcs == 1 && !divides) {
+    // Every op over a single source is the identity.
+    copyToAll(srcs[0], dsts, ndsts, count * kTypeSizes[t]);
+    return;
+  }
+  const int column = divides ? kDividingSum : (o == collAvg ? static_cast<int>(collSum) : o);
+  loops.rows[t][column](srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+}
+
 }  // namespace
 
 size_t dataTypeSize(collDataType_t type) {
@@ -96,23 +80,14 @@ const char* redOpName(collRedOp_t op) {
 
 void reduceCopy(collDataType_t type, collRedOp_t op, const void* const* srcs, int nsrcs, void* const* dsts,
                 int ndsts, size_t count, int avgDivisor) {
-  const int t = static_cast<int>(type);
-  const int o = static_cast<int>(op);
-  // Arguments are validated by the callers (the API layer); this guard only keeps a bad internal
-  // call from indexing out of the table or writing anywhere.
-  if (count == 0 || t < 0 || t >= collNumTypes || o < 0 || o >= collNumOps || nsrcs < 1 ||
-      nsrcs > kMaxReduceSources || ndsts < 1 || ndsts > kMaxCopyDestinations) {
-    return;
-  }
-  // Dividing by 1 changes nothing (x / 1.0 is exact in every float type), so it is a plain sum.
-  const bool divides = o == collAvg && avgDivisor > 1;
-  if (nsrcs == 1 && !divides) {
-    // Every op over a single source is the identity.
-    copyToAll(srcs[0], dsts, ndsts, count * kTypeSizes[t]);
-    return;
-  }
-  const int column = divides ? kDividingSum : (o == collAvg ? static_cast<int>(collSum) : o);
-  Loops::rows[t][column](srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+  // The variant is chosen on the first call; after that this is one predictable branch.
+  static const ReduceLoopTable& loops = *activeHostKernels().loops;
+  reduceWith(loops, type, op, srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+}
+
+void reduceCopyWith(const HostKernels& kernels, collDataType_t type, collRedOp_t op, const void* const* srcs,
+                    int nsrcs, void* const* dsts, int ndsts, size_t count, int avgDivisor) {
+  reduceWith(*kernels.loops, type, op, srcs, nsrcs, dsts, ndsts, count, avgDivisor);
 }
 
 }  // namespace kernels

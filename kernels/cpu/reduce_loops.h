@@ -1,5 +1,6 @@
 // The reduce loops, one instantiation per (element codec, operator, avg division) triple. Only
-// reduce.cc includes this; everything else calls reduceCopy.
+// reduce_loop_table.h includes this (once per instruction-set variant); everything else calls
+// reduceCopy.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/isa_namespace.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/reduce_ops.h"
 
@@ -16,6 +18,7 @@
 
 namespace coll {
 namespace kernels {
+inline namespace COLL_ISA_NAMESPACE {
 namespace detail {
 
 template <class Codec, class Op, bool kDivide>
@@ -166,5 +169,6 @@ struct ReduceLoops {
 };
 
 }  // namespace detail
+}  // namespace COLL_ISA_NAMESPACE
 }  // namespace kernels
 }  // namespace coll

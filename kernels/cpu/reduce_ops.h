@@ -5,7 +5,14 @@
 // They use the GCC/Clang vector extensions rather than arrays: GCC keeps a chunk held in an array
 // on the stack (one extra L1 round trip per element), and turns arrays mixed with F16C intrinsics
 // into scalar code, while a vector-typed value stays in a register.
+//
+// The vector width and the conversions follow the flags this file is compiled with: only the
+// instruction-set variants in kernels/cpu/isa/ include it, each in its own namespace.
 #pragma once
+
+#if !defined(COLL_KERNEL_ISA)
+#error "reduce_ops.h belongs to the instruction-set variants: include it only from kernels/cpu/isa/*.cc"
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +24,7 @@
 #endif
 
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/isa_namespace.h"
 
 #if defined(__AVX512F__)
 #define COLL_KERNEL_VECTOR_BYTES 64
@@ -28,6 +36,7 @@
 
 namespace coll {
 namespace kernels {
+inline namespace COLL_ISA_NAMESPACE {
 namespace detail {
 
 constexpr size_t kVectorBytes = COLL_KERNEL_VECTOR_BYTES;
@@ -230,5 +239,6 @@ Vec<T> divideBy(Vec<T> x, int divisor) {
 }
 
 }  // namespace detail
+}  // namespace COLL_ISA_NAMESPACE
 }  // namespace kernels
 }  // namespace coll

@@ -1,6 +1,7 @@
-// reduceCopy against the scalar reference, for every type x op x source count x destination
-// count, over counts that hit every vector tail and block boundary, with aligned, misaligned and
-// in-place buffers; destinations are poisoned and the bytes around every buffer are checked.
+// reduceCopy against the scalar reference, for every instruction-set variant x type x op x source
+// count x destination count, over counts that hit every vector tail and block boundary, with
+// aligned, misaligned and in-place buffers; destinations are poisoned and the bytes around every
+// buffer are checked.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,13 +11,16 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cpu/host_kernels.h"
 #include "kernels/cpu/reduce.h"
+#include "tests/kernels/host_variants.h"
 #include "tests/kernels/reduce_reference.h"
 
 namespace coll {
 namespace kernels {
 namespace {
 
+using testing::HostVariantTest;
 using testing::Kind;
 using testing::Rng;
 using testing::withReference;
@@ -82,9 +86,9 @@ std::string compare(const unsigned char* dst, const std::vector<typename R::Stor
   return "";
 }
 
-// Runs reduceCopy over a prefix of the given inputs in one layout and checks everything.
+// Runs one variant's reduceCopy over a prefix of the given inputs in one layout and checks everything.
 template <class R>
-void checkCase(collDataType_t type, collRedOp_t op, const std::vector<std::vector<typename R::Storage>>& inputs,
+void checkCase(const HostKernels& kernels, collDataType_t type, collRedOp_t op, const std::vector<std::vector<typename R::Storage>>& inputs,
                int ndsts, size_t count, int divisor, Layout layout, const std::vector<typename R::Storage>& expected) {
   using S = typename R::Storage;
   const int nsrcs = int(inputs.size());
@@ -103,7 +107,7 @@ void checkCase(collDataType_t type, collRedOp_t op, const std::vector<std::vecto
     // In place: destination j is source j wherever both exist (dst == srcs[0] is the common case).
     dsts[j] = layout == Layout::InPlace && j < nsrcs ? srcBufs[j].data() : dstBufs[j].data();
   }
-  reduceCopy(type, op, srcs, nsrcs, dsts, ndsts, count, divisor);
+  reduceCopyWith(kernels, type, op, srcs, nsrcs, dsts, ndsts, count, divisor);
   for (int j = 0; j < ndsts; ++j) {
     const std::string diff = compare<R>(static_cast<unsigned char*>(dsts[j]), expected, count);
     EXPECT_TRUE(diff.empty()) << "destination " << j << ", " << diff;
@@ -118,15 +122,17 @@ void checkCase(collDataType_t type, collRedOp_t op, const std::vector<std::vecto
   }
 }
 
-using MatrixParam = std::tuple<int /*type*/, int /*op*/, int /*nsrcs*/, int /*ndsts*/>;
+using MatrixParam = std::tuple<int /*variant*/, int /*type*/, int /*op*/, int /*nsrcs*/, int /*ndsts*/>;
 
 class ReduceMatrixTest : public ::testing::TestWithParam<MatrixParam> {};
 
 TEST_P(ReduceMatrixTest, MatchesReference) {
-  const auto type = collDataType_t(std::get<0>(GetParam()));
-  const auto op = collRedOp_t(std::get<1>(GetParam()));
-  const int nsrcs = std::get<2>(GetParam());
-  const int ndsts = std::get<3>(GetParam());
+  const HostKernels& kernels = hostKernels(std::get<0>(GetParam()));
+  if (!kernels.cpuCanRun()) GTEST_SKIP() << "this CPU cannot run the " << kernels.name << " kernels";
+  const auto type = collDataType_t(std::get<1>(GetParam()));
+  const auto op = collRedOp_t(std::get<2>(GetParam()));
+  const int nsrcs = std::get<3>(GetParam());
+  const int ndsts = std::get<4>(GetParam());
   // A divisor is passed to every op: all but avg must ignore it. Avg also runs without a division
   // (divisor 0), with 1, with the source count (what all-reduce passes) and with one that
   // exceeds the range of 8-bit types.
@@ -147,7 +153,7 @@ TEST_P(ReduceMatrixTest, MatchesReference) {
         for (Layout layout : {Layout::Aligned, Layout::Misaligned, Layout::InPlace}) {
           SCOPED_TRACE("count " + std::to_string(count) + ", divisor " + std::to_string(divisor) + ", layout " +
                        std::to_string(int(layout)));
-          checkCase<R>(type, op, inputs, ndsts, count, divisor, layout, expected);
+          checkCase<R>(kernels, type, op, inputs, ndsts, count, divisor, layout, expected);
           if (HasFailure()) return;
         }
       }
@@ -156,25 +162,29 @@ TEST_P(ReduceMatrixTest, MatchesReference) {
 }
 
 std::string matrixName(const ::testing::TestParamInfo<MatrixParam>& info) {
-  return std::string(dataTypeName(collDataType_t(std::get<0>(info.param)))) + "_" +
-         redOpName(collRedOp_t(std::get<1>(info.param))) + "_" + std::to_string(std::get<2>(info.param)) + "src_" +
-         std::to_string(std::get<3>(info.param)) + "dst";
+  return std::string(hostKernels(std::get<0>(info.param)).name) + "_" +
+         dataTypeName(collDataType_t(std::get<1>(info.param))) + "_" + redOpName(collRedOp_t(std::get<2>(info.param))) +
+         "_" + std::to_string(std::get<3>(info.param)) + "src_" + std::to_string(std::get<4>(info.param)) + "dst";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypesOps, ReduceMatrixTest,
-                         ::testing::Combine(::testing::Range(0, int(collNumTypes)), ::testing::Range(0, int(collNumOps)),
-                                            ::testing::Values(1, 2, 3, 5, 8), ::testing::Values(1, 2)),
+                         ::testing::Combine(testing::everyHostVariant(), ::testing::Range(0, int(collNumTypes)),
+                                            ::testing::Range(0, int(collNumOps)), ::testing::Values(1, 2, 3, 5, 8),
+                                            ::testing::Values(1, 2)),
                          matrixName);
 
 // Beyond kernels' single-pass limit of 8 sources, reduceCopy switches to blocked accumulation.
 INSTANTIATE_TEST_SUITE_P(ManySources, ReduceMatrixTest,
-                         ::testing::Combine(::testing::Range(0, int(collNumTypes)), ::testing::Range(0, int(collNumOps)),
-                                            ::testing::Values(9, 16), ::testing::Values(2)),
+                         ::testing::Combine(testing::everyHostVariant(), ::testing::Range(0, int(collNumTypes)),
+                                            ::testing::Range(0, int(collNumOps)), ::testing::Values(9, 16),
+                                            ::testing::Values(2)),
                          matrixName);
+
+class ReduceTest : public HostVariantTest {};
 
 // Full-mantissa values: the kernel must match the reference bit for bit because both combine in
 // the same type in the same order and round once.
-TEST(ReduceTest, RandomFiniteFloatsMatchSameOrderReference) {
+TEST_P(ReduceTest, RandomFiniteFloatsMatchSameOrderReference) {
   for (collDataType_t type : {collFloat16, collBfloat16, collFloat32, collFloat64}) {
     for (collRedOp_t op : {collSum, collProd, collMax, collMin, collAvg}) {
       for (int nsrcs : {2, 3, 5, 8, 16}) {
@@ -190,8 +200,8 @@ TEST(ReduceTest, RandomFiniteFloatsMatchSameOrderReference) {
           }
           std::vector<typename R::Storage> expected;
           R::reduce(op, inputs, count, nsrcs, &expected);
-          checkCase<R>(type, op, inputs, 2, count, nsrcs, Layout::Misaligned, expected);
-          checkCase<R>(type, op, inputs, 1, count, nsrcs, Layout::InPlace, expected);
+          checkCase<R>(kernels(), type, op, inputs, 2, count, nsrcs, Layout::Misaligned, expected);
+          checkCase<R>(kernels(), type, op, inputs, 1, count, nsrcs, Layout::InPlace, expected);
         });
       }
     }
@@ -199,7 +209,7 @@ TEST(ReduceTest, RandomFiniteFloatsMatchSameOrderReference) {
 }
 
 // The widest call the header allows.
-TEST(ReduceTest, MaximumSourcesAndDestinations) {
+TEST_P(ReduceTest, MaximumSourcesAndDestinations) {
   for (collDataType_t type : {collInt32, collFloat16, collFloat32, collBfloat16}) {
     withReference(type, [&](auto ref) {
       using R = decltype(ref);
@@ -211,13 +221,15 @@ TEST(ReduceTest, MaximumSourcesAndDestinations) {
       }
       std::vector<typename R::Storage> expected;
       R::reduce(collSum, inputs, 20011, 0, &expected);
-      checkCase<R>(type, collSum, inputs, kMaxCopyDestinations, 20011, 0, Layout::Misaligned, expected);
-      checkCase<R>(type, collSum, inputs, kMaxCopyDestinations, 20011, 0, Layout::InPlace, expected);
+      checkCase<R>(kernels(), type, collSum, inputs, kMaxCopyDestinations, 20011, 0, Layout::Misaligned, expected);
+      checkCase<R>(kernels(), type, collSum, inputs, kMaxCopyDestinations, 20011, 0, Layout::InPlace, expected);
     });
   }
 }
 
-TEST(ReduceTest, NamesAndSizes) {
+INSTANTIATE_TEST_SUITE_P(EveryVariant, ReduceTest, testing::everyHostVariant(), testing::hostVariantName);
+
+TEST(ReduceNamesTest, NamesAndSizes) {
   const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16"};
   const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
   for (int t = 0; t < collNumTypes; ++t) {
@@ -234,7 +246,7 @@ TEST(ReduceTest, NamesAndSizes) {
   EXPECT_STREQ(redOpName(collRedOp_t(-1)), "unknown");
 }
 
-TEST(ReduceTest, CopyBytes) {
+TEST(ReduceCopyTest, CopyBytes) {
   for (size_t bytes : {size_t(0), size_t(1), size_t(63), size_t(4097), size_t(1) << 20}) {
     std::vector<unsigned char> src(bytes + 1), dst(bytes + 1, kPoison);
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 7 + 1);
@@ -246,7 +258,7 @@ TEST(ReduceTest, CopyBytes) {
 }
 
 // A bad internal call must not index out of the table or write anything.
-TEST(ReduceTest, OutOfRangeArgumentsWriteNothing) {
+TEST(ReduceCopyTest, OutOfRangeArgumentsWriteNothing) {
   float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, out[4] = {-1, -1, -1, -1};
   const void* srcs[2] = {a, b};
   void* dsts[1] = {out};
@@ -259,6 +271,31 @@ TEST(ReduceTest, OutOfRangeArgumentsWriteNothing) {
   reduceCopy(collFloat32, collSum, srcs, 2, dsts, kMaxCopyDestinations + 1, 4, 0);
   for (float v : out) EXPECT_EQ(v, -1.0f);
   reduceCopy(collFloat32, collSum, nullptr, 2, nullptr, 1, 0, 0);  // count 0 touches nothing
+}
+
+// reduceCopy itself (the variant the dispatcher chose) on one case per type: the matrix above
+// calls each variant directly.
+TEST(ReduceCopyTest, ChosenVariantMatchesReference) {
+  for (int t = 0; t < collNumTypes; ++t) {
+    const auto type = collDataType_t(t);
+    withReference(type, [&](auto ref) {
+      using R = decltype(ref);
+      Rng rng(uint64_t(t) + 17u);
+      std::vector<std::vector<typename R::Storage>> inputs(3);
+      for (auto& in : inputs) {
+        in.resize(1003);
+        for (auto& v : in) v = R::smallValue(rng, collSum);
+      }
+      std::vector<typename R::Storage> expected;
+      R::reduce(collSum, inputs, 1003, 0, &expected);
+      std::vector<typename R::Storage> out(1003);
+      const void* srcs[3] = {inputs[0].data(), inputs[1].data(), inputs[2].data()};
+      void* dst = out.data();
+      reduceCopy(type, collSum, srcs, 3, &dst, 1, 1003, 0);
+      EXPECT_EQ(compare<R>(reinterpret_cast<const unsigned char*>(out.data()), expected, 1003), "")
+          << dataTypeName(type) << " with the " << activeHostKernels().name << " kernels";
+    });
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Specific promises of reduceCopy that random inputs rarely reach: half and bfloat16 round once
 // per result (not once per source), NaN propagation, overflow to infinity, and the integer avg
-// division at the edges of each type.
+// division at the edges of each type; for every instruction-set variant.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,27 +10,37 @@
 #include <vector>
 
 #include "kernels/cpu/half.h"
+#include "kernels/cpu/host_kernels.h"
 #include "kernels/cpu/reduce.h"
+#include "tests/kernels/host_variants.h"
 
 namespace coll {
 namespace kernels {
 namespace {
 
-// dst[i] = reduce over srcs[s][i], one destination, out of place.
-template <typename T>
-std::vector<T> reduceColumns(collDataType_t type, collRedOp_t op, const std::vector<std::vector<T>>& srcs,
-                             int divisor = 0) {
-  std::vector<const void*> ptrs;
-  for (const auto& s : srcs) ptrs.push_back(s.data());
-  std::vector<T> out(srcs[0].size());
-  void* dst = out.data();
-  reduceCopy(type, op, ptrs.data(), int(ptrs.size()), &dst, 1, out.size(), divisor);
-  return out;
-}
+class ReduceSemanticsTest : public testing::HostVariantTest {
+ protected:
+  // dst[i] = reduce over srcs[s][i], one destination, out of place, with this test's variant.
+  template <typename T>
+  std::vector<T> reduceColumns(collDataType_t type, collRedOp_t op, const std::vector<std::vector<T>>& srcs,
+                               int divisor = 0) const {
+    std::vector<const void*> ptrs;
+    for (const auto& s : srcs) ptrs.push_back(s.data());
+    std::vector<T> out(srcs[0].size());
+    void* dst = out.data();
+    reduceCopyWith(kernels(), type, op, ptrs.data(), int(ptrs.size()), &dst, 1, out.size(), divisor);
+    return out;
+  }
+
+  template <typename T>
+  void expectNanPropagates(collDataType_t type, T (*fromFloat)(float), bool (*isNan)(T)) const;
+  template <typename T>
+  void expectIntegerAvg(collDataType_t type) const;
+};
 
 // Each result is rounded once from the float combination; rounding after every source would give
 // 1.0 here, because each 2^-11 alone is a tie that rounds back down to 1.0.
-TEST(ReduceSemanticsTest, HalfRoundsOncePerResult) {
+TEST_P(ReduceSemanticsTest, HalfRoundsOncePerResult) {
   // Repeated so that the vector body and the scalar-sized tail both see the case.
   const size_t n = 37;
   const std::vector<std::vector<uint16_t>> srcs = {std::vector<uint16_t>(n, floatToHalf(1.0f)),
@@ -42,7 +52,7 @@ TEST(ReduceSemanticsTest, HalfRoundsOncePerResult) {
   for (uint16_t v : reduceColumns(collFloat16, collAvg, srcs, 3)) EXPECT_EQ(v, avg);
 }
 
-TEST(ReduceSemanticsTest, Bfloat16RoundsOncePerResult) {
+TEST_P(ReduceSemanticsTest, Bfloat16RoundsOncePerResult) {
   const size_t n = 37;
   const std::vector<std::vector<uint16_t>> srcs = {std::vector<uint16_t>(n, floatToBfloat16(1.0f)),
                                                    std::vector<uint16_t>(n, floatToBfloat16(0x1p-8f)),
@@ -50,7 +60,7 @@ TEST(ReduceSemanticsTest, Bfloat16RoundsOncePerResult) {
   for (uint16_t v : reduceColumns(collBfloat16, collSum, srcs)) EXPECT_EQ(v, 0x3f81);  // 1 + 2^-7
 }
 
-TEST(ReduceSemanticsTest, SixteenBitOverflowRoundsToInfinity) {
+TEST_P(ReduceSemanticsTest, SixteenBitOverflowRoundsToInfinity) {
   const size_t n = 19;
   const std::vector<std::vector<uint16_t>> halves = {std::vector<uint16_t>(n, floatToHalf(60000.0f)),
                                                      std::vector<uint16_t>(n, floatToHalf(60000.0f))};
@@ -63,7 +73,7 @@ TEST(ReduceSemanticsTest, SixteenBitOverflowRoundsToInfinity) {
 
 // NaN in either position, and inf - inf, give NaN for every op on every floating type.
 template <typename T>
-void expectNanPropagates(collDataType_t type, T (*fromFloat)(float), bool (*isNan)(T)) {
+void ReduceSemanticsTest::expectNanPropagates(collDataType_t type, T (*fromFloat)(float), bool (*isNan)(T)) const {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   // Column k: {a[k], b[k]}; 21 columns so that the tail path runs too.
@@ -92,7 +102,7 @@ void expectNanPropagates(collDataType_t type, T (*fromFloat)(float), bool (*isNa
   }
 }
 
-TEST(ReduceSemanticsTest, NanPropagatesThroughEveryOp) {
+TEST_P(ReduceSemanticsTest, NanPropagatesThroughEveryOp) {
   expectNanPropagates<uint16_t>(
       collFloat16, floatToHalf, [](uint16_t h) { return std::isnan(halfToFloat(h)); });
   expectNanPropagates<uint16_t>(
@@ -103,7 +113,7 @@ TEST(ReduceSemanticsTest, NanPropagatesThroughEveryOp) {
       collFloat64, [](float f) { return double(f); }, [](double d) { return std::isnan(d); });
 }
 
-TEST(ReduceSemanticsTest, MaxMinOfSignedZerosAndInfinities) {
+TEST_P(ReduceSemanticsTest, MaxMinOfSignedZerosAndInfinities) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<std::vector<float>> srcs = {{-inf, inf, 1.0f, -0.0f}, {inf, -inf, -1.0f, 0.0f}};
   const std::vector<float> mx = reduceColumns(collFloat32, collMax, srcs);
@@ -122,7 +132,7 @@ TEST(ReduceSemanticsTest, MaxMinOfSignedZerosAndInfinities) {
 // C division of the wrapped sum, including near the limits of each type and for divisors the
 // type cannot hold.
 template <typename T>
-void expectIntegerAvg(collDataType_t type) {
+void ReduceSemanticsTest::expectIntegerAvg(collDataType_t type) const {
   using Lim = std::numeric_limits<T>;
   const std::vector<T> edges = {Lim::min(), T(Lim::min() + 1), T(Lim::min() / 2), T(-7), T(-1), T(0), T(1),
                                 T(7), T(Lim::max() / 2), T(Lim::max() - 1), Lim::max()};
@@ -145,7 +155,7 @@ void expectIntegerAvg(collDataType_t type) {
   }
 }
 
-TEST(ReduceSemanticsTest, IntegerAvgAtTheLimits) {
+TEST_P(ReduceSemanticsTest, IntegerAvgAtTheLimits) {
   expectIntegerAvg<int8_t>(collInt8);
   expectIntegerAvg<uint8_t>(collUint8);
   expectIntegerAvg<int32_t>(collInt32);
@@ -156,7 +166,7 @@ TEST(ReduceSemanticsTest, IntegerAvgAtTheLimits) {
 
 // Every int32 numerator of the form q*d - 1 and q*d for a spread of divisors: the quotients that
 // sit closest to an integer, where a floating-point division would be most likely to round over.
-TEST(ReduceSemanticsTest, Int32AvgNearIntegerQuotients) {
+TEST_P(ReduceSemanticsTest, Int32AvgNearIntegerQuotients) {
   for (int divisor : {3, 10, 1000, 46341, 1 << 20, 2147483647}) {
     std::vector<std::vector<int32_t>> srcs(2);
     for (int64_t q = -(int64_t(1) << 31) / divisor; q <= ((int64_t(1) << 31) - 1) / divisor;
@@ -172,6 +182,8 @@ TEST(ReduceSemanticsTest, Int32AvgNearIntegerQuotients) {
     for (size_t k = 0; k < out.size(); ++k) ASSERT_EQ(out[k], srcs[0][k] / divisor) << srcs[0][k] << " / " << divisor;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryVariant, ReduceSemanticsTest, testing::everyHostVariant(), testing::hostVariantName);
 
 }  // namespace
 }  // namespace kernels
