@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "common/enum_bits.h"
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 
@@ -81,13 +82,13 @@ bool isAllowedInPlace(const CollCall& c, int rank) {
 
 void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   if (c.type == CollType::kBarrier) return;
-  if (static_cast<int>(c.datatype) < 0 || c.datatype >= collNumTypes)
+  if (enumBits(c.datatype) < 0 || enumBits(c.datatype) >= collNumTypes)
     throwError(collInvalidArgument, "%s: datatype %d is out of range: expected a collDataType_t in [0, %d)", fn,
-               static_cast<int>(c.datatype), static_cast<int>(collNumTypes));
+               enumBits(c.datatype), static_cast<int>(collNumTypes));
   c.elemSize = kernels::dataTypeSize(c.datatype);
-  if (isReduction(c.type) && (static_cast<int>(c.op) < 0 || c.op >= collNumOps))
+  if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
     throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn,
-               static_cast<int>(c.op), static_cast<int>(collNumOps));
+               enumBits(c.op), static_cast<int>(collNumOps));
   if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);

@@ -56,7 +56,9 @@ runTest() {  # runTest BINARY [GTEST_FILTER]
 }
 if [ $fuzzOnly -eq 0 ]; then
   runTest common/test_common
-  runTest bootstrap/test_bootstrap
+  # Left out: the store's memory-cap test measures the process's RSS, which ASan's quarantine of
+  # freed blocks inflates (it grew by 400 MiB there against under 400 in a plain build).
+  runTest bootstrap/test_bootstrap '-TcpStoreLimits.AFloodingClientIsRefusedAtTheStoresLimit'
   runTest transport/test_transport
   runTest kernels/test_kernels
   runTest faults/test_faults

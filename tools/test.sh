@@ -9,7 +9,9 @@ usage: tools/test.sh [-h|--help] [CTEST_ARGS...]
 
   1. tools/install-deps.sh
   2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCOLL_WERROR=ON, then builds everything
-  3. ctest --test-dir build --output-on-failure -j $CTEST_JOBS CTEST_ARGS...
+  3. tools/sanitize.sh: an ASan+UBSan clang build of the bootstrap, transport, kernel, fault and
+     small multi-rank tests, run, then each libFuzzer target for FUZZ_SECONDS (default 10)
+  4. ctest --test-dir build --output-on-failure -j $CTEST_JOBS CTEST_ARGS...
 
 environment:
   BUILD_DIR   build directory (default: build)
@@ -17,6 +19,7 @@ environment:
   JOBS        parallel build jobs (default: nproc)
   CTEST_JOBS  tests run at once (default: 1; multi-rank tests start several processes each)
   SKIP_DEPS=1 do not run tools/install-deps.sh
+  SKIP_SANITIZE=1  do not run tools/sanitize.sh (it is skipped anyway when CTEST_ARGS are given)
 USAGE
 }
 
@@ -35,8 +38,16 @@ fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DCOLL_WERROR=ON
 cmake --build "$BUILD_DIR" --parallel "$JOBS"
 
+# The sanitizer and fuzzing run goes first, so that ctest's summary ends the log. A selection of
+# tests (CTEST_ARGS) means a partial run: no sanitizer run then.
+sanitizeStatus=0
+if [ "${SKIP_SANITIZE:-0}" != 1 ] && [ $# -eq 0 ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} JOBS="$JOBS" tools/sanitize.sh || sanitizeStatus=$?
+fi
+
 status=0
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$CTEST_JOBS" "$@" || status=$?
 # ctest prints its own summary ("N% tests passed, M tests failed out of K"); say how we end too.
-echo "test.sh: ctest exited with status $status"
+echo "test.sh: ctest exited with status $status; tools/sanitize.sh exited with status $sanitizeStatus"
+[ "$status" -ne 0 ] || status=$sanitizeStatus
 exit "$status"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/enum_bits.h"
 #include "kernels/cpu/host_kernels.h"
 #include "kernels/cpu/reduce_variant.h"
 
@@ -40,10 +41,9 @@ void copyToAll(const void* src, void* const* dsts, int ndsts, size_t bytes) {
   }
 }
 
-void reduceWith(const ReduceLoopTable& loops, collDataType_t type, collRedOp_t op, const void* const* srcs,
-                int nsrcs, void* const* dsts, int ndsts, size_t count, int avgDivisor) {
-  const int t = static_cast<int>(type);
-  const int o = static_cast<int>(op);
+// t and o are the datatype's and op's values as the caller's bits (enumBits), unchecked so far.
+void reduceWith(const ReduceLoopTable& loops, int t, int o, const void* const* srcs, int nsrcs, void* const* dsts,
+                int ndsts, size_t count, int avgDivisor) {
   // Arguments are validated by the callers (the API layer); this guard only keeps a bad internal
   // call from indexing out of the table or writing anywhere.
   if (count == 0 || t < 0 || t >= collNumTypes || o < 0 || o >= collNumOps || nsrcs < 1 ||
@@ -64,17 +64,17 @@ void reduceWith(const ReduceLoopTable& loops, collDataType_t type, collRedOp_t o
 }  // namespace
 
 size_t dataTypeSize(collDataType_t type) {
-  const int t = static_cast<int>(type);
+  const int t = enumBits(type);
   return t >= 0 && t < collNumTypes ? kTypeSizes[t] : 0;
 }
 
 const char* dataTypeName(collDataType_t type) {
-  const int t = static_cast<int>(type);
+  const int t = enumBits(type);
   return t >= 0 && t < collNumTypes ? kTypeNames[t] : "unknown";
 }
 
 const char* redOpName(collRedOp_t op) {
-  const int o = static_cast<int>(op);
+  const int o = enumBits(op);
   return o >= 0 && o < collNumOps ? kOpNames[o] : "unknown";
 }
 
@@ -82,12 +82,12 @@ void reduceCopy(collDataType_t type, collRedOp_t op, const void* const* srcs, in
                 int ndsts, size_t count, int avgDivisor) {
   // The variant is chosen on the first call; after that this is one predictable branch.
   static const ReduceLoopTable& loops = *activeHostKernels().loops;
-  reduceWith(loops, type, op, srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+  reduceWith(loops, enumBits(type), enumBits(op), srcs, nsrcs, dsts, ndsts, count, avgDivisor);
 }
 
 void reduceCopyWith(const HostKernels& kernels, collDataType_t type, collRedOp_t op, const void* const* srcs,
                     int nsrcs, void* const* dsts, int ndsts, size_t count, int avgDivisor) {
-  reduceWith(*kernels.loops, type, op, srcs, nsrcs, dsts, ndsts, count, avgDivisor);
+  reduceWith(*kernels.loops, enumBits(type), enumBits(op), srcs, nsrcs, dsts, ndsts, count, avgDivisor);
 }
 
 }  // namespace kernels

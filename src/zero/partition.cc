@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "common/enum_bits.h"
 #include "common/error.h"
 #include "src/api_internal.h"
 
@@ -40,9 +41,10 @@ void checkRange(const char* function, size_t begin, size_t count, const collZero
 }
 
 void checkFloatType(const char* function, collDataType_t datatype, const char* what) {
-  if (datatype != collFloat32 && datatype != collFloat16 && datatype != collBfloat16)
+  const int bits = enumBits(datatype);
+  if (bits != collFloat32 && bits != collFloat16 && bits != collBfloat16)
     throwError(collInvalidArgument, "%s: %s %d is not supported: expected collFloat32, collFloat16 or collBfloat16",
-               function, what, static_cast<int>(datatype));
+               function, what, bits);
 }
 
 void checkBuffer(const char* function, const void* pointer, size_t count, const char* what) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "collective_zero.h"
+#include "common/enum_bits.h"
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "src/api_internal.h"
@@ -87,9 +88,9 @@ void allGatherRange(const void* shard, size_t begin, size_t count, void* out, co
 
 void checkReduceArgs(const char* function, collDataType_t datatype, collRedOp_t op, int accumulate) {
   checkFloatType(function, datatype, "datatype");
-  if (op != collSum && op != collAvg)
+  if (enumBits(op) != collSum && enumBits(op) != collAvg)
     throwError(collInvalidArgument, "%s: op %d is not supported: expected collSum or collAvg", function,
-               static_cast<int>(op));
+               enumBits(op));
   if (accumulate != 0 && accumulate != 1)
     throwError(collInvalidArgument, "%s: accumulate %d: expected 0 (overwrite) or 1 (add)", function, accumulate);
 }
@@ -97,7 +98,7 @@ void checkReduceArgs(const char* function, collDataType_t datatype, collRedOp_t 
 void checkAnyType(const char* function, collDataType_t datatype) {
   if (kernels::dataTypeSize(datatype) == 0)
     throwError(collInvalidArgument, "%s: datatype %d: expected a collDataType_t below collNumTypes", function,
-               static_cast<int>(datatype));
+               enumBits(datatype));
 }
 
 // The ranges [k*bucketCount, (k+1)*bucketCount) of the padded buffer, or the whole buffer at once.

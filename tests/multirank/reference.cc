@@ -82,37 +82,51 @@ double reducedValue(int nranks, size_t index, collDataType_t type, collRedOp_t o
   return acc;
 }
 
+// Elements are read and written through memcpy: the tests use buffers at odd addresses on
+// purpose (the API allows any alignment), where a typed access would be undefined behaviour.
+template <typename T>
+void put(void* base, size_t index, T value) {
+  std::memcpy(static_cast<unsigned char*>(base) + index * sizeof(T), &value, sizeof(T));
+}
+
+template <typename T>
+T get(const void* base, size_t index) {
+  T value;
+  std::memcpy(&value, static_cast<const unsigned char*>(base) + index * sizeof(T), sizeof(T));
+  return value;
+}
+
 void storeValue(void* base, size_t index, collDataType_t type, double v) {
   switch (type) {
     case collInt8:
-      static_cast<int8_t*>(base)[index] = static_cast<int8_t>(v);
+      put<int8_t>(base, index, static_cast<int8_t>(v));
       break;
     case collUint8:
-      static_cast<uint8_t*>(base)[index] = static_cast<uint8_t>(v);
+      put<uint8_t>(base, index, static_cast<uint8_t>(v));
       break;
     case collInt32:
-      static_cast<int32_t*>(base)[index] = static_cast<int32_t>(v);
+      put<int32_t>(base, index, static_cast<int32_t>(v));
       break;
     case collUint32:
-      static_cast<uint32_t*>(base)[index] = static_cast<uint32_t>(v);
+      put<uint32_t>(base, index, static_cast<uint32_t>(v));
       break;
     case collInt64:
-      static_cast<int64_t*>(base)[index] = static_cast<int64_t>(v);
+      put<int64_t>(base, index, static_cast<int64_t>(v));
       break;
     case collUint64:
-      static_cast<uint64_t*>(base)[index] = static_cast<uint64_t>(v);
+      put<uint64_t>(base, index, static_cast<uint64_t>(v));
       break;
     case collFloat16:
-      static_cast<uint16_t*>(base)[index] = coll::kernels::floatToHalf(static_cast<float>(v));
+      put<uint16_t>(base, index, coll::kernels::floatToHalf(static_cast<float>(v)));
       break;
     case collFloat32:
-      static_cast<float*>(base)[index] = static_cast<float>(v);
+      put<float>(base, index, static_cast<float>(v));
       break;
     case collFloat64:
-      static_cast<double*>(base)[index] = v;
+      put<double>(base, index, v);
       break;
     case collBfloat16:
-      static_cast<uint16_t*>(base)[index] = coll::kernels::floatToBfloat16(static_cast<float>(v));
+      put<uint16_t>(base, index, coll::kernels::floatToBfloat16(static_cast<float>(v)));
       break;
     default:
       break;
@@ -122,25 +136,25 @@ void storeValue(void* base, size_t index, collDataType_t type, double v) {
 double loadValue(const void* base, size_t index, collDataType_t type) {
   switch (type) {
     case collInt8:
-      return static_cast<const int8_t*>(base)[index];
+      return get<int8_t>(base, index);
     case collUint8:
-      return static_cast<const uint8_t*>(base)[index];
+      return get<uint8_t>(base, index);
     case collInt32:
-      return static_cast<const int32_t*>(base)[index];
+      return get<int32_t>(base, index);
     case collUint32:
-      return static_cast<const uint32_t*>(base)[index];
+      return get<uint32_t>(base, index);
     case collInt64:
-      return static_cast<double>(static_cast<const int64_t*>(base)[index]);
+      return static_cast<double>(get<int64_t>(base, index));
     case collUint64:
-      return static_cast<double>(static_cast<const uint64_t*>(base)[index]);
+      return static_cast<double>(get<uint64_t>(base, index));
     case collFloat16:
-      return coll::kernels::halfToFloat(static_cast<const uint16_t*>(base)[index]);
+      return coll::kernels::halfToFloat(get<uint16_t>(base, index));
     case collFloat32:
-      return static_cast<const float*>(base)[index];
+      return get<float>(base, index);
     case collFloat64:
-      return static_cast<const double*>(base)[index];
+      return get<double>(base, index);
     case collBfloat16:
-      return coll::kernels::bfloat16ToFloat(static_cast<const uint16_t*>(base)[index]);
+      return coll::kernels::bfloat16ToFloat(get<uint16_t>(base, index));
     default:
       return NAN;
   }
