@@ -198,10 +198,8 @@ bool launchSpansHosts(const LaunchEnv& env) {
   // A loopback MASTER_ADDR is reachable from this host only: whatever the launcher said (or did
   // not say) about local ranks, the job cannot span hosts.
   try {
-    for (const SocketAddress& address : resolveAddresses(env.masterAddr, 0)) {
-      const std::string host = address.host();
-      if (!((address.family() == AF_INET && host.rfind("127.", 0) == 0) || host == "::1")) return true;
-    }
+    for (const SocketAddress& address : resolveAddresses(env.masterAddr, 0))
+      if (!address.isLoopback()) return true;
     return false;
   } catch (const CollError&) {
     return true;  // the client's connect says what is wrong with the name
@@ -239,8 +237,7 @@ std::string launchStoreBindHost(const std::string& masterAddr, bool singleNode,
   }
   for (const SocketAddress& address : resolved) {
     const std::string host = address.host();
-    const bool loopback = (address.family() == AF_INET && host.rfind("127.", 0) == 0) || host == "::1";
-    if (loopback) {
+    if (address.isLoopback()) {
       // A loopback literal reaches this host only, from anywhere; a name, only what it resolves to here.
       if (singleNode || masterAddr == host) return host;
       continue;

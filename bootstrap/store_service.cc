@@ -40,7 +40,8 @@ bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8
   FrameReader r(body, size);
   uint8_t op = r.u8();
   uint32_t seq = r.u32();
-  const Stage stage = clients_.count(conn) != 0 ? clients_[conn].stage : Stage::kAwaitingHello;
+  const auto client = clients_.find(conn);
+  const Stage stage = client != clients_.end() ? client->second.stage : Stage::kAwaitingHello;
   if (stage == Stage::kAwaitingHello) {
     if (op != static_cast<uint8_t>(Op::kHello)) {
       throw ProtocolError(formatString("first frame is '%s', not hello", wire::opName(op)));

@@ -2,10 +2,10 @@
 // socket transport authenticate every connection with a challenge-response over it, so that the
 // job's secret never crosses the wire (docs/security.md).
 //
-// It comes from the system's OpenSSL libcrypto, loaded at run time (dlopen) on first use rather
-// than linked: building needs no OpenSSL headers (GPU images often lack them), and a program
-// that never opens a TCP rendezvous or socket connection never needs the library at all. The
-// symbols used (EVP_sha256, HMAC) exist unchanged in OpenSSL 1.1 and 3.x.
+// It comes from the system's OpenSSL libcrypto, loaded at run time (dlopen, when libcollective is
+// loaded: see hmac.cc for why not later) rather than linked: building needs no OpenSSL headers
+// (GPU images often lack them), and a machine without libcrypto fails only when a connection has
+// to be authenticated. The symbols used (EVP_sha256, HMAC) exist unchanged in OpenSSL 1.1 and 3.x.
 #pragma once
 
 #include <array>

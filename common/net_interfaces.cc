@@ -5,6 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include "common/error.h"
 
@@ -78,6 +81,12 @@ std::string chooseInterfaceAddress(const std::vector<InterfaceAddress>& interfac
   for (const auto& i : interfaces) available += (available.empty() ? "" : ", ") + i.name + "=" + i.address;
   throwError(collInvalidUsage, "COLL_SOCKET_IFNAME='%s' matches no up interface (available: %s)", ifnameSpec.c_str(),
              available.empty() ? "none" : available.c_str());
+}
+
+std::string localHostName() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
 }
 
 }  // namespace coll

@@ -35,6 +35,9 @@ struct InterfaceAddress {
 // addresses a server may bind and advertise.
 std::vector<InterfaceAddress> listInterfaces();
 
+// This host's name (gethostname), or "" when it cannot be read.
+std::string localHostName();
+
 // A COLL_SOCKET_IFNAME value: a comma list of interface-name prefixes; a leading '^' excludes
 // the listed names instead, a leading '=' (after any '^') makes them exact names.
 NameSelection parseInterfaceSpec(const std::string& spec);

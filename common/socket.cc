@@ -19,6 +19,11 @@
 
 namespace coll {
 
+bool SocketAddress::isLoopback() const {
+  const std::string text = host();
+  return (family() == AF_INET && text.rfind("127.", 0) == 0) || text == "::1";
+}
+
 std::string SocketAddress::host() const {
   char text[NI_MAXHOST] = "";
   if (family() == AF_INET6) {

@@ -23,6 +23,8 @@ struct SocketAddress {
   std::string host() const;  // numeric, e.g. "10.0.0.1" or "fe80::1%eth0"
   uint16_t port() const;
   std::string toString() const;  // "10.0.0.1:29500" or "[::1]:29500"
+  // 127.0.0.0/8 or ::1: reachable from this host only.
+  bool isLoopback() const;
 };
 
 // "host:port", with brackets around IPv6 literals.

@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "common/net_interfaces.h"
 #include "kernels/cpu/host_kernels.h"
 #include "src/algorithms/algorithms.h"
 #include "src/comm.h"
@@ -71,9 +72,8 @@ void Communicator::exchangePeers() {
                kMaxSharedSettings);
   bootstrap::Bytes bytes(sizeof(InitInfo));
   memcpy(bytes.data(), &mine, sizeof(InitInfo));
-  char host[256] = "?";
-  gethostname(host, sizeof(host) - 1);
-  bootstrap::announceDepartureOnClose(*store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), host));
+  bootstrap::announceDepartureOnClose(
+      *store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), localHostName().c_str()));
   std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, bytes, initDeadline());
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "common/hash.h"
+#include "common/net_interfaces.h"
 
 namespace coll {
 namespace transport {
@@ -23,8 +24,7 @@ PeerInfo describeLocalRank(int rank, const std::string& hostId) {
   PeerInfo self;
   self.rank = rank;
   self.pid = static_cast<int32_t>(getpid());
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = localHostName();
   std::ifstream bootId("/proc/sys/kernel/random/boot_id");
   std::string boot;
   std::getline(bootId, boot);
@@ -33,9 +33,9 @@ PeerInfo describeLocalRank(int rank, const std::string& hostId) {
   // therefore different hosts unless COLL_HOSTID says otherwise.
   char netns[64] = {0};
   ssize_t len = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
-  std::string machine = std::string(host) + "/" + boot + "/" + (len > 0 ? std::string(netns, len) : "");
+  std::string machine = host + "/" + boot + "/" + (len > 0 ? std::string(netns, len) : "");
   self.machineHash = Fnv1a().add(machine).value();
-  self.kernelHash = Fnv1a().add(std::string(host) + "/" + boot).value();
+  self.kernelHash = Fnv1a().add(host + "/" + boot).value();
   self.hostHash = Fnv1a().add(hostId.empty() ? machine : hostId).value();
   self.processToken = Fnv1a().add(machine).add(static_cast<uint64_t>(self.pid)).value();
   const uint64_t& word = memoryProbeWordRef(self.processToken);

@@ -1,10 +1,8 @@
 #include "src/topo/topology.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <climits>
 
+#include "common/net_interfaces.h"
 #include "src/topo/discover.h"
 
 namespace coll {
@@ -13,12 +11,6 @@ namespace topo {
 namespace {
 
 constexpr uint16_t kVendorNvidia = 0x10de;
-
-std::string hostName() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "";
-  return name;
-}
 
 void sortTopology(Topology* topology) {
   std::sort(topology->packages.begin(), topology->packages.end(),
@@ -86,7 +78,7 @@ PciKind classifyPci(uint16_t classId, uint16_t vendorId) {
 }
 
 void finishTopology(Topology* topology) {
-  topology->hostname = hostName();
+  topology->hostname = localHostName();
   restrictToOnline(topology);
   sortTopology(topology);
   for (Core& core : topology->cores) {
