@@ -146,6 +146,12 @@ Digest256 helloProof(const Secret& secret, ProofRole role, const Nonce& clientNo
                                                      {serverNonce.data(), serverNonce.size()}});
 }
 
+bool helloProofMatches(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce,
+                       const Digest256& proof) {
+  const Digest256 expected = helloProof(secret, role, clientNonce, serverNonce);
+  return equalInConstantTime(proof.data(), expected.data(), expected.size());
+}
+
 const char* opName(uint8_t op) {
   switch (static_cast<Op>(op)) {
     case Op::kHello:

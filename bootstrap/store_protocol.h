@@ -127,6 +127,9 @@ enum class ProofRole { kServer, kClient };
 // What a side proves the secret with: HMAC-SHA256 under the secret of the role's label and both
 // nonces. The labels differ, so a proof reflected back to its sender is worthless.
 Digest256 helloProof(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce);
+// Whether `proof` is that proof (compared in constant time).
+bool helloProofMatches(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce,
+                       const Digest256& proof);
 
 const char* opName(uint8_t op);
 

@@ -100,8 +100,7 @@ bool StoreService::handleProof(ConnId conn, const std::string& peer, FrameReader
   r.raw(proof.data(), proof.size());
   if (!r.atEnd()) throw ProtocolError("malformed hello proof");
   Client& client = clients_[conn];
-  const Digest256 expected = wire::helloProof(secret_, wire::ProofRole::kClient, client.clientNonce, client.serverNonce);
-  if (!equalInConstantTime(proof.data(), expected.data(), proof.size())) {
+  if (!wire::helloProofMatches(secret_, wire::ProofRole::kClient, client.clientNonce, client.serverNonce, proof)) {
     return reject(conn, peer, seq, wire::RejectReason::kWrongSecret, "wrong secret", out);
   }
   client.stage = Stage::kAuthenticated;

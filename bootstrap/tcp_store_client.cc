@@ -100,8 +100,7 @@ void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, De
     if (!r.atEnd()) throwUnexpected("connecting", reply.op);
     // The store proves it knows the secret before this client proves anything: a stranger
     // posing as the store learns nothing it could use.
-    const Digest256 expected = wire::helloProof(secret, wire::ProofRole::kServer, clientNonce, serverNonce);
-    if (!equalInConstantTime(serverProof.data(), expected.data(), expected.size())) {
+    if (!wire::helloProofMatches(secret, wire::ProofRole::kServer, clientNonce, serverNonce, serverProof)) {
       throwError(collInvalidUsage,
                  "TcpStoreClient: wrong secret: the rendezvous store at %s does not hold this rank's secret (another "
                  "job's store? check MASTER_ADDR, MASTER_PORT and that every rank has the same COLL_STORE_SECRET)",

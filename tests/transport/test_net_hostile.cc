@@ -79,8 +79,7 @@ class HostilePeerTest : public ::testing::Test {
   }
   NetProof proofFor(const NetHello& hello, const NetChallenge& challenge, const std::array<uint8_t, 32>& secret) {
     NetProof proof;
-    const Digest256 digest = netProof(netConnectionKey(secret), NetRole::kDialler, hello, challenge.listenerNonce);
-    std::memcpy(proof.diallerProof, digest.data(), digest.size());
+    writeNetProof(netConnectionKey(secret), NetRole::kDialler, hello, challenge.listenerNonce, proof.diallerProof);
     return proof;
   }
   // The whole handshake as rank 1 with `secret`: the listener's proof is checked when `secret`
@@ -90,9 +89,8 @@ class HostilePeerTest : public ::testing::Test {
     coll::Fd fd = connectAsRank1(hello);
     NetChallenge challenge = readChallenge(fd.get());
     if (secret == settings_.jobSecret) {
-      const Digest256 expected =
-          netProof(netConnectionKey(secret), NetRole::kListener, hello, challenge.listenerNonce);
-      EXPECT_EQ(std::memcmp(challenge.listenerProof, expected.data(), expected.size()), 0)
+      EXPECT_TRUE(netProofMatches(netConnectionKey(secret), NetRole::kListener, hello, challenge.listenerNonce,
+                                  challenge.listenerProof))
           << "the listener's proof is wrong";
     }
     NetProof proof = proofFor(hello, challenge, secret);

@@ -118,13 +118,11 @@ void NetDomain::dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline d
     throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup (or did not answer its hello "
                "in time)", peer.rank, peerAddress(peer.rank).c_str());
   // The listener proves the secret first: a listener that does not know it learns nothing here.
-  const Digest256 expected = netProof(connectionKey_, NetRole::kListener, hello, challenge.listenerNonce);
-  if (!equalInConstantTime(challenge.listenerProof, expected.data(), expected.size()))
+  if (!netProofMatches(connectionKey_, NetRole::kListener, hello, challenge.listenerNonce, challenge.listenerProof))
     throwError(collRemoteError, "the socket listener at %s, published as rank %d's, does not prove this job's secret "
                "(another job on that address?)", peerAddress(peer.rank).c_str(), peer.rank);
   NetProof proof;
-  const Digest256 mine = netProof(connectionKey_, NetRole::kDialler, hello, challenge.listenerNonce);
-  std::memcpy(proof.diallerProof, mine.data(), mine.size());
+  writeNetProof(connectionKey_, NetRole::kDialler, hello, challenge.listenerNonce, proof.diallerProof);
   if (sendAll(fd.get(), &proof, sizeof(proof), deadline) != IoStatus::kOk)
     throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer.rank,
                peerAddress(peer.rank).c_str());
@@ -193,8 +191,8 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
           refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
         if (refusal.empty()) {
           fillRandom(p.challenge.listenerNonce, sizeof(p.challenge.listenerNonce), "the socket transport's challenge");
-          const Digest256 proof = netProof(connectionKey_, NetRole::kListener, hello, p.challenge.listenerNonce);
-          std::memcpy(p.challenge.listenerProof, proof.data(), proof.size());
+          writeNetProof(connectionKey_, NetRole::kListener, hello, p.challenge.listenerNonce,
+                        p.challenge.listenerProof);
           // 64 bytes into a fresh socket's empty send buffer: all of it goes, or the peer is broken.
           if (send(p.fd.get(), &p.challenge, sizeof(p.challenge), MSG_NOSIGNAL) != sizeof(p.challenge))
             refusal = "could not send the challenge";
@@ -203,8 +201,8 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
         }
       } else if (refusal.empty() && p.challenged && p.received == want) {
         done = true;
-        const Digest256 expectedProof = netProof(connectionKey_, NetRole::kDialler, p.hello, p.challenge.listenerNonce);
-        if (!equalInConstantTime(p.proof.diallerProof, expectedProof.data(), expectedProof.size()))
+        if (!netProofMatches(connectionKey_, NetRole::kDialler, p.hello, p.challenge.listenerNonce,
+                             p.proof.diallerProof))
           refusal = formatString("a connection claiming to be rank %d does not prove this job's secret",
                                  p.hello.fromRank);
         else if (peers_[peerIndex_[p.hello.fromRank]]->sockets[p.hello.socketIndex].valid())

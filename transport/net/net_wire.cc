@@ -33,6 +33,18 @@ Digest256 netProof(const Digest256& key, NetRole role, const NetHello& hello, co
                     {{label, std::strlen(label)}, {&hello, sizeof(hello)}, {listenerNonce, 32}});
 }
 
+void writeNetProof(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32],
+                   uint8_t out[32]) {
+  const Digest256 proof = netProof(key, role, hello, listenerNonce);
+  std::memcpy(out, proof.data(), proof.size());
+}
+
+bool netProofMatches(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32],
+                     const uint8_t proof[32]) {
+  const Digest256 expected = netProof(key, role, hello, listenerNonce);
+  return equalInConstantTime(proof, expected.data(), expected.size());
+}
+
 std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes) {
   if (header.kind != kNetFrameData && header.kind != kNetFrameBye)
     return formatString("a frame of unknown kind 0x%08x (garbage on the connection?)", header.kind);

@@ -56,6 +56,12 @@ Digest256 netConnectionKey(const std::array<uint8_t, 32>& jobSecret);
 enum class NetRole { kListener, kDialler };
 // A side's proof for the connection that `hello` opened and `listenerNonce` challenged.
 Digest256 netProof(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32]);
+// Writes that proof into out[32].
+void writeNetProof(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32],
+                   uint8_t out[32]);
+// Whether proof[32] is that proof (compared in constant time).
+bool netProofMatches(const Digest256& key, NetRole role, const NetHello& hello, const uint8_t listenerNonce[32],
+                     const uint8_t proof[32]);
 
 struct NetFrameHeader {
   uint32_t kind = kNetFrameData;
