@@ -19,6 +19,8 @@ void requireEnd(const FrameReader& r, uint8_t op) {
   if (!r.atEnd()) throw ProtocolError(formatString("malformed '%s' request", wire::opName(op)));
 }
 
+size_t entryBytes(const std::pair<std::string, Bytes>& entry) { return entry.first.size() + entry.second.size(); }
+
 std::vector<std::string> readKeys(FrameReader& r) {
   uint32_t n = r.u32();
   if (n > wire::kMaxKeysPerRequest) throw ProtocolError(formatString("%u keys in one request", n));
@@ -58,7 +60,16 @@ bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8
   return true;
 }
 
-std::string StoreService::fullMessage(const std::string& key) {
+std::string StoreService::refusalMessage(StoreTable::WriteResult result, ConnId conn, const std::string& key) {
+  const std::string shownKey = key.substr(0, 200);
+  if (result == StoreTable::WriteResult::kNotACounter) {
+    return "the value of key '" + shownKey + "' is not a decimal counter, or adding the delta overflows int64";
+  }
+  if (result == StoreTable::WriteResult::kOverShare) {
+    return formatString("this client's share of the rendezvous store is used up: it holds %zu bytes, one client may "
+                        "hold %zu (COLL_STORE_MAX_CLIENT_BYTES); key '%s' was not written",
+                        table_.bytesOf(conn), table_.maxBytesPerOwner(), shownKey.c_str());
+  }
   if (Clock::now() >= nextFullWarning_) {
     COLL_WARN(kBootstrap, "rendezvous store %s: full (%zu of %zu bytes, COLL_STORE_MAX_BYTES); refusing writes",
               name_.c_str(), table_.storedBytes(), table_.maxBytes());
@@ -66,7 +77,7 @@ std::string StoreService::fullMessage(const std::string& key) {
   }
   return formatString("the rendezvous store is full: it holds %zu bytes, its limit is %zu (COLL_STORE_MAX_BYTES); "
                       "key '%s' was not written",
-                      table_.storedBytes(), table_.maxBytes(), key.substr(0, 200).c_str());
+                      table_.storedBytes(), table_.maxBytes(), shownKey.c_str());
 }
 
 bool StoreService::handleHello(ConnId conn, const std::string& peer, FrameReader& r, uint32_t seq,
@@ -122,10 +133,11 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       std::string key = r.str(kMaxKeyBytes);
       Bytes value = r.bytes(kMaxValueBytes);
       requireEnd(r, op);
-      if (table_.set(key, std::move(value), &ready)) {
+      const StoreTable::WriteResult written = table_.set(key, std::move(value), &ready, conn);
+      if (written == StoreTable::WriteResult::kOk) {
         out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
       } else {
-        out->push_back({conn, FrameWriter(Op::kError, seq).str(fullMessage(key)).finish()});
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(refusalMessage(written, conn, key)).finish()});
       }
       break;
     }
@@ -145,15 +157,11 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       int64_t delta = r.i64();
       requireEnd(r, op);
       int64_t result = 0;
-      StoreTable::AddResult added = table_.add(key, delta, &result, &ready);
-      if (added == StoreTable::AddResult::kOk) {
+      const StoreTable::WriteResult added = table_.add(key, delta, &result, &ready, conn);
+      if (added == StoreTable::WriteResult::kOk) {
         out->push_back({conn, FrameWriter(Op::kCounter, seq).i64(result).finish()});
-      } else if (added == StoreTable::AddResult::kFull) {
-        out->push_back({conn, FrameWriter(Op::kError, seq).str(fullMessage(key)).finish()});
       } else {
-        std::string message = "the value of key '" + key.substr(0, 200) +
-                              "' is not a decimal counter, or adding the delta overflows int64";
-        out->push_back({conn, FrameWriter(Op::kError, seq).str(message).finish()});
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(refusalMessage(added, conn, key)).finish()});
       }
       break;
     }
@@ -181,7 +189,16 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       auto& onClose = clients_[conn].onClose;
       // A long-lived process registers once per communicator it makes: past the cap the oldest
       // registration (most likely a communicator long destroyed) makes room.
-      if (onClose.size() >= wire::kMaxOnCloseKeysPerClient) onClose.erase(onClose.begin());
+      if (onClose.size() >= wire::kMaxOnCloseKeysPerClient) {
+        table_.release(conn, entryBytes(onClose.front()));
+        onClose.erase(onClose.begin());
+      }
+      // Kept outside the table until the close, but held against the same limits.
+      const StoreTable::WriteResult reserved = table_.reserve(conn, key.size() + value.size());
+      if (reserved != StoreTable::WriteResult::kOk) {
+        out->push_back({conn, FrameWriter(Op::kError, seq).str(refusalMessage(reserved, conn, key)).finish()});
+        break;
+      }
       onClose.emplace_back(std::move(key), std::move(value));
       out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
       break;
@@ -238,8 +255,11 @@ void StoreService::disconnect(ConnId conn, std::vector<Outgoing>* out) {
   }
   std::vector<std::pair<std::string, Bytes>> onClose = std::move(it->second.onClose);
   clients_.erase(it);
+  for (const auto& entry : onClose) table_.release(conn, entryBytes(entry));
+  table_.forgetOwner(conn);
+  // The notices were reserved, so they fit now; they belong to no one left.
   std::vector<StoreTable::WaiterId> ready;
-  for (auto& [key, value] : onClose) table_.set(key, std::move(value), &ready);  // a full store keeps quiet
+  for (auto& [key, value] : onClose) table_.set(key, std::move(value), &ready);
   for (auto id : ready) answer(id, true, out);
 }
 

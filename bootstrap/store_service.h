@@ -35,8 +35,13 @@ class StoreService {
     Bytes frame;
   };
 
-  StoreService(const Secret& secret, std::string name, size_t maxStoredBytes = StoreTable::maxBytesFromEnv())
-      : secret_(secret), name_(std::move(name)), table_(maxStoredBytes) {}
+  // maxClientBytes 0: COLL_STORE_MAX_CLIENT_BYTES, or its default share of maxStoredBytes.
+  StoreService(const Secret& secret, std::string name, size_t maxStoredBytes = StoreTable::maxBytesFromEnv(),
+               size_t maxClientBytes = 0)
+      : secret_(secret),
+        name_(std::move(name)),
+        table_(maxStoredBytes,
+               maxClientBytes != 0 ? maxClientBytes : StoreTable::maxBytesPerOwnerFromEnv(maxStoredBytes)) {}
 
   // Handles one frame body (after the length prefix) from `conn`. Appends replies to *out.
   // Returns false when the connection must be closed once its replies are sent (rejected
@@ -59,7 +64,7 @@ class StoreService {
     wire::Nonce clientNonce{};
     wire::Nonce serverNonce{};
     std::vector<StoreTable::WaiterId> waiters;
-    std::vector<std::pair<std::string, Bytes>> onClose;  // kSetOnClose, oldest first
+    std::vector<std::pair<std::string, Bytes>> onClose;  // kSetOnClose, oldest first; reserved in table_
   };
   struct Parked {
     ConnId conn;
@@ -79,8 +84,9 @@ class StoreService {
   void park(ConnId conn, uint32_t seq, const std::vector<std::string>& keys, uint32_t timeoutMs, bool isGet,
             std::vector<Outgoing>* out);
   void answer(StoreTable::WaiterId id, bool found, std::vector<Outgoing>* out);
-  // The error a write gets when the table is full (and, at most every 10 s, a WARN saying so).
-  std::string fullMessage(const std::string& key);
+  // The error a refused write gets: the table is full (and, at most every 10 s, a WARN says so),
+  // the client's share is used up, or the value is not a counter.
+  std::string refusalMessage(StoreTable::WriteResult result, ConnId conn, const std::string& key);
 
   Secret secret_;
   std::string name_;

@@ -9,39 +9,95 @@
 namespace coll {
 namespace bootstrap {
 
-size_t StoreTable::maxBytesFromEnv() {
-  const char* text = getenv("COLL_STORE_MAX_BYTES");
-  if (text == nullptr || *text == '\0') return kDefaultMaxBytes;
+namespace {
+
+// The environment variable as a positive number of bytes, or `fallback` when unset or not one.
+size_t positiveBytesFromEnv(const char* name, size_t fallback) {
+  const char* text = getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
   unsigned long long value = strtoull(text, &end, 10);
-  return (end != nullptr && *end == '\0' && value > 0) ? static_cast<size_t>(value) : kDefaultMaxBytes;
+  return (end != nullptr && *end == '\0' && value > 0) ? static_cast<size_t>(value) : fallback;
 }
 
-bool StoreTable::set(const std::string& key, Bytes value, std::vector<WaiterId>* ready) {
-  auto it = values_.find(key);
-  const size_t before = it == values_.end() ? 0 : key.size() + it->second.size();
-  const size_t after = key.size() + value.size();
-  if (storedBytes_ - before + after > maxBytes_ && after > before) return false;
-  storedBytes_ = storedBytes_ - before + after;
-  if (it == values_.end()) {
-    values_.emplace(key, std::move(value));
-  } else {
-    it->second = std::move(value);
+}  // namespace
+
+size_t StoreTable::maxBytesFromEnv() { return positiveBytesFromEnv("COLL_STORE_MAX_BYTES", kDefaultMaxBytes); }
+
+size_t StoreTable::defaultMaxBytesPerOwner(size_t maxBytes) {
+  return std::min(maxBytes, std::max(maxBytes / 4, kMaxValueBytes + kMaxKeyBytes));
+}
+
+size_t StoreTable::maxBytesPerOwnerFromEnv(size_t maxBytes) {
+  return positiveBytesFromEnv("COLL_STORE_MAX_CLIENT_BYTES", defaultMaxBytesPerOwner(maxBytes));
+}
+
+size_t StoreTable::bytesOf(OwnerId owner) const {
+  auto it = ownerBytes_.find(owner);
+  return it == ownerBytes_.end() ? 0 : it->second;
+}
+
+StoreTable::WriteResult StoreTable::admits(OwnerId owner, size_t releasedTotal, size_t releasedOwn,
+                                           size_t charged) const {
+  // A write that does not grow a count is never refused by it, so a client over a lowered limit
+  // can still shrink what it holds.
+  if (charged > releasedTotal && storedBytes_ - releasedTotal + charged > maxBytes_) return WriteResult::kFull;
+  if (owner != kNoOwner && charged > releasedOwn && bytesOf(owner) - std::min(bytesOf(owner), releasedOwn) + charged > maxBytesPerOwner_) {
+    return WriteResult::kOverShare;
   }
+  return WriteResult::kOk;
+}
+
+void StoreTable::charge(OwnerId owner, size_t bytes) {
+  storedBytes_ += bytes;
+  if (owner != kNoOwner) ownerBytes_[owner] += bytes;
+}
+
+void StoreTable::discharge(OwnerId owner, size_t bytes) {
+  storedBytes_ -= bytes;
+  auto it = ownerBytes_.find(owner);  // absent for kNoOwner and for owners already forgotten
+  if (it != ownerBytes_.end()) it->second -= std::min(it->second, bytes);
+}
+
+StoreTable::WriteResult StoreTable::set(const std::string& key, Bytes value, std::vector<WaiterId>* ready,
+                                        OwnerId owner) {
+  auto it = values_.find(key);
+  const size_t before = it == values_.end() ? 0 : key.size() + it->second.value.size();
+  const size_t after = key.size() + value.size();
+  // Replacing another owner's value frees total bytes but still grows the writer's own account.
+  const size_t releasedOwn = (it != values_.end() && it->second.owner == owner) ? before : 0;
+  const WriteResult admitted = admits(owner, before, releasedOwn, after);
+  if (admitted != WriteResult::kOk) return admitted;
+  if (it == values_.end()) {
+    it = values_.emplace(key, Entry{}).first;
+  } else {
+    discharge(it->second.owner, before);
+  }
+  charge(owner, after);
+  it->second.value = std::move(value);
+  it->second.owner = owner;
   wakeWaitersOf(key, ready);
-  return true;
+  return WriteResult::kOk;
 }
 
 const Bytes* StoreTable::find(const std::string& key) const {
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : &it->second;
+  return it == values_.end() ? nullptr : &it->second.value;
 }
 
-StoreTable::AddResult StoreTable::add(const std::string& key, int64_t delta, int64_t* result,
-                                      std::vector<WaiterId>* ready) {
-  if (!addToCounter(find(key), delta, result)) return AddResult::kNotACounter;
-  return set(key, encodeCounter(*result), ready) ? AddResult::kOk : AddResult::kFull;
+StoreTable::WriteResult StoreTable::add(const std::string& key, int64_t delta, int64_t* result,
+                                        std::vector<WaiterId>* ready, OwnerId owner) {
+  if (!addToCounter(find(key), delta, result)) return WriteResult::kNotACounter;
+  return set(key, encodeCounter(*result), ready, owner);
 }
+
+StoreTable::WriteResult StoreTable::reserve(OwnerId owner, size_t bytes) {
+  const WriteResult admitted = admits(owner, 0, 0, bytes);
+  if (admitted == WriteResult::kOk) charge(owner, bytes);
+  return admitted;
+}
+
+void StoreTable::release(OwnerId owner, size_t bytes) { discharge(owner, bytes); }
 
 bool StoreTable::hasAll(const std::vector<std::string>& keys) const {
   return std::all_of(keys.begin(), keys.end(), [this](const std::string& k) { return values_.count(k) != 0; });

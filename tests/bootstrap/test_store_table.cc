@@ -82,13 +82,13 @@ TEST(StoreTable, AddWakesWaitersAndRejectsNonCounters) {
   std::vector<StoreTable::WaiterId> ready;
   auto w = table.addWaiter({"n"}, Clock::now() + std::chrono::hours(1));
   int64_t result = 0;
-  ASSERT_EQ(table.add("n", 5, &result, &ready), StoreTable::AddResult::kOk);
+  ASSERT_EQ(table.add("n", 5, &result, &ready), StoreTable::WriteResult::kOk);
   EXPECT_EQ(result, 5);
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0], w);
   EXPECT_EQ(*table.find("n"), toBytes("5"));
   table.set("s", toBytes("five"), &ready);
-  EXPECT_EQ(table.add("s", 1, &result, &ready), StoreTable::AddResult::kNotACounter);
+  EXPECT_EQ(table.add("s", 1, &result, &ready), StoreTable::WriteResult::kNotACounter);
   EXPECT_EQ(*table.find("s"), toBytes("five"));
 }
 
@@ -97,22 +97,67 @@ TEST(StoreTable, AddWakesWaitersAndRejectsNonCounters) {
 TEST(StoreTable, HoldsNoMoreThanItsLimit) {
   StoreTable table(1000);
   std::vector<StoreTable::WaiterId> ready;
-  EXPECT_TRUE(table.set("a", Bytes(600, 1), &ready));
+  EXPECT_EQ(table.set("a", Bytes(600, 1), &ready), StoreTable::WriteResult::kOk);
   EXPECT_EQ(table.storedBytes(), 601u);
-  EXPECT_FALSE(table.set("b", Bytes(600, 2), &ready));
+  EXPECT_EQ(table.set("b", Bytes(600, 2), &ready), StoreTable::WriteResult::kFull);
   EXPECT_EQ(table.find("b"), nullptr);
   EXPECT_EQ(table.storedBytes(), 601u);
-  EXPECT_TRUE(table.set("a", Bytes(998, 3), &ready));  // replacing: 999 bytes in all
-  EXPECT_FALSE(table.set("a", Bytes(1000, 4), &ready));
+  EXPECT_EQ(table.set("a", Bytes(998, 3), &ready), StoreTable::WriteResult::kOk);  // replacing: 999 bytes in all
+  EXPECT_EQ(table.set("a", Bytes(1000, 4), &ready), StoreTable::WriteResult::kFull);
   EXPECT_EQ(table.find("a")->size(), 998u);
-  EXPECT_TRUE(table.set("a", Bytes(10, 5), &ready));  // shrinking
+  EXPECT_EQ(table.set("a", Bytes(10, 5), &ready), StoreTable::WriteResult::kOk);  // shrinking
   int64_t result = 0;
-  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::AddResult::kOk);
-  EXPECT_TRUE(table.set("c", Bytes(1000 - table.storedBytes() - 1, 6), &ready));
+  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.set("c", Bytes(1000 - table.storedBytes() - 1, 6), &ready), StoreTable::WriteResult::kOk);
   EXPECT_EQ(table.storedBytes(), 1000u);
-  EXPECT_EQ(table.add("m", 1, &result, &ready), StoreTable::AddResult::kFull);
-  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::AddResult::kOk);  // same size
+  EXPECT_EQ(table.add("m", 1, &result, &ready), StoreTable::WriteResult::kFull);
+  EXPECT_EQ(table.add("n", 1, &result, &ready), StoreTable::WriteResult::kOk);  // same size
   EXPECT_EQ(result, 2);
+}
+
+// Each writer's values count against its own share as well as the total: replacing someone
+// else's value moves those bytes to the writer, reservations count like values, and a
+// forgotten owner's values stay in the total.
+TEST(StoreTable, EachOwnerHoldsNoMoreThanItsShare) {
+  StoreTable table(1000, 400);
+  std::vector<StoreTable::WaiterId> ready;
+  EXPECT_EQ(table.set("a", Bytes(299, 1), &ready, 1), StoreTable::WriteResult::kOk);  // 300 with its key
+  EXPECT_EQ(table.set("b", Bytes(199, 1), &ready, 1), StoreTable::WriteResult::kOverShare);
+  EXPECT_EQ(table.find("b"), nullptr);
+  EXPECT_EQ(table.bytesOf(1), 300u);
+  EXPECT_EQ(table.set("a", Bytes(399, 1), &ready, 1), StoreTable::WriteResult::kOk);  // its own value grows to 400
+  EXPECT_EQ(table.set("a", Bytes(299, 1), &ready, 1), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.set("c", Bytes(299, 2), &ready, 2), StoreTable::WriteResult::kOk);
+  // Owner 2 replacing owner 1's value: the total would allow it, owner 2's share does not.
+  EXPECT_EQ(table.set("a", Bytes(199, 2), &ready, 2), StoreTable::WriteResult::kOverShare);
+  EXPECT_EQ(table.find("a")->front(), 1);
+  EXPECT_EQ(table.set("a", Bytes(49, 2), &ready, 2), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.bytesOf(1), 0u);
+  EXPECT_EQ(table.bytesOf(2), 350u);
+  EXPECT_EQ(table.storedBytes(), 350u);
+  // Reservations: held against the share and the total until released.
+  EXPECT_EQ(table.reserve(2, 51), StoreTable::WriteResult::kOverShare);
+  EXPECT_EQ(table.reserve(2, 50), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.set("d", Bytes(0, 2), &ready, 2), StoreTable::WriteResult::kOverShare);
+  table.release(2, 50);
+  EXPECT_EQ(table.bytesOf(2), 350u);
+  EXPECT_EQ(table.storedBytes(), 350u);
+  // The total still binds when no share does.
+  EXPECT_EQ(table.set("e", Bytes(399, 3), &ready, 3), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.set("f", Bytes(299, 4), &ready, 4), StoreTable::WriteResult::kFull);
+  // A forgotten owner's values stay, counted in the total; its account is gone.
+  table.forgetOwner(3);
+  EXPECT_EQ(table.bytesOf(3), 0u);
+  EXPECT_EQ(table.storedBytes(), 750u);
+  EXPECT_EQ(table.set("e", Bytes(9, 4), &ready, 4), StoreTable::WriteResult::kOk);
+  EXPECT_EQ(table.storedBytes(), 360u);
+  EXPECT_EQ(table.bytesOf(4), 10u);
+}
+
+TEST(StoreTable, TheDefaultShareIsAQuarterButAlwaysFitsOneLargestValue) {
+  EXPECT_EQ(StoreTable::defaultMaxBytesPerOwner(size_t{1} << 30), size_t{1} << 28);
+  EXPECT_EQ(StoreTable::defaultMaxBytesPerOwner(size_t{256} << 20), kMaxValueBytes + kMaxKeyBytes);
+  EXPECT_EQ(StoreTable::defaultMaxBytesPerOwner(1000), 1000u);
 }
 
 TEST(StoreCounter, DecodesOnlyDecimalInt64) {
@@ -235,6 +280,46 @@ TEST(StoreService, KeysSetOnCloseAreSetWhenTheConnectionCloses) {
   EXPECT_THROW(feed(service, 2, FrameWriter(Op::kSetOnClose, 6).str("big").bytes(Bytes(wire::kMaxOnCloseValueBytes + 1))
                                     .finish()),
                ProtocolError);
+}
+
+// One client that floods the store is refused at its share, naming COLL_STORE_MAX_CLIENT_BYTES,
+// and the others still have room; its set-on-close notices count against the same share.
+TEST(StoreService, OneClientCannotTakeTheOthersRoom) {
+  Secret secret{};
+  StoreService service(secret, "test", 1000, 400);
+  authenticate(service, 1, secret);
+  authenticate(service, 2, secret);
+  std::string refusal;
+  int written = 0;
+  for (int i = 0; i < 10; ++i) {
+    auto out = feed(service, 1, FrameWriter(Op::kSet, i).str("k" + std::to_string(i)).bytes(Bytes(98, 1)).finish());
+    ASSERT_EQ(out.size(), 1u);
+    if (opOf(out[0]) == static_cast<uint8_t>(Op::kOk)) {
+      ++written;
+    } else {
+      FrameReader r(out[0].frame.data() + wire::kHeaderBytes, out[0].frame.size() - wire::kHeaderBytes);
+      r.u8();
+      r.u32();
+      refusal = r.str(1000);
+    }
+  }
+  EXPECT_EQ(written, 4);  // 100 bytes each with the key
+  EXPECT_NE(refusal.find("share"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("COLL_STORE_MAX_CLIENT_BYTES"), std::string::npos) << refusal;
+  auto other = feed(service, 2, FrameWriter(Op::kSet, 1).str("card").bytes(Bytes(390, 2)).finish());
+  EXPECT_EQ(opOf(other[0]), static_cast<uint8_t>(Op::kOk));
+  auto counter = feed(service, 1, FrameWriter(Op::kAdd, 2).str("n").i64(1).finish());
+  EXPECT_EQ(opOf(counter[0]), static_cast<uint8_t>(Op::kError));
+  auto notice = feed(service, 1, FrameWriter(Op::kSetOnClose, 3).str("gone").bytes(toBytes("1")).finish());
+  EXPECT_EQ(opOf(notice[0]), static_cast<uint8_t>(Op::kError));
+  // Client 2 has 6 bytes of share left: its notice fits, and is set at its close.
+  auto fits = feed(service, 2, FrameWriter(Op::kSetOnClose, 4).str("left").bytes(toBytes("2")).finish());
+  EXPECT_EQ(opOf(fits[0]), static_cast<uint8_t>(Op::kOk));
+  std::vector<StoreService::Outgoing> woken;
+  service.disconnect(2, &woken);
+  authenticate(service, 3, secret);
+  auto seen = feed(service, 3, FrameWriter(Op::kGet, 5).u32(0).str("left").finish());
+  EXPECT_EQ(opOf(seen[0]), static_cast<uint8_t>(Op::kValue));
 }
 
 }  // namespace

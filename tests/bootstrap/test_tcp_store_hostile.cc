@@ -351,6 +351,27 @@ TEST(TcpStoreLimits, AFloodingClientIsRefusedAtTheStoresLimit) {
   EXPECT_EQ(client.get("flood/0", in(2000)).size(), kMaxValueBytes);
 }
 
+// An authenticated client flooding the store is stopped at its share, before the store is full,
+// so another rank can still write its card (before: the flooder took all 200 MiB and the other
+// rank's write was refused as "full").
+TEST(TcpStoreLimits, AFloodingClientLeavesTheOtherRanksRoom) {
+  testing::EnvGuard env({"COLL_STORE_MAX_BYTES", "COLL_STORE_MAX_CLIENT_BYTES"});
+  env.set("COLL_STORE_MAX_BYTES", std::to_string(size_t{200} << 20));  // default share: one largest value
+  TcpStoreServer server("127.0.0.1", 0, secretOf(7));
+  TcpStoreClient flooder("127.0.0.1", server.port(), secretOf(7), in(5000));
+  TcpStoreClient rank("127.0.0.1", server.port(), secretOf(7), in(5000));
+  Bytes value(kMaxValueBytes, 0x5a);
+  flooder.set("flood/0", value);
+  std::string message = expectCollError(collInvalidUsage, [&] { flooder.set("flood/1", value); });
+  EXPECT_NE(message.find("share of the rendezvous store is used up"), std::string::npos) << message;
+  EXPECT_NE(message.find("COLL_STORE_MAX_CLIENT_BYTES"), std::string::npos) << message;
+  rank.set("card", value);
+  EXPECT_EQ(rank.get("card", in(2000)).size(), kMaxValueBytes);
+  // The flooder can still replace what it holds with something smaller.
+  flooder.set("flood/0", toBytes("small"));
+  EXPECT_EQ(toString(flooder.get("flood/0", in(2000))), "small");
+}
+
 TEST_F(HostileClientTest, WrongSecretIsRejectedWithAClearMessage) {
   auto start = Clock::now();
   std::string message = expectCollError(
