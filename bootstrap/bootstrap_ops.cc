@@ -21,6 +21,17 @@ const char kDepartedKey[] = "departed";
 // How often a wait looks up whether a rank has departed; a departure is noticed this late at most.
 constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
 
+// Throws collRemoteError naming the departed rank (whose notice is in the store).
+[[noreturn]] void throwDeparted(Store& store, const std::string& during, Deadline deadline) {
+  const Bytes who = store.get(kDepartedKey, deadline);
+  // The notice came from another process through the store: shown as bounded text only.
+  throwError(collRemoteError,
+             "%s: %.*s lost its connection to the rendezvous store (it exited, crashed or lost the network) before "
+             "this step was done",
+             during.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
+             reinterpret_cast<const char*>(who.data()));
+}
+
 // Runs `wait` (a store get or wait until the given deadline) in slices, checking between them
 // whether a rank has departed. Returns wait's result.
 template <class Wait>
@@ -40,17 +51,16 @@ auto waitUnlessDeparted(Store& store, const char* function, const std::string& t
       } catch (const CollError& e) {
         if (e.code() != collTimeout) throw;
       }
-      const Bytes who = store.get(kDepartedKey, deadline);
-      throwError(collRemoteError,
-                 "bootstrap %s('%s'): %.*s lost its connection to the rendezvous store (it exited, crashed or lost "
-                 "the network) before this step was done",
-                 function, tag.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
-                 reinterpret_cast<const char*>(who.data()));
+      throwDeparted(store, formatString("bootstrap %s('%s')", function, tag.c_str()), deadline);
     }
   }
 }
 
 }  // namespace
+
+void throwIfARankDeparted(Store& store, const std::string& during, Deadline deadline) {
+  if (store.check({kDepartedKey})) throwDeparted(store, during, deadline);
+}
 
 void announceDepartureOnClose(Store& store, const std::string& what) {
   store.setOnDisconnect(kDepartedKey, Bytes(what.begin(), what.end()));

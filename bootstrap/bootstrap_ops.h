@@ -17,6 +17,11 @@ namespace bootstrap {
 // ("rank 2 (pid 1234 on node7)"). Call once per communicator, before its first wait.
 void announceDepartureOnClose(Store& store, const std::string& what);
 
+// For a step that waits on something other than the store (transports connecting): throws
+// collRemoteError naming the rank when one that called announceDepartureOnClose on this store has
+// lost its connection, so the step can stop waiting for it. `during` names the step.
+void throwIfARankDeparted(Store& store, const std::string& during, Deadline deadline);
+
 // Every rank contributes `mine`; returns all contributions indexed by rank. `tag` must be fresh
 // for each call on a store (e.g. "init/0", "split/3"): it names the keys, and a reused tag would
 // return the previous call's values.

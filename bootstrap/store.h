@@ -49,8 +49,9 @@ class Store {
   virtual Secret secret() const { return Secret{}; }
   // Asks the store to set `key` to `value` once this process's connection to it closes: when the
   // process exits, crashes or loses the network. So ranks waiting for this one learn that it is
-  // gone at once rather than at their deadline. Stores in process memory do nothing (their
-  // ranks are threads, which do not vanish alone).
+  // gone at once rather than at their deadline. A key that is already set then is left as it is:
+  // the first rank to go is the one to report, not the ranks that failed because of it. Stores in
+  // process memory do nothing (their ranks are threads, which do not vanish alone).
   virtual void setOnDisconnect(const std::string& key, const Bytes& value) {}
 };
 

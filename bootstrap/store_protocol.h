@@ -57,7 +57,7 @@ enum class Op : uint8_t {
   kCheck = 5,  // u32 n, n x str key                            -> kCheckResult
   kWait = 6,   // u32 timeoutMs, u32 n, n x str key             -> kOk | kNotFound (after timeoutMs)
   kHelloProof = 7,  // 32-byte client proof                     -> kHelloOk | kHelloReject
-  kSetOnClose = 8,  // str key, bytes value: set when this connection closes -> kOk | kError
+  kSetOnClose = 8,  // str key, bytes value: set when this connection closes, unless set by then -> kOk | kError
   // server -> client
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message

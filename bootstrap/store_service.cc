@@ -257,9 +257,11 @@ void StoreService::disconnect(ConnId conn, std::vector<Outgoing>* out) {
   clients_.erase(it);
   for (const auto& entry : onClose) table_.release(conn, entryBytes(entry));
   table_.forgetOwner(conn);
-  // The notices were reserved, so they fit now; they belong to no one left.
+  // The notices were reserved, so they fit now; they belong to no one left. One already set
+  // stays: the first rank to go is the cause, later ones failed because of it.
   std::vector<StoreTable::WaiterId> ready;
-  for (auto& [key, value] : onClose) table_.set(key, std::move(value), &ready);
+  for (auto& [key, value] : onClose)
+    if (table_.find(key) == nullptr) table_.set(key, std::move(value), &ready);
   for (auto id : ready) answer(id, true, out);
 }
 

@@ -169,7 +169,8 @@ Fd tryConnect(const SocketAddress& address, Deadline deadline, int* error) {
 
 }  // namespace
 
-Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline, const char* peerName) {
+Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline, const char* peerName,
+                       const std::function<void()>& betweenTries) {
   const auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(10);
   int lastError = 0;
@@ -198,6 +199,7 @@ Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline
       lastError = error;
       lastErrorText = strerror(lastError);
     }
+    if (betweenTries) betweenTries();
     auto now = Clock::now();
     if (now >= deadline) break;
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,11 @@ std::vector<SocketAddress> resolveAddresses(const std::string& host, uint16_t po
 // that has not started listening yet. getaddrinfo() itself cannot be interrupted, so a hung
 // resolver can overrun the deadline by its own timeout.
 // The socket is returned non-blocking, close-on-exec, with TCP_NODELAY. On timeout throws
-// collTimeout: "no <peerName> at host:port after N ms (last error: ...)".
-Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline, const char* peerName = "listener");
+// collTimeout: "no <peerName> at host:port after N ms (last error: ...)". `betweenTries`, when
+// given, runs before each wait between attempts (it may throw to give up early: the peer is known
+// to be gone).
+Fd connectWithDeadline(const std::string& host, uint16_t port, Deadline deadline, const char* peerName = "listener",
+                       const std::function<void()>& betweenTries = {});
 
 enum class IoStatus { kOk, kClosed, kTimeout };
 

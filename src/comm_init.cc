@@ -125,6 +125,9 @@ void Communicator::setupTransports() {
     args.peers = &peers_;
     args.members = routes_.membersOf(entry);
     args.settings = &transportSettings_;
+    args.setupWatch = [this] {
+      bootstrap::throwIfARankDeparted(*store_, "communicator init, connecting the transports", initDeadline());
+    };
     domains_.push_back(entry->create(args));
     for (int peer : args.members) routeTo_[peer] = domains_.back().get();
   }

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct DomainArgs {
   const std::vector<PeerInfo>* peers = nullptr;  // every rank's description, indexed by rank
   std::vector<int> members;                      // the ranks this rank reaches through the domain, ascending
   const TransportSettings* settings = nullptr;   // outlives the domain
+  // Throws CollError when setup cannot finish (a rank left the job during init). A domain whose
+  // connect() waits for peers calls it about twice a second while it waits, so that a dead peer
+  // costs its survivors seconds, not the init deadline. Empty: no such check.
+  std::function<void()> setupWatch;
 };
 
 class Domain {

@@ -276,6 +276,16 @@ TEST(StoreService, KeysSetOnCloseAreSetWhenTheConnectionCloses) {
   ASSERT_EQ(woken.size(), 1u);
   EXPECT_EQ(woken[0].conn, 2u);
   EXPECT_EQ(opOf(woken[0]), static_cast<uint8_t>(Op::kValue));
+  // A later connection's notice for the same key does not replace the first one.
+  authenticate(service, 3, secret);
+  feed(service, 3, FrameWriter(Op::kSetOnClose, 7).str("departed").bytes(toBytes("rank 3")).finish());
+  service.disconnect(3, &woken);
+  auto first = feed(service, 2, FrameWriter(Op::kGet, 8).u32(0).str("departed").finish());
+  ASSERT_EQ(first.size(), 1u);
+  FrameReader r(first[0].frame.data() + wire::kHeaderBytes, first[0].frame.size() - wire::kHeaderBytes);
+  EXPECT_EQ(r.u8(), static_cast<uint8_t>(Op::kValue));
+  r.u32();
+  EXPECT_EQ(r.bytes(100), toBytes("rank 1"));
   // An oversized notice is malformed: the connection ends, nothing is kept for its close.
   EXPECT_THROW(feed(service, 2, FrameWriter(Op::kSetOnClose, 6).str("big").bytes(Bytes(wire::kMaxOnCloseValueBytes + 1))
                                     .finish()),

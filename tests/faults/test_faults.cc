@@ -10,10 +10,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "bootstrap/tcp_store.h"
 #include "bootstrap/unique_id.h"
 #include "collective.h"
 #include "rank_launcher.h"
@@ -143,6 +147,132 @@ TEST(Faults, RankThatDiesDuringInitGivesItsPeersAnErrorWithinSeconds) {
   EXPECT_NE(message.find("rank 2 (pid " + std::to_string(child)), std::string::npos) << message;
   EXPECT_NE(message.find("lost its connection to the rendezvous store"), std::string::npos) << message;
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child ended otherwise: " << status;
+}
+
+// Settings the library reads once per process (COLL_TRANSPORTS, say) need a process that has not
+// read them yet. Returns true in such a process, with `environment` set: this test's body runs
+// there. Otherwise runs this test alone in a fresh copy of this binary, expects it to pass, and
+// returns false.
+bool inFreshProcess(const std::vector<std::pair<std::string, std::string>>& environment) {
+  if (getenv("COLLTEST_FRESH_PROCESS") != nullptr) return true;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string filter = std::string("--gtest_filter=") + test->test_suite_name() + "." + test->name();
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("COLLTEST_FRESH_PROCESS", "1", 1);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
+    execl("/proc/self/exe", "/proc/self/exe", filter.c_str(), "--gtest_brief=1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fresh process failed (its output is above)";
+  return false;
+}
+
+// A rank that dies while the socket transport connects: its card is in the store, and a survivor
+// then dials its closed listener (and may wait to accept it). Before the setup watch, the dialler
+// retried the refused connection until the 60 s init deadline; now every survivor gets
+// collRemoteError naming the dead rank within seconds.
+//
+// Made deterministic with the store: rank 2 starts first and is stopped (SIGSTOP) inside the
+// first all-gather, so ranks 0 and 1 publish their socket cards and wait for rank 2's; rank 1 is
+// killed there, and only then does rank 2 go on, into a connect phase with a dead peer.
+TEST(Faults, RankThatDiesWhileTransportsConnectGivesItsPeersAnErrorWithinSeconds) {
+  // Sockets between every pair; the library reads COLL_TRANSPORTS once per process, and an
+  // earlier test of this binary may have made it read the default already.
+  if (!inFreshProcess({{"COLL_TRANSPORTS", "net"}})) return;
+  struct Child {
+    pid_t pid = -1;
+    int idPipe[2] = {-1, -1};
+    int resultPipe[2] = {-1, -1};
+  };
+  Child children[2];  // ranks 1 (the victim) and 2
+  for (auto& child : children) {
+    ASSERT_EQ(pipe(child.idPipe), 0);
+    ASSERT_EQ(pipe(child.resultPipe), 0);
+  }
+  // Both children are forked before this process starts the id's server thread (fork safety).
+  for (int c = 0; c < 2; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      collUniqueId id;
+      if (read(children[c].idPipe[0], &id, sizeof(id)) != static_cast<ssize_t>(sizeof(id))) _exit(3);
+      collConfig_t config = COLL_CONFIG_INITIALIZER;
+      config.timeoutMs = 60000;
+      collComm_t comm = nullptr;
+      const auto start = Clock::now();
+      const collResult_t rc = collCommInitRankConfig(&comm, 3, id, c + 1, &config);
+      const std::string report = std::to_string(static_cast<int>(rc)) + " " + std::to_string(secondsSince(start)) +
+                                 " " + collGetLastError(nullptr);
+      if (write(children[c].resultPipe[1], report.data(), report.size()) < 0) _exit(5);
+      _exit(0);
+    }
+    children[c].pid = pid;
+  }
+  Child& victim = children[0];
+  Child& rank2 = children[1];
+  collUniqueId id;
+  ASSERT_EQ(collGetUniqueId(&id), collSuccess);
+  for (auto& child : children) {
+    close(child.idPipe[0]);
+    close(child.resultPipe[1]);
+  }
+  const coll::bootstrap::UniqueIdInfo info = coll::bootstrap::decodeUniqueId(id);
+  coll::bootstrap::TcpStoreClient watcher(info.host, info.port, info.secret,
+                                          coll::deadlineAfter(std::chrono::seconds(10)));
+  ASSERT_EQ(write(rank2.idPipe[1], &id, sizeof(id)), static_cast<ssize_t>(sizeof(id)));
+  // Rank 2 alone: once its peer information is in, it waits for the others' (which cannot come).
+  watcher.get("comm1/peers/ag/2", coll::deadlineAfter(std::chrono::seconds(30)));
+  kill(rank2.pid, SIGSTOP);
+  int status = 0;
+  ASSERT_EQ(waitpid(rank2.pid, &status, WUNTRACED), rank2.pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  ASSERT_EQ(write(victim.idPipe[1], &id, sizeof(id)), static_cast<ssize_t>(sizeof(id)));
+  std::thread killer([&] {
+    try {
+      // The victim's card is out; it now waits for rank 2's, which is stopped.
+      watcher.get("comm1/setup/net/0/ag/1", coll::deadlineAfter(std::chrono::seconds(30)));
+    } catch (const std::exception&) {
+    }
+    kill(victim.pid, SIGKILL);
+    int victimStatus = 0;
+    waitpid(victim.pid, &victimStatus, 0);
+    kill(rank2.pid, SIGCONT);
+  });
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 60000;
+  collComm_t comm = nullptr;
+  const auto start = Clock::now();
+  const collResult_t rc = collCommInitRankConfig(&comm, 3, id, 0, &config);
+  const double elapsed = secondsSince(start);
+  const std::string message = collGetLastError(nullptr);
+  killer.join();
+  char report[2048] = {};
+  const ssize_t got = read(rank2.resultPipe[0], report, sizeof(report) - 1);
+  waitpid(rank2.pid, &status, 0);
+  for (auto& child : children) {
+    close(child.idPipe[1]);
+    close(child.resultPipe[0]);
+  }
+  const std::string victimName = "rank 1 (pid " + std::to_string(victim.pid);
+  EXPECT_EQ(rc, collRemoteError) << message;
+  EXPECT_LT(elapsed, 10.0) << message;
+  EXPECT_NE(message.find(victimName), std::string::npos) << message;
+  ASSERT_GT(got, 0) << "rank 2 reported nothing";
+  int rank2Code = -1;
+  double rank2Seconds = -1;
+  ASSERT_EQ(sscanf(report, "%d %lf", &rank2Code, &rank2Seconds), 2) << report;
+  EXPECT_EQ(rank2Code, static_cast<int>(collRemoteError)) << report;
+  EXPECT_LT(rank2Seconds, 10.0) << report;
+  // Rank 2 dials a dead rank 1 (and rank 0, which may have failed already): the setup watch names
+  // rank 1; only when rank 0 closed its end mid-handshake does rank 2 name rank 0 instead.
+  const std::string rank2Message = report;
+  EXPECT_TRUE(rank2Message.find("connecting the transports: " + victimName) != std::string::npos ||
+              rank2Message.find("rank 0 (") != std::string::npos)
+      << report;
 }
 
 TEST(Faults, AbsentRendezvousStoreTimesOut) {

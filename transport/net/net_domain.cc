@@ -22,6 +22,8 @@ namespace {
 
 constexpr int kPollIntervalMs = 100;                       // the progress thread re-checks stop_ this often
 constexpr auto kHelloTimeout = std::chrono::seconds(5);    // a connection must say who it is by then
+// How often setup looks whether a rank left the job while this one waits for its connections.
+constexpr auto kSetupWatchInterval = std::chrono::milliseconds(500);
 // Connections read side by side while their hellos arrive; beyond this, new ones are refused at
 // once (a flood of silent connections then costs a warning each, not the peers' time).
 constexpr size_t kMaxPendingHellos = 1024;
@@ -42,6 +44,8 @@ NetDomain::NetDomain(const DomainArgs& args)
       peerInfo_(*args.peers),
       settings_(*args.settings),
       members_(args.members),
+      setupWatch_(args.setupWatch),
+      nextSetupWatch_(args.setupWatch ? Deadline{} : Deadline::max()),
       peerIndex_(args.nranks, -1) {
   fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
   connectionKey_ = netConnectionKey(settings_.jobSecret);
@@ -91,7 +95,10 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
     }
     for (int s = 0; s < settings_.socketsPerPeer; ++s) {
       std::string name = formatString("rank %d's socket listener", peer->rank);
-      Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str());
+      // A refused connection is retried until the deadline (the peer may not listen yet), unless
+      // the peer is known to have left.
+      Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str(),
+                                  [this] { watchSetup(); });
       dial(*peer, s, fd, deadline);
       tuneSocket(fd.get());
       peer->sockets[s] = std::move(fd);
@@ -128,6 +135,13 @@ void NetDomain::dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline d
                peerAddress(peer.rank).c_str());
 }
 
+void NetDomain::watchSetup() {
+  const Deadline now = Clock::now();
+  if (now < nextSetupWatch_) return;
+  nextSetupWatch_ = now + kSetupWatchInterval;
+  setupWatch_();
+}
+
 void NetDomain::acceptPeers(int expected, Deadline deadline) {
   // Connections are taken as they come and their handshakes run side by side: one that says
   // nothing costs only its own slot until its deadline, never the real peers' time.
@@ -158,7 +172,8 @@ void NetDomain::acceptPeers(int expected, Deadline deadline) {
       throwError(collTimeout, "socket transport setup: rank %d waited in vain for connections from rank(s) %s on %s",
                  myRank_, missing.c_str(), listenAddress_.c_str());
     }
-    Deadline wake = deadline;
+    watchSetup();
+    Deadline wake = std::min(deadline, nextSetupWatch_);
     fds.clear();
     fds.push_back({listener_.get(), POLLIN, 0});
     for (const Pending& p : pending) {

@@ -82,6 +82,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
     std::unique_ptr<NetRecvConnection> recv;
   };
   void acceptPeers(int expected, Deadline deadline);
+  // Runs DomainArgs::setupWatch if its interval has passed (it throws when a rank left the job).
+  void watchSetup();
   // The dialler's side of the handshake on a connected socket (net_wire.h); throws
   // collRemoteError when the listener does not prove the job's secret.
   void dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline);
@@ -94,6 +96,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   const std::vector<PeerInfo>& peerInfo_;
   const TransportSettings& settings_;  // the communicator's; outlives the domain
   std::vector<int> members_;
+  std::function<void()> setupWatch_;
+  Deadline nextSetupWatch_{};  // Deadline::max() without a watch
   Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};
   Digest256 connectionKey_{};  // what both ends of every connection prove (net_wire.h)
