@@ -10,7 +10,8 @@ usage: tools/test.sh [-h|--help] [CTEST_ARGS...]
   1. tools/install-deps.sh
   2. cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCOLL_WERROR=ON, then builds everything
   3. tools/sanitize.sh: an ASan+UBSan clang build of the bootstrap, transport, kernel, fault and
-     small multi-rank tests, run, then each libFuzzer target for FUZZ_SECONDS (default 10)
+     small multi-rank tests, run, then each libFuzzer target for FUZZ_SECONDS (default 10), then
+     a ThreadSanitizer build of the suites whose threads share a process, run
   4. ctest --test-dir build --output-on-failure -j $CTEST_JOBS CTEST_ARGS...
 
 environment:

@@ -69,7 +69,8 @@ class NetSendConnection : public SendConnection {
 
   // Writes what the sockets accept. Caller holds mutex(). Errors also go to the owner.
   PumpResult pump();
-  // Whether socket index s has a frame waiting for room (the progress thread polls POLLOUT).
+  // Whether socket index s has a frame waiting for room (the progress thread polls POLLOUT). Call
+  // with mutex() held: pump() changes what it reads.
   bool wantsWrite(int s) const;
   // Every posted slot has gone out.
   bool drained() const { return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire); }
@@ -115,7 +116,7 @@ class NetRecvConnection : public RecvConnection {
   // also go to the owner.
   PumpResult pump();
   // Whether the progress thread should poll socket s for input: it has room, or it must notice
-  // an end of stream.
+  // an end of stream. Call with mutex() held, like wantsWrite.
   bool wantsRead(int s) const;
   // The peer said goodbye on every socket (it destroyed its communicator normally).
   bool departed() const { return departed_.load(std::memory_order_acquire); }

@@ -335,20 +335,27 @@ void NetDomain::executorState(Executor state) {
   if (state == Executor::kAsleep || sendsQueued) wakeProgress();
 }
 
-bool NetDomain::pumpAll() {
+bool NetDomain::pumpAll(std::vector<short>* events) {
   bool moved = false;
-  for (auto& peer : peers_) {
+  if (events != nullptr) events->assign(peers_.size() * settings_.socketsPerPeer, 0);
+  for (size_t p = 0; p < peers_.size(); ++p) {
+    Peer& peer = *peers_[p];
     // When the executor holds a channel it is pumping it itself; count that as activity so the
     // thread looks again instead of sleeping on work it did not see.
-    if (peer->send->mutex().try_lock()) {
-      moved = peer->send->pump().moved || moved;
-      peer->send->mutex().unlock();
+    if (peer.send->mutex().try_lock()) {
+      moved = peer.send->pump().moved || moved;
+      // What to poll for is read here, under the lock: the executor's pumps change it.
+      for (int s = 0; events != nullptr && s < settings_.socketsPerPeer; ++s)
+        (*events)[p * settings_.socketsPerPeer + s] |= peer.send->wantsWrite(s) ? POLLOUT : 0;
+      peer.send->mutex().unlock();
     } else {
       moved = true;
     }
-    if (peer->recv->mutex().try_lock()) {
-      moved = peer->recv->pump().moved || moved;
-      peer->recv->mutex().unlock();
+    if (peer.recv->mutex().try_lock()) {
+      moved = peer.recv->pump().moved || moved;
+      for (int s = 0; events != nullptr && s < settings_.socketsPerPeer; ++s)
+        (*events)[p * settings_.socketsPerPeer + s] |= peer.recv->wantsRead(s) ? POLLIN : 0;
+      peer.recv->mutex().unlock();
     } else {
       moved = true;
     }
@@ -358,6 +365,7 @@ bool NetDomain::pumpAll() {
 
 void NetDomain::progressLoop() {
   std::vector<pollfd> fds;
+  std::vector<short> events;     // per socket: what to poll it for
   std::vector<uint8_t> hungUp;  // per socket: the peer closed it and nothing more can be read now
   size_t socketCount = peers_.size() * settings_.socketsPerPeer;
   hungUp.assign(socketCount, 0);
@@ -384,7 +392,7 @@ void NetDomain::progressLoop() {
     // Announce sleep, then look once more: a post or release that happened before the
     // announcement is seen here, one after it writes the eventfd (wakeProgress).
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (pumpAll()) {
+    if (pumpAll(&events)) {
       sleeping_.store(false);
       ringDoorbell(bell_);
       continue;
@@ -393,12 +401,11 @@ void NetDomain::progressLoop() {
     fds.push_back({wakeFd_.get(), POLLIN, 0});
     for (size_t p = 0; p < peers_.size(); ++p) {
       for (int s = 0; s < settings_.socketsPerPeer; ++s) {
-        short events = (peers_[p]->recv->wantsRead(s) ? POLLIN : 0) | (peers_[p]->send->wantsWrite(s) ? POLLOUT : 0);
         size_t index = p * settings_.socketsPerPeer + s;
         // poll() reports a hang-up even for no events: leave such a socket out until it has
         // something to do, or the thread would spin on it.
-        bool quiet = events == 0 && (hungUp[index] || peers_[p]->recv->departed());
-        fds.push_back({quiet ? -1 : peers_[p]->sockets[s].get(), events, 0});
+        bool quiet = events[index] == 0 && (hungUp[index] || peers_[p]->recv->departed());
+        fds.push_back({quiet ? -1 : peers_[p]->sockets[s].get(), events[index], 0});
       }
     }
     int ready = poll(fds.data(), fds.size(), kPollIntervalMs);

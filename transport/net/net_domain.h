@@ -89,7 +89,9 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   void dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline);
   void startChannels();
   void progressLoop();
-  bool pumpAll();
+  // Pumps every connection whose lock is free; true when bytes moved or a lock was busy. With
+  // `events`, also says per socket what to poll it for, read under the same locks.
+  bool pumpAll(std::vector<short>* events = nullptr);
   void flushAndSayGoodbye();
 
   int myRank_;
