@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kernels/cpu/half.h"
-#include "kernels/cpu/host_kernels.h"
 #include "kernels/cpu/reduce.h"
 
 namespace {
@@ -83,12 +82,3 @@ BENCHMARK(BM_SumFloat2To2) COLL_SIZES;
 BENCHMARK(BM_SumFloat8) COLL_SIZES;
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  benchmark::AddCustomContext("host_kernels", coll::kernels::activeHostKernels().name);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -41,10 +41,10 @@ bool cpuRunsAvx512() {
 
 // Most portable first: the choice takes the last one the CPU runs.
 const HostKernels kVariants[] = {
-    {"generic", anyCpu, &genericReduceLoops},
+    {"generic", IsaVariant::generic, anyCpu, &genericReduceLoops},
 #if defined(COLL_KERNEL_X86_VARIANTS)
-    {"avx2", cpuRunsAvx2, &avx2ReduceLoops},
-    {"avx512", cpuRunsAvx512, &avx512ReduceLoops},
+    {"avx2", IsaVariant::avx2, cpuRunsAvx2, &avx2ReduceLoops},
+    {"avx512", IsaVariant::avx512, cpuRunsAvx512, &avx512ReduceLoops},
 #endif
 };
 constexpr int kVariantCount = int(sizeof(kVariants) / sizeof(kVariants[0]));

@@ -1,6 +1,8 @@
 // The host reduce loops are built once per instruction set (kernels/cpu/isa/) and one build is
 // chosen at run time, so a binary made on any machine runs, at full speed, on every CPU of its
 // architecture. On x86-64: generic (the baseline, SSE2), avx2 and avx512; elsewhere generic only.
+// Layers above that build loops of their own per variant (src/zero's optimizer loops) follow the
+// same choice: one per process, for every layer, made and reported here.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +14,14 @@
 namespace coll {
 namespace kernels {
 
+// Every variant there is on any architecture; the value indexes the per-variant tables of the
+// layers above (a table holds null where its architecture builds no such variant).
+enum class IsaVariant { generic, avx2, avx512 };
+constexpr int kIsaVariantCount = 3;
+
 struct HostKernels {
   const char* name;              // what COLL_CPU_KERNELS calls it: "generic", "avx2", "avx512"
+  IsaVariant isa;                // which one it is, for the other layers' tables
   bool (*cpuCanRun)();           // whether this CPU and OS run its instructions
   const ReduceLoopTable* loops;  // its loops
 };

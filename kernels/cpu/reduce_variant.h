@@ -25,7 +25,7 @@ struct ReduceLoopTable {
 };
 
 // One table per variant, each defined in kernels/cpu/isa/<variant>.cc. The avx2 and avx512 ones are
-// built on x86-64 only (kernels/CMakeLists.txt defines COLL_KERNEL_X86_VARIANTS there).
+// built on x86-64 only (cmake/isa_variants.cmake defines COLL_KERNEL_X86_VARIANTS there).
 extern const ReduceLoopTable genericReduceLoops;
 extern const ReduceLoopTable avx2ReduceLoops;
 extern const ReduceLoopTable avx512ReduceLoops;

@@ -21,7 +21,7 @@ namespace kernels {
 namespace {
 
 #if defined(__x86_64__)
-// What each variant's -m flags need (kernels/CMakeLists.txt): the instructions, and the OS saving
+// What each variant's -m flags need (cmake/isa_variants.cmake): the instructions, and the OS saving
 // the registers they use (XCR0: SSE and AVX state, then the AVX-512 mask and upper ZMM state).
 bool cpuidSaysRuns(const std::string& variant) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -9,34 +9,11 @@
 #include <functional>
 #include <limits>
 
+#include "optimizer_cases.h"
 #include "zero_test_util.h"
 
 namespace zerotest {
 namespace {
-
-collZeroStepConfig_t adam(collZeroOptimizer_t optimizer, double weightDecay) {
-  collZeroStepConfig_t c{};
-  c.optimizer = optimizer;
-  c.lr = 1e-3;
-  c.beta1 = 0.9;
-  c.beta2 = 0.999;
-  c.eps = 1e-8;
-  c.weightDecay = weightDecay;
-  c.gradScale = 1.0;
-  return c;
-}
-
-collZeroStepConfig_t sgd(double momentum, double dampening, int nesterov, double weightDecay) {
-  collZeroStepConfig_t c{};
-  c.optimizer = collZeroSgd;
-  c.lr = 0.1;
-  c.momentum = momentum;
-  c.dampening = dampening;
-  c.nesterov = nesterov;
-  c.weightDecay = weightDecay;
-  c.gradScale = 1.0;
-  return c;
-}
 
 // One element's state in double precision; m is exp_avg (Adam) or the momentum buffer (SGD).
 struct RefElement {
@@ -67,27 +44,9 @@ void referenceStep(const collZeroStepConfig_t& c, RefElement& e, double g) {
   e.p -= c.lr / (1.0 - std::pow(c.beta1, t)) * e.m / denom;
 }
 
-double initialParam(size_t i) { return (i % 2 ? 1.0 : -1.0) * (0.5 + double((i * 13) % 97) / 97.0); }
-double gradient(long long step, size_t i) {
-  return 0.02 * double(int((i * 37 + size_t(step) * 101) % 199) - 99) / 99.0 + 0.001 * double(step);
-}
-
 bool close(double got, double want, double floor) {
   return std::fabs(got - want) <= 1e-5 * std::max(std::fabs(want), floor);
 }
-
-// A gradient type and how the caller scales it (loss scaling for half), and the paramOut type.
-struct Precision {
-  collDataType_t gradType;
-  double lossScale;          // gradients are stored multiplied by this; gradScale undoes it
-  collDataType_t paramType;  // collFloat32: no paramOut
-};
-
-const Precision kPrecisions[] = {{collFloat32, 1.0, collFloat32},
-                                 {collFloat32, 0.75, collBfloat16},
-                                 {collFloat16, 1024.0, collFloat16},
-                                 {collBfloat16, 1.0, collBfloat16},
-                                 {collBfloat16, 8.0, collFloat16}};
 
 uint16_t rounded(float master, collDataType_t type) {
   return type == collBfloat16 ? toBfloat16(master) : toHalf(master);
@@ -149,22 +108,6 @@ void runAndCompare(collZeroStepConfig_t config, const Precision& precision, size
     ASSERT_TRUE(adamFamily || sgdState || state0.bytes() == state0Initial) << "SGD without momentum wrote state0";
     ASSERT_TRUE(paramOutArg != nullptr || paramOut.bytes() == paramOutInitial) << "paramOut was written";
   }
-}
-
-struct NamedConfig {
-  const char* name;
-  collZeroStepConfig_t config;
-};
-
-std::vector<NamedConfig> configs() {
-  return {{"Adam", adam(collZeroAdam, 0.0)},
-          {"Adam weight decay", adam(collZeroAdam, 0.05)},
-          {"AdamW", adam(collZeroAdamW, 0.05)},
-          {"SGD", sgd(0.0, 0.0, 0, 0.0)},
-          {"SGD weight decay", sgd(0.0, 0.0, 0, 0.01)},
-          {"SGD momentum", sgd(0.9, 0.0, 0, 0.0)},
-          {"SGD momentum dampening weight decay", sgd(0.9, 0.1, 0, 0.01)},
-          {"SGD nesterov weight decay", sgd(0.9, 0.0, 1, 0.001)}};
 }
 
 class ZeroOptimizerStep : public ::testing::TestWithParam<size_t> {};

@@ -1,5 +1,5 @@
 // The host reduce loops for x86-64 CPUs with AVX2, FMA and F16C (Haswell, Zen and later): 32-byte
-// vectors and hardware half conversions. kernels/CMakeLists.txt compiles this file with
+// vectors and hardware half conversions. cmake/isa_variants.cmake compiles this file with
 // -mavx2 -mfma -mf16c; host_kernels.cc runs it only where the CPU has all three.
 #define COLL_KERNEL_ISA avx2
 #include "kernels/cpu/reduce_loop_table.h"

@@ -1,0 +1,71 @@
+// The cases the optimizer-step tests share: the configurations (torch.optim's defaults for Adam
+// and AdamW, SGD with and without momentum, dampening, Nesterov and weight decay), the gradient
+// and parameter-copy precisions, and the inputs of every step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "zero_test_util.h"
+
+namespace zerotest {
+
+inline collZeroStepConfig_t adam(collZeroOptimizer_t optimizer, double weightDecay) {
+  collZeroStepConfig_t c{};
+  c.optimizer = optimizer;
+  c.lr = 1e-3;
+  c.beta1 = 0.9;
+  c.beta2 = 0.999;
+  c.eps = 1e-8;
+  c.weightDecay = weightDecay;
+  c.gradScale = 1.0;
+  return c;
+}
+
+inline collZeroStepConfig_t sgd(double momentum, double dampening, int nesterov, double weightDecay) {
+  collZeroStepConfig_t c{};
+  c.optimizer = collZeroSgd;
+  c.lr = 0.1;
+  c.momentum = momentum;
+  c.dampening = dampening;
+  c.nesterov = nesterov;
+  c.weightDecay = weightDecay;
+  c.gradScale = 1.0;
+  return c;
+}
+
+inline double initialParam(size_t i) { return (i % 2 ? 1.0 : -1.0) * (0.5 + double((i * 13) % 97) / 97.0); }
+inline double gradient(long long step, size_t i) {
+  return 0.02 * double(int((i * 37 + size_t(step) * 101) % 199) - 99) / 99.0 + 0.001 * double(step);
+}
+
+// A gradient type and how the caller scales it (loss scaling for half), and the paramOut type.
+struct Precision {
+  collDataType_t gradType;
+  double lossScale;          // gradients are stored multiplied by this; gradScale undoes it
+  collDataType_t paramType;  // collFloat32: no paramOut
+};
+
+inline const Precision kPrecisions[] = {{collFloat32, 1.0, collFloat32},
+                                        {collFloat32, 0.75, collBfloat16},
+                                        {collFloat16, 1024.0, collFloat16},
+                                        {collBfloat16, 1.0, collBfloat16},
+                                        {collBfloat16, 8.0, collFloat16}};
+
+struct NamedConfig {
+  const char* name;
+  collZeroStepConfig_t config;
+};
+
+inline std::vector<NamedConfig> configs() {
+  return {{"Adam", adam(collZeroAdam, 0.0)},
+          {"Adam weight decay", adam(collZeroAdam, 0.05)},
+          {"AdamW", adam(collZeroAdamW, 0.05)},
+          {"SGD", sgd(0.0, 0.0, 0, 0.0)},
+          {"SGD weight decay", sgd(0.0, 0.0, 0, 0.01)},
+          {"SGD momentum", sgd(0.9, 0.0, 0, 0.0)},
+          {"SGD momentum dampening weight decay", sgd(0.9, 0.1, 0, 0.01)},
+          {"SGD nesterov weight decay", sgd(0.9, 0.0, 1, 0.001)}};
+}
+
+}  // namespace zerotest
