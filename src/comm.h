@@ -71,8 +71,9 @@ class Communicator : public ConnectionSource {
   void markFailed(collResult_t code, const std::string& message);
   // Throws the error that broke the communicator, if any.
   void throwIfFailed();
-  // -1: this rank has no GPU (device memory is connected with the device-memory issue).
-  int cudaDevice() const { return cudaDevice_; }
+  // -1: this rank has no GPU: the thread that made the communicator had no current CUDA context
+  // (device memory is connected with the device-memory issue).
+  int cudaDevice() const { return cudaDevice_.load(); }
 
   // For colltopo and logs: who is where, what connects them, and what the planner knows.
   const std::vector<transport::PeerInfo>& peers() const { return peers_; }
@@ -112,7 +113,7 @@ class Communicator : public ConnectionSource {
   transport::LocalMemory* localMemory_ = nullptr;  // a domain's memory that every rank maps, if any
   PlanContext planContext_;
   std::unique_ptr<HostEngine> hostEngine_;
-  int cudaDevice_ = -1;
+  std::atomic<int> cudaDevice_{-1};
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap_ops.h"
+#include "common/cuda_device.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/net_interfaces.h"
@@ -47,6 +48,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
       rank_(rank),
       options_(options),
       params_(processParams()) {
+  // The device this process already works on, if the calling thread has a current context;
+  // asking creates none, so a host-only user on a GPU machine pays nothing.
+  cudaDevice_.store(currentContextDevice());
   exchangePeers();
   topo::logLocalTopology();
   setupTransports();

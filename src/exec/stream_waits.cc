@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/cuda_check.h"
+#include "common/cuda_device.h"
 #include "common/error.h"
 
 namespace coll {
@@ -17,11 +17,9 @@ constexpr size_t kWaitsPerBatch = 128;
 }  // namespace
 
 StreamWaits::StreamWaits() {
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
   // 12000: the _v2 entry point, the one CUDA 12 and later document.
-  COLL_CUDACHECK(
-      cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &batchMemOp_, 12000, cudaEnableDefault, &found));
-  if (found != cudaDriverEntryPointSuccess || batchMemOp_ == nullptr)
+  batchMemOp_ = cudaDriverFunction("cuStreamBatchMemOp", 12000);
+  if (batchMemOp_ == nullptr)
     throwError(collUnhandledCudaError,
                "the CUDA driver has no cuStreamBatchMemOp (stream memory operations; driver for CUDA 12 or later "
                "needed): ranks of different processes on one GPU cannot be ordered without it");

@@ -1,6 +1,7 @@
 // Device buffers where the library cannot run them: a call with a stream is refused with
 // collInvalidUsage and a message naming the function, before anything is touched ("no CUDA
-// device: ..." on a machine without a GPU); collCommCuDevice reports -1.
+// device: ..." on a machine without a GPU); collCommCuDevice reports -1, and init made no CUDA
+// context (a host-only user on a GPU machine pays nothing for the device path).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -79,6 +80,12 @@ TEST_F(DeviceRefusal, CuDeviceIsMinusOneForAHostCommunicator) {
   EXPECT_EQ(device, -1);
 }
 
+// Runs on GPU machines too: the test's thread never made a CUDA context, so init must find none
+// and make none.
+TEST_F(DeviceRefusal, AHostCommunicatorMadeNoContext) {
+  EXPECT_EQ(coll::currentContextDevice(), -1) << "communicator init made a CUDA context current";
+}
+
 TEST(DeviceQuery, AnswersConsistently) {
   std::string why;
   const bool available = coll::cudaDeviceAvailable(&why);
@@ -87,6 +94,8 @@ TEST(DeviceQuery, AnswersConsistently) {
   }
   if (!available) {
     EXPECT_FALSE(why.empty());
+    EXPECT_EQ(coll::currentContextDevice(), -1);
+    EXPECT_EQ(coll::cudaDriverFunction("cuCtxGetCurrent", 4000), nullptr);
   }
   EXPECT_EQ(coll::cudaDeviceAvailable(nullptr), available);
 }
