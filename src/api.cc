@@ -123,6 +123,8 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
     // The engine for this memory: refused here, before the call is queued or anything touched.
+    // A rank's first call with a stream sets up device memory here, collectively (comm_device.cc),
+    // inside a group too: the setup does not depend on which call comes first.
     c.engineFor(stream);
     if (groupActive()) {
       groupEnqueue(&c, call, stream);
@@ -253,8 +255,8 @@ COLL_API collResult_t collCommSplit(collComm_t comm, int color, int key, collCom
 }
 
 COLL_API collResult_t collCommFinalize(collComm_t comm) {
-  // Host calls complete before they return, so there is nothing left to flush.
-  return coll::guarded("collCommFinalize", [&] { coll::liveComm(comm, "collCommFinalize"); });
+  // Host calls complete before they return; device calls are waited for.
+  return coll::guarded("collCommFinalize", [&] { coll::liveComm(comm, "collCommFinalize")->impl->finalize(); });
 }
 
 COLL_API collResult_t collCommDestroy(collComm_t comm) {
