@@ -100,7 +100,8 @@ class Communicator : public ConnectionSource {
   // Creates a domain for every transport `routes` use, with `settings`; routeTo (may be null) gets
   // each member's domain.
   void createDomains(const transport::Routes& routes, const transport::TransportSettings* settings,
-                     std::vector<std::unique_ptr<transport::Domain>>* domains, std::vector<transport::Domain*>* routeTo);
+                     std::vector<std::unique_ptr<transport::Domain>>* domains,
+                     std::vector<transport::Domain*>* routeTo);
   // The domains' setup rounds and the closing barrier, through the store under `prefix`.
   void runDomainSetup(std::vector<std::unique_ptr<transport::Domain>>& domains, const std::string& prefix,
                       Deadline deadline);

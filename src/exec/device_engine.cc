@@ -93,8 +93,8 @@ void DeviceEngine::drain(Deadline deadline) {
     if (rc == cudaSuccess) return;
     if (rc != cudaErrorNotReady) COLL_CUDACHECK(rc);
     if (Clock::now() >= deadline)
-      throwError(collTimeout, "rank %d: the last device launch did not end before the deadline (%llu launches)",
-                 rank_, order_.launches());
+      throwError(collTimeout, "rank %d: the last device launch did not end before the deadline (%llu launches)", rank_,
+                 order_.launches());
     // A release can lose a race with the stream it releases (stream_waits.h): repeat it.
     if (aborted_.load()) releaseStreamWaits();
     std::this_thread::sleep_for(std::chrono::milliseconds(aborted_.load() ? 10 : 1));
