@@ -19,6 +19,9 @@ namespace {
 using CtxGetCurrentFn = CUresult (*)(CUcontext*);
 using CtxSetCurrentFn = CUresult (*)(CUcontext);
 using CtxGetDeviceFn = CUresult (*)(CUdevice*);
+using StreamGetCtxFn = CUresult (*)(CUstream, CUcontext*);
+using CtxPushPopFn = CUresult (*)(CUcontext);
+using CtxPopFn = CUresult (*)(CUcontext*);
 
 // The thread's current context, or nullptr for none (or a driver without the call).
 CUcontext currentContext() {
@@ -64,22 +67,37 @@ void* cudaDriverFunction(const char* name, int version) {
   return function;
 }
 
-int currentContextDevice() {
-  if (currentContext() == nullptr) return -1;
+// The device of the thread's current context, or -1.
+int deviceOfCurrentContext() {
   static const auto getDevice = reinterpret_cast<CtxGetDeviceFn>(cudaDriverFunction("cuCtxGetDevice", 2000));
   CUdevice device = -1;
   if (getDevice == nullptr || getDevice(&device) != CUDA_SUCCESS) return -1;
   return static_cast<int>(device);
 }
 
+int currentContextDevice() {
+  if (currentContext() == nullptr) return -1;
+  return deviceOfCurrentContext();
+}
+
+// Through the stream's context (driver calls of CUDA 9.2 and earlier) rather than
+// cudaStreamGetDevice, which needs a CUDA 12.8 toolkit to build.
 int streamDevice(void* stream) {
-  int device = -1;
-  const cudaError_t rc = cudaStreamGetDevice(static_cast<cudaStream_t>(stream), &device);
-  if (rc != cudaSuccess) {
-    cudaGetLastError();
-    throwError(collInvalidUsage, "stream %p is not a CUDA stream this process knows (cudaStreamGetDevice: %s)", stream,
-               cudaGetErrorString(rc));
-  }
+  static const auto getCtx = reinterpret_cast<StreamGetCtxFn>(cudaDriverFunction("cuStreamGetCtx", 9020));
+  static const auto push = reinterpret_cast<CtxPushPopFn>(cudaDriverFunction("cuCtxPushCurrent", 4000));
+  static const auto pop = reinterpret_cast<CtxPopFn>(cudaDriverFunction("cuCtxPopCurrent", 4000));
+  if (getCtx == nullptr || push == nullptr || pop == nullptr)
+    throwError(collUnhandledCudaError, "the CUDA driver lacks cuStreamGetCtx or cuCtxPushCurrent");
+  CUcontext context = nullptr;
+  const CUresult rc = getCtx(static_cast<CUstream>(stream), &context);
+  if (rc != CUDA_SUCCESS || context == nullptr)
+    throwError(collInvalidUsage, "stream %p is not a CUDA stream this process knows (cuStreamGetCtx: CUresult %d)",
+               stream, static_cast<int>(rc));
+  if (push(context) != CUDA_SUCCESS) throwError(collUnhandledCudaError, "cuCtxPushCurrent failed");
+  const int device = deviceOfCurrentContext();
+  CUcontext popped = nullptr;
+  pop(&popped);
+  if (device < 0) throwError(collUnhandledCudaError, "cuCtxGetDevice failed for the context of stream %p", stream);
   return device;
 }
 

@@ -27,7 +27,7 @@ bool cudaCompiledIn();
 int currentContextDevice();
 
 // The device `stream` (a cudaStream_t) belongs to. A stream exists only in a context, so asking
-// creates none. Throws collInvalidUsage for a handle the runtime does not know.
+// creates none. Throws collInvalidUsage for a handle the driver does not know.
 int streamDevice(void* stream);
 
 // For its lifetime, `device` is the calling thread's current device (its primary context, which

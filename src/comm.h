@@ -107,7 +107,7 @@ class Communicator : public ConnectionSource {
                       Deadline deadline);
   // comm_device.cc.
   Engine& deviceEngineFor(collStream_t stream);
-  void setupDevice(int device);
+  void setupDevice(int device, const transport::Routes& routes);
   void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();

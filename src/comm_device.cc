@@ -48,8 +48,13 @@ Engine& Communicator::deviceEngineFor(collStream_t stream) {
                "the stream is on CUDA device %d, but this communicator's device is %d (the device current when "
                "it was made): pass a stream of device %d",
                device, recorded, recorded);
+  // Every rank chooses the device routes from the same table and peer descriptions, before any
+  // rank touches the store: a pair no device transport connects is refused on every rank alike,
+  // as a usage error that leaves the communicator usable for host memory.
+  const transport::Routes routes =
+      transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kDevice);
   try {
-    setupDevice(device);
+    setupDevice(device, routes);
   } catch (const CollError& e) {
     // Peers may have joined the setup and wait for this rank: fail the communicator, so that
     // they learn it through every transport instead of at the timeout.
@@ -65,11 +70,9 @@ Engine& Communicator::deviceEngineFor(collStream_t stream) {
   return *deviceEngine_;
 }
 
-void Communicator::setupDevice(int device) {
+void Communicator::setupDevice(int device, const transport::Routes& routes) {
   CurrentDeviceScope scope(device);
-  // Every rank chooses the device routes from the same table and peer descriptions: all create
-  // the same domains, so the setup rounds line up.
-  transport::Routes routes = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kDevice);
+  // All ranks create the same domains from the same routes, so the setup rounds line up.
   deviceSettings_ = transportSettings_;
   deviceSettings_.device = device;
   createDomains(routes, &deviceSettings_, &deviceDomains_, nullptr);
