@@ -30,6 +30,9 @@ DeviceEngine::~DeviceEngine() {
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                            void* recvbuff, collStream_t stream) {
   if (program.launches.empty()) return;
+  // The caller's thread may have another device current (a stream of ours can be used from
+  // anywhere): launch with ours, and give the caller's back.
+  CurrentDeviceScope scope(channels_.device());
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLL_CUDACHECK(cudaStreamIsCapturing(s, &capture));
