@@ -1,6 +1,10 @@
 // Whether this process can use a CUDA device, asked by the communicator before it accepts a stream,
-// and by tests and tools. Built with and without CUDA (cuda_device_none.cc), so callers need no
-// #ifdef: without CUDA support compiled in, there is never a device.
+// and by tests and tools; which device a thread or a stream is on; and a scope that makes the
+// communicator's device current for library work and gives the caller's back. Built with and
+// without CUDA (cuda_device_none.cc), so callers need no #ifdef: without CUDA support compiled in,
+// there is never a device. Nothing here creates a CUDA context unless its comment says so: a
+// host-only user on a GPU machine must not pay a context (hundreds of MiB of GPU memory) for
+// linking a library that also does device memory.
 #pragma once
 
 #include <string>
@@ -15,5 +19,36 @@ bool cudaDeviceAvailable(std::string* why = nullptr);
 
 // Whether CUDA support is compiled into this library.
 bool cudaCompiledIn();
+
+// The device of the calling thread's current CUDA context, or -1 when the thread has none (or
+// there is no device). Asks the driver for the current context, so it never creates one: this
+// is how a communicator learns its device at init (a process that already works on a GPU has a
+// current context; one that only moves host memory has none and keeps it that way).
+int currentContextDevice();
+
+// The device `stream` (a cudaStream_t) belongs to. A stream exists only in a context, so asking
+// creates none. Throws collInvalidUsage for a handle the driver does not know.
+int streamDevice(void* stream);
+
+// For its lifetime, `device` is the calling thread's current device (its primary context, which
+// this creates if needed: the caller is about to work on the device). The destructor makes the
+// context that was current before current again, or none if none was: the caller's thread is left
+// exactly as found, and no other device's context is created to restore it.
+class CurrentDeviceScope {
+ public:
+  explicit CurrentDeviceScope(int device);
+  ~CurrentDeviceScope();
+  CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+  CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
+
+ private:
+  void* saved_ = nullptr;  // the CUcontext current before, possibly none
+  bool changed_ = false;
+};
+
+// A driver API function, looked up through the runtime at `version` (the CUDA version whose
+// signature the caller uses), so that libcollective links no libcuda. nullptr when the driver
+// lacks it; without CUDA support, always nullptr.
+void* cudaDriverFunction(const char* name, int version);
 
 }  // namespace coll

@@ -1,5 +1,7 @@
-// cuda_device.h without CUDA support compiled in: never a device.
+// cuda_device.h without CUDA support compiled in: never a device, and nothing to save or restore.
 #include "common/cuda_device.h"
+
+#include "common/error.h"
 
 namespace coll {
 
@@ -10,5 +12,16 @@ bool cudaDeviceAvailable(std::string* why) {
     *why = "this build of libcollective has no CUDA support (COLL_WITH_CUDA=OFF or no nvcc at build time)";
   return false;
 }
+
+int currentContextDevice() { return -1; }
+
+int streamDevice(void*) {
+  throwError(collInvalidUsage, "no CUDA device: this build of libcollective has no CUDA support");
+}
+
+CurrentDeviceScope::CurrentDeviceScope(int) {}
+CurrentDeviceScope::~CurrentDeviceScope() = default;
+
+void* cudaDriverFunction(const char*, int) { return nullptr; }
 
 }  // namespace coll

@@ -122,17 +122,21 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
-    // The engine for this memory: refused here, before the call is queued or anything touched.
-    c.engineFor(stream);
-    if (groupActive()) {
-      groupEnqueue(&c, call, stream);
-      return;
-    }
+    // In flight from here: a rank's first call with a stream sets up device memory below, which
+    // waits for the other ranks, and collCommAbort must not free the communicator meanwhile.
     handle->inflight.fetch_add(1);
     struct Release {
       collComm* h;
       ~Release() { h->inflight.fetch_sub(1); }
     } release{handle};
+    // The engine for this memory: refused here, before the call is queued or anything touched.
+    // The device setup (comm_device.cc) happens here, inside a group too: it does not depend on
+    // which call comes first.
+    c.engineFor(stream);
+    if (groupActive()) {
+      groupEnqueue(&c, call, stream);
+      return;
+    }
     c.run(call, stream);
   });
 }
@@ -253,8 +257,8 @@ COLL_API collResult_t collCommSplit(collComm_t comm, int color, int key, collCom
 }
 
 COLL_API collResult_t collCommFinalize(collComm_t comm) {
-  // Host calls complete before they return, so there is nothing left to flush.
-  return coll::guarded("collCommFinalize", [&] { coll::liveComm(comm, "collCommFinalize"); });
+  // Host calls complete before they return; device calls are waited for.
+  return coll::guarded("collCommFinalize", [&] { coll::liveComm(comm, "collCommFinalize")->impl->finalize(); });
 }
 
 COLL_API collResult_t collCommDestroy(collComm_t comm) {

@@ -6,8 +6,10 @@
 // the parameter cache.
 //
 // One job per file: comm_init.cc (peers, shared settings, transports, plan context, engines),
-// comm_run.cc (running calls), comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit) and
-// comm_failure.cc (health, failure, abort).
+// comm_run.cc (running calls), comm_device.cc (device memory: the lazy, collective setup of the
+// device transports and engine at the first call with a stream, and their teardown),
+// comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit) and comm_failure.cc (health,
+// failure, abort).
 #pragma once
 
 #include <atomic>
@@ -51,12 +53,18 @@ class Communicator : public ConnectionSource {
 
   // The engine for calls with this stream: the host engine for NULL (host memory), the device
   // engine for a CUDA stream. Throws collInvalidUsage, naming what is missing, where device
-  // memory cannot run (no GPU, or not yet connected in this build: docs/cuda.md).
+  // memory cannot run (no GPU, no CUDA in this build). The first call with a stream sets up the
+  // device transports and engine, collectively: every rank's first call with a stream (whatever
+  // call it is) joins the same setup, through the store (comm_device.cc).
   Engine& engineFor(collStream_t stream);
   // One collective: host memory to completion, device memory enqueued on `stream`.
   void run(const CollCall& call, collStream_t stream);
   // Sends and receives issued together (a group): no ordering between them, so no deadlock.
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream);
+
+  // collCommFinalize: waits until the device launches enqueued so far have ended (host calls
+  // ended when they returned). Throws collTimeout after the communicator's timeout.
+  void finalize();
 
   // MPI_Comm_split: nullptr for COLL_SPLIT_NOCOLOR.
   std::unique_ptr<Communicator> split(int color, int key, const CommOptions& options);
@@ -71,8 +79,9 @@ class Communicator : public ConnectionSource {
   void markFailed(collResult_t code, const std::string& message);
   // Throws the error that broke the communicator, if any.
   void throwIfFailed();
-  // -1: this rank has no GPU (device memory is connected with the device-memory issue).
-  int cudaDevice() const { return cudaDevice_; }
+  // -1: this rank has no GPU yet: the thread that made the communicator had no current CUDA
+  // context, and no call with a stream came since (which then sets it to the stream's device).
+  int cudaDevice() const { return cudaDevice_.load(); }
 
   // For colltopo and logs: who is where, what connects them, and what the planner knows.
   const std::vector<transport::PeerInfo>& peers() const { return peers_; }
@@ -88,7 +97,18 @@ class Communicator : public ConnectionSource {
  private:
   void exchangePeers();
   void setupTransports();
-  void runDomainSetup(Deadline deadline);
+  // Creates a domain for every transport `routes` use, with `settings`; routeTo (may be null) gets
+  // each member's domain.
+  void createDomains(const transport::Routes& routes, const transport::TransportSettings* settings,
+                     std::vector<std::unique_ptr<transport::Domain>>* domains,
+                     std::vector<transport::Domain*>* routeTo);
+  // The domains' setup rounds and the closing barrier, through the store under `prefix`.
+  void runDomainSetup(std::vector<std::unique_ptr<transport::Domain>>& domains, const std::string& prefix,
+                      Deadline deadline);
+  // comm_device.cc.
+  Engine& deviceEngineFor(collStream_t stream);
+  void setupDevice(int device, const transport::Routes& routes);
+  void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();
   Deadline initDeadline() const;
@@ -112,7 +132,13 @@ class Communicator : public ConnectionSource {
   transport::LocalMemory* localMemory_ = nullptr;  // a domain's memory that every rank maps, if any
   PlanContext planContext_;
   std::unique_ptr<HostEngine> hostEngine_;
-  int cudaDevice_ = -1;
+  // Device memory (comm_device.cc), set up at the first call with a stream.
+  std::atomic<int> cudaDevice_{-1};
+  std::mutex deviceMutex_;  // setup; abort reads deviceEngine_ only once it is published
+  transport::TransportSettings deviceSettings_;
+  std::vector<std::unique_ptr<transport::Domain>> deviceDomains_;
+  std::unique_ptr<Engine> deviceEngine_;
+  std::atomic<Engine*> deviceEngineReady_{nullptr};
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};

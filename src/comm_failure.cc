@@ -24,6 +24,9 @@ void Communicator::markFailed(collResult_t code, const std::string& message) {
   COLL_WARN(kColl, "comm %s rank %d failed: %s", options_.name.c_str(), rank_, message.c_str());
   std::string reason = formatString("rank %d: %s", rank_, message.c_str());
   for (auto& domain : domains_) domain->announceFailure(reason);
+  // Device kernels of a failed communicator stop at their next wait, which their peers' kernels
+  // then see as this rank stopping.
+  if (Engine* device = deviceEngineReady_.load()) device->abort();
 }
 
 collResult_t Communicator::asyncError() {
@@ -31,6 +34,10 @@ collResult_t Communicator::asyncError() {
   if (recorded != collSuccess) return recorded;
   std::string message;
   collResult_t reported = hostEngine_ ? hostEngine_->pollError(&message) : collSuccess;
+  // The device kernels report on themselves in host-mapped memory (a wait past its deadline, a
+  // peer that stopped): reading it needs no CUDA call.
+  if (Engine* device = deviceEngineReady_.load(); reported == collSuccess && device != nullptr)
+    reported = device->pollError(&message);
   if (reported != collSuccess) markFailed(reported, message);
   return asyncError_.load();
 }
@@ -45,6 +52,8 @@ void Communicator::abort() {
   aborted_.store(true);
   markFailed(collRemoteError, formatString("rank %d called collCommAbort", rank_));
   if (hostEngine_) hostEngine_->abort();
+  // Device kernels stop at their next wait; serialized mode's stream waits are released.
+  if (Engine* device = deviceEngineReady_.load()) device->abort();
   transport::forceRingDoorbell(bell_);
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bootstrap/bootstrap_ops.h"
+#include "common/cuda_device.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/net_interfaces.h"
@@ -47,6 +48,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
       rank_(rank),
       options_(options),
       params_(processParams()) {
+  // The device this process already works on, if the calling thread has a current context;
+  // asking creates none, so a host-only user on a GPU machine pays nothing (comm_device.cc).
+  cudaDevice_.store(currentContextDevice());
   exchangePeers();
   topo::logLocalTopology();
   setupTransports();
@@ -55,6 +59,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
 }
 
 Communicator::~Communicator() {
+  // Device memory first: its launches may still run, and peers may still write into it.
+  teardownDevice();
   // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
   // memory segment, and pending sends are flushed before the closing frames.
   hostEngine_.reset();
@@ -117,21 +123,8 @@ void Communicator::setupTransports() {
   // Every rank chooses from the same table, settings and peer descriptions: a pair that no
   // transport connects is refused on every rank alike, and all agree on which domains exist.
   routes_ = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kHost);
-  routeTo_.assign(nranks_, nullptr);
-  for (const transport::TransportEntry* entry : routes_.used) {
-    transport::DomainArgs args;
-    args.rank = rank_;
-    args.nranks = nranks_;
-    args.peers = &peers_;
-    args.members = routes_.membersOf(entry);
-    args.settings = &transportSettings_;
-    args.setupWatch = [this] {
-      bootstrap::throwIfARankDeparted(*store_, "communicator init, connecting the transports", initDeadline());
-    };
-    domains_.push_back(entry->create(args));
-    for (int peer : args.members) routeTo_[peer] = domains_.back().get();
-  }
-  runDomainSetup(initDeadline());
+  createDomains(routes_, &transportSettings_, &domains_, &routeTo_);
+  runDomainSetup(domains_, "", initDeadline());
   // The rank's doorbell: where peers in other processes can ring it, if any domain offers that.
   for (auto& domain : domains_)
     if (transport::Doorbell* shared = domain->sharedDoorbell(); shared != nullptr && bell_ == &localBell_)
@@ -139,11 +132,32 @@ void Communicator::setupTransports() {
   for (auto& domain : domains_) domain->useDoorbell(bell_);
 }
 
-void Communicator::runDomainSetup(Deadline deadline) {
-  for (auto& domain : domains_) {
+void Communicator::createDomains(const transport::Routes& routes, const transport::TransportSettings* settings,
+                                 std::vector<std::unique_ptr<transport::Domain>>* domains,
+                                 std::vector<transport::Domain*>* routeTo) {
+  if (routeTo != nullptr) routeTo->assign(nranks_, nullptr);
+  for (const transport::TransportEntry* entry : routes.used) {
+    transport::DomainArgs args;
+    args.rank = rank_;
+    args.nranks = nranks_;
+    args.peers = &peers_;
+    args.members = routes.membersOf(entry);
+    args.settings = settings;
+    args.setupWatch = [this] {
+      bootstrap::throwIfARankDeparted(*store_, "communicator init, connecting the transports", initDeadline());
+    };
+    domains->push_back(entry->create(args));
+    if (routeTo != nullptr)
+      for (int peer : args.members) (*routeTo)[peer] = domains->back().get();
+  }
+}
+
+void Communicator::runDomainSetup(std::vector<std::unique_ptr<transport::Domain>>& domains, const std::string& prefix,
+                                  Deadline deadline) {
+  for (auto& domain : domains) {
     for (int round = 0; round < domain->setupRounds(); ++round) {
       std::string card = domain->card(round);
-      std::string tag = std::string("setup/") + domain->name() + "/" + std::to_string(round);
+      std::string tag = prefix + "setup/" + domain->name() + "/" + std::to_string(round);
       std::vector<bootstrap::Bytes> all =
           bootstrap::allGather(*store_, tag, rank_, nranks_, bootstrap::Bytes(card.begin(), card.end()), deadline);
       std::vector<std::string> cards;
@@ -151,8 +165,8 @@ void Communicator::runDomainSetup(Deadline deadline) {
       domain->connect(round, cards, deadline);
     }
   }
-  bootstrap::barrier(*store_, "setup/connected", rank_, nranks_, deadline);
-  for (auto& domain : domains_) domain->setupDone();
+  bootstrap::barrier(*store_, prefix + "setup/connected", rank_, nranks_, deadline);
+  for (auto& domain : domains) domain->setupDone();
 }
 
 void Communicator::describePlanContext() {

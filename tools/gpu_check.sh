@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU check and measurement of libcollective in one call, on a machine with a GPU: builds
 # with CUDA, runs the GPU tests (every collective x type x op on 2, 4 and 8 ranks sharing one
-# GPU, as threads and as processes), compute-sanitizer, the device measurements (all-reduce of
+# GPU, as threads and as processes; the device path through the public API), compute-sanitizer, the device measurements (all-reduce of
 # 256 MiB on 4 ranks against a device-to-device copy measured in the same run, 8-byte latency),
 # all_reduce_perf -m device, and NCCL through PyTorch side by side; then prints one table.
 # docs/cuda.md says what each row means.
@@ -127,6 +127,20 @@ else
   row "host-side device tests" SKIPPED "not built (no GoogleTest)"
 fi
 
+# 2b. The device path through the public API (the communicator's lazy setup, its event chain
+# across two streams, teardown) and that a host-only init makes no CUDA context: first, since
+# everything below the API is worth little if this fails.
+step 120 "$LOG_DIR/api.log" "$bin/gpu_api"
+status=$?
+if [[ $status == 77 ]]; then
+  row "device path through the API" SKIPPED "$(head -1 "$LOG_DIR/api.log")"
+elif [[ $status == 0 ]]; then
+  row "device path through the API" PASS "$(grep -c '^RESULT.*PASS' "$LOG_DIR/api.log") checks"
+else
+  row "device path through the API" FAIL "$(why $status "$LOG_DIR/api.log"): $(grep -m1 '^FAIL\|FAIL$\|^TIMEOUT' "$LOG_DIR/api.log" | cut -c1-150)"
+  grep -v '^RESULT.*PASS' "$LOG_DIR/api.log" | head -10
+fi
+
 # 3. GPU correctness: one row per (mode, ranks).
 step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" --modes threads,processes
 status=$?
@@ -188,7 +202,7 @@ else
   [[ $status != 0 ]] && grep FAIL "$LOG_DIR/bench.log" | head -5
 fi
 
-# 6. The perf program through the public API (needs the device path wired into the communicator).
+# 6. The perf program through the public API and collrun (processes: serialized mode).
 perf=$BUILD_DIR/benchmarks/perf/all_reduce_perf
 collrun=$BUILD_DIR/tools/collrun/collrun
 if [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then

@@ -1,6 +1,11 @@
 #include "src/exec/device_engine.h"
 
-#include <cuda_runtime.h>
+#include <chrono>
+#include <thread>
+
+#include "common/cuda_check.h"
+#include "common/cuda_device.h"
+#include "common/logging.h"
 
 namespace coll {
 
@@ -12,10 +17,31 @@ DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nr
   context_.mode = channels.kernelsConcurrent() ? DeviceMode::kConcurrent : DeviceMode::kSerialized;
   context_.forced = params.protocol;
   context_.overrides = params.algoOverride;
+  // No timing: the event only orders launches, and timing events cost more to record.
+  COLL_CUDACHECK(cudaEventCreateWithFlags(&lastLaunch_, cudaEventDisableTiming));
+}
+
+DeviceEngine::~DeviceEngine() {
+  // Errors are ignored: teardown, possibly after the device failed.
+  if (side_ != nullptr) cudaStreamDestroy(side_);
+  if (lastLaunch_ != nullptr) cudaEventDestroy(lastLaunch_);
 }
 
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                            void* recvbuff, collStream_t stream) {
+  if (program.launches.empty()) return;
+  // The caller's thread may have another device current (a stream of ours can be used from
+  // anywhere): launch with ours, and give the caller's back.
+  CurrentDeviceScope scope(channels_.device());
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLL_CUDACHECK(cudaStreamIsCapturing(s, &capture));
+  const bool capturing = capture == cudaStreamCaptureStatusActive;
+  // Launches that ended hold no stream wait any more: keep the list abort releases short.
+  if (!capturing && order_.anyLaunch() && cudaEventQuery(lastLaunch_) == cudaSuccess) launcher_.forgetPendingWaits();
+  const LaunchOrder::Before before = order_.before(stream, capturing);
+  if (before.wait)
+    COLL_CUDACHECK(cudaStreamWaitEvent(s, lastLaunch_, before.external ? cudaEventWaitExternal : cudaEventWaitDefault));
   DeviceProgramView view;
   view.steps = program.steps.data();
   view.nsteps = program.steps.size();
@@ -24,7 +50,10 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   view.protocol = program.protocol;
   view.geometry = program.geometry;
   view.avgDivisor = program.avgDivisor;
-  launcher_.enqueue(view, type, op, sendbuff, recvbuff, static_cast<cudaStream_t>(stream));
+  launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
+  COLL_CUDACHECK(
+      cudaEventRecordWithFlags(lastLaunch_, s, before.external ? cudaEventRecordExternal : cudaEventRecordDefault));
+  order_.recorded(stream, capturing);
 }
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
@@ -38,6 +67,46 @@ void DeviceEngine::runPointToPoint(const std::vector<CollCall>& calls, collStrea
 
 collResult_t DeviceEngine::pollError(std::string* message) const {
   return transport::deviceStatusError(channels_.hostStatus(), rank_, message);
+}
+
+void DeviceEngine::abort() {
+  aborted_.store(true);
+  channels_.requestAbort();
+  try {
+    releaseStreamWaits();
+  } catch (const CollError& e) {
+    // Abort must not fail: drain() tries again, and the device error is what the caller sees.
+    COLL_WARN(kColl, "rank %d: releasing stream waits on abort: %s", rank_, e.what());
+  }
+}
+
+void DeviceEngine::releaseStreamWaits() {
+  CurrentDeviceScope scope(channels_.device());
+  std::lock_guard<std::mutex> lock(sideMutex_);
+  // Non-blocking: a side stream must not wait for the legacy stream, which a held stream may be.
+  if (side_ == nullptr) COLL_CUDACHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  launcher_.releasePendingWaits(side_);
+}
+
+void DeviceEngine::drain(Deadline deadline) {
+  if (!order_.anyLaunch()) return;
+  CurrentDeviceScope scope(channels_.device());
+  for (;;) {
+    const cudaError_t rc = cudaEventQuery(lastLaunch_);
+    if (rc == cudaSuccess) return;
+    if (rc != cudaErrorNotReady) COLL_CUDACHECK(rc);
+    if (Clock::now() >= deadline)
+      throwError(collTimeout, "rank %d: the last device launch did not end before the deadline (%llu launches)", rank_,
+                 order_.launches());
+    // A release can lose a race with the stream it releases (stream_waits.h): repeat it.
+    if (aborted_.load()) releaseStreamWaits();
+    std::this_thread::sleep_for(std::chrono::milliseconds(aborted_.load() ? 10 : 1));
+  }
+}
+
+std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
+                                         const Params& params, int timeoutMs) {
+  return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs);
 }
 
 }  // namespace coll

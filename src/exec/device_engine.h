@@ -2,14 +2,20 @@
 // like a host call (same planner and schedules, with the device protocol's slot geometry and
 // the device's limit on peers per step), lowered to device steps (src/plan/device_program.h) and
 // enqueued by the launcher over a device-memory domain's channels (transport/device_channels.h):
-// no host wait. The kernels report failures through host-mapped memory, which pollError reads.
-// Built only with CUDA.
+// no host wait. The launches of one engine are chained through one event across streams
+// (launch_order.h). The kernels report failures through host-mapped memory, which pollError
+// reads. Built only with CUDA; the communicator reaches it through makeDeviceEngine (engine.h).
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "src/exec/device_launcher.h"
 #include "src/exec/engine.h"
+#include "src/exec/launch_order.h"
 #include "src/params.h"
 #include "src/plan/device_program.h"
 #include "transport/device_channels.h"
@@ -18,23 +24,36 @@ namespace coll {
 
 class DeviceEngine : public Engine {
  public:
-  // params: COLL_ALGO and COLL_PROTO; timeoutMs bounds every wait of a kernel.
+  // params: COLL_ALGO and COLL_PROTO; timeoutMs bounds every wait of a kernel. Creates the
+  // ordering event on the channels' device (which must be current).
   DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params, int timeoutMs);
+  ~DeviceEngine() override;
   const char* name() const override { return "device"; }
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
   collResult_t pollError(std::string* message) const override;
-  void abort() override { channels_.requestAbort(); }
+  // Asks the kernels to stop and releases serialized mode's stream waits (from any thread).
+  void abort() override;
+  // Waits for the last launch (eager, or a graph replay recorded since) to end; after an abort,
+  // keeps releasing stream waits meanwhile. Throws collTimeout at the deadline.
+  void drain(Deadline deadline) override;
 
   // Enqueues a program planned elsewhere (the GPU tests plan with their own protocol choices).
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
                collStream_t stream);
 
  private:
+  void releaseStreamWaits();
+
   transport::DeviceChannels& channels_;
   int rank_;
   DeviceCallContext context_;
   DeviceLauncher launcher_;
+  cudaEvent_t lastLaunch_ = nullptr;  // recorded behind every launch (launch_order.h)
+  LaunchOrder order_;
+  std::mutex sideMutex_;
+  cudaStream_t side_ = nullptr;  // created by the first abort, for releasing stream waits
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace coll

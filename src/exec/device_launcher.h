@@ -41,6 +41,14 @@ class DeviceLauncher {
   // launch fails, collInvalidUsage for a program the mode cannot run.
   void enqueue(const DeviceProgramView& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                void* recvbuff, cudaStream_t stream);
+  // Serialized mode's stream waits (stream_waits.h): forget those of launches known to have
+  // ended; release those that may still hold a stream (abort). No-ops in concurrent mode.
+  void forgetPendingWaits() {
+    if (waits_) waits_->forgetPending();
+  }
+  void releasePendingWaits(cudaStream_t side) {
+    if (waits_) waits_->releasePending(side);
+  }
 
  private:
   void launch(const DeviceProgramView& program, const device::DeviceLaunch& launch, collDataType_t type, collRedOp_t op,

@@ -6,11 +6,14 @@
 // health state (src/comm.h: markFailed, asyncError) and both stop when it aborts.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "collective.h"
+#include "common/clock.h"
 #include "src/coll_call.h"
+#include "src/params.h"
 
 namespace coll {
 
@@ -30,6 +33,18 @@ class Engine {
   }
   // Stops this engine's running and future work at their next wait (collCommAbort).
   virtual void abort() {}
+  // Before teardown: waits until the work this engine handed over (device launches) has ended.
+  // Throws collTimeout at the deadline. The host engine hands nothing over.
+  virtual void drain(Deadline deadline) { (void)deadline; }
 };
+
+namespace transport {
+class DeviceChannels;
+}
+
+// The device engine (device_engine.h) over a device-memory domain's channels, with its device
+// current. In a build without CUDA (device_engine_none.cc) it throws collInvalidUsage.
+std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
+                                         const Params& params, int timeoutMs);
 
 }  // namespace coll

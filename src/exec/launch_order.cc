@@ -1,0 +1,24 @@
+#include "src/exec/launch_order.h"
+
+namespace coll {
+
+LaunchOrder::Before LaunchOrder::before(const void* stream, bool capturing) const {
+  Before b;
+  b.external = capturing;
+  // A capture always waits: the graph may be replayed after any later eager launch, and a wait
+  // on an event never recorded returns at once. An eager launch waits unless the stream itself
+  // orders it after the previous launch (same stream, previous one eager too).
+  if (capturing)
+    b.wait = true;
+  else
+    b.wait = launches_ > 0 && (lastCaptured_ || stream != lastStream_);
+  return b;
+}
+
+void LaunchOrder::recorded(const void* stream, bool capturing) {
+  lastStream_ = stream;
+  lastCaptured_ = capturing;
+  ++launches_;
+}
+
+}  // namespace coll
