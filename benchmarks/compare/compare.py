@@ -1,29 +1,33 @@
 #!/usr/bin/env python3
-"""Runs the same float32 sum all-reduce sizes through libcollective (all_reduce_perf), Open MPI
-(MPI_Allreduce) and Gloo (torch.distributed), side by side on this host, and reports time, bus
+"""Runs the same float32 sizes of every collective through libcollective (the *_perf programs),
+Open MPI (mpi_bench.c: MPI_Allreduce, MPI_Allgather, ...) and Gloo (gloo_bench.py:
+torch.distributed, where it has the operation), side by side on this host, and reports time, bus
 bandwidth and the ratios between them.
 
-Every library gets the same sizes, warm-up calls and timed iterations, the same CPU binding (a
-core per rank when they fit: collrun's default, and mpirun --bind-to core), and is timed the same
-way (warm-ups, a barrier, iterations back to back, average per call, maximum over ranks; busbw =
-algbw * 2(n-1)/n as in nccl-tests). The three runs are interleaved --runs times, rotating their
-order, and the medians (or with --stat min, the best runs) are reported, so that a noisy
-neighbour hurts all three alike. Iterations shrink with the size so that one size takes about
---budget seconds in the slowest library (Gloo).
+Every library gets the same sizes (meaning what they mean for our perf programs: collectives.py),
+warm-up calls and timed iterations, the same CPU binding (a core per rank when they fit: collrun's
+default, and mpirun --bind-to core), and is timed the same way (warm-ups, a barrier, iterations back
+to back, average per call, maximum over ranks; busbw = algbw times the collective's factor, as in
+nccl-tests). The libraries' runs are interleaved --runs times, rotating their order, and the
+medians (or with --stat min, the best runs) are reported, so that a noisy neighbour hurts all
+alike. Iterations shrink with the size so that one size takes about --budget seconds in the
+slowest library (Gloo).
 
-Writes to --out-dir: results.json (every run and the combined times), results.md (the tables) and
-allreduce.png (busbw and time against size, per library and rank count).
+Writes to --out-dir: results.json (every run and the combined times), results.md (every table:
+first each peer's time / ours per collective and size, then a section per collective) and, per
+collective, <coll>.md (its tables) and <coll>.png (busbw and time against size).
 
 examples:
-  benchmarks/compare/compare.py                        # 2 ranks, 8 B, 64 KiB, 1 MiB, 16 MiB, 64 MiB
-  benchmarks/compare/compare.py --ranks 2,4 --runs 5
-  benchmarks/compare/compare.py --sweep --runs 1       # 8 B to 64 MiB, factor 2
+  benchmarks/compare/compare.py --colls all_reduce     # 2 ranks, 8 B, 64 KiB, 1 MiB, 16 MiB, 64 MiB
+  benchmarks/compare/compare.py --colls broadcast,gather --ranks 2,4 --runs 5
+  benchmarks/compare/compare.py --sweep --runs 1       # every collective, 8 B to 64 MiB, factor 2
   benchmarks/compare/compare.py --mpi-args "--mca btl_vader_single_copy_mechanism cma"
   benchmarks/compare/compare.py --sockets --sizes 8,1M,16M   # TCP only: ours with COLL_TRANSPORTS=^shm,
                                                              # Open MPI with --mca btl tcp,self
+  benchmarks/compare/compare.py --sweep --ranks 2,4 --transports shm,sockets --out-dir docs/perf/collectives
+                                                       # everything; sockets results in OUT/sockets
 """
 import argparse
-import json
 import os
 import platform
 import re
@@ -34,14 +38,17 @@ import subprocess
 import sys
 import time
 
+import compare_report
+from collectives import MISSING, REDUCING, effective_size, parse_names
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LIBS = ("ours", "mpi", "gloo")
+TRANSPORTS = ("shm", "sockets")
 # Debian's python3-torch and python3-matplotlib live in the system interpreter, which may not be
 # the first python3 in PATH (pyenv, venvs).
 DEFAULT_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 LABELS = {"ours": "libcollective", "mpi": "Open MPI", "gloo": "Gloo"}
-SHORT = {"ours": "ours", "mpi": "MPI", "gloo": "Gloo"}
 BUILD_HINT = ("cmake -S {root} -B {build} -DCMAKE_BUILD_TYPE=Release && cmake --build {build} -j2 "
               "(or tools/quickstart.sh)")
 
@@ -58,15 +65,11 @@ def parse_bytes(text):
     return value
 
 
-def human(size):
-    for unit, s in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= s and size % s == 0:
-            return f"{size // s} {unit}"
-    return f"{size} B"
-
-
-def parse_args():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--colls", default="all", help="collectives, comma-separated, as the perf programs are named "
+                   "(all_reduce,all_gather,alltoall,broadcast,gather,reduce,reduce_scatter,scatter,sendrecv); "
+                   "default all")
     p.add_argument("--ranks", default="2", help="rank counts, comma-separated (default 2)")
     p.add_argument("--sizes", default="8,64K,1M,16M,64M", help="bytes, comma-separated, K/M/G suffixes "
                    "(default 8,64K,1M,16M,64M)")
@@ -76,28 +79,36 @@ def parse_args():
     p.add_argument("--warmups", type=int, default=5, help="most warm-up calls per size (default 5)")
     p.add_argument("--budget", type=float, default=0.5,
                    help="seconds one size may take in the slowest library; sets the iterations (default 0.5)")
-    p.add_argument("--runs", type=int, default=3, help="repeat the trio this many times (default 3)")
+    p.add_argument("--runs", type=int, default=3, help="repeat the libraries' runs this many times (default 3)")
     p.add_argument("--stat", choices=("median", "min"), default="median",
                    help="how the runs combine: median (default) or min (the best run; steadier on a busy host)")
     p.add_argument("--libs", default="ours,mpi,gloo", help="which of ours,mpi,gloo to run (default all)")
     p.add_argument("--check", action="store_true", help="also verify one call per size in every library")
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"), help="the CMake build directory")
-    p.add_argument("--out-dir", default=None, help="where to write results (default BUILD_DIR/compare)")
+    p.add_argument("--out-dir", default=None, help="where to write results (default BUILD_DIR/compare, or "
+                   "BUILD_DIR/compare-sockets with --sockets; with --transports shm,sockets the sockets results go "
+                   "to OUT_DIR/sockets)")
     p.add_argument("--mpi-args", default="", help="extra mpirun arguments, e.g. MCA settings (one string)")
     p.add_argument("--sockets", action="store_true",
                    help="TCP on loopback only, as between hosts: libcollective with COLL_TRANSPORTS=^shm, Open MPI "
-                   "with --mca btl tcp,self (Gloo always uses TCP); results go to BUILD_DIR/compare-sockets")
+                   "with --mca btl tcp,self (Gloo always uses TCP); the same as --transports sockets")
+    p.add_argument("--transports", default=None, help="shm, sockets or shm,sockets (interleaved in every run); "
+                   "default shm")
     p.add_argument("--timeout", type=int, default=600, help="seconds one launch may take (default 600)")
-    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNGs")
     p.add_argument("--python", default=DEFAULT_PYTHON,
                    help=f"the interpreter with torch that runs the Gloo ranks (default {DEFAULT_PYTHON})")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     try:
         a.ranks = [int(x) for x in a.ranks.split(",")]
         if any(n < 1 for n in a.ranks):
             raise ValueError
     except ValueError:
         p.error(f"--ranks {a.ranks!r}: expected positive integers, comma-separated")
+    try:
+        a.colls = parse_names(a.colls)
+    except ValueError as e:
+        p.error(f"--colls: {e}")
     a.sizes = [8 << k for k in range(24)] if a.sweep else [parse_bytes(s) for s in a.sizes.split(",")]
     a.sizes = [s // 4 * 4 for s in a.sizes]
     a.libs = [x.strip() for x in a.libs.split(",") if x.strip()]
@@ -105,11 +116,19 @@ def parse_args():
         p.error(f"--libs: expected a subset of {','.join(LIBS)}")
     if a.runs < 1 or a.iters < 1 or a.min_iters < 1 or a.min_iters > a.iters:
         p.error("--runs, --iters and --min-iters must be >= 1, and --min-iters <= --iters")
+    a.transports = [t.strip() for t in (a.transports or ("sockets" if a.sockets else "shm")).split(",")]
+    if not a.transports or any(t not in TRANSPORTS for t in a.transports) or (a.sockets and "shm" in a.transports):
+        p.error("--transports: expected shm, sockets or shm,sockets (and not shm with --sockets)")
     a.build_dir = os.path.abspath(a.build_dir)
-    a.out_dir = os.path.abspath(a.out_dir or os.path.join(a.build_dir, "compare-sockets" if a.sockets else "compare"))
-    if a.sockets:
-        a.mpi_args = ("--mca btl tcp,self " + a.mpi_args).strip()
+    default = {"shm": "compare", "sockets": "compare-sockets"}[a.transports[0]]
+    a.out_dir = os.path.abspath(a.out_dir or os.path.join(a.build_dir, default))
+    a.out_dirs = {t: a.out_dir if k == 0 else os.path.join(a.out_dir, t) for k, t in enumerate(a.transports)}
     return a
+
+
+def measured_sizes(coll, n, sizes):
+    """The sizes as measured at n ranks: whole blocks of whole elements (collectives.py)."""
+    return sorted({effective_size(coll, s, n) for s in sizes})
 
 
 def plan(size, nranks, a):
@@ -153,9 +172,10 @@ class Tools:
         self.collrun = os.path.join(a.build_dir, "tools", "collrun", "collrun")
         if not os.access(self.collrun, os.X_OK):
             self.collrun = self.build_collrun(work)
-        self.perf = os.path.join(a.build_dir, "benchmarks", "perf", "all_reduce_perf")
-        if "ours" in a.libs and not os.access(self.perf, os.X_OK):
-            self.missing["ours"] = (f"{self.perf} is not built; build libcollective first: "
+        self.perf = {c: os.path.join(a.build_dir, "benchmarks", "perf", f"{c}_perf") for c in a.colls}
+        unbuilt = [p for p in self.perf.values() if not os.access(p, os.X_OK)]
+        if "ours" in a.libs and unbuilt:
+            self.missing["ours"] = (f"{', '.join(unbuilt)} not built; build libcollective first: "
                                     + BUILD_HINT.format(root=ROOT, build=a.build_dir))
         if "ours" in a.libs and self.collrun is None:
             self.missing["ours"] = "collrun could not be built"
@@ -187,8 +207,8 @@ class Tools:
         if mpicc is None or shutil.which("mpirun") is None:
             self.missing["mpi"] = "mpicc/mpirun not found; install openmpi-bin and libopenmpi-dev"
             return None
-        src = os.path.join(HERE, "mpi_allreduce_bench.c")
-        out = os.path.join(work, "mpi_allreduce_bench")
+        src = os.path.join(HERE, "mpi_bench.c")
+        out = os.path.join(work, "mpi_bench")
         if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
             p = subprocess.run([mpicc, "-O2", "-o", out, src], capture_output=True, text=True)
             if p.returncode != 0:
@@ -197,18 +217,20 @@ class Tools:
         return out
 
 
-def run_ours(tools, a, n, sizes, plans):
+def run_ours(tools, a, job):
+    """One collrun per size, since a perf program takes one iteration count for all its sizes."""
     results = {}
-    for size, (iters, warmups) in zip(sizes, plans):
-        cmd = [tools.collrun, "-n", str(n), "--timeout", str(a.timeout), tools.perf, "-b", str(size), "-e", str(size),
-               "-n", str(iters), "-w", str(warmups), "-c", "1" if a.check else "0", "-d", "float", "-o", "sum"]
-        env = dict(os.environ, COLL_TRANSPORTS="^shm") if a.sockets else None
+    for size, (iters, warmups) in zip(job.sizes, job.plans):
+        cmd = [tools.collrun, "-n", str(job.n), "--timeout", str(a.timeout), tools.perf[job.coll], "-b", str(size),
+               "-e", str(size), "-n", str(iters), "-w", str(warmups), "-c", "1" if a.check else "0", "-d", "float"]
+        cmd += ["-o", "sum"] if job.coll in REDUCING else []
+        env = dict(os.environ, COLL_TRANSPORTS="^shm") if job.transport == "sockets" else None
         res, err = run(cmd, a.timeout + 30, env=env)
         if err:
             return None, err
         for f in rows(res[0], 13):
             if f[8] not in ("0", "N/A"):
-                return None, f"all_reduce_perf reported {f[8]} wrong elements at {size} B"
+                return None, f"{job.coll}_perf reported {f[8]} wrong elements at {size} B"
             results[int(f[0])] = float(f[5])
     return results, None
 
@@ -233,128 +255,52 @@ def mpi_env():
     return env
 
 
-def lists(sizes, plans):
-    return (",".join(str(s) for s in sizes), ",".join(str(p[0]) for p in plans), ",".join(str(p[1]) for p in plans))
+def lists(job):
+    return ["--coll", job.coll, "--sizes", ",".join(str(s) for s in job.sizes),
+            "--iters", ",".join(str(p[0]) for p in job.plans), "--warmups", ",".join(str(p[1]) for p in job.plans)]
 
 
-def run_mpi(tools, a, n, sizes, plans):
-    s, it, wu = lists(sizes, plans)
+def mpi_args(a, transport):
+    return ("--mca btl tcp,self " + a.mpi_args).strip() if transport == "sockets" else a.mpi_args
+
+
+def run_mpi(tools, a, job):
     # Bound like ours and Gloo's ranks (collrun's default --bind auto): a core each when they fit.
-    binding = "core" if n <= (os.cpu_count() or 1) else "none"
-    cmd = ["mpirun", "--oversubscribe", "-np", str(n), "--bind-to", binding, "--timeout", str(a.timeout)]
+    binding = "core" if job.n <= (os.cpu_count() or 1) else "none"
+    cmd = ["mpirun", "--oversubscribe", "-np", str(job.n), "--bind-to", binding, "--timeout", str(a.timeout)]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
-    cmd += shlex.split(a.mpi_args) + [tools.mpi_bench, "--sizes", s, "--iters", it, "--warmups", wu,
-                                      "--check", "1" if a.check else "0"]
-    return run_listed(cmd, a)
+    cmd += shlex.split(mpi_args(a, job.transport)) + [tools.mpi_bench] + lists(job)
+    return run_listed(cmd + ["--check", "1" if a.check else "0"], a)
 
 
-def run_gloo(tools, a, n, sizes, plans):
-    s, it, wu = lists(sizes, plans)
-    cmd = [tools.collrun, "-n", str(n), "--timeout", str(a.timeout), a.python,
-           os.path.join(HERE, "gloo_allreduce_bench.py"), "--sizes", s, "--iters", it, "--warmups", wu,
-           "--check", "1" if a.check else "0"]
-    return run_listed(cmd, a)
+def run_gloo(tools, a, job):
+    cmd = [tools.collrun, "-n", str(job.n), "--timeout", str(a.timeout), a.python, os.path.join(HERE, "gloo_bench.py")]
+    return run_listed(cmd + lists(job) + ["--check", "1" if a.check else "0"], a)
 
 
-def busbw(size, n, time_us):
-    return size / 1e9 / (time_us * 1e-6) * 2.0 * (n - 1) / n if time_us > 0 else 0.0
+class Job:
+    """One launch: a library's sizes of one collective at one rank count over one transport."""
+
+    def __init__(self, a, transport, n, coll):
+        self.transport, self.n, self.coll = transport, n, coll
+        self.sizes = measured_sizes(coll, n, a.sizes)
+        self.plans = [plan(s, n, a) for s in self.sizes]
 
 
-def versions(tools):
+def versions(a):
     v = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()}
     try:
         v["openmpi"] = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     except (OSError, IndexError):
         pass
-    try:
-        import torch  # noqa: F401 (only its version)
-        v["torch"] = torch.__version__
-    except ImportError:
-        pass
+    # The Gloo ranks' interpreter, which need not be this one.
+    p = subprocess.run([a.python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if p.returncode == 0:
+        v["torch"] = p.stdout.strip()
     m = re.search(r"project\(collective\s+VERSION\s+([0-9.]+)", open(os.path.join(ROOT, "CMakeLists.txt")).read())
     v["collective"] = m.group(1) if m else "?"
     return v
-
-
-def fmt_time(us):
-    return f"{us:.2f}" if us < 100 else (f"{us:.1f}" if us < 10000 else f"{us:.0f}")
-
-
-def fmt_ratio(r):
-    return f"{r:.2f}x" if r >= 0.1 else f"{r:.2g}x"
-
-
-def table(med, n, sizes, libs):
-    head = ["size"]
-    for lib in libs:
-        head += [f"{SHORT[lib]} us", f"{SHORT[lib]} GB/s"]
-    others = [lib for lib in libs if lib != "ours"] if "ours" in libs else []
-    head += [f"ours/{SHORT[o]}" for o in others]
-    body = []
-    for size in sizes:
-        row = [human(size)]
-        for lib in libs:
-            t = med.get(lib, {}).get(size)
-            row += [fmt_time(t), f"{busbw(size, n, t):.2f}"] if t else ["-", "-"]
-        ours = med.get("ours", {}).get(size)
-        for o in others:
-            t = med.get(o, {}).get(size)
-            row.append(fmt_ratio(t / ours) if ours and t else "-")
-        body.append(row)
-    return head, body
-
-
-def render_text(head, body):
-    widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
-    lines = ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in [head] + body]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def render_md(head, body):
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" ---: " for _ in head) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in body]
-    return "\n".join(lines)
-
-
-def plot(med, a, libs, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
-        print("compare: matplotlib is not installed; no plot (tools/install-deps.sh installs it)")
-        return False
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
-    colors = {"ours": "tab:red", "mpi": "tab:blue", "gloo": "tab:green"}
-    styles = ["-", "--", ":", "-."]
-    for lib in libs:
-        for k, n in enumerate(a.ranks):
-            pts = sorted(med.get(lib, {}).get(n, {}).items())
-            if not pts:
-                continue
-            xs = [s for s, _ in pts]
-            label = f"{LABELS[lib]}, {n} ranks"
-            ax1.plot(xs, [busbw(s, n, t) for s, t in pts], styles[k % 4], color=colors[lib], marker="o", label=label)
-            ax2.plot(xs, [t for _, t in pts], styles[k % 4], color=colors[lib], marker="o", label=label)
-    short = matplotlib.ticker.FuncFormatter(lambda x, _: human(int(x)).replace(" ", "").replace("i", ""))
-    for ax in (ax1, ax2):
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=8))
-        ax.xaxis.set_major_formatter(short)
-        ax.set_xlabel("size (bytes)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    ax1.set_ylabel("bus bandwidth (GB/s)")
-    ax1.set_title("all-reduce float32 sum: busbw (higher is better)")
-    ax2.set_yscale("log")
-    ax2.set_ylabel("time per call (us)")
-    ax2.set_title("time (lower is better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return True
 
 
 def reexec_for_matplotlib():
@@ -371,10 +317,49 @@ def reexec_for_matplotlib():
         os.execv(DEFAULT_PYTHON, [DEFAULT_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
 
 
-def main():
+def measure(a, tools, libs):
+    """Every run: transports, rank counts and collectives in turn, the libraries in an order that
+    rotates from run to run. Returns raw {transport: {coll: {lib: {n: [{size: us}]}}}} and errors."""
+    runners = {"ours": run_ours, "mpi": run_mpi, "gloo": run_gloo}
+    raw = {t: {c: {lib: {n: [] for n in a.ranks} for lib in libs} for c in a.colls} for t in a.transports}
+    errors = []
+    for r in range(a.runs):
+        for t in a.transports:
+            for n in a.ranks:
+                for coll in a.colls:
+                    job = Job(a, t, n, coll)
+                    for lib in libs[r % len(libs):] + libs[:r % len(libs)]:
+                        if (lib, coll) in MISSING:
+                            continue
+                        t0 = time.time()
+                        res, err = runners[lib](tools, a, job)
+                        print(f"compare: run {r + 1}/{a.runs}, {t}, {n} ranks, {coll}, {LABELS[lib]}: "
+                              f"{'ok' if res else 'FAILED'} ({time.time() - t0:.1f} s)", flush=True)
+                        if err:
+                            errors.append(f"{t}, {coll}, {LABELS[lib]}, {n} ranks: {err}")
+                            print(f"compare: {err}", file=sys.stderr)
+                        else:
+                            raw[t][coll][lib][n].append(res)
+    return raw, errors
+
+
+def combine(raw_coll, a):
+    """{lib: {n: [runs]}} -> {lib: {n: {size: median or min}}}."""
+    pick = statistics.median if a.stat == "median" else min
+    out = {}
+    for lib, by_n in raw_coll.items():
+        out[lib] = {}
+        for n, runs in by_n.items():
+            sizes = sorted({s for run_ in runs for s in run_})
+            out[lib][n] = {s: pick([run_[s] for run_ in runs if s in run_]) for s in sizes}
+    return out
+
+
+def main(argv=None):
     reexec_for_matplotlib()
-    a = parse_args()
-    os.makedirs(a.out_dir, exist_ok=True)
+    a = parse_args(argv)
+    for d in a.out_dirs.values():
+        os.makedirs(d, exist_ok=True)
     tools = Tools(a)
     for lib, why in tools.missing.items():
         print(f"compare: skipping {LABELS[lib]}: {why}", file=sys.stderr)
@@ -382,65 +367,24 @@ def main():
     if not libs:
         print("compare: nothing to run", file=sys.stderr)
         return 1
-    runners = {"ours": run_ours, "mpi": run_mpi, "gloo": run_gloo}
-    raw = {lib: {n: [] for n in a.ranks} for lib in libs}
-    errors = []
     load_before = os.getloadavg()
     t_start = time.time()
-    for r in range(a.runs):
-        for n in a.ranks:
-            plans = [plan(s, n, a) for s in a.sizes]
-            order = libs[r % len(libs):] + libs[:r % len(libs)]
-            for lib in order:
-                t0 = time.time()
-                res, err = runners[lib](tools, a, n, a.sizes, plans)
-                status = "ok" if res else "FAILED"
-                print(f"compare: run {r + 1}/{a.runs}, {n} ranks, {LABELS[lib]}: {status} ({time.time() - t0:.1f} s)",
-                      flush=True)
-                if err:
-                    errors.append(f"{LABELS[lib]}, {n} ranks: {err}")
-                    print(f"compare: {err}", file=sys.stderr)
-                else:
-                    raw[lib][n].append(res)
-    med = {lib: {n: {} for n in a.ranks} for lib in libs}
-    for lib in libs:
-        for n in a.ranks:
-            for size in a.sizes:
-                times = [run[size] for run in raw[lib][n] if size in run]
-                if times:
-                    med[lib][n][size] = statistics.median(times) if a.stat == "median" else min(times)
-    meta = versions(tools)
-    meta.update({"command": shlex.join(sys.argv), "runs": a.runs, "load_before": load_before,
-                 "load_after": os.getloadavg(), "seconds": round(time.time() - t_start, 1),
-                 "plans": {n: {s: plan(s, n, a) for s in a.sizes} for n in a.ranks}, "mpi_args": a.mpi_args})
-    transport = " over TCP loopback only (--sockets)" if a.sockets else ""
-    md = [f"# All-reduce, float32 sum: libcollective vs Open MPI vs Gloo on {meta['host']}{transport}", "",
-          f"Command: `{meta['command']}`; {a.stat} of {a.runs} interleaved runs; load average "
-          f"{load_before[0]:.2f} before, {meta['load_after'][0]:.2f} after ({meta['cpus']} CPUs).",
-          f"Versions: libcollective {meta['collective']}, {meta.get('openmpi', 'Open MPI ?')}, torch "
-          f"{meta.get('torch', '?')} (Gloo). busbw = algbw * 2(n-1)/n. ours/X = X's time / our time "
-          "(= our busbw / X's busbw): above 1 means libcollective is faster.", ""]
+    raw, errors = measure(a, tools, libs)
+    meta = versions(a)
+    meta.update({"command": shlex.join(sys.argv if argv is None else ["compare.py"] + argv), "runs": a.runs,
+                 "load_before": load_before, "load_after": os.getloadavg(),
+                 "seconds": round(time.time() - t_start, 1)})
     print()
-    for n in a.ranks:
-        head, body = table({lib: med[lib][n] for lib in libs}, n, a.sizes, libs)
-        title = (f"{n} ranks, {a.stat} of {a.runs} runs: time per call (us) and busbw (GB/s); ours/X = X's time / "
-                 "our time (above 1: ours is faster)")
-        print(title)
-        print(render_text(head, body))
-        print()
-        md += [f"## {title}", "", render_md(head, body), ""]
-    if errors:
-        md += ["## Failures", ""] + [f"- {e.splitlines()[0]}" for e in errors]
-    with open(os.path.join(a.out_dir, "results.json"), "w") as f:
-        json.dump({"meta": meta, "sizes": a.sizes, "ranks": a.ranks, "raw_time_us": raw, "stat": a.stat, "time_us": med,
-                   "errors": errors}, f, indent=1)
-    with open(os.path.join(a.out_dir, "results.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    png = os.path.join(a.out_dir, "allreduce.png")
-    plotted = not a.no_plot and plot(med, a, libs, png)
+    for t in a.transports:
+        med = {c: combine(raw[t][c], a) for c in a.colls}
+        meta_t = dict(meta, mpi_args=mpi_args(a, t), plans={c: {n: {s: plan(s, n, a) for s in measured_sizes(
+            c, n, a.sizes)} for n in a.ranks} for c in a.colls})
+        written = compare_report.write(a.out_dirs[t], med, raw[t], meta_t, a, libs,
+                                       lambda c, n: measured_sizes(c, n, a.sizes),
+                                       [e for e in errors if e.startswith(t + ",")], t)
+        print(f"compare: wrote {a.out_dirs[t]}/: {', '.join(written)}")
     print(f"compare: load average {load_before[0]:.2f} before, {meta['load_after'][0]:.2f} after; "
           f"{meta['seconds']} s in all")
-    print(f"compare: wrote {a.out_dir}/results.json, results.md" + (", allreduce.png" if plotted else ""))
     return 1 if errors else 0
 
 

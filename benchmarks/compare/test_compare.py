@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks compare.py's arithmetic without running anything: the ratio's direction, the sizes each
+collective measures, the busbw factors, the options, and that mpi_bench.c's table of collectives
+agrees with collectives.py. Run by ctest (compare.unit)."""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import compare  # noqa: E402
+import compare_report  # noqa: E402
+from collectives import COLLECTIVES, MISSING, busbw, effective_size  # noqa: E402
+
+
+def check_ratio_direction():
+    # The peer taking twice our time means we are 2x faster: ratio 2, not 0.5.
+    med = {"ours": {8: 1.0, 64: 4.0}, "mpi": {8: 2.0, 64: 2.0}}
+    head, body = compare_report.table(med, "broadcast", 2, [8, 64], ["ours", "mpi"])
+    assert head[-1] == "ours/MPI", head
+    assert [r[-1] for r in body] == ["2.00x", "0.50x"], body
+    by_coll = {"broadcast": {lib: {2: t} for lib, t in med.items()}}
+    _, rows = compare_report.summary(by_coll, ["broadcast"], 2, [8, 64], "mpi")
+    assert [r[1] for r in rows] == ["2.00x", "**0.50x**"], rows  # bold where the peer is faster
+
+
+def check_missing_operation():
+    assert ("gloo", "reduce_scatter") in MISSING
+    med = {"ours": {64: 1.0}, "mpi": {64: 1.0}}
+    head, body = compare_report.table(med, "reduce_scatter", 2, [64], ["ours", "mpi", "gloo"])
+    assert body[0][head.index("Gloo us")] == "n/a" and body[0][-1] == "n/a", body
+
+
+def check_sizes_and_factors():
+    assert effective_size("all_reduce", 8, 4) == 8
+    assert effective_size("all_gather", 8, 4) == 16  # at least one float32 per rank
+    assert effective_size("scatter", 100, 3) == 96  # whole blocks
+    assert compare.measured_sizes("gather", 4, [8, 16, 64]) == [16, 64]
+    factors = {"all_reduce": 1.0, "all_gather": 0.5, "alltoall": 0.5, "broadcast": 1.0, "gather": 0.5, "reduce": 1.0,
+               "reduce_scatter": 0.5, "scatter": 0.5, "sendrecv": 1.0}  # at 2 ranks, as nccl-tests
+    for name, want in factors.items():
+        assert abs(busbw(name, 10**9, 2, 1e6) - want) < 1e-12, name  # 1 GB in 1 s
+
+
+def check_options():
+    a = compare.parse_args([])
+    assert a.colls == list(COLLECTIVES) and a.transports == ["shm"] and a.out_dir.endswith("compare")
+    a = compare.parse_args(["--sockets", "--colls", "gather,all_reduce"])
+    assert a.colls == ["all_reduce", "gather"] and a.transports == ["sockets"] and a.out_dir.endswith("compare-sockets")
+    assert compare.mpi_args(a, "sockets").startswith("--mca btl tcp,self")
+    a = compare.parse_args(["--transports", "shm,sockets", "--out-dir", "/tmp/o", "--sweep"])
+    assert a.out_dirs == {"shm": "/tmp/o", "sockets": "/tmp/o/sockets"} and a.sizes[0] == 8 and a.sizes[-1] == 64 << 20
+
+
+def check_mpi_table_agrees():
+    source = open(os.path.join(HERE, "mpi_bench.c")).read()
+    rows = re.findall(r"\{\s*\"(\w+)\",\s*(\d),\s*(ONE|BLOCKS|TWICE)\s*\}", source)
+    factor = {"ONE": 1.0, "BLOCKS": 0.5, "TWICE": 1.0}
+    assert [r[0] for r in rows] == list(COLLECTIVES), rows
+    for name, split, f in rows:
+        assert bool(int(split)) == COLLECTIVES[name].split, name
+        assert factor[f] == COLLECTIVES[name].factor(2), name
+
+
+def main():
+    for check in (check_ratio_direction, check_missing_operation, check_sizes_and_factors, check_options,
+                  check_mpi_table_agrees):
+        check()
+        print(f"ok: {check.__name__}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
