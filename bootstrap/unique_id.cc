@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/tcp_store.h"
@@ -183,6 +185,26 @@ void releaseUniqueIdServer(const collUniqueId& id) {
   std::lock_guard<std::mutex> lock(r.mutex);
   for (RunningServer& s : r.servers)
     if (s.server->port() == info.port && s.secret == info.secret) s.server->endWhenIdle();
+}
+
+bool joinReleasedUniqueIdServer(const collUniqueId& id, Deadline deadline) {
+  UniqueIdInfo info = decodeUniqueId(id);
+  ServerRegistry& r = registry();
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(r.mutex);
+      auto it = std::find_if(r.servers.begin(), r.servers.end(), [&](const RunningServer& s) {
+        return s.server->port() == info.port && s.secret == info.secret;
+      });
+      if (it == r.servers.end()) return true;
+      if (it->server->finished()) {
+        r.servers.erase(it);  // joins the thread, which has returned from its loop
+        return true;
+      }
+    }
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline) {

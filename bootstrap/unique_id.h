@@ -48,5 +48,12 @@ std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline);
 // the server ends once no other rank is connected to it (at once if none is). Elsewhere a no-op.
 void releaseUniqueIdServer(const collUniqueId& id);
 
+// For a process about to fork again (the test harness, between tests): after
+// releaseUniqueIdServer, waits until the id's server has ended and joins its thread, so that the
+// next fork finds no thread of it (one still ending may hold the allocator's lock, and a child
+// forked then can hang in malloc). True once it has ended (or was never this process's); false
+// if it still had clients at the deadline.
+bool joinReleasedUniqueIdServer(const collUniqueId& id, Deadline deadline);
+
 }  // namespace bootstrap
 }  // namespace coll

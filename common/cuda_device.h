@@ -42,8 +42,9 @@ class CurrentDeviceScope {
   CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
 
  private:
-  void* saved_ = nullptr;  // the CUcontext current before, possibly none
-  bool changed_ = false;
+  // Unused in builds without CUDA (cuda_device_none.cc).
+  [[maybe_unused]] void* saved_ = nullptr;  // the CUcontext current before, possibly none
+  [[maybe_unused]] bool changed_ = false;
 };
 
 // A driver API function, looked up through the runtime at `version` (the CUDA version whose

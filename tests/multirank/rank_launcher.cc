@@ -176,9 +176,12 @@ std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function
       failures.push_back("rank " + std::to_string(r) + " exited abnormally (status " + std::to_string(status) + ")");
   }
   if (!haveId) return {idError};
-  // No communicator of this process used the id: end its server now, so that the next fork finds
-  // no server thread running.
+  // No communicator of this process used the id: end its server now, and wait for its thread, so
+  // that the next fork finds no server thread running (one still ending may hold the allocator's
+  // lock: a child forked then hung in malloc, all ranks timed out, once in a CI run under ASan).
   coll::bootstrap::releaseUniqueIdServer(id);
+  if (!coll::bootstrap::joinReleasedUniqueIdServer(id, coll::deadlineAfter(std::chrono::seconds(10))))
+    failures.push_back("the rendezvous server of this test still had clients 10 s after every rank ended");
   return failures;
 }
 
