@@ -22,6 +22,8 @@
 #   GPU_CHECK_ALLOW_NO_GPU=1  on a machine without a GPU: build, run what needs none, mark the
 #               rest SKIPPED (to check the script itself); otherwise no GPU is an error
 #   SKIP_BUILD=1  use BUILD_DIR as it is
+#   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
+#               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
 set -uo pipefail
 
 quick=0
@@ -98,7 +100,15 @@ echo "gpu_check.sh: GPU: $gpu_name"
 
 # 1. Build with CUDA (GoogleTest optional: its suites are skipped where it is absent).
 mkdir -p "$BUILD_DIR"
-if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+if [[ -n ${GPU_CHECK_PREBUILT:-} ]]; then
+  if tar -C "$BUILD_DIR" -xJf "$GPU_CHECK_PREBUILT"; then
+    export LD_LIBRARY_PATH=$(cd "$BUILD_DIR/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    row "prebuilt programs" PASS "$GPU_CHECK_PREBUILT"
+  else
+    row "prebuilt programs" FAIL "could not unpack $GPU_CHECK_PREBUILT"
+    exit 1
+  fi
+elif [[ ${SKIP_BUILD:-0} != 1 ]]; then
   start=$SECONDS
   step 120 "$LOG_DIR/configure.log" cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCOLL_WITH_CUDA=ON \
     -DCOLL_BUILD_TESTS=ON "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"
