@@ -43,12 +43,38 @@ def rank_main(rank, world, port, nbytes, label):
         dist.all_reduce(small)
     dist.barrier()
     t_small = timed(lambda: dist.all_reduce(small), 200)
-    if rank == 0:
+    if rank == 0 and world == 1:
+        # In place on one rank NCCL moves nothing: only the call's cost is worth reporting.
+        print(f"RESULT {label} allreduce_in_place_time {t_big * 1e6:.1f} us ({nbytes} bytes, moves nothing)")
+        print(f"RESULT {label} allreduce_in_place_8B_latency {t_small * 1e6:.2f} us")
+    elif rank == 0:
         busbw = nbytes / t_big * (2 * (world - 1) / world if world > 1 else 1)
         print(f"RESULT {label} allreduce_time {t_big * 1e6:.1f} us ({nbytes} bytes, {world} ranks)")
         print(f"RESULT {label} allreduce_busbw {busbw:.3e} B/s")
         print(f"RESULT {label} allreduce_8B_latency {t_small * 1e6:.2f} us")
     dist.destroy_process_group()
+
+
+def one_rank_out_of_place(nbytes):
+    """NCCL's all-reduce on one rank, out of place (torch.cuda.nccl, single process): with one rank
+    it moves each byte once from the input to the output, the copy every all-reduce ends with.
+    torch.distributed's all_reduce is in place, which on one rank moves nothing."""
+    import torch.cuda.nccl as nccl
+    torch.cuda.set_device(0)
+    results = {}
+    for label, n in (("big", nbytes // 4), ("small", 2)):
+        src = torch.ones(n, dtype=torch.float32, device="cuda")
+        dst = torch.zeros_like(src)
+        iters = 10 if label == "big" else 200
+        for _ in range(3):
+            nccl.all_reduce([src], outputs=[dst])
+        results[label] = timed(lambda: nccl.all_reduce([src], outputs=[dst]), iters)
+        if not torch.equal(dst, src):
+            raise SystemExit("torch.cuda.nccl.all_reduce out of place gave a wrong result")
+    label = "nccl_n1_out_of_place"
+    print(f"RESULT {label} allreduce_time {results['big'] * 1e6:.1f} us ({nbytes} bytes, 1 ranks)")
+    print(f"RESULT {label} allreduce_algbw {nbytes / results['big']:.3e} B/s")
+    print(f"RESULT {label} allreduce_8B_latency {results['small'] * 1e6:.2f} us")
 
 
 def main():
@@ -64,6 +90,7 @@ def main():
     else:
         print(f"NCCL {version} refuses several ranks on one GPU (2.30 allows it): running 1 rank")
         world = 1
+        one_rank_out_of_place(args.bytes)
     label = f"nccl{'.'.join(map(str, version))}_n{world}"
     mp.spawn(rank_main, args=(world, free_port(), args.bytes, label), nprocs=world, join=True)
 

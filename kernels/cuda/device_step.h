@@ -91,7 +91,20 @@ constexpr uint32_t kLLBytesPerLine = 8;  // one line: 4 data bytes + 4 flag byte
 constexpr uint32_t kLLDataPerLine = 4;
 // Functions rather than variables only, because device code may not refer to a host object.
 COLL_HOST_DEVICE constexpr ChannelGeometry llGeometry() { return {Protocol::kLL, 1, 4096, 8, 512}; }
-COLL_HOST_DEVICE constexpr ChannelGeometry simpleGeometry() { return {Protocol::kSimple, 16, 64 * 1024, 8, 512}; }
+// The Simple geometry can be changed at build time (-DCOLL_SIMPLE_LANES=32 and so on, in every
+// translation unit alike: host and device compute the same layout) to measure other shapes.
+#ifndef COLL_SIMPLE_LANES
+#define COLL_SIMPLE_LANES 16
+#endif
+#ifndef COLL_SIMPLE_SLOT_KIB
+#define COLL_SIMPLE_SLOT_KIB 64
+#endif
+#ifndef COLL_SIMPLE_DEPTH
+#define COLL_SIMPLE_DEPTH 8
+#endif
+COLL_HOST_DEVICE constexpr ChannelGeometry simpleGeometry() {
+  return {Protocol::kSimple, COLL_SIMPLE_LANES, COLL_SIMPLE_SLOT_KIB * 1024, COLL_SIMPLE_DEPTH, 512};
+}
 constexpr ChannelGeometry kLLGeometry = llGeometry();
 constexpr ChannelGeometry kSimpleGeometry = simpleGeometry();
 

@@ -27,6 +27,19 @@ __device__ __forceinline__ void storeVolatile(uint32_t* word, uint32_t value) {
   *reinterpret_cast<volatile uint32_t*>(word) = value;
 }
 
+// Acquire and release at system scope: the peer writing a flag or data may be on another GPU.
+// A release store by one thread after __syncthreads covers the block's earlier writes and reads
+// (the barrier orders them before it, and release is cumulative in the PTX memory model), so no
+// full fence.sc.sys is needed per slot.
+__device__ __forceinline__ uint32_t loadAcquireSystem(const uint32_t* word) {
+  uint32_t value;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(word) : "memory");
+  return value;
+}
+__device__ __forceinline__ void storeReleaseSystem(uint32_t* word, uint32_t value) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(word), "r"(value) : "memory");
+}
+
 // Records the first error of this rank's kernels; the host reads it without synchronizing. Two
 // blocks failing at once may both write: either report is true.
 __device__ __forceinline__ void reportError(DeviceStatus* status, uint32_t error, uint32_t peer, uint32_t step) {
@@ -65,6 +78,15 @@ __device__ __forceinline__ bool waitForValue(const uint32_t* word, uint32_t valu
                                              uint32_t peer) {
   uint32_t spins = 0;
   while (loadVolatile(word) != value)
+    if (waitExpired(bound, spins, peer)) return false;
+  return true;
+}
+
+// The same with acquire loads: what the writer did before its release of *word is visible after.
+__device__ __forceinline__ bool waitForValueAcquire(const uint32_t* word, uint32_t value, const WaitBound& bound,
+                                                    uint32_t peer) {
+  uint32_t spins = 0;
+  while (loadAcquireSystem(word) != value)
     if (waitExpired(bound, spins, peer)) return false;
   return true;
 }

@@ -159,7 +159,11 @@ __device__ void reduceCopy(const ReduceCopyArgs& a, unsigned tid, unsigned nthre
   constexpr int kElems = Pack16<T>::kElems;
   const uint64_t packs = a.count / kElems;
   // Four packs per thread per round keep several loads of each source in flight.
+#ifdef COLL_REDUCE_UNROLL
+  constexpr int kUnroll = COLL_REDUCE_UNROLL;
+#else
   constexpr int kUnroll = 4;
+#endif
   const uint64_t stride = uint64_t(nthreads) * kUnroll;
   uint64_t p = tid;
   for (; p + (kUnroll - 1) * nthreads < packs; p += stride)

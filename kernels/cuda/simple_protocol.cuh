@@ -21,6 +21,17 @@ __device__ __forceinline__ char* simpleSlot(char* region, uint32_t lane, uint32_
   return region + simpleSlotOffset(lane, slot);
 }
 
+// Flags: release stores and acquire polls (COLL_FLAG_RELEASE=1), or a full system fence before
+// volatile stores (0), selectable at build time to measure both.
+#ifndef COLL_FLAG_RELEASE
+#define COLL_FLAG_RELEASE 0
+#endif
+#if COLL_FLAG_RELEASE
+#define kWaitSimple waitForValueAcquire
+#else
+#define kWaitSimple waitForValue
+#endif
+
 // Thread 0: waits for this unit's slots; false when a wait expired.
 __device__ __forceinline__ bool waitSimpleSlots(const Unit& u, uint32_t lane) {
   const DeviceStep& st = *u.step;
@@ -28,11 +39,11 @@ __device__ __forceinline__ bool waitSimpleSlots(const Unit& u, uint32_t lane) {
   const uint32_t depth = kSimpleGeometry.depth;
   for (int i = 0; i < st.nrecv; ++i) {
     const uint32_t slot = slotOf(st.recvSeq[i], u.slice, depth);
-    if (!waitForValue(simpleFlag(peers[st.recvPeers[i]].recv, lane, slot), 1u, u.bound, st.recvPeers[i])) return false;
+    if (!kWaitSimple(simpleFlag(peers[st.recvPeers[i]].recv, lane, slot), 1u, u.bound, st.recvPeers[i])) return false;
   }
   for (int i = 0; i < st.nsend; ++i) {
     const uint32_t slot = slotOf(st.sendSeq[i], u.slice, depth);
-    if (!waitForValue(simpleFlag(peers[st.sendPeers[i]].send, lane, slot), 0u, u.bound, st.sendPeers[i])) return false;
+    if (!kWaitSimple(simpleFlag(peers[st.sendPeers[i]].send, lane, slot), 0u, u.bound, st.sendPeers[i])) return false;
   }
   return true;
 }
@@ -70,11 +81,18 @@ __device__ void runSimpleUnit(const Unit& u) {
   __syncthreads();
 
   if (threadIdx.x == 0) {
+#if COLL_FLAG_RELEASE
+    for (int i = 0; i < st.nsend; ++i)
+      storeReleaseSystem(simpleFlag(params.peers[st.sendPeers[i]].send, lane, slotOf(st.sendSeq[i], u.slice, depth)), 1u);
+    for (int i = 0; i < st.nrecv; ++i)
+      storeReleaseSystem(simpleFlag(params.peers[st.recvPeers[i]].recv, lane, slotOf(st.recvSeq[i], u.slice, depth)), 0u);
+#else
     __threadfence_system();
     for (int i = 0; i < st.nsend; ++i)
       storeVolatile(simpleFlag(params.peers[st.sendPeers[i]].send, lane, slotOf(st.sendSeq[i], u.slice, depth)), 1u);
     for (int i = 0; i < st.nrecv; ++i)
       storeVolatile(simpleFlag(params.peers[st.recvPeers[i]].recv, lane, slotOf(st.recvSeq[i], u.slice, depth)), 0u);
+#endif
   }
 }
 

@@ -1,7 +1,7 @@
 // What a rank publishes for the P2P transport: its GPU, a digest of the channel layout (equal on
 // every rank, or nothing fits), an identity of its process (equal means "a thread of the same
 // process", which maps the allocation by pointer), the allocation's address and CUDA IPC handle,
-// and how many blocks of the schedule kernel its GPU holds at once. Fixed size; a peer's card of
+// how many blocks of the schedule kernel its GPU holds at once, and whether it is an MPS client. Fixed size; a peer's card of
 // any other size, magic, rank or layout is refused.
 #pragma once
 
@@ -25,7 +25,7 @@ struct P2pCard {
   uint64_t base;          // the allocation's address, valid in that process only
   uint64_t regionBytes;
   int32_t residentBlocks;  // blocks of the schedule kernels the rank's GPU holds at once
-  int32_t reserved;
+  int32_t mpsClient;       // 1: the rank's context is shared through MPS (kernels of processes overlap)
   cudaIpcMemHandle_t handle;
 };
 

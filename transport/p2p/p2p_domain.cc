@@ -69,6 +69,13 @@ std::string P2pDomain::card(int) {
   int sms = 0;
   COLL_CUDACHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
   card.residentBlocks = sms * device::scheduleKernelBlocksPerSm();
+  int mps = 0;
+  // Older drivers do not know the attribute: then not an MPS client, the safe answer.
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    mps = 0;
+  }
+  card.mpsClient = mps != 0 ? 1 : 0;
   COLL_CUDACHECK(cudaIpcGetMemHandle(&card.handle, regions_));
   return encodeP2pCard(card);
 }
@@ -78,11 +85,14 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     throwError(collInternalError, "P2P setup: %zu cards for %d ranks", cards.size(), nranks_);
   COLL_CUDACHECK(cudaSetDevice(device_));
   // Kernels run at the same time when each GPU serves one process (different GPUs run on their
-  // own, a process's streams share its context; two processes on one GPU time-slice) and holds
-  // every lane of every rank on it at once. Every rank decides from the same cards, so all agree
-  // on the mode (and with it the protocol).
+  // own, a process's streams share its context; two processes on one GPU time-slice, unless every
+  // one of them is a client of the GPU's MPS server, which runs their kernels side by side) and
+  // holds every lane of every rank on it at once. Every rank decides from the same cards, so all
+  // agree on the mode (and with it the protocol).
   struct DeviceUse {
     uint64_t process;
+    bool severalProcesses;
+    bool allMps;
     int ranks;
     int residentBlocks;
   };
@@ -92,13 +102,17 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
   for (int r = 0; r < nranks_; ++r) {
     const P2pCard peer = parseP2pCard(cards[r], r, nranks_);
-    auto [entry, fresh] = devices.emplace(peer.device, DeviceUse{peer.process, 0, peer.residentBlocks});
+    auto [entry, fresh] =
+        devices.emplace(peer.device, DeviceUse{peer.process, false, peer.mpsClient != 0, 0, peer.residentBlocks});
     DeviceUse& use = entry->second;
-    if (!fresh && use.process != peer.process) kernelsConcurrent_ = false;
+    if (!fresh && use.process != peer.process) use.severalProcesses = true;
+    use.allMps = use.allMps && peer.mpsClient != 0;
     if (++use.ranks * static_cast<int>(device::kSimpleGeometry.lanes) > use.residentBlocks) kernelsConcurrent_ = false;
     connections_.push_back(std::make_unique<P2pConnection>(peer, device_, rank_, regions_));
     table_[r] = connections_.back()->channels();
   }
+  for (const auto& [device, use] : devices)
+    if (use.severalProcesses && !use.allMps) kernelsConcurrent_ = false;
   COLL_CUDACHECK(cudaMalloc(reinterpret_cast<void**>(&deviceTable_), sizeof(device::PeerChannels) * nranks_));
   COLL_CUDACHECK(
       cudaMemcpy(deviceTable_, table_.data(), sizeof(device::PeerChannels) * nranks_, cudaMemcpyHostToDevice));
