@@ -34,6 +34,19 @@ collResult_t Communicator::asyncError() {
   if (recorded != collSuccess) return recorded;
   std::string message;
   collResult_t reported = hostEngine_ ? hostEngine_->pollError(&message) : collSuccess;
+  // The peers' health as the host transports see it (a failure a peer announced, a peer process
+  // that exited: a non-blocking look each). Device work needs this: serialized mode's stream
+  // waits have no timeout, so a rank killed mid-collective leaves this rank's stream held for
+  // good, and only a host-side check (this one, made by polling collCommGetAsyncError) fails the
+  // communicator, which then releases those waits (markFailed -> the device engine's abort).
+  if (reported == collSuccess) {
+    try {
+      for (const auto& domain : domains_) domain->checkPeers();
+    } catch (const CollError& e) {
+      reported = e.code();
+      message = e.what();
+    }
+  }
   // The device kernels report on themselves in host-mapped memory (a wait past its deadline, a
   // peer that stopped): reading it needs no CUDA call.
   if (Engine* device = deviceEngineReady_.load(); reported == collSuccess && device != nullptr)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check and measurement of libcollective in one call, on a machine with a GPU: builds
 # with CUDA, runs the GPU tests (every collective x type x op on 2, 4 and 8 ranks sharing one
-# GPU, as threads and as processes; the device path through the public API), compute-sanitizer, the device measurements (all-reduce of
+# GPU, as threads and as processes; the device path through the public API; a rank killed
+# mid-collective), compute-sanitizer, the device measurements (all-reduce of
 # 256 MiB on 4 ranks against a device-to-device copy measured in the same run, 8-byte latency),
 # all_reduce_perf -m device, and NCCL through PyTorch side by side; then prints one table.
 # docs/cuda.md says what each row means.
@@ -140,7 +141,7 @@ fi
 # 2b. The device path through the public API (the communicator's lazy setup, its event chain
 # across two streams, teardown) and that a host-only init makes no CUDA context: first, since
 # everything below the API is worth little if this fails.
-step 120 "$LOG_DIR/api.log" "$bin/gpu_api"
+step 150 "$LOG_DIR/api.log" "$bin/gpu_api"
 status=$?
 if [[ $status == 77 ]]; then
   row "device path through the API" SKIPPED "$(head -1 "$LOG_DIR/api.log")"
@@ -149,6 +150,20 @@ elif [[ $status == 0 ]]; then
 else
   row "device path through the API" FAIL "$(why $status "$LOG_DIR/api.log"): $(grep -m1 '^FAIL\|FAIL$\|^TIMEOUT' "$LOG_DIR/api.log" | cut -c1-150)"
   grep -v '^RESULT.*PASS' "$LOG_DIR/api.log" | head -10
+fi
+
+# 2c. A rank process SIGKILLed mid-collective: the survivors must see an error (a failing call,
+# collCommGetAsyncError, a stream error) within COLL_TIMEOUT_MS, no hang. Its own short timeout
+# (5 s) so that a missed detection shows as a time, not as the whole budget spent.
+step 90 "$LOG_DIR/faults.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_faults"
+status=$?
+if [[ $status == 77 ]]; then
+  row "rank killed mid-collective" SKIPPED "$(head -1 "$LOG_DIR/faults.log")"
+elif [[ $status == 0 ]]; then
+  row "rank killed mid-collective" PASS "$(grep -o 'error [0-9]* ms after the kill' "$LOG_DIR/faults.log" | awk '{print $2}' | sort -n | tail -1) ms at most"
+else
+  row "rank killed mid-collective" FAIL "$(why $status "$LOG_DIR/faults.log"): $(grep -m1 '^FAIL\|FAIL\|^TIMEOUT' "$LOG_DIR/faults.log" | cut -c1-150)"
+  grep -v '^RESULT.*PASS' "$LOG_DIR/faults.log" | head -10
 fi
 
 # 3. GPU correctness: one row per (mode, ranks).

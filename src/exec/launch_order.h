@@ -8,8 +8,11 @@
 //
 // A launch captured into a CUDA graph runs whenever the graph is replayed: its wait and record
 // are captured as graph nodes on the same event (cudaEventWaitExternal, cudaEventRecordExternal),
-// so that replays and eager launches chain through it too, and the launch after a captured one
-// always waits. This class is the CUDA-free bookkeeping of that rule (tested without a GPU); the
+// so that replays and eager launches chain through it too. Once any launch was captured, every
+// eager launch waits, even on the stream of the previous eager one: the library does not see
+// cudaGraphLaunch, so a replay may have been enqueued on another stream between two eager launches
+// on one stream (replay on A between eager launches on B), and only the event orders the second
+// eager launch after it. This class is the CUDA-free bookkeeping of that rule (tested without a GPU); the
 // device engine issues the waits and records it asks for.
 #pragma once
 
@@ -31,7 +34,7 @@ class LaunchOrder {
 
  private:
   const void* lastStream_ = nullptr;
-  bool lastCaptured_ = false;
+  bool anyCaptured_ = false;
   unsigned long long launches_ = 0;
 };
 

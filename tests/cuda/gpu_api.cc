@@ -8,8 +8,11 @@
 //     user synchronization between them: only the communicator's event chain orders them, and
 //     the result is right only if it did (overlapping launches would also share slots);
 //   - a barrier on B, collCommCuDevice, collCommGetAsyncError, finalize, destroy.
+// Then the sections of gpu_api_sequences.cc: ten calls back to back on one stream, a captured
+// all-reduce replayed between eager calls, two communicators at once, and collCommAbort ending a
+// call whose peer never joins.
 // Prints "RESULT gpu_api <what>: PASS|FAIL" lines; exits 0, 1 on a failure, 77 without a GPU,
-// 124 when the run passes COLL_TIMEOUT_MS + 30 s (a hang).
+// 124 when the run passes COLL_TIMEOUT_MS + 30 s (a hang; the TIMEOUT line names the section).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -17,7 +20,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,10 +30,26 @@
 #include "bootstrap/memory_store.h"
 #include "collective.h"
 #include "common/cuda_device.h"
+#include "gpu_api_checks.h"
 #include "gpu_ranks.h"
 #include "src/api_internal.h"
 
+namespace gpuapi {
+
 namespace {
+std::mutex gSectionMutex;
+std::string gSection = "start";
+}  // namespace
+
+void setSection(const std::string& what) {
+  std::lock_guard<std::mutex> lock(gSectionMutex);
+  gSection = what;
+}
+
+std::string section() {
+  std::lock_guard<std::mutex> lock(gSectionMutex);
+  return gSection;
+}
 
 int timeoutMs() {
   const char* v = getenv("COLL_TIMEOUT_MS");
@@ -36,6 +57,50 @@ int timeoutMs() {
 }
 
 std::string lastError(collComm_t comm) { return collGetLastError(comm); }
+
+bool runRankThreads(const std::string& what, int n,
+                    const std::function<Failures(int rank, int n, const StorePtr& store)>& body) {
+  setSection(what);
+  auto store = std::make_shared<coll::bootstrap::MemoryStore>();
+  std::vector<Failures> failures(n);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) ranks.emplace_back([&, r] { failures[r] = body(r, n, store); });
+  for (auto& t : ranks) t.join();
+  bool passed = true;
+  for (int r = 0; r < n; ++r)
+    for (const std::string& f : failures[r]) {
+      printf("FAIL rank %d: %s\n", r, f.c_str());
+      passed = false;
+    }
+  printf("RESULT gpu_api %s: %s\n", what.c_str(), passed ? "PASS" : "FAIL");
+  fflush(stdout);
+  return passed;
+}
+
+void expectFloats(Failures* failures, const std::string& what, const void* device, const std::vector<float>& expected,
+                  cudaStream_t stream) {
+  std::vector<float> got(expected.size());
+  cudaError_t rc = cudaMemcpyAsync(got.data(), device, got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
+  if (rc != cudaSuccess) {
+    failures->push_back(what + ": reading the result: " + cudaGetErrorString(rc));
+    return;
+  }
+  int shown = 0;
+  for (size_t i = 0; i < got.size() && shown < 3; ++i)
+    if (got[i] != expected[i]) {
+      failures->push_back(what + ": element " + std::to_string(i) + " of " + std::to_string(got.size()) + " is " +
+                          std::to_string(got[i]) + ", expected " + std::to_string(expected[i]));
+      ++shown;
+    }
+}
+
+}  // namespace gpuapi
+
+namespace {
+
+using gpuapi::lastError;
+using gpuapi::timeoutMs;
 
 // Runs before anything of this process made a context (gpuAvailable only counts devices).
 std::string hostCommunicatorMakesNoContext() {
@@ -62,16 +127,6 @@ std::string hostCommunicatorMakesNoContext() {
   if (active != 0) return "a host-only communicator made GPU 0's primary context active";
   return failure;
 }
-
-#define CHECK_CUDA(call)                                                                  \
-  do {                                                                                    \
-    cudaError_t rc_ = (call);                                                             \
-    if (rc_ != cudaSuccess) return {std::string(#call) + ": " + cudaGetErrorString(rc_)}; \
-  } while (0)
-#define CHECK_COLL(call, comm)                                                       \
-  do {                                                                               \
-    if ((call) != collSuccess) return {std::string(#call) + ": " + lastError(comm)}; \
-  } while (0)
 
 std::vector<std::string> rankBody(int rank, int n, const std::shared_ptr<coll::bootstrap::Store>& store) {
   const size_t count = 4099;
@@ -141,20 +196,9 @@ std::vector<std::string> rankBody(int rank, int n, const std::shared_ptr<coll::b
 }
 
 bool runThreads(int n) {
-  auto store = std::make_shared<coll::bootstrap::MemoryStore>();
-  std::vector<std::vector<std::string>> failures(n);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < n; ++r) ranks.emplace_back([&, r] { failures[r] = rankBody(r, n, store); });
-  for (auto& t : ranks) t.join();
-  bool passed = true;
-  for (int r = 0; r < n; ++r)
-    for (const std::string& f : failures[r]) {
-      printf("FAIL rank %d: %s\n", r, f.c_str());
-      passed = false;
-    }
-  printf("RESULT gpu_api threads n=%d: %s\n", n, passed ? "PASS" : "FAIL");
-  fflush(stdout);
-  return passed;
+  return gpuapi::runRankThreads(
+      "threads n=" + std::to_string(n), n,
+      [](int rank, int nranks, const gpuapi::StorePtr& store) { return rankBody(rank, nranks, store); });
 }
 
 }  // namespace
@@ -168,7 +212,7 @@ int main() {
   const int limitS = timeoutMs() / 1000 + 30;
   std::thread([limitS] {
     std::this_thread::sleep_for(std::chrono::seconds(limitS));
-    printf("TIMEOUT gpu_api: not done after %d s\n", limitS);
+    printf("TIMEOUT gpu_api: not done after %d s, in section \"%s\"\n", limitS, gpuapi::section().c_str());
     fflush(stdout);
     _exit(124);
   }).detach();
@@ -178,5 +222,9 @@ int main() {
          context.empty() ? "" : ": ", context.c_str());
   passed = passed && context.empty();
   for (int n : {2, 4}) passed = runThreads(n) && passed;
+  for (int n : {2, 4}) passed = gpuapi::checkBackToBack(n) && passed;
+  for (int n : {2, 4}) passed = gpuapi::checkGraphReplay(n) && passed;
+  for (int n : {2, 4}) passed = gpuapi::checkTwoCommunicators(n) && passed;
+  passed = gpuapi::checkAbortUnblocks() && passed;
   return passed ? 0 : 1;
 }

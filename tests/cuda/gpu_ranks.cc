@@ -32,23 +32,6 @@ constexpr const char* kBodyVar = "COLL_GPU_TEST_BODY";
 constexpr const char* kSpreadVar = "COLL_GPU_TEST_SPREAD";
 constexpr const char* kTimeoutVar = "COLL_GPU_TEST_TIMEOUT_MS";
 
-std::string toHex(const collUniqueId& id) {
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (char c : id.internal) {
-    hex += digits[(static_cast<unsigned char>(c) >> 4) & 15];
-    hex += digits[static_cast<unsigned char>(c) & 15];
-  }
-  return hex;
-}
-
-collUniqueId fromHex(const std::string& hex) {
-  collUniqueId id{};
-  for (size_t i = 0; i < sizeof(id.internal) && 2 * i + 1 < hex.size(); ++i)
-    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  return id;
-}
-
 std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::Store& store, const GpuRankBody& body) {
   std::vector<std::string> failures;
   const std::string who = "rank " + std::to_string(rank) + ": ";
@@ -112,6 +95,23 @@ std::string progressOfEveryRank() {
 }
 
 }  // namespace
+
+std::string uniqueIdToHex(const collUniqueId& id) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (char c : id.internal) {
+    hex += digits[(static_cast<unsigned char>(c) >> 4) & 15];
+    hex += digits[static_cast<unsigned char>(c) & 15];
+  }
+  return hex;
+}
+
+collUniqueId uniqueIdFromHex(const std::string& hex) {
+  collUniqueId id{};
+  for (size_t i = 0; i < sizeof(id.internal) && 2 * i + 1 < hex.size(); ++i)
+    id.internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
 
 int GpuJob::defaultTimeoutMs() {
   const char* text = getenv("COLL_TIMEOUT_MS");
@@ -184,8 +184,8 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
     std::unique_lock<std::mutex> lock(mutex);
     const auto limit = std::chrono::milliseconds(job.timeoutMs + 30000);
     if (!finished.wait_for(lock, limit, [&] { return running == 0; })) {
-      fprintf(stderr, "TIMEOUT: %d ranks as threads did not finish within %d ms; where each rank was:\n%s",
-              job.nranks, job.timeoutMs + 30000, progressOfEveryRank().c_str());
+      fprintf(stderr, "TIMEOUT: %d ranks as threads did not finish within %d ms; where each rank was:\n%s", job.nranks,
+              job.timeoutMs + 30000, progressOfEveryRank().c_str());
       fflush(stderr);
       _exit(124);
     }
@@ -195,7 +195,7 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
 }
 
 std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::string& bodyName) {
-  const std::string id = toHex(coll::bootstrap::createUniqueId());
+  const std::string id = uniqueIdToHex(coll::bootstrap::createUniqueId());
   std::vector<pid_t> pids;
   for (int r = 0; r < job.nranks; ++r) {
     std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
@@ -252,8 +252,8 @@ int gpuRankChildMain(const std::map<std::string, GpuRankBody>& bodies) {
   }
   std::vector<std::string> failures;
   try {
-    auto store =
-        coll::bootstrap::connectStore(fromHex(getenv(kIdVar)), Clock::now() + std::chrono::milliseconds(job.timeoutMs));
+    auto store = coll::bootstrap::connectStore(uniqueIdFromHex(getenv(kIdVar)),
+                                               Clock::now() + std::chrono::milliseconds(job.timeoutMs));
     failures = runRank(rank, job, *store, body->second);
   } catch (const std::exception& e) {
     failures.push_back("rank " + std::to_string(rank) + ": " + e.what());

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "collective.h"
 #include "src/exec/device_engine.h"
 #include "src/plan/device_program.h"
 #include "transport/p2p/p2p_domain.h"
@@ -64,6 +65,10 @@ bool skipWithoutGpu();
 // runGpuRanksAsThreads or runGpuRanksAsProcesses by mode ("threads" or "processes").
 std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
                                      const GpuRankBody& body);
+
+// A unique id as hexadecimal text and back: how rank processes started with exec receive it.
+std::string uniqueIdToHex(const collUniqueId& id);
+collUniqueId uniqueIdFromHex(const std::string& hex);
 
 // "a,b,c" -> {"a", "b", "c"} (command-line lists).
 std::vector<std::string> splitCommaList(const std::string& text);
