@@ -18,4 +18,5 @@ print(f"cxx11_abi={int(torch._C._GLIBCXX_USE_CXX11_ABI)}")
 print(f"include_dirs={'|'.join(cpp_extension.include_paths())}")  # '|': CMake splits lines at ';'
 print(f"library_dir={cpp_extension.library_paths()[0]}")
 print(f"python_include={sysconfig.get_paths()['include']}")
+print(f"cuda={torch.version.cuda or ''}")  # empty for a CPU-only torch
 print(f"extension_suffix={sysconfig.get_config_var('EXT_SUFFIX')}")

@@ -25,6 +25,8 @@
 #   SKIP_BUILD=1  use BUILD_DIR as it is
 #   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
+#   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
+#               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
 set -uo pipefail
 
 quick=0
@@ -256,6 +258,35 @@ if [[ $have_gpu == 1 ]] && python3 -c 'import torch, torch.distributed; assert t
   fi
 else
   row "torch NCCL" SKIPPED "no GPU, or no PyTorch with CUDA"
+fi
+
+# 8. The PyTorch backend on CUDA tensors: the extension built against this python3's torch and
+# the installed libcollective (tools/gpu_torch_build.sh), then every operation and DDP on 2 ranks
+# sharing GPU 0 (tools/gpu_torch_check.py).
+torch_prefix=${GPU_TORCH_PREFIX:-.gpu/install}
+torch_row="torch 2.x backend on CUDA tensors"
+if [[ ! -f $torch_prefix/lib/cmake/collective/collectiveConfig.cmake ]]; then
+  row "$torch_row" SKIPPED "no installed libcollective in $torch_prefix (tools/gpu_torch_build.sh --prepare)"
+elif [[ $have_gpu != 1 ]] || ! python3 -c 'import torch; assert torch.version.cuda and torch.cuda.is_available()' 2>/dev/null; then
+  row "$torch_row" SKIPPED "no GPU, or no python3 torch with CUDA"
+else
+  step 150 "$LOG_DIR/torch_build.log" tools/gpu_torch_build.sh "$torch_prefix" "$LOG_DIR/torch-build"
+  status=$?
+  if [[ $status != 0 ]]; then
+    row "$torch_row" FAIL "build: $(why $status "$LOG_DIR/torch_build.log")"
+  else
+    step 300 "$LOG_DIR/torch_cuda.log" env "$(grep '^PYTHONPATH=' "$LOG_DIR/torch_build.log")" \
+      "$(grep '^LD_LIBRARY_PATH=' "$LOG_DIR/torch_build.log")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      python3 tools/gpu_torch_check.py --ranks 2 --timeout 280
+    status=$?
+    summary=$(grep -m1 '^RESULT torch_collective summary' "$LOG_DIR/torch_cuda.log" | cut -d' ' -f4-)
+    if [[ $status == 0 ]]; then
+      row "$torch_row" PASS "$summary"
+    else
+      row "$torch_row" FAIL "$(why $status "$LOG_DIR/torch_cuda.log"): $summary"
+      grep 'FAIL' "$LOG_DIR/torch_cuda.log" | head -10
+    fi
+  fi
 fi
 
 echo

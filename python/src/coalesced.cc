@@ -12,11 +12,12 @@
 namespace torch_collective {
 namespace {
 
-// Every tensor dense, on the CPU, and of the first one's element type: one buffer has one type.
+// Every tensor dense, on the CPU or CUDA, and of the first one's element type: one buffer has one
+// type.
 void checkSameType(const std::vector<at::Tensor>& tensors, const char* op, const char* what) {
   TORCH_CHECK(!tensors.empty(), "collective backend: ", op, ": ", what, " is empty, expected at least one tensor");
   for (const at::Tensor& tensor : tensors) {
-    checkHostTensor(tensor, op);
+    checkDenseTensor(tensor, op);
     TORCH_CHECK(tensor.scalar_type() == tensors[0].scalar_type(), "collective backend: ", op, ": ", what,
                 " mixes tensors of type ", tensors[0].scalar_type(), " and ", tensor.scalar_type(),
                 ", expected one type (coalesce each type separately)");
@@ -33,7 +34,7 @@ struct PackedAllGather {
 };
 
 PackedAllGather packedAllGather(const std::vector<at::Tensor>& inputs, collDataType_t type, collComm_t comm,
-                                int ranks,
+                                collStream_t stream, int ranks,
                                 std::function<at::Tensor(size_t tensor, int rank, int64_t count)> destination) {
   at::Tensor packed = packTensors(inputs);
   const int64_t total = packed.numel();
@@ -41,7 +42,7 @@ PackedAllGather packedAllGather(const std::vector<at::Tensor>& inputs, collDataT
   std::vector<int64_t> counts;
   for (const at::Tensor& input : inputs) counts.push_back(input.numel());
   PackedAllGather call;
-  call.issue = [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, nullptr)); };
+  call.issue = [=] { checkResult(collAllGather(packed.data_ptr(), gathered.data_ptr(), total, type, comm, stream)); };
   call.finish = [=] {
     for (int rank = 0; rank < ranks; ++rank) {
       int64_t offset = rank * total;
@@ -62,12 +63,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce_coalesced(std::
   checkSameType(tensors, "allreduce_coalesced", "the tensor list");
   collDataType_t type = collTypeOf(tensors[0], Combines::kYes, "allreduce_coalesced");
   collRedOp_t op = collOpOf(opts.reduceOp, "allreduce_coalesced");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("allreduce_coalesced", tensors);
+  collStream_t stream = streamOf(device);
   at::Tensor flat = packTensors(tensors);
   collComm_t comm = comm_.handle();
   std::vector<at::Tensor> outputs = tensors;
   return enqueue(
-      c10d::OpType::ALLREDUCE_COALESCED, outputs,
-      [=] { checkResult(collAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type, op, comm, nullptr)); },
+      c10d::OpType::ALLREDUCE_COALESCED, outputs, device,
+      [=] { checkResult(collAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type, op, comm, stream)); },
       [=] { unpackTensors(flat, outputs); });
 }
 
@@ -88,9 +91,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_coalesced(
   std::vector<std::vector<at::Tensor>> outputLists = outputTensorLists;
   std::vector<at::Tensor> outputs;
   for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
-  PackedAllGather call = packedAllGather(inputTensors, type, comm_.handle(), getSize(),
+  std::shared_ptr<DeviceCall> device = deviceCallFor("allgather_coalesced", withTensors(outputs, inputTensors));
+  PackedAllGather call = packedAllGather(inputTensors, type, comm_.handle(), streamOf(device), getSize(),
                                          [outputLists](size_t i, int rank, int64_t) { return outputLists[rank][i]; });
-  return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, std::move(call.issue), std::move(call.finish));
+  return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, std::move(device), std::move(call.issue),
+                 std::move(call.finish));
 }
 
 #if TORCH_COLLECTIVE_HAS_TENSOR_COALESCED
@@ -103,10 +108,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_into_tensor_coa
   for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(outputs[i], inputs[i], getSize(), op, "output");
   collDataType_t type = collTypeOf(inputs[0], Combines::kNo, op);
   std::vector<at::Tensor> out = outputs;
-  PackedAllGather call = packedAllGather(inputs, type, comm_.handle(), getSize(), [out](size_t i, int rank, int64_t count) {
-    return out[i].view({-1}).narrow(0, rank * count, count);
-  });
-  return enqueue(c10d::OpType::COALESCED, out, std::move(call.issue), std::move(call.finish));
+  std::shared_ptr<DeviceCall> device = deviceCallFor(op, withTensors(out, inputs));
+  PackedAllGather call = packedAllGather(inputs, type, comm_.handle(), streamOf(device), getSize(),
+                                         [out](size_t i, int rank, int64_t count) {
+                                           return out[i].view({-1}).narrow(0, rank * count, count);
+                                         });
+  return enqueue(c10d::OpType::COALESCED, out, std::move(device), std::move(call.issue), std::move(call.finish));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coalesced(
@@ -118,6 +125,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coa
   for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(inputs[i], outputs[i], getSize(), op, "input");
   collDataType_t type = collTypeOf(outputs[0], Combines::kYes, op);
   collRedOp_t reduceOp = collOpOf(opts.reduceOp, op);
+  std::shared_ptr<DeviceCall> device = deviceCallFor(op, withTensors(outputs, inputs));
+  collStream_t stream = streamOf(device);
   // The library scatters slice r of one buffer to rank r: lay out every input's slice r together.
   std::vector<at::Tensor> pieces;
   for (int rank = 0; rank < getSize(); ++rank)
@@ -131,9 +140,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coa
   collComm_t comm = comm_.handle();
   std::vector<at::Tensor> out = outputs;
   return enqueue(
-      c10d::OpType::COALESCED, out,
+      c10d::OpType::COALESCED, out, device,
       [=] {
-        checkResult(collReduceScatter(packed.data_ptr(), reduced.data_ptr(), total, type, reduceOp, comm, nullptr));
+        checkResult(collReduceScatter(packed.data_ptr(), reduced.data_ptr(), total, type, reduceOp, comm, stream));
       },
       [=] { unpackTensors(reduced, out); });
 }

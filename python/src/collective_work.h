@@ -1,5 +1,7 @@
 // The Work object of one call on the collective backend: completed by the communicator's worker
 // thread, waited on from Python, and carrying a Future (DDP's communication hooks chain on it).
+// For a call on CUDA tensors the worker "completes" it once the library has enqueued it on the
+// call's stream; the device's progress is then the call's event (device_call.h).
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -10,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "device_call.h"
 #include "torch_compat.h"
 
 namespace torch_collective {
@@ -18,17 +21,26 @@ class WorkQueue;
 
 class CollectiveWork : public c10d::Work {
  public:
-  // `outputs` are what the call writes (and what the Future holds).
-  CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue);
+  // `outputs` are what the call writes (and what the Future holds); `device` is null for a call
+  // on host tensors.
+  CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue,
+                 std::shared_ptr<DeviceCall> device = nullptr);
 
+  // On CUDA tensors: enqueued, and the device has passed the call's event.
   bool isCompleted() override;
+  // Waits on the host until the call is enqueued (or done, on host tensors); then, on CUDA
+  // tensors, synchronize().
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  // On CUDA tensors: the current stream waits for the call's event (no host block).
+  void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
 
   // Called once, by the worker thread: completes the Future, then the Work, so that a waiter who
-  // wakes up finds the Future done as well.
+  // wakes up finds the Future done as well. On CUDA tensors it runs with the call's stream
+  // current (the Future records its own events there) and records the call's event first.
   void complete(std::exception_ptr error);
+  const std::shared_ptr<DeviceCall>& device() const { return device_; }
   // The call's place in its queue, set when it is posted: a wait on this call starts held
   // point-to-point calls up to this one.
   void setSequence(uint64_t sequence) { sequence_.store(sequence); }
@@ -41,6 +53,7 @@ class CollectiveWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::weak_ptr<WorkQueue> queue_;
+  std::shared_ptr<DeviceCall> device_;
   std::atomic<uint64_t> sequence_{0};  // 0: not posted yet
 };
 

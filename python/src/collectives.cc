@@ -1,5 +1,6 @@
 // The collectives of ProcessGroupCollective: each checks its tensors, stages them as contiguous
-// buffers on the calling thread and queues one library call.
+// buffers on the calling thread and queues one library call, on the current stream for CUDA
+// tensors.
 #include <c10/util/Exception.h>
 
 #include "library_call.h"
@@ -13,8 +14,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce(std::vector<at:
   collDataType_t type = collTypeOf(tensor, Combines::kYes, "allreduce");
   collRedOp_t op = collOpOf(opts.reduceOp, "allreduce");
   collComm_t comm = comm_.handle();
-  return enqueueOnTensor(c10d::OpType::ALLREDUCE, tensor, [=](void* data, size_t count) {
-    return collAllReduce(data, data, count, type, op, comm, nullptr);
+  return enqueueOnTensor(c10d::OpType::ALLREDUCE, "allreduce", tensor, [=](void* data, size_t count, collStream_t stream) {
+    return collAllReduce(data, data, count, type, op, comm, stream);
   });
 }
 
@@ -25,8 +26,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::broadcast(std::vector<at:
   checkRoot(opts.rootRank, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   collComm_t comm = comm_.handle();
-  return enqueueOnTensor(c10d::OpType::BROADCAST, tensor, [=](void* data, size_t count) {
-    return collBroadcast(data, data, count, type, root, comm, nullptr);
+  return enqueueOnTensor(c10d::OpType::BROADCAST, "broadcast", tensor, [=](void* data, size_t count, collStream_t stream) {
+    return collBroadcast(data, data, count, type, root, comm, stream);
   });
 }
 
@@ -39,8 +40,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce(std::vector<at::Te
   int root = static_cast<int>(opts.rootRank);
   collComm_t comm = comm_.handle();
   // In place: the library writes only the root's buffer, so the others keep their input.
-  return enqueueOnTensor(c10d::OpType::REDUCE, tensor, [=](void* data, size_t count) {
-    return collReduce(data, data, count, type, op, root, comm, nullptr);
+  return enqueueOnTensor(c10d::OpType::REDUCE, "reduce", tensor, [=](void* data, size_t count, collStream_t stream) {
+    return collReduce(data, data, count, type, op, root, comm, stream);
   });
 }
 
@@ -53,12 +54,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
   std::vector<at::Tensor> outputs = outputTensors[0];
   checkMatchingTensors(outputs, input, getSize(), "allgather", "the output list");
   collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));
+  collStream_t stream = streamOf(device);
   StagedTensor in(input);
   at::Tensor gathered = flatBufferFor(input, getSize());
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::ALLGATHER, outputs,
-      [=] { checkResult(collAllGather(in.data(), gathered.data_ptr(), in.count(), type, comm, nullptr)); },
+      c10d::OpType::ALLGATHER, outputs, device,
+      [=] { checkResult(collAllGather(in.data(), gathered.data_ptr(), in.count(), type, comm, stream)); },
       [=] { unpackTensors(gathered, outputs); });
 }
 
@@ -67,11 +70,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tenso
                                                                        const c10d::AllgatherOptions& /*opts*/) {
   checkSlicedPair(outputBuffer, inputBuffer, getSize(), "_allgather_base", "output");
   collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "_allgather_base");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("_allgather_base", {outputBuffer, inputBuffer});
+  collStream_t stream = streamOf(device);
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::_ALLGATHER_BASE, {outputBuffer},
-      [=] { checkResult(collAllGather(in.data(), out.data(), in.count(), type, comm, nullptr)); },
+      c10d::OpType::_ALLGATHER_BASE, {outputBuffer}, device,
+      [=] { checkResult(collAllGather(in.data(), out.data(), in.count(), type, comm, stream)); },
       [=] { out.copyBack(); });
 }
 
@@ -92,14 +97,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::gather(std::vector<std::v
     TORCH_CHECK(outputTensors.empty(), "collective backend: gather takes no output list on a rank that is not root");
   }
   collDataType_t type = collTypeOf(input, Combines::kNo, "gather");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("gather", withTensor(outputs, input));
+  collStream_t stream = streamOf(device);
   StagedTensor in(input);
   at::Tensor gathered = isRoot ? flatBufferFor(input, getSize()) : at::Tensor();
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::GATHER, outputs,
+      c10d::OpType::GATHER, outputs, device,
       [=] {
         void* recv = isRoot ? gathered.data_ptr() : nullptr;
-        checkResult(collGather(in.data(), recv, in.count(), type, root, comm, nullptr));
+        checkResult(collGather(in.data(), recv, in.count(), type, root, comm, stream));
       },
       [=] {
         if (isRoot) unpackTensors(gathered, outputs);
@@ -123,13 +130,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::scatter(std::vector<at::T
     TORCH_CHECK(inputTensors.empty(), "collective backend: scatter takes no input list on a rank that is not root");
   }
   collDataType_t type = collTypeOf(output, Combines::kNo, "scatter");
+  std::shared_ptr<DeviceCall> device =
+      deviceCallFor("scatter", isRoot ? withTensor(inputTensors[0], output) : std::vector<at::Tensor>{output});
+  collStream_t stream = streamOf(device);
   StagedTensor out(output);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::SCATTER, {output},
+      c10d::OpType::SCATTER, {output}, device,
       [=] {
         const void* send = isRoot ? pieces.data_ptr() : nullptr;
-        checkResult(collScatter(send, out.data(), out.count(), type, root, comm, nullptr));
+        checkResult(collScatter(send, out.data(), out.count(), type, root, comm, stream));
       },
       [=] { out.copyBack(); });
 }
@@ -143,12 +153,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter(
   checkMatchingTensors(inputTensors[0], output, getSize(), "reduce_scatter", "the input list");
   collDataType_t type = collTypeOf(output, Combines::kYes, "reduce_scatter");
   collRedOp_t op = collOpOf(opts.reduceOp, "reduce_scatter");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("reduce_scatter", withTensor(inputTensors[0], output));
+  collStream_t stream = streamOf(device);
   at::Tensor pieces = packTensors(inputTensors[0]);
   StagedTensor out(output);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::REDUCE_SCATTER, {output},
-      [=] { checkResult(collReduceScatter(pieces.data_ptr(), out.data(), out.count(), type, op, comm, nullptr)); },
+      c10d::OpType::REDUCE_SCATTER, {output}, device,
+      [=] { checkResult(collReduceScatter(pieces.data_ptr(), out.data(), out.count(), type, op, comm, stream)); },
       [=] { out.copyBack(); });
 }
 
@@ -158,11 +170,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_reduce_scatter_base(at::
   checkSlicedPair(inputBuffer, outputBuffer, getSize(), "_reduce_scatter_base", "input");
   collDataType_t type = collTypeOf(outputBuffer, Combines::kYes, "_reduce_scatter_base");
   collRedOp_t op = collOpOf(opts.reduceOp, "_reduce_scatter_base");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("_reduce_scatter_base", {outputBuffer, inputBuffer});
+  collStream_t stream = streamOf(device);
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer},
-      [=] { checkResult(collReduceScatter(in.data(), out.data(), out.count(), type, op, comm, nullptr)); },
+      c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer}, device,
+      [=] { checkResult(collReduceScatter(in.data(), out.data(), out.count(), type, op, comm, stream)); },
       [=] { out.copyBack(); });
 }
 

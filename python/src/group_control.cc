@@ -102,7 +102,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollective::split(const c10::intru
   collComm_t comm = comm_.handle();
   const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
   // Behind this group's queued calls: the split is a call on this communicator like the others.
-  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, [=] {
+  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, nullptr, [=] {
     collConfig_t config = COLL_CONFIG_INITIALIZER;
     config.timeoutMs = timeoutMs;
     config.commName = "torch-split";

@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "communicator.h"
+#include "device_call.h"
 #include "process_group.h"
 #include "work_queue.h"
 #include "zero_bindings.h"
@@ -38,4 +39,6 @@ PYBIND11_MODULE(_C, module) {
   }));
   torch_collective::registerZeroBindings(module);
   module.attr("torch_version") = TORCH_VERSION;
+  // Whether this build takes CUDA tensors (torch with CUDA and the CUDA toolkit at build time).
+  module.attr("cuda_support") = torch_collective::hasCudaSupport();
 }

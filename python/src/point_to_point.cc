@@ -46,8 +46,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::send(std::vector<at::Tens
   checkPeer(dstRank, "send");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "send");
   collComm_t comm = comm_.handle();
-  auto call = [=](void* data, size_t count) { return collSend(data, count, type, dstRank, comm, nullptr); };
-  return enqueueOnTensor(c10d::OpType::SEND, tensor, call, Writes::kNo, CallKind::kPointToPoint);
+  auto call = [=](void* data, size_t count, collStream_t stream) {
+    return collSend(data, count, type, dstRank, comm, stream);
+  };
+  return enqueueOnTensor(c10d::OpType::SEND, "send", tensor, call, Writes::kNo, CallKind::kPointToPoint);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -56,41 +58,51 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tens
   checkPeer(srcRank, "recv");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "recv");
   collComm_t comm = comm_.handle();
-  auto call = [=](void* data, size_t count) { return collRecv(data, count, type, srcRank, comm, nullptr); };
-  return enqueueOnTensor(c10d::OpType::RECV, tensor, call, Writes::kYes, CallKind::kPointToPoint);
+  auto call = [=](void* data, size_t count, collStream_t stream) {
+    return collRecv(data, count, type, srcRank, comm, stream);
+  };
+  return enqueueOnTensor(c10d::OpType::RECV, "recv", tensor, call, Writes::kYes, CallKind::kPointToPoint);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::exchangeWithEveryRank(
-    c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<Segment> sends, std::vector<Segment> recvs,
-    collDataType_t datatype, size_t elementSize, std::function<void()> finish) {
+    c10d::OpType type, std::vector<at::Tensor> outputs, std::shared_ptr<DeviceCall> device, std::vector<Segment> sends,
+    std::vector<Segment> recvs, collDataType_t datatype, size_t elementSize, std::function<void()> finish) {
   int rank = getRank(), ranks = getSize();
   TORCH_CHECK(sends[rank].count == recvs[rank].count, "collective backend: all_to_all: this rank sends itself ",
               sends[rank].count, " elements but expects ", recvs[rank].count);
   collComm_t comm = comm_.handle();
+  collStream_t stream = streamOf(device);
   auto issue = [=] {
-    if (sends[rank].count > 0) memcpy(recvs[rank].data, sends[rank].data, sends[rank].count * elementSize);
+    const size_t ownBytes = sends[rank].count * elementSize;
+    if (device) {
+      device->copyOnStream(recvs[rank].data, sends[rank].data, ownBytes);
+    } else if (ownBytes > 0) {
+      memcpy(recvs[rank].data, sends[rank].data, ownBytes);
+    }
     runAsGroup([&] {
       for (int peer = 0; peer < ranks; ++peer) {
         if (peer == rank) continue;
-        checkResult(collSend(sends[peer].data, sends[peer].count, datatype, peer, comm, nullptr));
-        checkResult(collRecv(recvs[peer].data, recvs[peer].count, datatype, peer, comm, nullptr));
+        checkResult(collSend(sends[peer].data, sends[peer].count, datatype, peer, comm, stream));
+        checkResult(collRecv(recvs[peer].data, recvs[peer].count, datatype, peer, comm, stream));
       }
     });
   };
   // `finish` holds the staged buffers that the segments point into until the call is done.
-  return enqueue(type, std::move(outputs), issue, std::move(finish));
+  return enqueue(type, std::move(outputs), std::move(device), issue, std::move(finish));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
                                                                      std::vector<int64_t>& outputSplitSizes,
                                                                      std::vector<int64_t>& inputSplitSizes,
                                                                      const c10d::AllToAllOptions& /*opts*/) {
-  checkHostTensor(outputBuffer, "alltoall_base");
-  checkHostTensor(inputBuffer, "alltoall_base");
+  checkDenseTensor(outputBuffer, "alltoall_base");
+  checkDenseTensor(inputBuffer, "alltoall_base");
   TORCH_CHECK(outputBuffer.scalar_type() == inputBuffer.scalar_type(),
               "collective backend: alltoall_base: output type ", outputBuffer.scalar_type(),
               " differs from input type ", inputBuffer.scalar_type());
   collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "alltoall_base");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("alltoall_base", {outputBuffer, inputBuffer});
+  collStream_t stream = streamOf(device);
   StagedTensor in(separateFrom(inputBuffer, outputBuffer)), out(outputBuffer);
   collComm_t comm = comm_.handle();
   int ranks = getSize();
@@ -99,13 +111,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor&
                 in.count(), " elements) and output (", out.count(), ") must be equal and split evenly over ", ranks,
                 " ranks");
     return enqueue(
-        c10d::OpType::ALLTOALL_BASE, {outputBuffer},
-        [=] { checkResult(collAllToAll(in.data(), out.data(), in.count() / ranks, type, comm, nullptr)); },
+        c10d::OpType::ALLTOALL_BASE, {outputBuffer}, device,
+        [=] { checkResult(collAllToAll(in.data(), out.data(), in.count() / ranks, type, comm, stream)); },
         [=] { out.copyBack(); });
   }
   std::vector<Segment> sends = splitAlongRows(in, inputBuffer, inputSplitSizes, ranks, "input");
   std::vector<Segment> recvs = splitAlongRows(out, outputBuffer, outputSplitSizes, ranks, "output");
-  return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, std::move(sends), std::move(recvs), type,
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, std::move(device), std::move(sends),
+                               std::move(recvs), type,
                                inputBuffer.element_size(), [in, out] { out.copyBack(); });
 }
 
@@ -118,11 +131,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::
               " and ", outputTensors.size());
   const at::Tensor& first = inputTensors[0];
   collDataType_t type = collTypeOf(first, Combines::kNo, "alltoall");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("alltoall", withTensors(inputTensors, outputTensors));
   std::vector<StagedTensor> ins, outs;
   std::vector<Segment> sends(ranks), recvs(ranks);
   for (int r = 0; r < ranks; ++r) {
     for (const at::Tensor* tensor : {&inputTensors[r], &outputTensors[r]}) {
-      checkHostTensor(*tensor, "alltoall");
+      checkDenseTensor(*tensor, "alltoall");
       TORCH_CHECK(tensor->scalar_type() == first.scalar_type(), "collective backend: alltoall: a tensor of type ",
                   tensor->scalar_type(), " among tensors of type ", first.scalar_type());
     }
@@ -131,7 +145,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::
     sends[r] = {ins.back().data(), ins.back().count()};
     recvs[r] = {outs.back().data(), outs.back().count()};
   }
-  return exchangeWithEveryRank(c10d::OpType::ALLTOALL, outputTensors, std::move(sends), std::move(recvs), type,
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL, outputTensors, std::move(device), std::move(sends),
+                               std::move(recvs), type,
                                first.element_size(), [ins, outs] {
                                  for (const StagedTensor& out : outs) out.copyBack();
                                });

@@ -46,9 +46,10 @@ void ProcessGroupCollective::checkPeer(int peer, const char* op) const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                               std::shared_ptr<DeviceCall> device,
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind) {
-  auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_);
+  auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_, device);
   QueuedCall call;
   call.kind = kind;
   call.issue = std::move(issue);
@@ -56,6 +57,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   call.work = work;
   {
     std::lock_guard<std::mutex> lock(coalescingMutex_);
+    if (device) lastDeviceCall_ = device;
     if (coalescing_) {
       coalesced_.push_back(std::move(call));
       lastCoalescedWork_ = work;
@@ -68,25 +70,39 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const at::Tensor& tensor,
-                                                                       std::function<collResult_t(void*, size_t)> call,
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const char* op,
+                                                                       const at::Tensor& tensor, TensorCall call,
                                                                        Writes writes, CallKind kind) {
+  std::shared_ptr<DeviceCall> device = deviceCallFor(op, {tensor});
   StagedTensor data(tensor);
   std::function<void()> finish;
   if (writes == Writes::kYes) finish = [data] { data.copyBack(); };
+  collStream_t stream = streamOf(device);
   return enqueue(
-      type, {tensor}, [data, call] { checkResult(call(data.data(), data.count())); }, std::move(finish), kind);
+      type, {tensor}, std::move(device), [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); },
+      std::move(finish), kind);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& /*opts*/) {
   collComm_t comm = comm_.handle();
-  return enqueue(c10d::OpType::BARRIER, {}, [comm] { checkResult(collBarrier(comm, nullptr)); });
+  // A host barrier; like NCCL's, it also waits for this group's earlier calls on CUDA tensors to
+  // finish on the device, so that after it every rank's earlier calls are done.
+  std::shared_ptr<DeviceCall> lastDeviceCall;
+  {
+    std::lock_guard<std::mutex> lock(coalescingMutex_);
+    lastDeviceCall = lastDeviceCall_;
+  }
+  int timeoutMs = comm_.timeoutMs();
+  return enqueue(c10d::OpType::BARRIER, {}, nullptr, [comm, lastDeviceCall, timeoutMs] {
+    if (lastDeviceCall) lastDeviceCall->waitOnHost(timeoutMs);
+    checkResult(collBarrier(comm, nullptr));
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
     std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t)> call) {
   collComm_t comm = comm_.handle();
-  return enqueue(c10d::OpType::UNKNOWN, std::move(tensors), [comm, call] { checkResult(call(comm)); });
+  return enqueue(c10d::OpType::UNKNOWN, std::move(tensors), nullptr, [comm, call] { checkResult(call(comm)); });
 }
 
 void ProcessGroupCollective::startCoalescing() {

@@ -1,7 +1,9 @@
 // libcollective as a torch.distributed backend: every operation DDP and the usual examples use,
-// on CPU tensors. Each call checks its arguments and stages its buffers on the calling thread,
-// then queues the library calls on the communicator's worker thread (work_queue.h) and returns a
-// Work at once; errors from the library reach Python as RuntimeError with the library's message.
+// on CPU tensors and (in a build with CUDA support) CUDA tensors. Each call checks its arguments
+// and stages its buffers on the calling thread, then queues the library calls on the
+// communicator's worker thread (work_queue.h) and returns a Work at once; errors from the library
+// reach Python as RuntimeError with the library's message. A call on CUDA tensors passes the
+// caller's current stream to the library (device_call.h).
 #pragma once
 
 #include <functional>
@@ -13,6 +15,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "communicator.h"
+#include "device_call.h"
 #include "tensor_staging.h"
 #include "torch_compat.h"
 #include "work_queue.h"
@@ -119,20 +122,23 @@ class ProcessGroupCollective : public BackendBase {
 
  private:
   // Queues `issue` (the library calls) and `finish` (copies into the caller's tensors after
-  // success) on the worker thread; returns the call's Work, which holds `outputs`.
+  // success) on the worker thread; returns the call's Work, which holds `outputs`. `device`
+  // (deviceCallFor) is null for host tensors; for CUDA tensors both run with its stream current.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         std::function<void()> issue, std::function<void()> finish = nullptr,
+                                         std::shared_ptr<DeviceCall> device, std::function<void()> issue,
+                                         std::function<void()> finish = nullptr,
                                          CallKind kind = CallKind::kCollective);
-  // For the calls on one tensor, used in place: stages it, queues `call(buffer, count)` and, when
-  // the call writes the tensor, copies the buffer back into it afterwards.
+  // For the calls on one tensor, used in place: stages it, queues `call(buffer, count, stream)`
+  // and, when the call writes the tensor, copies the buffer back into it afterwards.
   enum class Writes { kNo, kYes };
-  c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const at::Tensor& tensor,
-                                                 std::function<collResult_t(void* buffer, size_t count)> call,
+  using TensorCall = std::function<collResult_t(void* buffer, size_t count, collStream_t stream)>;
+  c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const char* op, const at::Tensor& tensor,
+                                                 TensorCall call,
                                                  Writes writes = Writes::kYes, CallKind kind = CallKind::kCollective);
   // Sends `sends[p]` to and receives `recvs[p]` from every rank p in one group; this rank's own
   // pair is copied. Both all_to_all forms.
   c10::intrusive_ptr<c10d::Work> exchangeWithEveryRank(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                       std::vector<Segment> sends, std::vector<Segment> recvs,
+                                                       std::shared_ptr<DeviceCall> device, std::vector<Segment> sends, std::vector<Segment> recvs,
                                                        collDataType_t datatype, size_t elementSize,
                                                        std::function<void()> finish);
   void checkRoot(int64_t root, const char* op) const;
@@ -146,6 +152,8 @@ class ProcessGroupCollective : public BackendBase {
   bool coalescing_ = false;
   std::vector<QueuedCall> coalesced_;
   c10::intrusive_ptr<c10d::Work> lastCoalescedWork_;
+  // The last call queued on CUDA tensors (guarded by coalescingMutex_): barrier waits for it.
+  std::shared_ptr<DeviceCall> lastDeviceCall_;
 };
 
 }  // namespace torch_collective

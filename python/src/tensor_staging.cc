@@ -42,17 +42,22 @@ collRedOp_t collOpOf(const c10d::ReduceOp& reduceOp, const char* op) {
               ": expected SUM, PRODUCT, MIN, MAX or AVG");
 }
 
-void checkHostTensor(const at::Tensor& tensor, const char* op) {
+void checkDenseTensor(const at::Tensor& tensor, const char* op) {
   TORCH_CHECK(tensor.layout() == at::kStrided, "collective backend: ", op, " takes dense tensors, got layout ",
               tensor.layout());
-  TORCH_CHECK(tensor.device().is_cpu(), "collective backend: ", op, " takes CPU tensors, got one on ", tensor.device(),
-              " (this build has no device support)");
+  TORCH_CHECK(tensor.device().is_cpu() || tensor.device().is_cuda(), "collective backend: ", op,
+              " takes CPU or CUDA tensors, got one on ", tensor.device());
+}
+
+void checkHostTensor(const at::Tensor& tensor, const char* op) {
+  checkDenseTensor(tensor, op);
+  TORCH_CHECK(tensor.device().is_cpu(), "collective backend: ", op, " takes CPU tensors, got one on ", tensor.device());
 }
 
 const at::Tensor& singleTensor(const std::vector<at::Tensor>& tensors, const char* op) {
   TORCH_CHECK(tensors.size() == 1, "collective backend: ", op, " takes exactly one tensor per rank, got ",
               tensors.size(), " (the multi-GPU forms are not supported)");
-  checkHostTensor(tensors[0], op);
+  checkDenseTensor(tensors[0], op);
   return tensors[0];
 }
 
@@ -61,7 +66,7 @@ void checkMatchingTensors(const std::vector<at::Tensor>& tensors, const at::Tens
   TORCH_CHECK(tensors.size() == expectedCount, "collective backend: ", op, ": ", what, " has ", tensors.size(),
               " tensors, expected ", expectedCount, " (one per rank)");
   for (const at::Tensor& tensor : tensors) {
-    checkHostTensor(tensor, op);
+    checkDenseTensor(tensor, op);
     TORCH_CHECK(tensor.scalar_type() == like.scalar_type(), "collective backend: ", op, ": ", what,
                 " holds a tensor of type ", tensor.scalar_type(), ", expected ", like.scalar_type());
     TORCH_CHECK(tensor.numel() == like.numel(), "collective backend: ", op, ": ", what, " holds a tensor of ",
@@ -71,8 +76,8 @@ void checkMatchingTensors(const std::vector<at::Tensor>& tensors, const at::Tens
 
 void checkSlicedPair(const at::Tensor& whole, const at::Tensor& slice, int slices, const char* op,
                      const char* wholeName) {
-  checkHostTensor(whole, op);
-  checkHostTensor(slice, op);
+  checkDenseTensor(whole, op);
+  checkDenseTensor(slice, op);
   TORCH_CHECK(whole.scalar_type() == slice.scalar_type(), "collective backend: ", op, ": the ", wholeName,
               " is of type ", whole.scalar_type(), ", expected ", slice.scalar_type());
   TORCH_CHECK(whole.numel() == slice.numel() * slices, "collective backend: ", op, ": the ", wholeName, " has ",
@@ -102,6 +107,16 @@ void unpackTensors(const at::Tensor& flat, const std::vector<at::Tensor>& output
     output.copy_(flat.narrow(0, offset, output.numel()).view(output.sizes()));
     offset += output.numel();
   }
+}
+
+std::vector<at::Tensor> withTensor(std::vector<at::Tensor> tensors, const at::Tensor& one) {
+  tensors.push_back(one);
+  return tensors;
+}
+
+std::vector<at::Tensor> withTensors(std::vector<at::Tensor> tensors, const std::vector<at::Tensor>& more) {
+  tensors.insert(tensors.end(), more.begin(), more.end());
+  return tensors;
 }
 
 at::Tensor separateFrom(const at::Tensor& input, const at::Tensor& output) {

@@ -1,5 +1,6 @@
 // From torch tensors to what libcollective takes: element types, reduction ops, and contiguous
-// host buffers. Checks that fail throw c10::Error, which Python sees as RuntimeError.
+// buffers (host or, in a build with CUDA support, device). Checks that fail throw c10::Error,
+// which Python sees as RuntimeError.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,7 +21,10 @@ collRedOp_t collOpOf(const c10d::ReduceOp& reduceOp, const char* op);
 
 // The one tensor of a single-tensor call (torch passes lists, longer only for the multi-GPU forms).
 const at::Tensor& singleTensor(const std::vector<at::Tensor>& tensors, const char* op);
-// Checks that a tensor can be handed to the library: dense, on the CPU.
+// Checks that a tensor can be handed to the library: dense, on the CPU or a CUDA device (whether
+// the tensors of one call share a device is deviceCallFor's check, device_call.h).
+void checkDenseTensor(const at::Tensor& tensor, const char* op);
+// The same, on the CPU only (the ZeRO functions, which take host buffers).
 void checkHostTensor(const at::Tensor& tensor, const char* op);
 // Checks that every tensor of a list has `like`'s element type and number of elements.
 void checkMatchingTensors(const std::vector<at::Tensor>& tensors, const at::Tensor& like, size_t expectedCount,
@@ -30,7 +34,7 @@ void checkMatchingTensors(const std::vector<at::Tensor>& tensors, const at::Tens
 void checkSlicedPair(const at::Tensor& whole, const at::Tensor& slice, int slices, const char* op,
                      const char* wholeName);
 
-// A tensor's data as one contiguous buffer: the tensor's own memory when it is contiguous, else a
+// A tensor's data as one contiguous buffer (on the tensor's device): the tensor's own memory when it is contiguous, else a
 // contiguous copy taken now, which copyBack() writes into the tensor once the call is done.
 class StagedTensor {
  public:
@@ -57,6 +61,10 @@ struct Segment {
 at::Tensor packTensors(const std::vector<at::Tensor>& tensors);
 at::Tensor flatBufferFor(const at::Tensor& like, size_t slices);
 void unpackTensors(const at::Tensor& flat, const std::vector<at::Tensor>& outputs);
+
+// `tensors` and `one` (or `more`) in one list: every tensor of a call, for deviceCallFor.
+std::vector<at::Tensor> withTensor(std::vector<at::Tensor> tensors, const at::Tensor& one);
+std::vector<at::Tensor> withTensors(std::vector<at::Tensor> tensors, const std::vector<at::Tensor>& more);
 
 // A private copy of `input` when it shares memory with `output` (calls that send from one while
 // receiving into the other must not read what they already overwrote).

@@ -10,18 +10,35 @@
 namespace torch_collective {
 namespace {
 
+// Runs `body` where the call's torch operations belong: on its stream, for CUDA tensors.
+void onCallStream(const QueuedCall& call, const std::function<void()>& body) {
+  if (const std::shared_ptr<DeviceCall>& device = call.work->device()) {
+    device->runOnStream(body);
+  } else {
+    body();
+  }
+}
+
 // Finishes each call of a batch that ran (or failed) together and completes its Work.
 void completeBatch(std::vector<QueuedCall>& batch, std::exception_ptr error) {
   for (QueuedCall& call : batch) {
     std::exception_ptr callError = error;
-    if (!callError && call.finish) {
-      try {
-        call.finish();
-      } catch (...) {
-        callError = std::current_exception();
+    auto finishAndComplete = [&] {
+      if (!callError && call.finish) {
+        try {
+          call.finish();
+        } catch (...) {
+          callError = std::current_exception();
+        }
       }
+      call.work->complete(callError);
+    };
+    try {
+      onCallStream(call, finishAndComplete);
+    } catch (...) {
+      // Making the stream current failed, before anything ran.
+      call.work->complete(std::current_exception());
     }
-    call.work->complete(callError);
   }
 }
 
@@ -29,7 +46,7 @@ void runCollective(QueuedCall& call) {
   std::vector<QueuedCall> batch{std::move(call)};
   std::exception_ptr error;
   try {
-    batch[0].issue();
+    onCallStream(batch[0], batch[0].issue);
   } catch (...) {
     error = std::current_exception();
   }

@@ -35,6 +35,7 @@ struct QueuedCall {
   std::function<void()> issue;
   // After success: copies results into the caller's tensors (non-contiguous ones, list forms).
   std::function<void()> finish;
+  // Also says where the call runs: its device and stream, or null for host tensors.
   c10::intrusive_ptr<CollectiveWork> work;
 };
 

@@ -4,7 +4,8 @@
     torch.distributed.init_process_group("collective")
 
 Everything else is torch.distributed as usual (all_reduce, all_gather, DistributedDataParallel,
-new_group, isend/irecv, ...), on CPU tensors. See docs/pytorch.md.
+new_group, isend/irecv, ...), on CPU tensors and, where the extension was built with CUDA support
+(torch_collective.cuda_support), CUDA tensors. See docs/pytorch.md.
 """
 from datetime import timedelta
 import inspect
@@ -15,9 +16,13 @@ import torch.distributed.distributed_c10d as c10d
 
 from . import _C
 
-__all__ = ["BACKEND_NAME", "create_backend"]
+__all__ = ["BACKEND_NAME", "create_backend", "cuda_support"]
 
 BACKEND_NAME = "collective"
+
+# Whether this build takes CUDA tensors: torch was a CUDA build and the CUDA toolkit was found
+# when the extension was built.
+cuda_support = bool(getattr(_C, "cuda_support", False))
 
 # Rank 0's unique id travels through the group's store under this key. torch gives each group
 # (and each device's backend on 2.x) a store of its own prefix, so one key serves them all.
@@ -57,9 +62,10 @@ def create_backend(store, rank, world_size, timeout):
 def _register():
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    # torch 2.x backends are per device; this one moves host memory only.
+    # torch 2.x backends are per device: one backend object serves both where it takes CUDA tensors.
     if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
-        dist.Backend.register_backend(BACKEND_NAME, create_backend, devices=["cpu"])
+        devices = ["cpu", "cuda"] if cuda_support else ["cpu"]
+        dist.Backend.register_backend(BACKEND_NAME, create_backend, devices=devices)
     else:
         dist.Backend.register_backend(BACKEND_NAME, create_backend)
 
