@@ -90,6 +90,15 @@ int streamDevice(void* stream) {
     throwError(collUnhandledCudaError, "the CUDA driver lacks cuStreamGetCtx or cuCtxPushCurrent");
   CUcontext context = nullptr;
   const CUresult rc = getCtx(static_cast<CUstream>(stream), &context);
+  // cudaStreamLegacy and cudaStreamPerThread name a default stream of the calling thread's current
+  // context, so they need one (CUDA_ERROR_INVALID_CONTEXT otherwise): say so.
+  const bool namedDefault = stream == static_cast<void*>(cudaStreamLegacy) ||
+                            stream == static_cast<void*>(cudaStreamPerThread);
+  if (namedDefault && rc == CUDA_ERROR_INVALID_CONTEXT)
+    throwError(collInvalidUsage,
+               "stream %p is %s, the default stream of the calling thread's current device, but no CUDA context is "
+               "current on this thread: call cudaSetDevice(device) on it first",
+               stream, stream == static_cast<void*>(cudaStreamLegacy) ? "cudaStreamLegacy" : "cudaStreamPerThread");
   if (rc != CUDA_SUCCESS || context == nullptr)
     throwError(collInvalidUsage, "stream %p is not a CUDA stream this process knows (cuStreamGetCtx: CUresult %d)",
                stream, static_cast<int>(rc));

@@ -207,26 +207,69 @@ else
   row "compute-sanitizer" SKIPPED "$([[ $have_gpu == 1 ]] && echo 'compute-sanitizer not found' || echo 'no GPU')"
 fi
 
-# 5. Measurements through the device path: 4 ranks, BENCH_BYTES, threads and processes.
+# 5. Measurements through the device path: BENCH_BYTES on 4 ranks (threads, then processes) and
+# on 8 ranks (threads); with MPS, 4 processes again (step 5b). Each all-reduce is set against the
+# device-to-device copy measured in the same run, twice: busbw / copy rate (the usual roofline for
+# one rank per GPU), and the one-GPU roofline, n * BYTES / copy rate: ranks sharing a GPU share its
+# memory, so every rank's input must be read and its output written through the same HBM.
+bench_rows() {  # log prefix labels...
+  local log=$1 prefix=$2
+  shift 2
+  local copy
+  copy=$(awk '$1 == "RESULT" && $3 == "d2d_memcpy_bytes_per_s" { print $4; exit }' "$log")
+  row "${prefix}cudaMemcpy D2D ($BENCH_BYTES B)" "$([[ -n $copy ]] && echo INFO || echo FAIL)" \
+    "$(awk -v c="$copy" 'BEGIN { if (c != "") printf "%.1f GB/s", c / 1e9 }')"
+  for label in "$@"; do
+    local n=${label##*_n} busbw lat time
+    busbw=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_busbw" { print $4 }' "$log")
+    time=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_time" { print $4 }' "$log")
+    lat=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_8B_latency" { print $4 }' "$log")
+    if [[ -n $busbw ]]; then
+      row "${prefix}all-reduce $label busbw" INFO "$(awk -v b="$busbw" -v c="$copy" -v t="$time" -v n="$n" \
+        -v s="$BENCH_BYTES" 'BEGIN { printf "%.1f GB/s, %.0f us (%.2f x D2D copy; %.2f of the one-GPU roofline n*S/copy)",
+        b / 1e9, t, (c > 0 ? b / c : 0), (c > 0 && t > 0 ? n * s / c * 1e6 / t : 0) }')"
+      row "${prefix}all-reduce $label 8 B latency" INFO "$lat us"
+    else
+      row "${prefix}all-reduce $label" FAIL "$log"
+    fi
+  done
+  grep FAIL "$log" | head -5
+}
 step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES"
 status=$?
 if [[ $status == 77 ]]; then
   row "device all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/bench.log")"
 else
-  copy=$(awk '$1 == "RESULT" && $3 == "d2d_memcpy_bytes_per_s" { print $4; exit }' "$LOG_DIR/bench.log")
-  row "cudaMemcpy D2D ($BENCH_BYTES B)" "$([[ -n $copy ]] && echo INFO || echo FAIL)" \
-    "$(awk -v c="$copy" 'BEGIN { if (c != "") printf "%.1f GB/s", c / 1e9 }')"
-  for label in threads_n4 processes_n4; do
-    busbw=$(awk -v l=$label '$1 == "RESULT" && $2 == l && $3 == "allreduce_busbw" { print $4 }' "$LOG_DIR/bench.log")
-    lat=$(awk -v l=$label '$1 == "RESULT" && $2 == l && $3 == "allreduce_8B_latency" { print $4 }' "$LOG_DIR/bench.log")
-    if [[ -n $busbw ]]; then
-      row "all-reduce $label busbw" INFO "$(awk -v b="$busbw" -v c="$copy" 'BEGIN { printf "%.1f GB/s (%.2f x D2D copy)", b / 1e9, (c > 0 ? b / c : 0) }')"
-      row "all-reduce $label 8 B latency" INFO "$lat us"
-    else
-      row "all-reduce $label" FAIL "$LOG_DIR/bench.log"
-    fi
-  done
-  [[ $status != 0 ]] && grep FAIL "$LOG_DIR/bench.log" | head -5
+  step 60 "$LOG_DIR/bench_n8.log" "$bin/gpu_bench" --ranks 8 --bytes "$BENCH_BYTES" --modes threads
+  bench_rows "$LOG_DIR/bench.log" "" threads_n4 processes_n4
+  bench_rows "$LOG_DIR/bench_n8.log" "" threads_n8
+fi
+
+# 5b. MPS: processes sharing a GPU through an MPS server run their kernels side by side, so the
+# library uses the concurrent mode for them (transport/p2p: every rank on the GPU an MPS client).
+# A private server (its own pipe folder) is started only for these runs and stopped after.
+mps_control=$(command -v nvidia-cuda-mps-control || true)
+if [[ $have_gpu == 1 && -n $mps_control && -x $bin/gpu_bench ]]; then
+  mps_dir=$(mktemp -d /tmp/coll-mps.XXXXXX)
+  export CUDA_MPS_PIPE_DIRECTORY=$mps_dir CUDA_MPS_LOG_DIRECTORY=$mps_dir
+  if "$mps_control" -d >"$LOG_DIR/mps.log" 2>&1; then
+    sleep 1
+    step 90 "$LOG_DIR/mps_collectives.log" "$bin/gpu_collectives" --ranks 2,4 \
+      --modes processes
+    status=$?
+    result=$(grep -c '^RESULT gpu_collectives.*PASS' "$LOG_DIR/mps_collectives.log")
+    row "MPS: collectives processes n=2,4" "$([[ $status == 0 && $result == 2 ]] && echo PASS || echo FAIL)" \
+      "$(grep '^RESULT' "$LOG_DIR/mps_collectives.log" | sed 's/RESULT gpu_collectives //' | tr '\n' ';')"
+    step 60 "$LOG_DIR/bench_mps.log" "$bin/gpu_bench" --ranks 4 \
+      --bytes "$BENCH_BYTES" --modes processes
+    bench_rows "$LOG_DIR/bench_mps.log" "MPS: " processes_n4
+    echo quit | "$mps_control" >>"$LOG_DIR/mps.log" 2>&1
+  else
+    row "MPS" SKIPPED "the MPS server did not start: $(head -1 "$LOG_DIR/mps.log")"
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+else
+  row "MPS" SKIPPED "no GPU, or no nvidia-cuda-mps-control"
 fi
 
 # 6. The perf program through the public API and collrun (processes: serialized mode).

@@ -279,6 +279,7 @@ def run_ddp(torch, dist, checks, rank, world):
 
 
 def rank_main(rank, world, port, timeout):
+    faulthandler.enable()  # a crash in native code still names the Python line it came from
     faulthandler.dump_traceback_later(max(timeout - 15, 5), exit=False)
     import torch
     import torch.distributed as dist

@@ -92,12 +92,15 @@ constexpr uint32_t kLLDataPerLine = 4;
 // Functions rather than variables only, because device code may not refer to a host object.
 COLL_HOST_DEVICE constexpr ChannelGeometry llGeometry() { return {Protocol::kLL, 1, 4096, 8, 512}; }
 // The Simple geometry can be changed at build time (-DCOLL_SIMPLE_LANES=32 and so on, in every
-// translation unit alike: host and device compute the same layout) to measure other shapes.
+// translation unit alike: host and device compute the same layout) to measure other shapes. The
+// defaults were chosen on an H200 (docs/performance.md): 256 KiB slots move 2x the bytes per
+// handshake of 64 KiB ones, and 16 lanes keep 8 ranks' kernels resident on one GPU (one block of
+// 512 threads per SM), which 32 lanes do not (the ranks then fall back to serialized mode).
 #ifndef COLL_SIMPLE_LANES
 #define COLL_SIMPLE_LANES 16
 #endif
 #ifndef COLL_SIMPLE_SLOT_KIB
-#define COLL_SIMPLE_SLOT_KIB 64
+#define COLL_SIMPLE_SLOT_KIB 256
 #endif
 #ifndef COLL_SIMPLE_DEPTH
 #define COLL_SIMPLE_DEPTH 8

@@ -158,11 +158,13 @@ __device__ void reduceCopy(const ReduceCopyArgs& a, unsigned tid, unsigned nthre
     if (reinterpret_cast<uintptr_t>(a.dsts[d]) % 16 == 0) dstAligned |= 1u << d;
   constexpr int kElems = Pack16<T>::kElems;
   const uint64_t packs = a.count / kElems;
-  // Four packs per thread per round keep several loads of each source in flight.
+  // Eight packs per thread per round keep several loads of each source in flight (128 bytes per
+  // thread: a 256 KiB slot share is a few rounds of a 512-thread block). COLL_REDUCE_UNROLL
+  // overrides it at build time, to measure.
 #ifdef COLL_REDUCE_UNROLL
   constexpr int kUnroll = COLL_REDUCE_UNROLL;
 #else
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = 8;
 #endif
   const uint64_t stride = uint64_t(nthreads) * kUnroll;
   uint64_t p = tid;

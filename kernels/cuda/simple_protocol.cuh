@@ -21,16 +21,19 @@ __device__ __forceinline__ char* simpleSlot(char* region, uint32_t lane, uint32_
   return region + simpleSlotOffset(lane, slot);
 }
 
-// Flags: release stores and acquire polls (COLL_FLAG_RELEASE=1), or a full system fence before
-// volatile stores (0), selectable at build time to measure both.
+// Flags: release stores and acquire polls (COLL_FLAG_RELEASE=1, the default), or a full system
+// fence before volatile stores (0); selectable at build time to measure both (docs/cuda.md).
 #ifndef COLL_FLAG_RELEASE
-#define COLL_FLAG_RELEASE 0
+#define COLL_FLAG_RELEASE 1
 #endif
+__device__ __forceinline__ bool waitSimpleFlag(const uint32_t* word, uint32_t value, const WaitBound& bound,
+                                               uint32_t peer) {
 #if COLL_FLAG_RELEASE
-#define kWaitSimple waitForValueAcquire
+  return waitForValueAcquire(word, value, bound, peer);
 #else
-#define kWaitSimple waitForValue
+  return waitForValue(word, value, bound, peer);
 #endif
+}
 
 // Thread 0: waits for this unit's slots; false when a wait expired.
 __device__ __forceinline__ bool waitSimpleSlots(const Unit& u, uint32_t lane) {
@@ -39,11 +42,11 @@ __device__ __forceinline__ bool waitSimpleSlots(const Unit& u, uint32_t lane) {
   const uint32_t depth = kSimpleGeometry.depth;
   for (int i = 0; i < st.nrecv; ++i) {
     const uint32_t slot = slotOf(st.recvSeq[i], u.slice, depth);
-    if (!kWaitSimple(simpleFlag(peers[st.recvPeers[i]].recv, lane, slot), 1u, u.bound, st.recvPeers[i])) return false;
+    if (!waitSimpleFlag(simpleFlag(peers[st.recvPeers[i]].recv, lane, slot), 1u, u.bound, st.recvPeers[i])) return false;
   }
   for (int i = 0; i < st.nsend; ++i) {
     const uint32_t slot = slotOf(st.sendSeq[i], u.slice, depth);
-    if (!kWaitSimple(simpleFlag(peers[st.sendPeers[i]].send, lane, slot), 0u, u.bound, st.sendPeers[i])) return false;
+    if (!waitSimpleFlag(simpleFlag(peers[st.sendPeers[i]].send, lane, slot), 0u, u.bound, st.sendPeers[i])) return false;
   }
   return true;
 }

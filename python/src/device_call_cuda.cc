@@ -24,10 +24,20 @@ class CudaCall final : public DeviceCall {
   }
 
   c10::Device device() const override { return device_; }
-  collStream_t stream() const override { return stream_.stream(); }
+  // torch's default stream is the legacy NULL stream, but the library reads a NULL stream as "host
+  // buffers" (collective.h): the same stream goes by its other CUDA name, cudaStreamLegacy.
+  collStream_t stream() const override {
+    cudaStream_t stream = stream_.stream();
+    return stream != nullptr ? stream : cudaStreamLegacy;
+  }
 
   void runOnStream(const std::function<void()>& body) const override {
     c10::cuda::CUDAStreamGuard guard(stream_);
+    // The guard skips cudaSetDevice when the runtime already reports this device, which a fresh
+    // thread (the group's worker) does for device 0 with no context current; the library needs
+    // the context current to resolve cudaStreamLegacy (torch's default stream). Seen on an H200:
+    // cuStreamGetCtx(CU_STREAM_LEGACY) failed with CUDA_ERROR_INVALID_CONTEXT without this.
+    C10_CUDA_CHECK(cudaSetDevice(device_.index()));
     body();
   }
 

@@ -223,6 +223,7 @@ int main() {
   passed = passed && context.empty();
   for (int n : {2, 4}) passed = runThreads(n) && passed;
   for (int n : {2, 4}) passed = gpuapi::checkBackToBack(n) && passed;
+  passed = gpuapi::checkPerThreadStream(2) && passed;
   for (int n : {2, 4}) passed = gpuapi::checkGraphReplay(n) && passed;
   for (int n : {2, 4}) passed = gpuapi::checkTwoCommunicators(n) && passed;
   passed = gpuapi::checkAbortUnblocks() && passed;

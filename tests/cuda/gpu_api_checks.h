@@ -37,6 +37,7 @@ void expectFloats(Failures* failures, const std::string& what, const void* devic
 
 // The further sections (gpu_api_sequences.cc).
 bool checkBackToBack(int n);
+bool checkPerThreadStream(int n);
 bool checkGraphReplay(int n);
 bool checkTwoCommunicators(int n);
 bool checkAbortUnblocks();

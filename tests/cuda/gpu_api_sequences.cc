@@ -87,7 +87,7 @@ void finish(collComm_t comm, Failures* failures) {
 
 Failures backToBackRank(int rank, int n, const StorePtr& store) {
   const size_t S = 1000;    // 4 KB: LL
-  const size_t L = 600000;  // 2.4 MB: Simple, three 1 MiB slices
+  const size_t L = 1200000;  // 4.8 MB: Simple, two 4 MiB slices
   const size_t R = 300000;  // reduce-scatter: n * R in, R out
   const size_t C = 262144;  // all-to-all: 1 MiB to and from each peer
   const int bcastRoot = 1 % n, smallRoot = n - 1, reduceRoot = 0;
@@ -173,6 +173,37 @@ Failures backToBackRank(int rank, int n, const StorePtr& store) {
     finish(comm, &failures);
   }
   cudaStreamDestroy(s);
+  return failures;
+}
+
+// ---- CUDA's named default streams ----
+
+// cudaStreamPerThread (and cudaStreamLegacy, for one rank per process: torch's default stream) are
+// streams to the library like any other, though their handles are not real stream objects; NULL
+// alone means host buffers. The legacy stream is one stream for every thread of a context, so
+// ranks that are threads cannot each use it: they use their per-thread streams here.
+Failures perThreadStreamRank(int rank, int n, const StorePtr& store) {
+  const size_t S = 1000, L = 600000;
+  auto f = [](int r, size_t i) { return r + 1 + static_cast<int>(i % 5); };
+  auto sumF = [&](size_t i) { return n * (n + 1) / 2 + n * static_cast<int>(i % 5); };
+  const cudaStream_t s = cudaStreamPerThread;
+  CHECK_CUDA(cudaSetDevice(0));
+  Failures failures;
+  {
+    Arena arena;
+    float* large = arena.make(L, fill(L, [&](size_t i) { return f(rank, i); }), s);
+    float* small = arena.make(S, fill(S, [&](size_t i) { return f(rank, i); }), s);
+    if (large == nullptr || small == nullptr) return {"cudaMalloc failed"};
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    collComm_t comm = initComm(store, n, rank, &failures);
+    if (comm == nullptr) return failures;
+    CHECK_COLL(collAllReduce(large, large, L, collFloat, collSum, comm, s), comm);
+    CHECK_COLL(collAllReduce(small, small, S, collFloat, collSum, comm, s), comm);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expectFloats(&failures, "all-reduce large on cudaStreamPerThread", large, fill(L, sumF), s);
+    expectFloats(&failures, "all-reduce small on cudaStreamPerThread", small, fill(S, sumF), s);
+    finish(comm, &failures);
+  }
   return failures;
 }
 
@@ -388,6 +419,10 @@ Failures abortRank(int rank, int n, const StorePtr& store, AbortShared* shared) 
 }  // namespace
 
 bool checkBackToBack(int n) { return runRankThreads("back-to-back calls n=" + std::to_string(n), n, backToBackRank); }
+
+bool checkPerThreadStream(int n) {
+  return runRankThreads("calls on cudaStreamPerThread n=" + std::to_string(n), n, perThreadStreamRank);
+}
 
 bool checkGraphReplay(int n) {
   std::string mode;

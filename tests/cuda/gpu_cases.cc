@@ -117,7 +117,7 @@ std::vector<GpuCase> gpuCases(int n, bool thorough, const std::string& filter) {
                             CollType::kScatter,   CollType::kAllToAll,  CollType::kSend};
   // Odd counts (LL-sized, and Simple); then counts over several slices of either protocol.
   const std::vector<size_t> small = {1, 4099};
-  const std::vector<size_t> large = {600001};
+  const std::vector<size_t> large = {2400001};  // several 4 MiB slices for broadcast, send, gather
   for (int t = 0; t < collNumTypes; ++t) {
     const auto type = static_cast<collDataType_t>(t);
     std::vector<size_t> counts = small;

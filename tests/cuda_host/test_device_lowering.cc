@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(Collectives, DeviceLowering, ::testing::ValuesIn(kColle
                            return std::string(collTypeName(info.param));
                          });
 
-// The build's geometry (16 lanes of 64 KiB for Simple, one lane of 4 KiB for LL): a few
+// The build's geometry (16 lanes of 256 KiB for Simple, one lane of 4 KiB for LL): a few
 // collectives large enough to use several slices per step.
 TEST(DeviceLowering, BuildGeometryRunsMultiSliceCalls) {
   struct {
