@@ -51,22 +51,36 @@ __device__ __forceinline__ void reportError(DeviceStatus* status, uint32_t error
   s->error = error;
 }
 
-// What bounds every wait of one block.
+// What bounds every wait of one block: a wait fails when its peer made no progress for
+// `timeoutNs` (the wait itself lasted that long), not when the kernel has run that long: a large
+// call whose every step moves along may take longer than the timeout in all.
 struct WaitBound {
-  uint64_t deadlineNs;
+  uint64_t timeoutNs;
   DeviceStatus* status;
   uint32_t step;  // for the report
 };
 
-// True when the wait must give up: the deadline passed or the host asked to abort (checked every
-// 1024 polls, so the common case reads one word).
-__device__ __forceinline__ bool waitExpired(const WaitBound& bound, uint32_t& spins, uint32_t peer) {
-  if (++spins % 1024 != 0) return false;
+// One wait's count of polls and when it began (read lazily: the common wait never reads the
+// timer).
+struct WaitClock {
+  uint32_t spins = 0;
+  uint64_t startNs = 0;
+};
+
+// True when the wait must give up: it has waited longer than the bound or the host asked to
+// abort (checked every 1024 polls, so the common case reads one word).
+__device__ __forceinline__ bool waitExpired(const WaitBound& bound, WaitClock& clock, uint32_t peer) {
+  if (++clock.spins % 1024 != 0) return false;
   if (loadVolatile(&bound.status->abort) != 0) {
     reportError(bound.status, kDeviceAborted, peer, bound.step);
     return true;
   }
-  if (globalTimerNs() > bound.deadlineNs) {
+  const uint64_t now = globalTimerNs();
+  if (clock.startNs == 0) {
+    clock.startNs = now;
+    return false;
+  }
+  if (now - clock.startNs > bound.timeoutNs) {
     reportError(bound.status, kDeviceTimeout, peer, bound.step);
     return true;
   }
@@ -76,18 +90,18 @@ __device__ __forceinline__ bool waitExpired(const WaitBound& bound, uint32_t& sp
 // Spins until *word == value; false when the wait expired (the error is recorded).
 __device__ __forceinline__ bool waitForValue(const uint32_t* word, uint32_t value, const WaitBound& bound,
                                              uint32_t peer) {
-  uint32_t spins = 0;
+  WaitClock clock;
   while (loadVolatile(word) != value)
-    if (waitExpired(bound, spins, peer)) return false;
+    if (waitExpired(bound, clock, peer)) return false;
   return true;
 }
 
 // The same with acquire loads: what the writer did before its release of *word is visible after.
 __device__ __forceinline__ bool waitForValueAcquire(const uint32_t* word, uint32_t value, const WaitBound& bound,
                                                     uint32_t peer) {
-  uint32_t spins = 0;
+  WaitClock clock;
   while (loadAcquireSystem(word) != value)
-    if (waitExpired(bound, spins, peer)) return false;
+    if (waitExpired(bound, clock, peer)) return false;
   return true;
 }
 
@@ -102,9 +116,9 @@ __device__ __forceinline__ void laneBarrier(unsigned long long* counter, const W
     __threadfence();
     const unsigned long long arrived = atomicAdd(counter, 1ull);
     const unsigned long long target = (arrived / gridDim.x + 1) * gridDim.x;
-    uint32_t spins = 0;
+    WaitClock clock;
     while (*reinterpret_cast<volatile unsigned long long*>(counter) < target) {
-      if (waitExpired(bound, spins, UINT32_MAX)) {
+      if (waitExpired(bound, clock, UINT32_MAX)) {
         *failed = 1;
         break;
       }

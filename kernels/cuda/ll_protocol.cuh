@@ -38,12 +38,12 @@ __device__ __forceinline__ bool llLoad(const uint64_t* line, uint32_t flag, uint
 // expired or another thread of the block gave up.
 __device__ __forceinline__ bool llReceivePack(uint64_t* lines, uint32_t flag, uint2* pack, const Unit& u,
                                               uint32_t peer) {
-  uint32_t spins = 0;
+  WaitClock clock;
   while (!llLoad(lines, flag, &pack->x)) {
-    if (*reinterpret_cast<volatile int*>(u.failed) || waitExpired(u.bound, spins, peer)) return false;
+    if (*reinterpret_cast<volatile int*>(u.failed) || waitExpired(u.bound, clock, peer)) return false;
   }
   while (!llLoad(lines + 1, flag, &pack->y)) {
-    if (*reinterpret_cast<volatile int*>(u.failed) || waitExpired(u.bound, spins, peer)) return false;
+    if (*reinterpret_cast<volatile int*>(u.failed) || waitExpired(u.bound, clock, peer)) return false;
   }
   llStore(lines, 0, 0);
   llStore(lines + 1, 0, 0);

@@ -22,11 +22,7 @@ static_assert(kSimpleGeometry.threads == kKernelThreads && kLLGeometry.threads =
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kKernelThreads) scheduleKernel(const __grid_constant__ LaunchParams params) {
   __shared__ int failed;
-  __shared__ uint64_t deadlineNs;
-  if (threadIdx.x == 0) {
-    failed = loadVolatile(&params.status->error) != kDeviceOk ? 1 : 0;
-    deadlineNs = globalTimerNs() + params.timeoutNs;
-  }
+  if (threadIdx.x == 0) failed = loadVolatile(&params.status->error) != kDeviceOk ? 1 : 0;
   __syncthreads();
   if (failed) return;
 
@@ -39,7 +35,7 @@ __global__ void __launch_bounds__(kKernelThreads) scheduleKernel(const __grid_co
       // would leave the others waiting at that unit's __syncthreads.
       [&](uint32_t first) {
         if (!(params.steps[first].flags & kStepBarrierBefore) || gridDim.x == 1) return;
-        WaitBound bound{deadlineNs, params.status, first};
+        WaitBound bound{params.timeoutNs, params.status, first};
         laneBarrier(params.laneBarrier, bound, &failed);
       },
       [&](uint32_t index, uint64_t slice) {
@@ -48,7 +44,7 @@ __global__ void __launch_bounds__(kKernelThreads) scheduleKernel(const __grid_co
                   &step,
                   slice,
                   laneRange(step, slice, sliceElemCount, geometry.lanes, blockIdx.x, sizeof(T)),
-                  WaitBound{deadlineNs, params.status, index},
+                  WaitBound{params.timeoutNs, params.status, index},
                   &failed};
         if (params.protocol == Protocol::kLL) {
           runLLUnit<T, Op>(unit);
