@@ -110,6 +110,25 @@ int streamDevice(void* stream) {
   return device;
 }
 
+bool isDeviceOnlyMemory(const void* pointer, int* device) {
+  using PointerGetAttributesFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
+  if (pointer == nullptr || currentContext() == nullptr) return false;
+  static const auto get =
+      reinterpret_cast<PointerGetAttributesFn>(cudaDriverFunction("cuPointerGetAttributes", 7000));
+  if (get == nullptr) return false;
+  unsigned memoryType = 0;
+  unsigned managed = 0;
+  int ordinal = -1;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+  void* values[] = {&memoryType, &managed, &ordinal};
+  // Memory CUDA does not know (plain host memory) is no error for this call: its type stays 0.
+  if (get(3, attributes, values, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) return false;
+  if (memoryType != CU_MEMORYTYPE_DEVICE || managed != 0) return false;
+  if (device != nullptr) *device = ordinal;
+  return true;
+}
+
 CurrentDeviceScope::CurrentDeviceScope(int device) {
   saved_ = currentContext();
   int current = -1;

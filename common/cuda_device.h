@@ -52,4 +52,9 @@ class CurrentDeviceScope {
 // lacks it; without CUDA support, always nullptr.
 void* cudaDriverFunction(const char* name, int version);
 
+// Whether `pointer` is device memory the host cannot read (cudaMalloc'd, not managed), asked only
+// where this thread has a current CUDA context (a process that never used CUDA pays nothing and
+// gets false); *device is its GPU. For the calls with a NULL stream, which take host buffers.
+bool isDeviceOnlyMemory(const void* pointer, int* device);
+
 }  // namespace coll

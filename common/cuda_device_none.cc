@@ -24,4 +24,6 @@ CurrentDeviceScope::~CurrentDeviceScope() = default;
 
 void* cudaDriverFunction(const char*, int) { return nullptr; }
 
+bool isDeviceOnlyMemory(const void*, int*) { return false; }
+
 }  // namespace coll

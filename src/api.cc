@@ -122,6 +122,7 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
+    if (stream == nullptr) refuseDeviceBuffers(function, call);
     // In flight from here: a rank's first call with a stream sets up device memory below, which
     // waits for the other ranks, and collCommAbort must not free the communicator meanwhile.
     handle->inflight.fetch_add(1);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "common/cuda_device.h"
 #include "common/enum_bits.h"
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
@@ -79,6 +80,21 @@ bool isAllowedInPlace(const CollCall& c, int rank) {
 }
 
 }  // namespace
+
+void refuseDeviceBuffers(const char* fn, const CollCall& c) {
+  const struct {
+    const char* name;
+    const void* pointer;
+  } buffers[] = {{"sendbuff", c.sendbuff}, {"recvbuff", c.recvbuff}};
+  for (const auto& b : buffers) {
+    int device = -1;
+    if (isDeviceOnlyMemory(b.pointer, &device))
+      throwError(collInvalidArgument,
+                 "%s: %s %p is device memory (GPU %d), but stream is NULL, which means host buffers: pass the CUDA "
+                 "stream the call belongs on (cudaStreamLegacy for the default stream)",
+                 fn, b.name, b.pointer, device);
+  }
+}
 
 void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   if (c.type == CollType::kBarrier) return;

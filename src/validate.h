@@ -11,4 +11,9 @@ namespace coll {
 // communicator of `nranks` where this rank is `rank`. Fills call.elemSize.
 void validateCall(const char* function, CollCall& call, int rank, int nranks);
 
+// A call with a NULL stream takes host buffers: a buffer that is device memory the host cannot
+// read is refused (collInvalidArgument naming it), not read as host memory. Asked only where the
+// calling thread has a CUDA context (common/cuda_device.h): host-only programs pay nothing.
+void refuseDeviceBuffers(const char* function, const CollCall& call);
+
 }  // namespace coll

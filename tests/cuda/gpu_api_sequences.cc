@@ -180,7 +180,7 @@ Failures backToBackRank(int rank, int n, const StorePtr& store) {
 
 // cudaStreamPerThread (and cudaStreamLegacy, for one rank per process: torch's default stream) are
 // streams to the library like any other, though their handles are not real stream objects; NULL
-// alone means host buffers. The legacy stream is one stream for every thread of a context, so
+// alone means host buffers, and a device buffer passed with it is refused. The legacy stream is one stream for every thread of a context, so
 // ranks that are threads cannot each use it: they use their per-thread streams here.
 Failures perThreadStreamRank(int rank, int n, const StorePtr& store) {
   const size_t S = 1000, L = 600000;
@@ -197,6 +197,12 @@ Failures perThreadStreamRank(int rank, int n, const StorePtr& store) {
     CHECK_CUDA(cudaStreamSynchronize(s));
     collComm_t comm = initComm(store, n, rank, &failures);
     if (comm == nullptr) return failures;
+    // A device buffer with a NULL stream (host buffers) is refused before anything is touched:
+    // the sums below are right only if nothing was written.
+    const collResult_t refused = collAllReduce(small, small, S, collFloat, collSum, comm, nullptr);
+    if (refused != collInvalidArgument)
+      failures.push_back(std::string("a device buffer with a NULL stream gave ") + collGetErrorString(refused) +
+                         ", expected collInvalidArgument");
     CHECK_COLL(collAllReduce(large, large, L, collFloat, collSum, comm, s), comm);
     CHECK_COLL(collAllReduce(small, small, S, collFloat, collSum, comm, s), comm);
     CHECK_CUDA(cudaStreamSynchronize(s));
