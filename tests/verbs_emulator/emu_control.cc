@@ -1,0 +1,234 @@
+// The emulator's control path: one device "emu0" with one active port, protection domains, memory
+// regions, completion queues and reliable-connected QPs, each with its slot in the registry.
+// Errors follow libibverbs: NULL or -1 with errno, or the errno returned (ibv_modify_qp).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "emu_objects.h"
+#include "emu_registry.h"
+
+// verbs.h wraps these exported names in macros; the definitions below are the exported functions.
+#undef ibv_reg_mr
+#undef ibv_query_port
+
+using namespace verbs_emu;
+
+namespace {
+
+ibv_device emu0 = [] {
+  ibv_device d{};
+  d.node_type = IBV_NODE_CA;
+  d.transport_type = IBV_TRANSPORT_IB;
+  std::strcpy(d.name, "emu0");
+  std::strcpy(d.dev_name, "uverbs-emu0");
+  return d;
+}();
+
+template <typename T>
+T* fail(int err) {
+  errno = err;
+  return nullptr;
+}
+
+// A process-local object for registry slot `slot` (-1: none left); nullptr and ENOMEM when either
+// is missing.
+template <typename T>
+T* newFor(int slot) {
+  T* obj = slot >= 0 ? new (std::nothrow) T{} : nullptr;
+  if (obj == nullptr) return fail<T>(ENOMEM);
+  obj->slot = slot;
+  return obj;
+}
+
+}  // namespace
+
+EMU_EXPORT ibv_device** ibv_get_device_list(int* num) {
+  auto list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  if (list == nullptr) return fail<ibv_device*>(ENOMEM);
+  list[0] = &emu0;
+  if (num != nullptr) *num = 1;
+  return list;
+}
+
+EMU_EXPORT void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+EMU_EXPORT const char* ibv_get_device_name(ibv_device* device) { return device->name; }
+
+EMU_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+  if (device != &emu0) return fail<ibv_context>(ENODEV);
+  if (registry() == nullptr) return nullptr;
+  auto ctx = new (std::nothrow) ibv_context{};
+  if (ctx == nullptr) return fail<ibv_context>(ENOMEM);
+  ctx->device = device;
+  ctx->cmd_fd = ctx->async_fd = -1;
+  ctx->num_comp_vectors = 1;
+  ctx->ops.post_send = postSend;
+  ctx->ops.post_recv = postRecv;
+  ctx->ops.poll_cq = pollCq;
+  return ctx;
+}
+
+EMU_EXPORT int ibv_close_device(ibv_context* ctx) {
+  delete ctx;
+  return 0;
+}
+
+EMU_EXPORT int ibv_query_device(ibv_context*, ibv_device_attr* attr) {
+  *attr = ibv_device_attr{};
+  std::strcpy(attr->fw_ver, "emulator");
+  attr->max_mr_size = UINT64_MAX;
+  attr->page_size_cap = 4096;
+  attr->max_qp = kMaxQps;
+  attr->max_qp_wr = kRecvDepth;
+  attr->max_sge = kMaxSge;
+  attr->max_cq = kMaxCqs;
+  attr->max_cqe = kCqDepth;
+  attr->max_mr = kMaxMrs;
+  attr->max_pd = 1 << 20;
+  attr->phys_port_cnt = 1;
+  return 0;
+}
+
+// Fills only the fields of the older, shorter struct the exported symbol is declared with (up to
+// link_layer); the caller's tail is not ours to write.
+EMU_EXPORT int ibv_query_port(ibv_context*, uint8_t port, _compat_ibv_port_attr* compat) {
+  if (port != 1) return errno = EINVAL, EINVAL;
+  auto attr = reinterpret_cast<ibv_port_attr*>(compat);
+  attr->state = IBV_PORT_ACTIVE;
+  attr->max_mtu = attr->active_mtu = IBV_MTU_4096;
+  attr->gid_tbl_len = 1;
+  attr->max_msg_sz = 1U << 31;
+  attr->pkey_tbl_len = 1;
+  attr->lid = 1;
+  attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
+  return 0;
+}
+
+EMU_EXPORT int ibv_query_gid(ibv_context*, uint8_t port, int index, ibv_gid* gid) {
+  if (port != 1 || index != 0) return errno = EINVAL, -1;
+  *gid = ibv_gid{};
+  gid->raw[0] = 0xfe;  // link-local, the form of an IB port's default GID
+  gid->raw[1] = 0x80;
+  gid->raw[15] = 1;
+  return 0;
+}
+
+EMU_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
+  auto pd = new (std::nothrow) EmuPd{};
+  if (pd == nullptr) return fail<ibv_pd>(ENOMEM);
+  pd->pd.context = ctx;
+  Locked lock(registry());
+  pd->id = registry()->nextPd++;
+  return &pd->pd;
+}
+
+EMU_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
+  delete emu(pd);
+  return 0;
+}
+
+EMU_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  // As the real verbs: remote write needs local write.
+  if ((access & IBV_ACCESS_REMOTE_WRITE) != 0 && (access & IBV_ACCESS_LOCAL_WRITE) == 0) return fail<ibv_mr>(EINVAL);
+  Registry* r = registry();
+  Locked lock(r);
+  int slot = freeMrSlot(r);
+  auto mr = slot >= 0 ? new (std::nothrow) ibv_mr{} : nullptr;
+  if (mr == nullptr) return fail<ibv_mr>(ENOMEM);
+  uint32_t key = nextKey(r);
+  r->mrs[slot] = MrSlot{key, getpid(), emu(pd)->id, access, reinterpret_cast<uint64_t>(addr), length};
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->handle = static_cast<uint32_t>(slot);
+  mr->lkey = mr->rkey = key;
+  return mr;
+}
+
+EMU_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
+  Registry* r = registry();
+  {
+    Locked lock(r);
+    int slot = findMr(r, mr->lkey);
+    if (slot >= 0) r->mrs[slot] = MrSlot{};
+  }
+  delete mr;
+  return 0;
+}
+
+EMU_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cqContext, ibv_comp_channel* channel, int) {
+  if (cqe < 1 || cqe > kCqDepth || channel != nullptr) return fail<ibv_cq>(EINVAL);
+  Registry* r = registry();
+  Locked lock(r);
+  auto cq = newFor<EmuCq>(freeCqSlot(r));
+  if (cq == nullptr) return nullptr;
+  CqSlot& s = r->cqs[cq->slot];
+  s.pid = getpid();
+  s.head = s.tail = 0;
+  s.capacity = static_cast<uint32_t>(cqe);
+  cq->cq.context = ctx;
+  cq->cq.cq_context = cqContext;
+  cq->cq.cqe = cqe;
+  return &cq->cq;
+}
+
+EMU_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
+  {
+    Locked lock(registry());
+    registry()->cqs[emu(cq)->slot].pid = 0;
+  }
+  delete emu(cq);
+  return 0;
+}
+
+EMU_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
+  ibv_qp_cap& cap = init->cap;
+  if (init->qp_type != IBV_QPT_RC || init->srq != nullptr || init->send_cq == nullptr || init->recv_cq == nullptr ||
+      cap.max_recv_wr > kRecvDepth || cap.max_send_wr > kRecvDepth || cap.max_send_sge > kMaxSge ||
+      cap.max_recv_sge > kMaxSge || cap.max_inline_data > kMaxInline)
+    return fail<ibv_qp>(EINVAL);
+  Registry* r = registry();
+  Locked lock(r);
+  auto qp = newFor<EmuQp>(freeQpSlot(r));
+  if (qp == nullptr) return nullptr;
+  QpSlot& s = r->qps[qp->slot];
+  s = QpSlot{};
+  s.qpn = nextQpn(r);
+  s.pid = getpid();
+  s.pd = emu(pd)->id;
+  s.state = IBV_QPS_RESET;
+  s.sendCq = emu(init->send_cq)->slot;
+  s.recvCq = emu(init->recv_cq)->slot;
+  s.maxRecv = cap.max_recv_wr;
+  qp->maxInline = cap.max_inline_data;
+  qp->signalAll = init->sq_sig_all != 0;
+  qp->qp.context = pd->context;
+  qp->qp.qp_context = init->qp_context;
+  qp->qp.pd = pd;
+  qp->qp.send_cq = init->send_cq;
+  qp->qp.recv_cq = init->recv_cq;
+  qp->qp.qp_num = s.qpn;
+  qp->qp.state = IBV_QPS_RESET;
+  qp->qp.qp_type = IBV_QPT_RC;
+  return &qp->qp;
+}
+
+EMU_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
+  int err = transition(emu(qp), *attr, mask);
+  if (err != 0) errno = err;
+  return err;
+}
+
+EMU_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
+  {
+    Locked lock(registry());
+    registry()->qps[emu(qp)->slot] = QpSlot{};  // a peer writing to it now finds no such QP
+  }
+  delete emu(qp);
+  return 0;
+}
