@@ -14,6 +14,8 @@
 #include "src/algorithms/algorithms.h"
 #include "src/comm.h"
 #include "src/topo/topology_log.h"
+#include "transport/transport_table.h"
+#include "transport/verbs/verbs_domain.h"
 
 namespace coll {
 namespace {
@@ -29,6 +31,7 @@ struct InitInfo {
 InitInfo describeInit(int rank, const Params& params, const std::vector<SharedSetting>& shared) {
   InitInfo info{};
   info.peer = transport::describeLocalRank(rank, params.hostId);
+  info.peer.verbsDevice = transport::verbsRequested(params.transports) && transport::verbsUsableHere() ? 1 : 0;
   info.settingCount = static_cast<uint32_t>(shared.size());
   for (size_t i = 0; i < shared.size(); ++i) info.settings[i] = shared[i].digest;
   return info;
@@ -116,6 +119,8 @@ void Communicator::setupTransports() {
   transportSettings_.oneshotBytes = params_.oneshotBytes;
   transportSettings_.shmNamedSegments = params_.shmNamedSegments;
   transportSettings_.socketsPerPeer = params_.socketsPerPeer;
+  transportSettings_.ibTimeout = params_.ibTimeout;
+  transportSettings_.ibRetryCount = params_.ibRetryCount;
   transportSettings_.socketIfname = params_.socketIfname;
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;

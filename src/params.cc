@@ -120,6 +120,9 @@ const Params& processParams() {
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
     p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
+    // The QP attribute fields are 5 and 3 bits wide (0 would mean an infinite timeout).
+    p.ibTimeout = static_cast<int>(parseInteger("COLL_IB_TIMEOUT", 1, 31, p.ibTimeout));
+    p.ibRetryCount = static_cast<int>(parseInteger("COLL_IB_RETRY_CNT", 0, 7, p.ibRetryCount));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     return p;

@@ -36,6 +36,8 @@ struct Params {
   std::string hostId;                // COLL_HOSTID (overrides host detection; tests simulate hosts)
   std::string socketIfname;          // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
   int socketsPerPeer = 2;            // COLL_SOCKET_NSOCKS
+  int ibTimeout = 18;                // COLL_IB_TIMEOUT (verbs)
+  int ibRetryCount = 7;              // COLL_IB_RETRY_CNT (verbs)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
 };

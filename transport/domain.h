@@ -49,6 +49,8 @@ struct TransportSettings {
   size_t oneshotBytes = 64 << 10;  // per one-shot buffer (COLL_ONESHOT_BYTES)
   bool shmNamedSegments = false;   // COLL_SHM_NAMED
   int socketsPerPeer = 2;          // COLL_SOCKET_NSOCKS
+  int ibTimeout = 18;              // COLL_IB_TIMEOUT: a verbs QP's ack timeout, 4.096 us * 2^value
+  int ibRetryCount = 7;            // COLL_IB_RETRY_CNT: a verbs QP's retries before an error completion
   std::string socketIfname;        // COLL_SOCKET_IFNAME
   std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction

@@ -12,6 +12,9 @@ namespace transport {
 
 struct PeerInfo {
   int rank = -1;
+  // Whether this rank can use IB verbs: only looked for when COLL_TRANSPORTS asks for verbs
+  // (verbsRequested), so that nothing loads libibverbs otherwise. Both ends need it.
+  int32_t verbsDevice = 0;
   uint64_t hostHash = 0;     // equal for ranks on one host (hostname, boot id, network namespace; or COLL_HOSTID)
   uint64_t machineHash = 0;  // equal for ranks on one kernel and network namespace (loopback reaches them)
   uint64_t kernelHash = 0;   // equal for ranks on one kernel, whatever their namespaces (they share its cores)

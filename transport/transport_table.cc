@@ -6,6 +6,7 @@
 #include "transport/p2p/p2p_domain.h"
 #include "transport/self/self_domain.h"
 #include "transport/shm/shm_domain.h"
+#include "transport/verbs/verbs_domain.h"
 
 namespace coll {
 namespace transport {
@@ -17,6 +18,8 @@ bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash
 bool anyRank(const PeerInfo&, const PeerInfo&) { return true; }
 // CUDA IPC handles open in processes of one kernel (whatever their namespaces).
 bool sameKernel(const PeerInfo& self, const PeerInfo& peer) { return self.kernelHash == peer.kernelHash; }
+// Verbs reaches any rank whose process found a device, like sockets; both ends must have one.
+bool bothHaveVerbs(const PeerInfo& self, const PeerInfo& peer) { return self.verbsDevice != 0 && peer.verbsDevice != 0; }
 
 }  // namespace
 
@@ -30,6 +33,10 @@ const std::vector<TransportEntry>& transportTable() {
        /*create=*/makeNetDomain, /*optional=*/true},
       {/*name=*/"p2p", /*priority=*/100, MemoryKind::kDevice, LinkKind::kLocal, /*canConnect=*/sameKernel,
        /*create=*/makeP2pDomain, /*optional=*/true},
+      // Below sockets, and opt-in: where both can connect, sockets win unless COLL_TRANSPORTS
+      // leaves them out ("verbs", "^shm,net"). The planner prices it as a network hop.
+      {/*name=*/"verbs", /*priority=*/5, MemoryKind::kHost, LinkKind::kNetwork, /*canConnect=*/bothHaveVerbs,
+       /*create=*/makeVerbsDomain, /*optional=*/true, /*optIn=*/true},
   };
   return table;
 }
@@ -52,7 +59,14 @@ void validateTransportSpec(const std::string& spec) {
 }
 
 bool transportEnabled(const std::string& spec, const TransportEntry& entry) {
-  return !entry.optional || spec.empty() || NameSelection::parse(spec).selects(entry.name);
+  if (spec.empty()) return !entry.optIn;
+  return !entry.optional || NameSelection::parse(spec).selects(entry.name);
+}
+
+bool verbsRequested(const std::string& spec) {
+  for (const TransportEntry& t : transportTable())
+    if (std::string(t.name) == "verbs") return transportEnabled(spec, t);
+  return false;
 }
 
 }  // namespace transport

@@ -29,6 +29,9 @@ struct TransportEntry {
   std::unique_ptr<Domain> (*create)(const DomainArgs& args);
   // COLL_TRANSPORTS may switch it off. "self" may not: it carries every rank's sends to itself.
   bool optional;
+  // Off unless COLL_TRANSPORTS is set and selects it ("verbs", "^shm,net"): a transport still being
+  // proven changes nothing for anyone who did not ask for it.
+  bool optIn = false;
 };
 
 const std::vector<TransportEntry>& transportTable();
@@ -39,6 +42,8 @@ std::string transportNames();
 // Throws CollError(collInvalidUsage) for a name no transport has.
 void validateTransportSpec(const std::string& spec);
 bool transportEnabled(const std::string& spec, const TransportEntry& entry);
+// Whether COLL_TRANSPORTS enables verbs, so that a rank looks for a device (PeerInfo::verbsDevice).
+bool verbsRequested(const std::string& spec);
 
 }  // namespace transport
 }  // namespace coll

@@ -116,6 +116,27 @@ TEST(TransportTable, NamesAndSpecs) {
   }
 }
 
+// Verbs is opt-in: with a device on every rank, it carries nothing unless COLL_TRANSPORTS selects
+// it and leaves sockets out; without a device on both ends it never connects a pair.
+TEST(Routes, VerbsOnlyWhenAskedForAndBothEndsHaveADevice) {
+  auto peers = ranksOn({0, 1, 2});
+  for (auto& p : peers) p.verbsDevice = 1;
+  EXPECT_FALSE(verbsRequested(""));
+  EXPECT_TRUE(verbsRequested("verbs"));
+  EXPECT_TRUE(verbsRequested("^shm,net"));
+  EXPECT_FALSE(verbsRequested("shm,net"));
+  for (const std::string spec : {"", "^shm", "net,verbs", "shm,net"})
+    EXPECT_EQ(routeName(chooseRoutes(peers, 0, spec, MemoryKind::kHost), 1), "net") << spec;
+  for (const std::string spec : {"verbs", "^shm,net"}) {
+    Routes routes = chooseRoutes(peers, 0, spec, MemoryKind::kHost);
+    EXPECT_EQ(routeName(routes, 1), "verbs") << spec;
+    EXPECT_EQ(routeName(routes, 0), "self") << spec;
+    EXPECT_EQ(routes.membersOf(routes.toRank[1]), (std::vector<int>{1, 2})) << spec;
+  }
+  peers[2].verbsDevice = 0;
+  EXPECT_THROW(chooseRoutes(peers, 0, "verbs", MemoryKind::kHost), CollError);
+}
+
 }  // namespace
 }  // namespace transport
 }  // namespace coll

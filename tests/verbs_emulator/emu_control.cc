@@ -232,3 +232,17 @@ EMU_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   delete emu(qp);
   return 0;
 }
+
+// Words for a completion status, as rdma-core has them for messages (the emulator's own short set).
+EMU_EXPORT const char* ibv_wc_status_str(ibv_wc_status status) {
+  switch (status) {
+    case IBV_WC_SUCCESS: return "success";
+    case IBV_WC_LOC_PROT_ERR: return "local protection error";
+    case IBV_WC_WR_FLUSH_ERR: return "Work Request Flushed Error";
+    case IBV_WC_REM_ACCESS_ERR: return "remote access error";
+    case IBV_WC_REM_OP_ERR: return "remote operation error";
+    case IBV_WC_RETRY_EXC_ERR: return "transport retry counter exceeded";
+    case IBV_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
+    default: return "unknown";
+  }
+}

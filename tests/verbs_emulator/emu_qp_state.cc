@@ -2,6 +2,8 @@
 // RESET -> INIT -> RTR -> RTS, each step with the attributes it must be given; any state to RESET
 // or ERR; anything else EINVAL, which is what a real device's driver answers.
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "emu_objects.h"
 #include "emu_registry.h"
@@ -17,13 +19,20 @@ constexpr int kToRts =
 
 bool has(int mask, int required) { return (mask & required) == required; }
 
+// Fault injection for tests: COLL_VERBS_EMU_REFUSE_RTS=1 in a process makes its QPs stop at RTR,
+// as a device refusing the step would (the fault suite's "QP never reaching RTS").
+bool refuseRts() {
+  const char* refuse = std::getenv("COLL_VERBS_EMU_REFUSE_RTS");
+  return refuse != nullptr && std::strcmp(refuse, "1") == 0;
+}
+
 // 0 when `from` may go to `to` with the attributes in `mask`.
 int check(int from, int to, const ibv_qp_attr& attr, int mask) {
   if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return 0;
   if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) return has(mask, kToInit) && attr.port_num == 1 ? 0 : EINVAL;
   if (from == IBV_QPS_INIT && to == IBV_QPS_INIT) return 0;
   if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) return has(mask, kToRtr) && attr.dest_qp_num != 0 ? 0 : EINVAL;
-  if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) return has(mask, kToRts) ? 0 : EINVAL;
+  if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) return has(mask, kToRts) && !refuseRts() ? 0 : EINVAL;
   if (from == IBV_QPS_RTS && to == IBV_QPS_RTS) return 0;
   return EINVAL;
 }

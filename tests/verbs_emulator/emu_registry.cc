@@ -93,7 +93,19 @@ Locked::Locked(Registry* r) : r_(r) {
 
 Locked::~Locked() { pthread_mutex_unlock(&r_->lock); }
 
-bool ownerGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+bool ownerGone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  // A process that exited but was not reaped yet (a zombie) still answers kill(); its QPs are gone
+  // all the same, as a device's are when the kernel tears the process down.
+  char path[32];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* stat = std::fopen(path, "r");
+  if (stat == nullptr) return true;
+  char state = '?';
+  int matched = std::fscanf(stat, "%*d (%*[^)]) %c", &state);
+  std::fclose(stat);
+  return matched == 1 && (state == 'Z' || state == 'X');
+}
 
 int findQp(Registry* r, uint32_t qpn) {
   for (int i = 0; i < kMaxQps; i++)

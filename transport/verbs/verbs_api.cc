@@ -73,6 +73,7 @@ std::shared_ptr<const VerbsApi> loadVerbsApi(const std::string& library, std::st
     *reason = describe(library) + " loaded, but it lacks " + missing;
     return nullptr;
   }
+  api->wcStatusStr = reinterpret_cast<const char* (*)(ibv_wc_status)>(dlsym(handle, "ibv_wc_status_str"));
   reason->clear();
   return api;
 }

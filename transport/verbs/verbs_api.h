@@ -50,6 +50,8 @@ struct VerbsApi {
   ibv_qp* (*createQp)(ibv_pd* pd, ibv_qp_init_attr* attr) = nullptr;
   int (*modifyQp)(ibv_qp* qp, ibv_qp_attr* attr, int attrMask) = nullptr;
   int (*destroyQp)(ibv_qp* qp) = nullptr;
+  // Optional (nullptr when the library lacks it): words for a completion status, for messages.
+  const char* (*wcStatusStr)(ibv_wc_status status) = nullptr;
 
   int queryPort(ibv_context* context, uint8_t port, ibv_port_attr* attr) const;
   // The data path, through the provider's ops table (verbs.h's inline functions).

@@ -1,0 +1,69 @@
+#include "transport/verbs/verbs_connection.h"
+
+#include <atomic>
+
+namespace coll {
+namespace transport {
+
+uint64_t verbsWrId(int peerIndex, VerbsWork work, uint32_t slot) {
+  return (static_cast<uint64_t>(peerIndex) << 32) | (static_cast<uint64_t>(work) << 24) | (slot & 0xffffffu);
+}
+
+void decodeVerbsWrId(uint64_t wrId, int* peerIndex, VerbsWork* work, uint32_t* slot) {
+  *peerIndex = static_cast<int>(wrId >> 32);
+  *work = static_cast<VerbsWork>((wrId >> 24) & 0xff);
+  *slot = static_cast<uint32_t>(wrId & 0xffffff);
+}
+
+void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer) {
+  if (peer.creditOutstanding) {
+    peer.creditDirty = true;
+    return;
+  }
+  // The count is cumulative, so a credit write that reads a newer count than it was posted with
+  // only returns slots sooner.
+  __atomic_store_n(peer.creditOut, peer.released, __ATOMIC_RELEASE);
+  peer.creditDirty = false;
+  peer.creditOutstanding =
+      link.postWriteLocked(peer, VerbsWork::kCredit, 0, peer.creditOut, sizeof(uint64_t), peer.remoteCredit, nullptr);
+}
+
+void* VerbsSendConnection::tryAcquire() {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  link_.pollLocked();
+  const uint64_t released = __atomic_load_n(peer_.creditIn, __ATOMIC_ACQUIRE);
+  // A credit beyond what was posted is a peer gone wrong; the domain's health check reports it.
+  if (released > peer_.posted || peer_.posted - released >= static_cast<uint64_t>(link_.depth())) return nullptr;
+  const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
+  if (peer_.inFlight[slot]) return nullptr;
+  return peer_.sendSlots + slot * link_.slotBytes();
+}
+
+void VerbsSendConnection::post(size_t bytes) {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
+  const uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
+  ++peer_.posted;
+  peer_.inFlight[slot] = 1;
+  if (!link_.postWriteLocked(peer_, VerbsWork::kData, slot, peer_.sendSlots + slot * link_.slotBytes(),
+                             static_cast<uint32_t>(bytes), peer_.remoteSlots + slot * link_.slotBytes(), &imm))
+    peer_.inFlight[slot] = 0;
+}
+
+const void* VerbsRecvConnection::tryPeek(size_t* bytes) {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  link_.pollLocked();
+  if (peer_.released == peer_.arrived) return nullptr;
+  const uint32_t slot = static_cast<uint32_t>(peer_.released % link_.depth());
+  *bytes = peer_.sizes[slot];
+  return peer_.recvSlots + slot * link_.slotBytes();
+}
+
+void VerbsRecvConnection::release() {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  ++peer_.released;
+  sendVerbsCredit(link_, peer_);
+}
+
+}  // namespace transport
+}  // namespace coll

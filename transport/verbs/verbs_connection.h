@@ -1,0 +1,115 @@
+// The verbs transport's host FIFOs (transport.h) to one peer, over one RC queue pair.
+//
+// Send: the slots are this rank's own registered staging buffers; post() writes slot i with
+// immediate into the peer's slot i (RDMA write with immediate, inline when small enough), the
+// immediate carrying the slot's sequence number. A slot is free again when the peer has released
+// its copy (the peer's credit word here says how many it released) and the device has finished
+// reading ours (its completion).
+// Receive: the peer's writes land in this rank's slots; each consumes one posted receive, whose
+// completion says which sequence number arrived and how many bytes. release() returns the slot
+// by an RDMA write of the count released into the sender's credit word, so the sender never
+// writes into a slot still in use and never meets a receiver that is not ready.
+//
+// All state is guarded by the domain's lock (VerbsLink::mutex()): the executor, the health check
+// and the completion handler touch it from whichever thread calls.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "common/clock.h"
+#include "transport/transport.h"
+#include "transport/verbs/verbs_api.h"
+
+namespace coll {
+namespace transport {
+
+// What a work request was for, in its wr_id (with the peer's index and the slot).
+enum class VerbsWork : uint32_t { kData = 1, kCredit = 2, kProbe = 3, kNotice = 4, kRecv = 5 };
+// What a write with immediate tells the receiver, in the immediate's top two bits.
+enum class VerbsImm : uint32_t { kData = 0, kGoodbye = 1, kFailed = 2 };
+constexpr uint32_t kVerbsSeqMask = (1u << 30) - 1;
+
+uint64_t verbsWrId(int peerIndex, VerbsWork work, uint32_t slot);
+void decodeVerbsWrId(uint64_t wrId, int* peerIndex, VerbsWork* work, uint32_t* slot);
+
+struct VerbsPeer {
+  int rank = -1;
+  int index = 0;
+  ibv_qp* qp = nullptr;
+  uint32_t maxInline = 0;
+  // This rank's memory for the pair (in the domain's one registered region).
+  uint8_t* recvSlots = nullptr;
+  uint8_t* sendSlots = nullptr;
+  uint64_t* creditIn = nullptr;   // the peer writes how many of our sends it released
+  uint64_t* creditOut = nullptr;  // the source of our credit writes
+  uint64_t* probeIn = nullptr;    // the peer's probes land here; nothing reads it
+  // The peer's memory for the pair.
+  uint64_t remoteSlots = 0;
+  uint64_t remoteCredit = 0;
+  uint64_t remoteProbe = 0;
+  uint32_t remoteKey = 0;
+  // Send side.
+  uint64_t posted = 0;
+  std::vector<uint8_t> inFlight;  // per slot: the device may still read it
+  // Receive side.
+  uint64_t arrived = 0;
+  uint64_t released = 0;
+  std::vector<uint32_t> sizes;  // per slot: bytes of the arrival
+  // At most one of each in flight, so the send queue and the CQ stay bounded.
+  bool creditOutstanding = false;
+  bool creditDirty = false;  // released more while a credit write was in flight
+  bool probeOutstanding = false;
+  bool noticeOutstanding = false;
+  bool departed = false;  // said goodbye: its QP may vanish, and probes to it stop
+  Deadline nextProbe{};
+};
+
+// What the connections need from their domain.
+class VerbsLink {
+ public:
+  virtual ~VerbsLink() = default;
+  virtual std::mutex& mutex() = 0;
+  // Drains the CQ (lock held).
+  virtual void pollLocked() = 0;
+  // Posts an RDMA write (with immediate when `imm` is set) from `local` (registered, or inline);
+  // a refused post fails the domain (lock held). True when posted.
+  virtual bool postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
+                               uint64_t remote, const uint32_t* imm) = 0;
+  virtual size_t slotBytes() const = 0;
+  virtual int depth() const = 0;
+};
+
+// Returns the slots the peer released (lock held): posts the credit write, or notes one is due.
+void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer);
+
+class VerbsSendConnection : public SendConnection {
+ public:
+  VerbsSendConnection(VerbsLink& link, VerbsPeer& peer) : link_(link), peer_(peer) {}
+  void* tryAcquire() override;
+  void post(size_t bytes) override;
+  size_t slotBytes() const override { return link_.slotBytes(); }
+  int depth() const override { return link_.depth(); }
+
+ private:
+  VerbsLink& link_;
+  VerbsPeer& peer_;
+};
+
+class VerbsRecvConnection : public RecvConnection {
+ public:
+  VerbsRecvConnection(VerbsLink& link, VerbsPeer& peer) : link_(link), peer_(peer) {}
+  const void* tryPeek(size_t* bytes) override;
+  void release() override;
+  size_t slotBytes() const override { return link_.slotBytes(); }
+
+ private:
+  VerbsLink& link_;
+  VerbsPeer& peer_;
+};
+
+}  // namespace transport
+}  // namespace coll

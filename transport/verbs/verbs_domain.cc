@@ -1,0 +1,373 @@
+#include "transport/verbs/verbs_domain.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "transport/verbs/verbs_card.h"
+#include "transport/verbs/verbs_domain_impl.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+constexpr auto kProbeInterval = std::chrono::milliseconds(200);
+constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // a closing rank waits this long at most
+constexpr int kExtraRecvs = 2;                             // beyond the slots: a goodbye and a failure notice
+constexpr int kExtraSends = 3;                             // beyond the slots: a credit, a probe, a notice
+constexpr size_t kWordBytes = 64;                          // a credit word, on its own cache line
+
+const VerbsAvailability& availability() {
+  static const VerbsAvailability probed = probeVerbs();
+  return probed;
+}
+
+// Per peer: its receive slots, our send slots, then the credit word it writes, the source of ours,
+// and the word its probes land on.
+size_t perPeerBytes(size_t slotBytes, int depth) { return 2 * slotBytes * depth + 3 * kWordBytes; }
+
+}  // namespace
+
+bool verbsUsableHere() { return availability().available(); }
+
+std::unique_ptr<Domain> makeVerbsDomain(const DomainArgs& args) {
+  if (!verbsUsableHere())
+    throwError(collInternalError, "verbs transport: unavailable (%s)", availability().reason.c_str());
+  return std::make_unique<VerbsDomain>(args, availability().api);
+}
+
+VerbsDomain::VerbsDomain(const DomainArgs& args, std::shared_ptr<const VerbsApi> api)
+    : myRank_(args.rank),
+      settings_(*args.settings),
+      members_(args.members),
+      depth_(args.settings->netFifoDepth),
+      api_(std::move(api)),
+      peerIndex_(args.nranks, -1) {}
+
+VerbsDomain::~VerbsDomain() {
+  if (ready_ && !failed_.load()) sayGoodbye();
+  destroyResources();
+}
+
+VerbsPeer* VerbsDomain::peerOf(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(peerIndex_.size()) || peerIndex_[rank] < 0)
+    throwError(collInternalError, "verbs transport: no connection to rank %d", rank);
+  return &peers_[peerIndex_[rank]]->state;
+}
+
+void VerbsDomain::makeResources() {
+  device_ = std::make_unique<VerbsDevice>(api_);
+  const int perPeerWrs = depth_ + kExtraSends + depth_ + kExtraRecvs;
+  const int cqe = perPeerWrs * static_cast<int>(members_.size());
+  if (cqe > device_->maxCqe())
+    throwError(collInvalidUsage,
+               "verbs transport: %zu peers at %d slots need %d completion entries; %s has %d (lower "
+               "COLL_NET_FIFO_DEPTH)",
+               members_.size(), depth_, cqe, device_->name().c_str(), device_->maxCqe());
+  cq_ = api_->createCq(device_->context(), cqe, nullptr, nullptr, 0);
+  if (cq_ == nullptr)
+    throwError(collSystemError, "verbs transport: ibv_create_cq(%d) failed: %s", cqe, strerror(errno));
+  const size_t each = perPeerBytes(settings_.slotBytes, depth_);
+  memoryBytes_ = each * members_.size();
+  if (posix_memalign(&memory_, 4096, memoryBytes_) != 0)
+    throwError(collSystemError, "verbs transport: no memory for %zu bytes of slots", memoryBytes_);
+  std::memset(memory_, 0, memoryBytes_);
+  mr_ = api_->regMr(device_->pd(), memory_, memoryBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (mr_ == nullptr)
+    throwError(collSystemError, "verbs transport: ibv_reg_mr of %zu bytes failed: %s", memoryBytes_, strerror(errno));
+  address_ = device_->name() + " lid " + std::to_string(device_->port().lid);
+}
+
+std::string VerbsDomain::card(int) {
+  if (members_.empty()) return "";
+  makeResources();
+  VerbsCard card;
+  std::memcpy(card.header.gid, device_->gid().raw, sizeof(card.header.gid));
+  card.header.lid = device_->port().lid;
+  card.header.activeMtu = device_->port().active_mtu;
+  card.header.rkey = mr_->rkey;
+  card.header.depth = static_cast<uint32_t>(depth_);
+  card.header.slotBytes = settings_.slotBytes;
+  const size_t each = perPeerBytes(settings_.slotBytes, depth_);
+  for (size_t i = 0; i < members_.size(); ++i) {
+    auto peer = std::make_unique<Peer>();
+    VerbsPeer& p = peer->state;
+    p.rank = members_[i];
+    p.index = static_cast<int>(i);
+    uint8_t* base = static_cast<uint8_t*>(memory_) + i * each;
+    p.recvSlots = base;
+    p.sendSlots = base + settings_.slotBytes * depth_;
+    p.creditIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_);
+    p.creditOut = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + kWordBytes);
+    p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + 2 * kWordBytes);
+    p.inFlight.assign(depth_, 0);
+    p.sizes.assign(depth_, 0);
+    peerIndex_[p.rank] = static_cast<int>(peers_.size());
+    peers_.push_back(std::move(peer));
+    p.qp = createRcQp(*device_, cq_, depth_ + kExtraSends, depth_ + kExtraRecvs, &p.maxInline);
+    verbsQpToInit(*device_, p.qp, p.rank);
+    // Every receive is posted before any peer can write: nobody is ever not ready.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int r = 0; r < depth_ + kExtraRecvs; ++r)
+      if (!postRecvLocked(p)) throwError(collSystemError, "verbs transport: %s", failure_.c_str());
+    VerbsCardEntry entry;
+    entry.rank = p.rank;
+    entry.qpn = p.qp->qp_num;
+    entry.slotsAddr = reinterpret_cast<uint64_t>(p.recvSlots);
+    entry.creditAddr = reinterpret_cast<uint64_t>(p.creditIn);
+    entry.probeAddr = reinterpret_cast<uint64_t>(p.probeIn);
+    card.entries.push_back(entry);
+  }
+  return encodeVerbsCard(card);
+}
+
+void VerbsDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
+  const int nranks = static_cast<int>(peerIndex_.size());
+  for (auto& peer : peers_) {
+    VerbsPeer& p = peer->state;
+    VerbsCard theirs = parseVerbsCard(cards.at(p.rank), p.rank, nranks, depth_, settings_.slotBytes);
+    const VerbsCardEntry& entry = verbsCardEntryFor(theirs, p.rank, myRank_);
+    p.remoteSlots = entry.slotsAddr;
+    p.remoteCredit = entry.creditAddr;
+    p.remoteProbe = entry.probeAddr;
+    p.remoteKey = theirs.header.rkey;
+    VerbsPath path;
+    path.remoteQpn = entry.qpn;
+    path.remoteLid = theirs.header.lid;
+    std::memcpy(path.remoteGid.raw, theirs.header.gid, sizeof(path.remoteGid.raw));
+    const uint32_t mtu = std::min<uint32_t>(theirs.header.activeMtu, device_->port().active_mtu);
+    path.mtu = static_cast<ibv_mtu>(std::max<uint32_t>(mtu, IBV_MTU_256));
+    path.timeout = settings_.ibTimeout;
+    path.retryCount = settings_.ibRetryCount;
+    verbsQpToRts(*device_, p.qp, path, p.rank);
+    peer->send = std::make_unique<VerbsSendConnection>(*this, p);
+    peer->recv = std::make_unique<VerbsRecvConnection>(*this, p);
+  }
+  if (!peers_.empty())
+    COLL_INFO(kTransport, "rank %d: verbs transport on %s, %zu queue pair(s) at RTS", myRank_, address_.c_str(),
+              peers_.size());
+}
+
+SendConnection* VerbsDomain::sendConnection(int peer) {
+  peerOf(peer);
+  return peers_[peerIndex_[peer]]->send.get();
+}
+
+RecvConnection* VerbsDomain::recvConnection(int peer) {
+  peerOf(peer);
+  return peers_[peerIndex_[peer]]->recv.get();
+}
+
+bool VerbsDomain::postRecvLocked(VerbsPeer& peer) {
+  ibv_recv_wr wr{};
+  ibv_recv_wr* bad = nullptr;
+  wr.wr_id = verbsWrId(peer.index, VerbsWork::kRecv, 0);
+  // Writes with immediate land where the writer says: the receive carries no buffer.
+  int rc = VerbsApi::postRecv(peer.qp, &wr, &bad);
+  if (rc == 0) return true;
+  failLocked(
+      formatString("verbs connection to rank %d: ibv_post_recv failed: %s", peer.rank, strerror(rc > 0 ? rc : errno)));
+  return false;
+}
+
+bool VerbsDomain::postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
+                                  uint64_t remote, const uint32_t* imm) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, mr_->lkey};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = verbsWrId(peer.index, work, slot);
+  wr.sg_list = bytes > 0 ? &sge : nullptr;
+  wr.num_sge = bytes > 0 ? 1 : 0;
+  wr.opcode = imm != nullptr ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  if (imm != nullptr) wr.imm_data = *imm;
+  // Every request is signaled: its completion frees its slot or its one-in-flight flag, and an
+  // error completion is how a failed write is learned.
+  wr.send_flags = IBV_SEND_SIGNALED | (bytes > 0 && bytes <= peer.maxInline ? IBV_SEND_INLINE : 0);
+  wr.wr.rdma.remote_addr = remote;
+  wr.wr.rdma.rkey = peer.remoteKey;
+  int rc = VerbsApi::postSend(peer.qp, &wr, &bad);
+  if (rc == 0) return true;
+  failLocked(
+      formatString("verbs connection to rank %d: ibv_post_send failed: %s", peer.rank, strerror(rc > 0 ? rc : errno)));
+  return false;
+}
+
+void VerbsDomain::pollLocked() {
+  if (cq_ == nullptr) return;
+  ibv_wc wc[16];
+  for (;;) {
+    int n = VerbsApi::pollCq(cq_, 16, wc);
+    if (n < 0) {
+      failLocked("verbs transport: ibv_poll_cq failed");
+      return;
+    }
+    for (int i = 0; i < n; ++i) completeLocked(wc[i]);
+    if (n < 16) return;
+  }
+}
+
+void VerbsDomain::completeLocked(const ibv_wc& wc) {
+  int index = -1;
+  VerbsWork work;
+  uint32_t slot = 0;
+  decodeVerbsWrId(wc.wr_id, &index, &work, &slot);
+  if (index < 0 || index >= static_cast<int>(peers_.size()))
+    return failLocked("verbs transport: a completion for no peer");
+  VerbsPeer& peer = peers_[index]->state;
+  if (wc.status != IBV_WC_SUCCESS) {
+    // A peer that said goodbye may be gone: what fails towards it now means nothing.
+    if (peer.departed) return;
+    static const char* const kWhat[] = {"?", "data write", "credit write", "liveness probe", "notice", "receive"};
+    const uint32_t w = static_cast<uint32_t>(work) < 6 ? static_cast<uint32_t>(work) : 0;
+    return failLocked(formatString("verbs connection to rank %d: a %s completed with %s", peer.rank, kWhat[w],
+                                   verbsStatusText(*api_, wc.status).c_str()));
+  }
+  switch (work) {
+    case VerbsWork::kData:
+      if (slot < peer.inFlight.size()) peer.inFlight[slot] = 0;
+      break;
+    case VerbsWork::kCredit:
+      peer.creditOutstanding = false;
+      if (peer.creditDirty) sendVerbsCredit(*this, peer);
+      break;
+    case VerbsWork::kProbe:
+      peer.probeOutstanding = false;
+      break;
+    case VerbsWork::kNotice:
+      peer.noticeOutstanding = false;
+      break;
+    case VerbsWork::kRecv:
+      arrivedLocked(peer, wc);
+      break;
+    default:
+      failLocked("verbs transport: a completion of unknown kind");
+  }
+}
+
+void VerbsDomain::arrivedLocked(VerbsPeer& peer, const ibv_wc& wc) {
+  const auto kind = static_cast<VerbsImm>(wc.imm_data >> 30);
+  if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0)
+    return failLocked(formatString("verbs connection to rank %d: a receive without immediate", peer.rank));
+  if (kind == VerbsImm::kGoodbye) {
+    peer.departed = true;
+  } else if (kind == VerbsImm::kFailed) {
+    return failLocked(formatString("rank %d failed (its verbs transport said so)", peer.rank));
+  } else if (kind == VerbsImm::kData) {
+    // The bytes came from another process: its sequence, size and credit are checked.
+    if ((wc.imm_data & kVerbsSeqMask) != (peer.arrived & kVerbsSeqMask) || wc.byte_len > settings_.slotBytes ||
+        peer.arrived - peer.released >= static_cast<uint64_t>(depth_))
+      return failLocked(formatString(
+          "verbs connection to rank %d: slot %u of %u bytes arrived out of order or "
+          "beyond its credit (expected slot %llu)",
+          peer.rank, wc.imm_data & kVerbsSeqMask, wc.byte_len, static_cast<unsigned long long>(peer.arrived)));
+    peer.sizes[peer.arrived % depth_] = wc.byte_len;
+    ++peer.arrived;
+  } else {
+    return failLocked(formatString("verbs connection to rank %d: an immediate of unknown kind", peer.rank));
+  }
+  postRecvLocked(peer);
+}
+
+void VerbsDomain::failLocked(const std::string& message) {
+  if (failed_.load()) return;
+  failure_ = message;
+  failed_.store(true, std::memory_order_release);
+  COLL_INFO(kTransport, "rank %d: %s", myRank_, message.c_str());
+  if (bell_ != nullptr) forceRingDoorbell(bell_);
+}
+
+void VerbsDomain::watchLocked() {
+  pollLocked();
+  if (!ready_ || failed_.load()) return;
+  const Deadline now = Clock::now();
+  for (auto& peer : peers_) {
+    VerbsPeer& p = peer->state;
+    if (__atomic_load_n(p.creditIn, __ATOMIC_ACQUIRE) > p.posted)
+      return failLocked(formatString("verbs connection to rank %d: it returned more slots than were sent", p.rank));
+    if (p.departed || p.probeOutstanding || now < p.nextProbe) continue;
+    // A write into a word the peer never reads: it fails once the peer's QP is gone. It carries
+    // bytes, since a zero-byte write may be answered without touching the peer's memory at all.
+    p.nextProbe = now + kProbeInterval;
+    p.probeOutstanding =
+        postWriteLocked(p, VerbsWork::kProbe, 0, p.creditOut, sizeof(uint64_t), p.remoteProbe, nullptr);
+  }
+}
+
+void VerbsDomain::checkPeers() const {
+  // The interface's health check is const; here it must poll and probe, which change only the
+  // connections' bookkeeping.
+  auto* self = const_cast<VerbsDomain*>(this);
+  std::lock_guard<std::mutex> lock(mutex_);
+  self->watchLocked();
+  if (failed_.load()) throwError(collRemoteError, "%s", failure_.c_str());
+}
+
+void VerbsDomain::progressOnce() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pollLocked();
+}
+
+void VerbsDomain::announceFailure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failed_.load()) {
+    failure_ = "this rank's communicator failed: " + reason;
+    failed_.store(true);
+  }
+  if (!ready_) return;
+  const uint32_t imm = static_cast<uint32_t>(VerbsImm::kFailed) << 30;
+  for (auto& peer : peers_) {
+    VerbsPeer& p = peer->state;
+    if (p.departed || p.noticeOutstanding) continue;
+    p.noticeOutstanding = postWriteLocked(p, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
+  }
+}
+
+template <typename Done>
+bool VerbsDomain::drainLocked(Done done, Deadline deadline) {
+  while (!done()) {
+    if (failed_.load() || Clock::now() >= deadline) return false;
+    pollLocked();
+  }
+  return true;
+}
+
+void VerbsDomain::sayGoodbye() {
+  // The device may still read slots that were posted: wait for those, and for the credits owed,
+  // then tell every member this rank leaves on purpose.
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Deadline deadline = Clock::now() + kGoodbyeTimeout;
+  auto quiet = [this] {
+    for (auto& peer : peers_) {
+      const VerbsPeer& p = peer->state;
+      if (p.creditOutstanding || p.probeOutstanding || p.noticeOutstanding) return false;
+      for (uint8_t busy : p.inFlight)
+        if (busy) return false;
+    }
+    return true;
+  };
+  if (!drainLocked(quiet, deadline)) return;
+  const uint32_t imm = static_cast<uint32_t>(VerbsImm::kGoodbye) << 30;
+  for (auto& peer : peers_) {
+    VerbsPeer& p = peer->state;
+    p.noticeOutstanding = !p.departed && postWriteLocked(p, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
+  }
+  drainLocked(quiet, deadline);
+}
+
+void VerbsDomain::destroyResources() {
+  for (auto& peer : peers_)
+    if (peer->state.qp != nullptr) api_->destroyQp(peer->state.qp);
+  if (mr_ != nullptr) api_->deregMr(mr_);
+  if (cq_ != nullptr) api_->destroyCq(cq_);
+  free(memory_);
+  device_.reset();
+  peers_.clear();
+  mr_ = nullptr;
+  cq_ = nullptr;
+  memory_ = nullptr;
+}
+
+}  // namespace transport
+}  // namespace coll
