@@ -121,6 +121,8 @@ void Communicator::setupTransports() {
   transportSettings_.socketsPerPeer = params_.socketsPerPeer;
   transportSettings_.ibTimeout = params_.ibTimeout;
   transportSettings_.ibRetryCount = params_.ibRetryCount;
+  transportSettings_.ibHca = params_.ibHca;
+  transportSettings_.ibGidIndex = params_.ibGidIndex;
   transportSettings_.socketIfname = params_.socketIfname;
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;

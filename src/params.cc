@@ -123,6 +123,9 @@ const Params& processParams() {
     // The QP attribute fields are 5 and 3 bits wide (0 would mean an infinite timeout).
     p.ibTimeout = static_cast<int>(parseInteger("COLL_IB_TIMEOUT", 1, 31, p.ibTimeout));
     p.ibRetryCount = static_cast<int>(parseInteger("COLL_IB_RETRY_CNT", 0, 7, p.ibRetryCount));
+    // Parsed (and refused) where verbs opens a device: a rank that never selects verbs ignores it.
+    if (const char* hca = getenv("COLL_IB_HCA")) p.ibHca = hca;
+    p.ibGidIndex = static_cast<int>(parseInteger("COLL_IB_GID_INDEX", -1, 255, p.ibGidIndex));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     return p;

@@ -38,6 +38,8 @@ struct Params {
   int socketsPerPeer = 2;            // COLL_SOCKET_NSOCKS
   int ibTimeout = 18;                // COLL_IB_TIMEOUT (verbs)
   int ibRetryCount = 7;              // COLL_IB_RETRY_CNT (verbs)
+  std::string ibHca;                 // COLL_IB_HCA (verbs; empty: every device and port)
+  int ibGidIndex = -1;               // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
 };

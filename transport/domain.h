@@ -51,6 +51,8 @@ struct TransportSettings {
   int socketsPerPeer = 2;          // COLL_SOCKET_NSOCKS
   int ibTimeout = 18;              // COLL_IB_TIMEOUT: a verbs QP's ack timeout, 4.096 us * 2^value
   int ibRetryCount = 7;            // COLL_IB_RETRY_CNT: a verbs QP's retries before an error completion
+  std::string ibHca;               // COLL_IB_HCA: the devices and ports verbs may use ("": all)
+  int ibGidIndex = -1;             // COLL_IB_GID_INDEX (-1: the port's first usable GID)
   std::string socketIfname;        // COLL_SOCKET_IFNAME
   std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction

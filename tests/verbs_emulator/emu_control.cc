@@ -1,9 +1,12 @@
-// The emulator's control path: one device "emu0" with one active port, protection domains, memory
-// regions, completion queues and reliable-connected QPs, each with its slot in the registry.
+// The emulator's control path: devices "emu0".."emu3" (COLL_VERBS_EMU_DEVICES of them, default 1,
+// so that device selection is testable), each with one active port, protection domains, memory
+// regions, completion queues and reliable-connected QPs, each with its slot in the registry. The
+// devices differ only in name, LID and GIDs: every one reaches every other, as on one fabric.
 // Errors follow libibverbs: NULL or -1 with errno, or the errno returned (ibv_modify_qp).
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -19,14 +22,33 @@ using namespace verbs_emu;
 
 namespace {
 
-ibv_device emu0 = [] {
-  ibv_device d{};
-  d.node_type = IBV_NODE_CA;
-  d.transport_type = IBV_TRANSPORT_IB;
-  std::strcpy(d.name, "emu0");
-  std::strcpy(d.dev_name, "uverbs-emu0");
-  return d;
-}();
+constexpr int kMaxDevices = 4;
+
+ibv_device emuDevices[kMaxDevices] = {};
+
+int deviceCount() {
+  const char* text = std::getenv("COLL_VERBS_EMU_DEVICES");
+  const int n = text != nullptr ? std::atoi(text) : 1;
+  return n < 1 ? 1 : n > kMaxDevices ? kMaxDevices : n;
+}
+
+ibv_device* emuDevice(int index) {
+  ibv_device& d = emuDevices[index];
+  if (d.name[0] == '\0') {
+    d.node_type = IBV_NODE_CA;
+    d.transport_type = IBV_TRANSPORT_IB;
+    std::snprintf(d.name, sizeof(d.name), "emu%d", index);
+    std::snprintf(d.dev_name, sizeof(d.dev_name), "uverbs-emu%d", index);
+  }
+  return &d;
+}
+
+// Which emulated device `device` is; -1 when it is none of ours.
+int deviceIndex(const ibv_device* device) {
+  for (int i = 0; i < kMaxDevices; ++i)
+    if (device == &emuDevices[i] && emuDevices[i].name[0] != '\0') return i;
+  return -1;
+}
 
 template <typename T>
 T* fail(int err) {
@@ -47,10 +69,11 @@ T* newFor(int slot) {
 }  // namespace
 
 EMU_EXPORT ibv_device** ibv_get_device_list(int* num) {
-  auto list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  const int n = deviceCount();
+  auto list = static_cast<ibv_device**>(std::calloc(n + 1, sizeof(ibv_device*)));
   if (list == nullptr) return fail<ibv_device*>(ENOMEM);
-  list[0] = &emu0;
-  if (num != nullptr) *num = 1;
+  for (int i = 0; i < n; ++i) list[i] = emuDevice(i);
+  if (num != nullptr) *num = n;
   return list;
 }
 
@@ -59,7 +82,7 @@ EMU_EXPORT void ibv_free_device_list(ibv_device** list) { std::free(list); }
 EMU_EXPORT const char* ibv_get_device_name(ibv_device* device) { return device->name; }
 
 EMU_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-  if (device != &emu0) return fail<ibv_context>(ENODEV);
+  if (deviceIndex(device) < 0) return fail<ibv_context>(ENODEV);
   if (registry() == nullptr) return nullptr;
   auto ctx = new (std::nothrow) ibv_context{};
   if (ctx == nullptr) return fail<ibv_context>(ENOMEM);
@@ -95,25 +118,33 @@ EMU_EXPORT int ibv_query_device(ibv_context*, ibv_device_attr* attr) {
 
 // Fills only the fields of the older, shorter struct the exported symbol is declared with (up to
 // link_layer); the caller's tail is not ours to write.
-EMU_EXPORT int ibv_query_port(ibv_context*, uint8_t port, _compat_ibv_port_attr* compat) {
+EMU_EXPORT int ibv_query_port(ibv_context* ctx, uint8_t port, _compat_ibv_port_attr* compat) {
   if (port != 1) return errno = EINVAL, EINVAL;
   auto attr = reinterpret_cast<ibv_port_attr*>(compat);
   attr->state = IBV_PORT_ACTIVE;
   attr->max_mtu = attr->active_mtu = IBV_MTU_4096;
-  attr->gid_tbl_len = 1;
+  attr->gid_tbl_len = 2;
   attr->max_msg_sz = 1U << 31;
   attr->pkey_tbl_len = 1;
-  attr->lid = 1;
+  attr->lid = static_cast<uint16_t>(1 + deviceIndex(ctx->device));
   attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
   return 0;
 }
 
-EMU_EXPORT int ibv_query_gid(ibv_context*, uint8_t port, int index, ibv_gid* gid) {
-  if (port != 1 || index != 0) return errno = EINVAL, -1;
+// Two GIDs per port, in the forms a RoCE port lists: index 0 link-local (fe80::n), index 1 an
+// IPv4-mapped address (::ffff:10.0.0.n, RoCE v2's form), n the device's LID.
+EMU_EXPORT int ibv_query_gid(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) {
+  if (port != 1 || index < 0 || index > 1) return errno = EINVAL, -1;
+  const auto n = static_cast<uint8_t>(1 + deviceIndex(ctx->device));
   *gid = ibv_gid{};
-  gid->raw[0] = 0xfe;  // link-local, the form of an IB port's default GID
-  gid->raw[1] = 0x80;
-  gid->raw[15] = 1;
+  if (index == 0) {
+    gid->raw[0] = 0xfe;
+    gid->raw[1] = 0x80;
+  } else {
+    gid->raw[10] = gid->raw[11] = 0xff;
+    gid->raw[12] = 10;
+  }
+  gid->raw[15] = n;
   return 0;
 }
 

@@ -58,7 +58,7 @@ VerbsPeer* VerbsDomain::peerOf(int rank) const {
 }
 
 void VerbsDomain::makeResources() {
-  device_ = std::make_unique<VerbsDevice>(api_);
+  device_ = std::make_unique<VerbsDevice>(api_, settings_.ibHca, settings_.ibGidIndex);
   const int perPeerWrs = depth_ + kExtraSends + depth_ + kExtraRecvs;
   const int cqe = perPeerWrs * static_cast<int>(members_.size());
   if (cqe > device_->maxCqe())
@@ -77,7 +77,8 @@ void VerbsDomain::makeResources() {
   mr_ = api_->regMr(device_->pd(), memory_, memoryBytes_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (mr_ == nullptr)
     throwError(collSystemError, "verbs transport: ibv_reg_mr of %zu bytes failed: %s", memoryBytes_, strerror(errno));
-  address_ = device_->name() + " lid " + std::to_string(device_->port().lid);
+  address_ = device_->name() + ":" + std::to_string(device_->portNumber()) + " lid " +
+             std::to_string(device_->port().lid) + " gid index " + std::to_string(device_->gidIndex());
 }
 
 std::string VerbsDomain::card(int) {

@@ -52,43 +52,6 @@ const char* statusName(ibv_wc_status status) {
 
 }  // namespace
 
-VerbsDevice::VerbsDevice(std::shared_ptr<const VerbsApi> api) : api_(std::move(api)) {
-  int count = 0;
-  ibv_device** list = api_->getDeviceList(&count);
-  if (list == nullptr || count < 1) {
-    if (list != nullptr) api_->freeDeviceList(list);
-    throwError(collSystemError, "verbs transport: %s lists no RDMA device", api_->library.c_str());
-  }
-  name_ = api_->getDeviceName(list[0]);
-  context_ = api_->openDevice(list[0]);
-  api_->freeDeviceList(list);
-  if (context_ == nullptr) throwError(collSystemError, "verbs transport: ibv_open_device(%s) failed", name_.c_str());
-  ibv_device_attr attr{};
-  pd_ = api_->allocPd(context_);
-  if (api_->queryDevice(context_, &attr) != 0 || api_->queryPort(context_, kPort, &port_) != 0 || pd_ == nullptr) {
-    release();
-    throwError(collSystemError, "verbs transport: %s: querying the device or port %d, or allocating a PD, failed",
-               name_.c_str(), kPort);
-  }
-  maxCqe_ = attr.max_cqe;
-  // IB routes by LID; RoCE (no LID) by GID index 0 until COLL_IB_GID_INDEX exists.
-  if (api_->queryGid(context_, kPort, 0, &gid_) != 0) gid_ = ibv_gid{};
-  if (port_.state != IBV_PORT_ACTIVE) {
-    release();
-    throwError(collSystemError, "verbs transport: %s port %d is not active (state %d)", name_.c_str(), kPort,
-               static_cast<int>(port_.state));
-  }
-}
-
-VerbsDevice::~VerbsDevice() { release(); }
-
-void VerbsDevice::release() {
-  if (pd_ != nullptr) api_->deallocPd(pd_);
-  if (context_ != nullptr) api_->closeDevice(context_);
-  pd_ = nullptr;
-  context_ = nullptr;
-}
-
 ibv_qp* createRcQp(const VerbsDevice& device, ibv_cq* cq, int sendWrs, int recvWrs, uint32_t* maxInline) {
   ibv_qp_init_attr init{};
   init.send_cq = init.recv_cq = cq;
@@ -109,7 +72,7 @@ ibv_qp* createRcQp(const VerbsDevice& device, ibv_cq* cq, int sendWrs, int recvW
 void verbsQpToInit(const VerbsDevice& device, ibv_qp* qp, int peer) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_INIT;
-  attr.port_num = VerbsDevice::kPort;
+  attr.port_num = device.portNumber();
   attr.pkey_index = 0;
   attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
   int rc = device.api().modifyQp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
@@ -124,12 +87,12 @@ void verbsQpToRts(const VerbsDevice& device, ibv_qp* qp, const VerbsPath& path, 
   attr.rq_psn = 0;
   attr.max_dest_rd_atomic = 1;
   attr.min_rnr_timer = 12;
-  attr.ah_attr.port_num = VerbsDevice::kPort;
+  attr.ah_attr.port_num = device.portNumber();
   attr.ah_attr.dlid = static_cast<uint16_t>(path.remoteLid);
   if (path.remoteLid == 0) {
     attr.ah_attr.is_global = 1;
     attr.ah_attr.grh.dgid = path.remoteGid;
-    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.sgid_index = static_cast<uint8_t>(device.gidIndex());
     attr.ah_attr.grh.hop_limit = 255;
   }
   int rc = device.api().modifyQp(qp, &attr,

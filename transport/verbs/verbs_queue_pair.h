@@ -14,11 +14,13 @@
 namespace coll {
 namespace transport {
 
-// The first device the library lists, its port 1, and a protection domain on it. (COLL_IB_HCA and
-// GID index selection come later: docs/transports.md.)
+// The first active port that COLL_IB_HCA allows (`hca`, verbs_hca_spec.h; "" allows all), in the
+// order the library lists devices and then by port number, its GID (`gidIndex`, COLL_IB_GID_INDEX;
+// -1: the first the port reports usable) and a protection domain on it. A selection that matches
+// no port throws collInvalidUsage naming the ports there are; a GID index the port lacks, too.
 class VerbsDevice {
  public:
-  explicit VerbsDevice(std::shared_ptr<const VerbsApi> api);
+  VerbsDevice(std::shared_ptr<const VerbsApi> api, const std::string& hca, int gidIndex);
   ~VerbsDevice();
   VerbsDevice(const VerbsDevice&) = delete;
   VerbsDevice& operator=(const VerbsDevice&) = delete;
@@ -30,9 +32,13 @@ class VerbsDevice {
   const ibv_gid& gid() const { return gid_; }
   int maxCqe() const { return maxCqe_; }
   const std::string& name() const { return name_; }
-  static constexpr uint8_t kPort = 1;
+  uint8_t portNumber() const { return portNumber_; }
+  int gidIndex() const { return gidIndex_; }
 
  private:
+  // Opens the first selected active port; false when none (with what there is in *seen).
+  bool openSelected(const std::string& hca, std::string* seen, bool* anyMatched);
+  void chooseGid(int wanted);
   void release();  // what the constructor made so far, when it throws
   std::shared_ptr<const VerbsApi> api_;
   std::string name_;
@@ -40,6 +46,8 @@ class VerbsDevice {
   ibv_pd* pd_ = nullptr;
   ibv_port_attr port_{};
   ibv_gid gid_{};
+  uint8_t portNumber_ = 1;
+  int gidIndex_ = 0;
   int maxCqe_ = 0;
 };
 
