@@ -126,6 +126,8 @@ const Params& processParams() {
     // Parsed (and refused) where verbs opens a device: a rank that never selects verbs ignores it.
     if (const char* hca = getenv("COLL_IB_HCA")) p.ibHca = hca;
     p.ibGidIndex = static_cast<int>(parseInteger("COLL_IB_GID_INDEX", -1, 255, p.ibGidIndex));
+    p.ibQpsPerConnection =
+        static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     return p;

@@ -40,6 +40,7 @@ struct Params {
   int ibRetryCount = 7;              // COLL_IB_RETRY_CNT (verbs)
   std::string ibHca;                 // COLL_IB_HCA (verbs; empty: every device and port)
   int ibGidIndex = -1;               // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
+  int ibQpsPerConnection = 1;        // COLL_IB_QPS_PER_CONNECTION (verbs)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
 };

@@ -53,6 +53,7 @@ struct TransportSettings {
   int ibRetryCount = 7;            // COLL_IB_RETRY_CNT: a verbs QP's retries before an error completion
   std::string ibHca;               // COLL_IB_HCA: the devices and ports verbs may use ("": all)
   int ibGidIndex = -1;             // COLL_IB_GID_INDEX (-1: the port's first usable GID)
+  int ibQpsPerConnection = 1;      // COLL_IB_QPS_PER_CONNECTION: verbs QPs per peer, slots striped over them
   std::string socketIfname;        // COLL_SOCKET_IFNAME
   std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction

@@ -9,7 +9,7 @@ namespace transport {
 namespace {
 
 constexpr uint32_t kMagic = 0x76726273;  // "vrbs"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: several QPs per peer
 
 }  // namespace
 
@@ -24,7 +24,8 @@ std::string encodeVerbsCard(const VerbsCard& card) {
   return bytes;
 }
 
-VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint32_t depth, uint64_t slotBytes) {
+VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint32_t depth, uint64_t slotBytes,
+                         uint32_t qpsPerPeer) {
   VerbsCard card;
   if (bytes.size() < sizeof(VerbsCardHeader))
     throwError(collRemoteError, "rank %d published a verbs card of %zu bytes, shorter than its header", sender,
@@ -34,7 +35,12 @@ VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint3
   if (h.magic != kMagic || h.version != kVersion)
     throwError(collRemoteError, "rank %d published a verbs card of another format (magic %#x, version %u)", sender,
                h.magic, h.version);
-  if (h.entryCount > static_cast<uint32_t>(nranks) ||
+  if (h.qpsPerPeer != qpsPerPeer)
+    throwError(collInvalidUsage,
+               "rank %d connects with %u queue pair(s) per peer, this rank with %u (COLL_IB_QPS_PER_CONNECTION must be "
+               "equal on every rank)",
+               sender, h.qpsPerPeer, qpsPerPeer);
+  if (h.entryCount > static_cast<uint64_t>(nranks) * qpsPerPeer ||
       bytes.size() != sizeof(VerbsCardHeader) + size_t{h.entryCount} * sizeof(VerbsCardEntry))
     throwError(collRemoteError, "rank %d published a verbs card of %zu bytes with %u entries (%d ranks)", sender,
                bytes.size(), h.entryCount, nranks);
@@ -53,10 +59,17 @@ VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint3
   return card;
 }
 
-const VerbsCardEntry& verbsCardEntryFor(const VerbsCard& card, int sender, int rank) {
+std::vector<VerbsCardEntry> verbsCardEntriesFor(const VerbsCard& card, int sender, int rank) {
+  std::vector<VerbsCardEntry> found;
   for (const VerbsCardEntry& e : card.entries)
-    if (e.rank == rank) return e;
-  throwError(collRemoteError, "rank %d's verbs card has no queue pair for rank %d (routes that differ?)", sender, rank);
+    if (e.rank == rank) found.push_back(e);
+  if (found.empty())
+    throwError(collRemoteError, "rank %d's verbs card has no queue pair for rank %d (routes that differ?)", sender,
+               rank);
+  if (found.size() != card.header.qpsPerPeer)
+    throwError(collRemoteError, "rank %d's verbs card has %zu queue pairs for rank %d, not %u", sender, found.size(),
+               rank, card.header.qpsPerPeer);
+  return found;
 }
 
 }  // namespace transport

@@ -22,10 +22,10 @@ struct VerbsCardHeader {
   uint32_t depth = 0;
   uint64_t slotBytes = 0;
   uint32_t entryCount = 0;
-  uint32_t reserved = 0;
+  uint32_t qpsPerPeer = 0;  // COLL_IB_QPS_PER_CONNECTION: entries per peer
 };
 
-// One per peer of the publisher.
+// One per QP towards each peer of the publisher: a peer's entries are consecutive, in QP order.
 struct VerbsCardEntry {
   int32_t rank = -1;        // the peer this entry is for
   uint32_t qpn = 0;         // the publisher's QP towards that peer
@@ -41,10 +41,12 @@ struct VerbsCard {
 
 std::string encodeVerbsCard(const VerbsCard& card);
 // Throws CollError: collRemoteError for a malformed card (naming `sender`), collInvalidUsage for
-// settings that differ from this rank's (depth, slot bytes).
-VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint32_t depth, uint64_t slotBytes);
-// The entry `sender`'s card has for `rank`; throws collRemoteError when there is none.
-const VerbsCardEntry& verbsCardEntryFor(const VerbsCard& card, int sender, int rank);
+// settings that differ from this rank's (depth, slot bytes, QPs per peer).
+VerbsCard parseVerbsCard(const std::string& bytes, int sender, int nranks, uint32_t depth, uint64_t slotBytes,
+                         uint32_t qpsPerPeer);
+// The entries `sender`'s card has for `rank`, one per QP in order; throws collRemoteError unless
+// there are exactly qpsPerPeer of them.
+std::vector<VerbsCardEntry> verbsCardEntriesFor(const VerbsCard& card, int sender, int rank);
 
 }  // namespace transport
 }  // namespace coll

@@ -25,7 +25,7 @@ void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer) {
   __atomic_store_n(peer.creditOut, peer.released, __ATOMIC_RELEASE);
   peer.creditDirty = false;
   peer.creditOutstanding =
-      link.postWriteLocked(peer, VerbsWork::kCredit, 0, peer.creditOut, sizeof(uint64_t), peer.remoteCredit, nullptr);
+      link.postWriteLocked(peer, 0, VerbsWork::kCredit, 0, peer.creditOut, sizeof(uint64_t), peer.remoteCredit, nullptr);
 }
 
 void* VerbsSendConnection::tryAcquire() {
@@ -43,9 +43,10 @@ void VerbsSendConnection::post(size_t bytes) {
   std::lock_guard<std::mutex> lock(link_.mutex());
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
   const uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
+  const int lane = static_cast<int>(peer_.posted % peer_.qps.size());
   ++peer_.posted;
   peer_.inFlight[slot] = 1;
-  if (!link_.postWriteLocked(peer_, VerbsWork::kData, slot, peer_.sendSlots + slot * link_.slotBytes(),
+  if (!link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, peer_.sendSlots + slot * link_.slotBytes(),
                              static_cast<uint32_t>(bytes), peer_.remoteSlots + slot * link_.slotBytes(), &imm))
     peer_.inFlight[slot] = 0;
 }

@@ -1,8 +1,11 @@
-// The verbs transport's host FIFOs (transport.h) to one peer, over one RC queue pair.
+// The verbs transport's host FIFOs (transport.h) to one peer, over its RC queue pairs ("lanes",
+// COLL_IB_QPS_PER_CONNECTION): consecutive slots go round-robin over the lanes, as sockets do, so
+// that more than one QP's worth of writes is in flight; credits, probes and notices use lane 0.
 //
 // Send: the slots are this rank's own registered staging buffers; post() writes slot i with
 // immediate into the peer's slot i (RDMA write with immediate, inline when small enough), the
-// immediate carrying the slot's sequence number. A slot is free again when the peer has released
+// immediate carrying the slot's sequence number. Each lane keeps its own order only, so the
+// receiver puts arrivals back in sequence order before handing them out. A slot is free again when the peer has released
 // its copy (the peer's credit word here says how many it released) and the device has finished
 // reading ours (its completion).
 // Receive: the peer's writes land in this rank's slots; each consumes one posted receive, whose
@@ -39,8 +42,8 @@ void decodeVerbsWrId(uint64_t wrId, int* peerIndex, VerbsWork* work, uint32_t* s
 struct VerbsPeer {
   int rank = -1;
   int index = 0;
-  ibv_qp* qp = nullptr;
-  uint32_t maxInline = 0;
+  std::vector<ibv_qp*> qps;  // the lanes; sequence number s goes on lane s % qps.size()
+  uint32_t maxInline = 0;    // the smallest any lane granted
   // This rank's memory for the pair (in the domain's one registered region).
   uint8_t* recvSlots = nullptr;
   uint8_t* sendSlots = nullptr;
@@ -58,7 +61,8 @@ struct VerbsPeer {
   // Receive side.
   uint64_t arrived = 0;
   uint64_t released = 0;
-  std::vector<uint32_t> sizes;  // per slot: bytes of the arrival
+  std::vector<uint32_t> sizes;    // per slot: bytes of the arrival
+  std::vector<uint8_t> present;   // per slot: arrived ahead of an earlier sequence number on another lane
   // At most one of each in flight, so the send queue and the CQ stay bounded.
   bool creditOutstanding = false;
   bool creditDirty = false;  // released more while a credit write was in flight
@@ -77,8 +81,8 @@ class VerbsLink {
   virtual void pollLocked() = 0;
   // Posts an RDMA write (with immediate when `imm` is set) from `local` (registered, or inline);
   // a refused post fails the domain (lock held). True when posted.
-  virtual bool postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
-                               uint64_t remote, const uint32_t* imm) = 0;
+  virtual bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
+                               uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 };

@@ -59,13 +59,15 @@ VerbsPeer* VerbsDomain::peerOf(int rank) const {
 
 void VerbsDomain::makeResources() {
   device_ = std::make_unique<VerbsDevice>(api_, settings_.ibHca, settings_.ibGidIndex);
-  const int perPeerWrs = depth_ + kExtraSends + depth_ + kExtraRecvs;
+  // Every lane can hold a whole FIFO's writes and receives: simple, and the slots bound it anyway.
+  const int perPeerWrs = (depth_ + kExtraSends + depth_ + kExtraRecvs) * settings_.ibQpsPerConnection;
   const int cqe = perPeerWrs * static_cast<int>(members_.size());
   if (cqe > device_->maxCqe())
     throwError(collInvalidUsage,
-               "verbs transport: %zu peers at %d slots need %d completion entries; %s has %d (lower "
-               "COLL_NET_FIFO_DEPTH)",
-               members_.size(), depth_, cqe, device_->name().c_str(), device_->maxCqe());
+               "verbs transport: %zu peers at %d slots and %d QPs each need %d completion entries; %s has %d (lower "
+               "COLL_NET_FIFO_DEPTH or COLL_IB_QPS_PER_CONNECTION)",
+               members_.size(), depth_, settings_.ibQpsPerConnection, cqe, device_->name().c_str(),
+               device_->maxCqe());
   cq_ = api_->createCq(device_->context(), cqe, nullptr, nullptr, 0);
   if (cq_ == nullptr)
     throwError(collSystemError, "verbs transport: ibv_create_cq(%d) failed: %s", cqe, strerror(errno));
@@ -91,6 +93,7 @@ std::string VerbsDomain::card(int) {
   card.header.rkey = mr_->rkey;
   card.header.depth = static_cast<uint32_t>(depth_);
   card.header.slotBytes = settings_.slotBytes;
+  card.header.qpsPerPeer = static_cast<uint32_t>(settings_.ibQpsPerConnection);
   const size_t each = perPeerBytes(settings_.slotBytes, depth_);
   for (size_t i = 0; i < members_.size(); ++i) {
     auto peer = std::make_unique<Peer>();
@@ -105,21 +108,26 @@ std::string VerbsDomain::card(int) {
     p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + 2 * kWordBytes);
     p.inFlight.assign(depth_, 0);
     p.sizes.assign(depth_, 0);
+    p.present.assign(depth_, 0);
     peerIndex_[p.rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
-    p.qp = createRcQp(*device_, cq_, depth_ + kExtraSends, depth_ + kExtraRecvs, &p.maxInline);
-    verbsQpToInit(*device_, p.qp, p.rank);
-    // Every receive is posted before any peer can write: nobody is ever not ready.
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (int r = 0; r < depth_ + kExtraRecvs; ++r)
-      if (!postRecvLocked(p)) throwError(collSystemError, "verbs transport: %s", failure_.c_str());
-    VerbsCardEntry entry;
-    entry.rank = p.rank;
-    entry.qpn = p.qp->qp_num;
-    entry.slotsAddr = reinterpret_cast<uint64_t>(p.recvSlots);
-    entry.creditAddr = reinterpret_cast<uint64_t>(p.creditIn);
-    entry.probeAddr = reinterpret_cast<uint64_t>(p.probeIn);
-    card.entries.push_back(entry);
+    for (int lane = 0; lane < settings_.ibQpsPerConnection; ++lane) {
+      uint32_t maxInline = 0;
+      p.qps.push_back(createRcQp(*device_, cq_, depth_ + kExtraSends, depth_ + kExtraRecvs, &maxInline));
+      p.maxInline = lane == 0 ? maxInline : std::min(p.maxInline, maxInline);
+      verbsQpToInit(*device_, p.qps.back(), p.rank);
+      // Every receive is posted before any peer can write: nobody is ever not ready.
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int r = 0; r < depth_ + kExtraRecvs; ++r)
+        if (!postRecvLocked(p, lane)) throwError(collSystemError, "verbs transport: %s", failure_.c_str());
+      VerbsCardEntry entry;
+      entry.rank = p.rank;
+      entry.qpn = p.qps.back()->qp_num;
+      entry.slotsAddr = reinterpret_cast<uint64_t>(p.recvSlots);
+      entry.creditAddr = reinterpret_cast<uint64_t>(p.creditIn);
+      entry.probeAddr = reinterpret_cast<uint64_t>(p.probeIn);
+      card.entries.push_back(entry);
+    }
   }
   return encodeVerbsCard(card);
 }
@@ -128,27 +136,31 @@ void VerbsDomain::connect(int, const std::vector<std::string>& cards, Deadline) 
   const int nranks = static_cast<int>(peerIndex_.size());
   for (auto& peer : peers_) {
     VerbsPeer& p = peer->state;
-    VerbsCard theirs = parseVerbsCard(cards.at(p.rank), p.rank, nranks, depth_, settings_.slotBytes);
-    const VerbsCardEntry& entry = verbsCardEntryFor(theirs, p.rank, myRank_);
-    p.remoteSlots = entry.slotsAddr;
-    p.remoteCredit = entry.creditAddr;
-    p.remoteProbe = entry.probeAddr;
+    VerbsCard theirs = parseVerbsCard(cards.at(p.rank), p.rank, nranks, depth_, settings_.slotBytes,
+                                      static_cast<uint32_t>(settings_.ibQpsPerConnection));
+    const std::vector<VerbsCardEntry> entries = verbsCardEntriesFor(theirs, p.rank, myRank_);
+    p.remoteSlots = entries[0].slotsAddr;
+    p.remoteCredit = entries[0].creditAddr;
+    p.remoteProbe = entries[0].probeAddr;
     p.remoteKey = theirs.header.rkey;
     VerbsPath path;
-    path.remoteQpn = entry.qpn;
     path.remoteLid = theirs.header.lid;
     std::memcpy(path.remoteGid.raw, theirs.header.gid, sizeof(path.remoteGid.raw));
     const uint32_t mtu = std::min<uint32_t>(theirs.header.activeMtu, device_->port().active_mtu);
     path.mtu = static_cast<ibv_mtu>(std::max<uint32_t>(mtu, IBV_MTU_256));
     path.timeout = settings_.ibTimeout;
     path.retryCount = settings_.ibRetryCount;
-    verbsQpToRts(*device_, p.qp, path, p.rank);
+    // Lane i connects to the peer's lane i: both number them the same way.
+    for (size_t lane = 0; lane < p.qps.size(); ++lane) {
+      path.remoteQpn = entries[lane].qpn;
+      verbsQpToRts(*device_, p.qps[lane], path, p.rank);
+    }
     peer->send = std::make_unique<VerbsSendConnection>(*this, p);
     peer->recv = std::make_unique<VerbsRecvConnection>(*this, p);
   }
   if (!peers_.empty())
     COLL_INFO(kTransport, "rank %d: verbs transport on %s, %zu queue pair(s) at RTS", myRank_, address_.c_str(),
-              peers_.size());
+              peers_.size() * settings_.ibQpsPerConnection);
 }
 
 SendConnection* VerbsDomain::sendConnection(int peer) {
@@ -161,20 +173,21 @@ RecvConnection* VerbsDomain::recvConnection(int peer) {
   return peers_[peerIndex_[peer]]->recv.get();
 }
 
-bool VerbsDomain::postRecvLocked(VerbsPeer& peer) {
+bool VerbsDomain::postRecvLocked(VerbsPeer& peer, int lane) {
   ibv_recv_wr wr{};
   ibv_recv_wr* bad = nullptr;
-  wr.wr_id = verbsWrId(peer.index, VerbsWork::kRecv, 0);
+  // A receive's "slot" is its lane, so that its completion reposts on the same QP.
+  wr.wr_id = verbsWrId(peer.index, VerbsWork::kRecv, static_cast<uint32_t>(lane));
   // Writes with immediate land where the writer says: the receive carries no buffer.
-  int rc = VerbsApi::postRecv(peer.qp, &wr, &bad);
+  int rc = VerbsApi::postRecv(peer.qps[lane], &wr, &bad);
   if (rc == 0) return true;
   failLocked(
       formatString("verbs connection to rank %d: ibv_post_recv failed: %s", peer.rank, strerror(rc > 0 ? rc : errno)));
   return false;
 }
 
-bool VerbsDomain::postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
-                                  uint64_t remote, const uint32_t* imm) {
+bool VerbsDomain::postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
+                                  uint32_t bytes, uint64_t remote, const uint32_t* imm) {
   ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, mr_->lkey};
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
@@ -188,7 +201,7 @@ bool VerbsDomain::postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot
   wr.send_flags = IBV_SEND_SIGNALED | (bytes > 0 && bytes <= peer.maxInline ? IBV_SEND_INLINE : 0);
   wr.wr.rdma.remote_addr = remote;
   wr.wr.rdma.rkey = peer.remoteKey;
-  int rc = VerbsApi::postSend(peer.qp, &wr, &bad);
+  int rc = VerbsApi::postSend(peer.qps[lane], &wr, &bad);
   if (rc == 0) return true;
   failLocked(
       formatString("verbs connection to rank %d: ibv_post_send failed: %s", peer.rank, strerror(rc > 0 ? rc : errno)));
@@ -240,14 +253,33 @@ void VerbsDomain::completeLocked(const ibv_wc& wc) {
       peer.noticeOutstanding = false;
       break;
     case VerbsWork::kRecv:
-      arrivedLocked(peer, wc);
+      if (slot >= peer.qps.size()) return failLocked("verbs transport: a receive completion for no queue pair");
+      arrivedLocked(peer, static_cast<int>(slot), wc);
       break;
     default:
       failLocked("verbs transport: a completion of unknown kind");
   }
 }
 
-void VerbsDomain::arrivedLocked(VerbsPeer& peer, const ibv_wc& wc) {
+bool VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint32_t bytes) {
+  // The immediate holds the low 30 bits of the sequence number; the full one is the first
+  // unfilled number plus its distance, which must fall inside the credit window and on the lane
+  // the sender stripes that number to.
+  const uint64_t ahead = (seq - static_cast<uint32_t>(peer.arrived)) & kVerbsSeqMask;
+  const uint64_t full = peer.arrived + ahead;
+  if (full >= peer.released + static_cast<uint64_t>(depth_) || bytes > settings_.slotBytes ||
+      full % peer.qps.size() != static_cast<uint64_t>(lane) || peer.present[full % depth_])
+    return false;
+  peer.sizes[full % depth_] = bytes;
+  peer.present[full % depth_] = 1;
+  while (peer.present[peer.arrived % depth_]) {
+    peer.present[peer.arrived % depth_] = 0;
+    ++peer.arrived;
+  }
+  return true;
+}
+
+void VerbsDomain::arrivedLocked(VerbsPeer& peer, int lane, const ibv_wc& wc) {
   const auto kind = static_cast<VerbsImm>(wc.imm_data >> 30);
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0)
     return failLocked(formatString("verbs connection to rank %d: a receive without immediate", peer.rank));
@@ -256,19 +288,16 @@ void VerbsDomain::arrivedLocked(VerbsPeer& peer, const ibv_wc& wc) {
   } else if (kind == VerbsImm::kFailed) {
     return failLocked(formatString("rank %d failed (its verbs transport said so)", peer.rank));
   } else if (kind == VerbsImm::kData) {
-    // The bytes came from another process: its sequence, size and credit are checked.
-    if ((wc.imm_data & kVerbsSeqMask) != (peer.arrived & kVerbsSeqMask) || wc.byte_len > settings_.slotBytes ||
-        peer.arrived - peer.released >= static_cast<uint64_t>(depth_))
+    // The bytes came from another process: its sequence, lane, size and credit are checked.
+    if (!acceptDataLocked(peer, lane, wc.imm_data & kVerbsSeqMask, wc.byte_len))
       return failLocked(formatString(
-          "verbs connection to rank %d: slot %u of %u bytes arrived out of order or "
-          "beyond its credit (expected slot %llu)",
-          peer.rank, wc.imm_data & kVerbsSeqMask, wc.byte_len, static_cast<unsigned long long>(peer.arrived)));
-    peer.sizes[peer.arrived % depth_] = wc.byte_len;
-    ++peer.arrived;
+          "verbs connection to rank %d: slot %u of %u bytes arrived on queue pair %d out of order or "
+          "beyond its credit (next expected slot %llu)",
+          peer.rank, wc.imm_data & kVerbsSeqMask, wc.byte_len, lane, static_cast<unsigned long long>(peer.arrived)));
   } else {
     return failLocked(formatString("verbs connection to rank %d: an immediate of unknown kind", peer.rank));
   }
-  postRecvLocked(peer);
+  postRecvLocked(peer, lane);
 }
 
 void VerbsDomain::failLocked(const std::string& message) {
@@ -292,7 +321,7 @@ void VerbsDomain::watchLocked() {
     // bytes, since a zero-byte write may be answered without touching the peer's memory at all.
     p.nextProbe = now + kProbeInterval;
     p.probeOutstanding =
-        postWriteLocked(p, VerbsWork::kProbe, 0, p.creditOut, sizeof(uint64_t), p.remoteProbe, nullptr);
+        postWriteLocked(p, 0, VerbsWork::kProbe, 0, p.creditOut, sizeof(uint64_t), p.remoteProbe, nullptr);
   }
 }
 
@@ -321,7 +350,7 @@ void VerbsDomain::announceFailure(const std::string& reason) {
   for (auto& peer : peers_) {
     VerbsPeer& p = peer->state;
     if (p.departed || p.noticeOutstanding) continue;
-    p.noticeOutstanding = postWriteLocked(p, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
+    p.noticeOutstanding = postWriteLocked(p, 0, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
   }
 }
 
@@ -352,14 +381,14 @@ void VerbsDomain::sayGoodbye() {
   const uint32_t imm = static_cast<uint32_t>(VerbsImm::kGoodbye) << 30;
   for (auto& peer : peers_) {
     VerbsPeer& p = peer->state;
-    p.noticeOutstanding = !p.departed && postWriteLocked(p, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
+    p.noticeOutstanding = !p.departed && postWriteLocked(p, 0, VerbsWork::kNotice, 0, nullptr, 0, p.remoteCredit, &imm);
   }
   drainLocked(quiet, deadline);
 }
 
 void VerbsDomain::destroyResources() {
   for (auto& peer : peers_)
-    if (peer->state.qp != nullptr) api_->destroyQp(peer->state.qp);
+    for (ibv_qp* qp : peer->state.qps) api_->destroyQp(qp);
   if (mr_ != nullptr) api_->deregMr(mr_);
   if (cq_ != nullptr) api_->destroyCq(cq_);
   free(memory_);

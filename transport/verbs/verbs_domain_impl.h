@@ -1,4 +1,4 @@
-// The verbs transport of one communicator rank: one RC queue pair per member, one completion
+// The verbs transport of one communicator rank: COLL_IB_QPS_PER_CONNECTION RC queue pairs per member, one completion
 // queue and one registered region for all of them (every member's receive slots, send slots and
 // credit words), set up in one round: card() opens the device, makes the QPs (to INIT, receives
 // posted) and publishes them (verbs_card.h); connect() takes each to RTR and RTS towards the
@@ -59,7 +59,7 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   // VerbsLink
   std::mutex& mutex() override { return mutex_; }
   void pollLocked() override;
-  bool postWriteLocked(VerbsPeer& peer, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
+  bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
                        uint64_t remote, const uint32_t* imm) override;
   size_t slotBytes() const override { return settings_.slotBytes; }
   int depth() const override { return depth_; }
@@ -72,9 +72,11 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   };
   VerbsPeer* peerOf(int rank) const;
   void makeResources();
-  bool postRecvLocked(VerbsPeer& peer);
+  bool postRecvLocked(VerbsPeer& peer, int lane);
+  // A data arrival with sequence bits `seq` on `lane`: false when it is out of its window.
+  bool acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint32_t bytes);
   void completeLocked(const ibv_wc& wc);
-  void arrivedLocked(VerbsPeer& peer, const ibv_wc& wc);
+  void arrivedLocked(VerbsPeer& peer, int lane, const ibv_wc& wc);
   void failLocked(const std::string& message);
   // The health check's work: completions, probes, credits that make no sense (lock held).
   void watchLocked();
