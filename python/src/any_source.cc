@@ -40,6 +40,7 @@ int AnySourceMatcher::claimSender(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto poll = std::chrono::microseconds(100);
   for (;;) {
+    TORCH_CHECK(!cancelled_.load(), "collective backend: recv from any source: the process group was aborted");
     for (int step = 0; step < size_; ++step) {
       const int sender = (nextCandidate_ + step) % size_;
       if (sender == rank_) continue;

@@ -12,6 +12,7 @@
 // programs that send a lot and never receive from any source; recv without src then raises.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -34,6 +35,9 @@ class AnySourceMatcher {
   // On the worker: waits up to `timeout` for a rank with a message this rank has not taken yet,
   // takes it and returns that rank. Throws, with torch's "Timed out" words, when none comes.
   int claimSender(std::chrono::milliseconds timeout);
+  // The group was aborted: a claimSender in progress, and every later one, fails at once (the
+  // library's abort cannot end a wait that is not in the library).
+  void cancel() { cancelled_.store(true); }
 
  private:
   std::string counterKey(int receiver, int sender) const;
@@ -44,6 +48,7 @@ class AnySourceMatcher {
   std::mutex mutex_;
   std::vector<int64_t> taken_;  // messages from each rank that this rank's receives took
   int nextCandidate_ = 0;       // where the next search starts: no sender is always preferred
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace torch_collective
