@@ -118,12 +118,50 @@ def features(dist, torch):
         if tensor[0] != complex(total, ranks):
             raise AssertionError(tensor)
 
+    def bool_xor():
+        tensor = torch.tensor([rank == 0, True])
+        dist.all_reduce(tensor, op=dist.ReduceOp.BXOR)
+        if tensor.tolist() != [True, ranks % 2 == 1]:
+            raise AssertionError(tensor)
+
+    def profiler_events():
+        from torch.profiler import profile
+
+        with profile(record_shapes=True) as prof:
+            dist.all_reduce(torch.ones(7))
+        name = f"{dist.get_backend()}:all_reduce"
+        shapes = [event.input_shapes for event in prof.key_averages(group_by_input_shape=True) if event.key == name]
+        if shapes != [[[7]]]:
+            raise AssertionError(f"no event {name} with input shape [7] in the profile: {shapes}")
+
+    def timeout_wording():
+        group = dist.new_group(list(range(ranks)), timeout=datetime.timedelta(seconds=1))
+        if rank != 0:
+            return
+        try:
+            dist.barrier(group=group)
+        except RuntimeError as error:
+            if "Timed out" not in str(error):
+                raise AssertionError(f"the error does not say Timed out: {str(error)[:60]}")
+            return
+        raise AssertionError("a barrier nobody joins did not time out")
+
+    def sequence_numbers():
+        group = dist.distributed_c10d._get_default_group()
+        before = group._get_sequence_number_for_group()
+        dist.all_reduce(torch.ones(1))
+        numbers = [None] * ranks
+        dist.all_gather_object(numbers, (before, group._get_sequence_number_for_group()))
+        if len(set(numbers)) != 1 or numbers[0][1] <= numbers[0][0]:
+            raise AssertionError(f"sequence numbers differ between ranks or do not grow: {numbers}")
+
     return [
         ("all_reduce float32 SUM", all_reduce(torch.float32)),
         ("all_reduce AVG", all_reduce(torch.float32, dist.ReduceOp.AVG, total / ranks)),
         ("all_reduce float16", all_reduce(torch.float16)),
         ("all_reduce bfloat16", all_reduce(torch.bfloat16)),
         ("all_reduce BAND (int)", all_reduce(torch.int32, dist.ReduceOp.BAND, float(band_of_ranks))),
+        ("all_reduce BXOR (bool)", bool_xor),
         ("all_reduce complex64", complex_all_reduce),
         ("all_reduce sparse (COO)", sparse_all_reduce),
         ("reduce_scatter (list)", reduce_scatter_list),
@@ -139,6 +177,10 @@ def features(dist, torch):
         ("monitored_barrier", monitored_barrier),
         ("split_group", split_group),
         ("object collectives", objects),
+        ("torch.profiler events", profiler_events),
+        ("sequence numbers", sequence_numbers),
+        # Last: on gloo a timed-out group closes connections that later features would need.
+        ("timeout error says Timed out", timeout_wording),
     ]
 
 

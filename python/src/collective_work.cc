@@ -1,6 +1,7 @@
 #include "collective_work.h"
 
 #include <ATen/core/jit_type.h>
+#include <c10/util/Exception.h>
 
 #include "work_queue.h"
 
@@ -15,11 +16,57 @@ std::vector<c10::Device> devicesOf(const std::shared_ptr<DeviceCall>& device) {
   return {device->device()};
 }
 
+// The name torch.profiler shows for a call: "backend:operation", as torch's own backends name
+// theirs, so a trace reads the same whichever backend made it. torch keeps the pointer: literals.
+const char* profilingTitleOf(c10d::OpType type) {
+  switch (type) {
+    case c10d::OpType::BROADCAST:
+      return "collective:broadcast";
+    case c10d::OpType::ALLREDUCE:
+      return "collective:all_reduce";
+    case c10d::OpType::ALLREDUCE_COALESCED:
+      return "collective:all_reduce_coalesced";
+    case c10d::OpType::REDUCE:
+      return "collective:reduce";
+    case c10d::OpType::ALLGATHER:
+      return "collective:all_gather";
+    case c10d::OpType::_ALLGATHER_BASE:
+      return "collective:_all_gather_base";
+    case c10d::OpType::ALLGATHER_COALESCED:
+      return "collective:all_gather_coalesced";
+    case c10d::OpType::GATHER:
+      return "collective:gather";
+    case c10d::OpType::SCATTER:
+      return "collective:scatter";
+    case c10d::OpType::REDUCE_SCATTER:
+      return "collective:reduce_scatter";
+    case c10d::OpType::_REDUCE_SCATTER_BASE:
+      return "collective:_reduce_scatter_base";
+    case c10d::OpType::ALLTOALL_BASE:
+      return "collective:all_to_all_single";
+    case c10d::OpType::ALLTOALL:
+      return "collective:all_to_all";
+    case c10d::OpType::SEND:
+      return "collective:send";
+    case c10d::OpType::RECV:
+      return "collective:recv";
+    case c10d::OpType::RECVANYSOURCE:
+      return "collective:recvAnySource";
+    case c10d::OpType::BARRIER:
+      return "collective:barrier";
+    default:  // the coalesced blocks of torch 2.x, split, the ZeRO library calls
+      return "collective:call";
+  }
+}
+
 }  // namespace
 
 CollectiveWork::CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
                                std::weak_ptr<WorkQueue> queue, std::shared_ptr<DeviceCall> device)
-    : c10d::Work(rank, type),
+    // Torch's Work opens a profiler event (RECORD_FUNCTION's mechanism, with the tensors' shapes)
+    // when it is made and closes it in finish(), where the worker completes the call: the event
+    // spans the call from issue to completion, as Gloo's do.
+    : c10d::Work(rank, type, profilingTitleOf(type), outputs),
       outputs_(std::move(outputs)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                        devicesOf(device))),
@@ -53,6 +100,14 @@ c10::intrusive_ptr<c10::ivalue::Future> CollectiveWork::getFuture() {
 }
 
 std::vector<at::Tensor> CollectiveWork::result() { return outputs_; }
+
+int CollectiveWork::sourceRank() const {
+  TORCH_CHECK(source_, "collective backend: sourceRank() is known only for a recv from any source");
+  const int source = source_->load();
+  TORCH_CHECK(source >= 0, "collective backend: sourceRank(): the recv from any source has not found its source yet",
+              " (wait for it first)");
+  return source;
+}
 
 void CollectiveWork::complete(std::exception_ptr error) {
   if (!error && device_) {

@@ -21,8 +21,8 @@ class WorkQueue;
 
 class CollectiveWork : public c10d::Work {
  public:
-  // `outputs` are what the call writes (and what the Future holds); `device` is null for a call
-  // on host tensors.
+  // `outputs` are what the call writes (and what the Future holds; the profiler records their
+  // shapes, which for in-place calls are the inputs'); `device` is null for a call on host tensors.
   CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue,
                  std::shared_ptr<DeviceCall> device = nullptr);
 
@@ -44,6 +44,9 @@ class CollectiveWork : public c10d::Work {
   // The call's place in its queue, set when it is posted: a wait on this call starts held
   // point-to-point calls up to this one.
   void setSequence(uint64_t sequence) { sequence_.store(sequence); }
+  // A receive from any source: the worker writes the rank it chose into `source`.
+  void setSourceCell(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
+  int sourceRank() const override;
 
  private:
   // Someone is interested in this call's completion: point-to-point calls held back to be
@@ -54,7 +57,8 @@ class CollectiveWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::weak_ptr<WorkQueue> queue_;
   std::shared_ptr<DeviceCall> device_;
-  std::atomic<uint64_t> sequence_{0};  // 0: not posted yet
+  std::atomic<uint64_t> sequence_{0};         // 0: not posted yet
+  std::shared_ptr<std::atomic<int>> source_;  // null: not a receive from any source
 };
 
 }  // namespace torch_collective

@@ -10,7 +10,9 @@ namespace torch_collective {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce(std::vector<at::Tensor>& tensors,
                                                                  const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].is_sparse()) return sparseAllreduce(tensors[0], opts.reduceOp);
   const at::Tensor& tensor = singleTensor(tensors, "allreduce");
+  if (isBitwiseOp(opts.reduceOp)) return bitwiseAllreduce(tensor, opts.reduceOp);
   collDataType_t type = collTypeOf(tensor, Combines::kYes, "allreduce");
   collRedOp_t op = collOpOf(opts.reduceOp, "allreduce");
   collComm_t comm = comm_.handle();

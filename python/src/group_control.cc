@@ -118,6 +118,7 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupCollective::getBackendOpt
 }
 
 void ProcessGroupCollective::abort() {
+  anySource_->cancel();
   queue_->abort([this] { comm_.abort(); });
 }
 

@@ -22,6 +22,8 @@ void checkResult(collResult_t result) {
   if (result == collSuccess) return;
   std::string message = collGetLastError(nullptr);
   if (message.empty()) message = collGetErrorString(result);
+  // Torch's backends say "Timed out" and programs match those words; the library's detail follows.
+  if (result == collTimeout) message = "Timed out: " + message;
   throw CollectiveError(result, message + " [" + resultName(result) + "]");
 }
 

@@ -46,7 +46,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::send(std::vector<at::Tens
   checkPeer(dstRank, "send");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "send");
   collComm_t comm = comm_.handle();
+  std::shared_ptr<AnySourceMatcher> anySource = anySource_;
   auto call = [=](void* data, size_t count, collStream_t stream) {
+    anySource->noteSend(dstRank);
     return collSend(data, count, type, dstRank, comm, stream);
   };
   return enqueueOnTensor(c10d::OpType::SEND, "send", tensor, call, Writes::kNo, CallKind::kPointToPoint);
@@ -58,10 +60,38 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tens
   checkPeer(srcRank, "recv");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "recv");
   collComm_t comm = comm_.handle();
+  std::shared_ptr<AnySourceMatcher> anySource = anySource_;
   auto call = [=](void* data, size_t count, collStream_t stream) {
+    anySource->noteRecv(srcRank);
     return collRecv(data, count, type, srcRank, comm, stream);
   };
   return enqueueOnTensor(c10d::OpType::RECV, "recv", tensor, call, Writes::kYes, CallKind::kPointToPoint);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recvAnysource(std::vector<at::Tensor>& tensors, int /*tag*/) {
+  const at::Tensor& tensor = singleTensor(tensors, "recvAnysource");
+  collDataType_t type = collTypeOf(tensor, Combines::kNo, "recvAnysource");
+  TORCH_CHECK(getSize() > 1, "collective backend: recv from any source in a group of one rank: no rank can send");
+  TORCH_CHECK(anySource_->enabled(), "collective backend: recv from any source is off in this group",
+              " (TORCH_COLLECTIVE_ANY_SOURCE=0, or a group without a store)");
+  std::shared_ptr<DeviceCall> device = deviceCallFor("recvAnysource", {tensor});
+  collStream_t stream = streamOf(device);
+  StagedTensor data(tensor);
+  collComm_t comm = comm_.handle();
+  std::shared_ptr<AnySourceMatcher> anySource = anySource_;
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  const std::chrono::milliseconds timeout(comm_.timeoutMs());
+  auto issue = [=] {
+    const int sender = anySource->claimSender(timeout);
+    source->store(sender);
+    checkResult(collRecv(data.data(), data.count(), type, sender, comm, stream));
+  };
+  // A collective as far as the queue goes: held calls before it start first, and it runs alone.
+  c10::intrusive_ptr<c10d::Work> work = enqueue(
+      c10d::OpType::RECVANYSOURCE, {tensor}, std::move(device), issue, [data] { data.copyBack(); },
+      CallKind::kCollective);
+  static_cast<CollectiveWork*>(work.get())->setSourceCell(std::move(source));
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::exchangeWithEveryRank(

@@ -12,12 +12,14 @@ ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::st
     : BackendBase(rank, size),
       comm_(rank, size, uniqueId, timeoutMs),
       store_(std::move(store)),
+      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize())),
       queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store)
     : BackendBase(Communicator::rankOf(comm), Communicator::sizeOf(comm)),
       comm_(comm, timeoutMs),
       store_(std::move(store)),
+      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize())),
       queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::~ProcessGroupCollective() {
@@ -49,6 +51,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
                                                                std::shared_ptr<DeviceCall> device,
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind) {
+  const bool pointToPoint =
+      type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
+  // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
+  if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
   auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_, device);
   QueuedCall call;
   call.kind = kind;

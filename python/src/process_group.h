@@ -6,6 +6,7 @@
 // caller's current stream to the library (device_call.h).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "any_source.h"
 #include "communicator.h"
 #include "device_call.h"
 #include "tensor_staging.h"
@@ -35,6 +37,16 @@ class ProcessGroupCollective : public BackendBase {
   ~ProcessGroupCollective() override;
 
   const std::string getBackendName() const override { return "collective"; }
+
+  // The number of collectives issued on this group so far, the same on every rank: every rank
+  // starts at 0, as on torch 2.x, so there is nothing to agree on first and setting it is a no-op.
+  // Sends and receives are not counted (as NCCL's on 2.x, Gloo's on 1.13): they involve only some
+  // ranks, and torch 2.x's DETAIL checks compare the number across all ranks at each collective,
+  // so counting them (as Gloo 2.x does) fails the next collective of a group of 3 or more ranks.
+  uint64_t getSequenceNumberForGroup() override { return sequenceNumber_.load(); }
+#if TORCH_VERSION_MAJOR < 2
+  void setSequenceNumberForGroup() override {}
+#endif
 
   // collectives.cc
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -99,6 +111,9 @@ class ProcessGroupCollective : public BackendBase {
   // point_to_point.cc
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  // Runs alone (not batched with held calls, which start first), since it must learn its source
+  // from the store before the library can receive (any_source.h); the Work's sourceRank() says it.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
                                                std::vector<int64_t>& outputSplitSizes,
                                                std::vector<int64_t>& inputSplitSizes,
@@ -141,11 +156,19 @@ class ProcessGroupCollective : public BackendBase {
                                                        std::shared_ptr<DeviceCall> device, std::vector<Segment> sends, std::vector<Segment> recvs,
                                                        collDataType_t datatype, size_t elementSize,
                                                        std::function<void()> finish);
+  // composed_reductions.cc: all-reduce with BAND, BOR, BXOR, which the library does not reduce
+  // with, as an all-gather and a fold on each rank.
+  static bool isBitwiseOp(const c10d::ReduceOp& reduceOp);
+  c10::intrusive_ptr<c10d::Work> bitwiseAllreduce(const at::Tensor& tensor, const c10d::ReduceOp& reduceOp);
+  // The sum of sparse COO tensors: every rank's indices and values gathered, then coalesced.
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& tensor, const c10d::ReduceOp& reduceOp);
   void checkRoot(int64_t root, const char* op) const;
   void checkPeer(int peer, const char* op) const;
 
   Communicator comm_;
   c10::intrusive_ptr<c10d::Store> store_;
+  std::shared_ptr<AnySourceMatcher> anySource_;  // used by queued calls, which may outlive this
+  std::atomic<uint64_t> sequenceNumber_{0};  // counted where calls are issued: see enqueue
   uint64_t monitoredBarriers_ = 0;  // numbers each monitored barrier's keys in the store
   std::shared_ptr<WorkQueue> queue_;  // Works keep a weak reference, to start held calls
   std::mutex coalescingMutex_;

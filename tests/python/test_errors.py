@@ -43,9 +43,13 @@ def test_backend_checks(check, rank, ranks):
     else:
         expect_runtime_error(check, "complex broadcast", lambda: dist.broadcast(complex_values, 0),
                              "does not support tensors of type ComplexFloat")
-    expect_runtime_error(check, "bitwise op", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32),
+    # all_reduce composes the bitwise ops (test_bitwise.py); the other reductions do not have them.
+    expect_runtime_error(check, "bitwise reduce", lambda: dist.reduce(torch.ones(3, dtype=torch.int32), 0,
                                                                       op=dist.ReduceOp.BAND),
                          "does not support ReduceOp")
+    expect_runtime_error(check, "bitwise all_reduce of floats", lambda: dist.all_reduce(torch.ones(3),
+                                                                                        op=dist.ReduceOp.BXOR),
+                         "ReduceOp.BXOR takes integer or bool tensors")
     outputs = [torch.zeros(4) for _ in range(ranks)]
     expect_runtime_error(check, "all_gather size", lambda: dist.all_gather(outputs, torch.zeros(5)),
                          "holds a tensor of 4 elements, expected 5")

@@ -131,6 +131,22 @@ def test_abort(check, rank, ranks):
     dist.barrier()
 
 
+def test_abort_recv_any_source(check, rank, ranks):
+    """The same for a receive from any source that nobody sends to: its wait is on the store, not
+    in the library, and must end at the abort too."""
+    group = dist.new_group(list(range(ranks)), timeout=timedelta(seconds=60))
+    if rank == 0:
+        work = dist.irecv(torch.zeros(4), group=group)
+        aborter = threading.Timer(0.5, lambda: c10d._abort_process_group(group))
+        started = time.monotonic()
+        aborter.start()
+        expect_error(check, "recv from any source on an aborted group", work.wait, "aborted")
+        elapsed = time.monotonic() - started
+        check.true(elapsed < 10, f"the aborted recv from any source failed only after {elapsed:.1f} s")
+        aborter.join()
+    dist.barrier()
+
+
 def test_call_after_shutdown(check, rank, ranks):
     """A call on a backend that was shut down fails at once, naming why, instead of waiting for a
     worker that has stopped; the calls queued before the shutdown ran."""
@@ -160,6 +176,7 @@ def main():
     test_subgroups_and_objects(check, rank, ranks)
     test_futures(check, rank, ranks)
     test_abort(check, rank, ranks)
+    test_abort_recv_any_source(check, rank, ranks)
     test_call_after_shutdown(check, rank, ranks)
     dist.destroy_process_group()
     check.summary(f"test_torch2_ops ({ranks} ranks)")
