@@ -21,7 +21,10 @@ from datetime import timedelta
 VICTIM = 1
 DEATH_STEP = 20
 GROUP_TIMEOUT = timedelta(seconds=60)
-DEADLINE_SECONDS = 30  # for the whole run: startup, 20 steps, detection, exit
+# For the whole run: startup, 20 steps, detection, exit. Under load (two other jobs on the two
+# cores) the ZeRO-3 run took 30-34 s with detection in well under a second; a survivor that
+# waited for the group's 60 s timeout instead would still exceed this.
+DEADLINE_SECONDS = 50
 
 
 def all_reduce_step():
