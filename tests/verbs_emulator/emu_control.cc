@@ -11,6 +11,7 @@
 #include <cstring>
 #include <new>
 
+#include "emu_faults.h"
 #include "emu_objects.h"
 #include "emu_registry.h"
 
@@ -178,6 +179,8 @@ EMU_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access)
   mr->length = length;
   mr->handle = static_cast<uint32_t>(slot);
   mr->lkey = mr->rkey = key;
+  // Fault injection: peers are told a key that opens nothing (their writes fail remotely).
+  if (corruptRkey()) mr->rkey = corruptedRkey(key);
   return mr;
 }
 
@@ -201,6 +204,7 @@ EMU_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cqContext, ibv
   CqSlot& s = r->cqs[cq->slot];
   s.pid = getpid();
   s.head = s.tail = 0;
+  s.heldCount = s.idlePolls = 0;  // a reused slot may have held some for its dead owner
   s.capacity = static_cast<uint32_t>(cqe);
   cq->cq.context = ctx;
   cq->cq.cq_context = cqContext;
@@ -236,6 +240,9 @@ EMU_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   s.sendCq = emu(init->send_cq)->slot;
   s.recvCq = emu(init->recv_cq)->slot;
   s.maxRecv = cap.max_recv_wr;
+  // Fault injection: this QP's arrivals are delivered late (emu_data_path.cc).
+  static int created = 0;
+  s.delayed = delayedQp(created++);
   qp->maxInline = cap.max_inline_data;
   qp->signalAll = init->sq_sig_all != 0;
   qp->qp.context = pd->context;
@@ -276,4 +283,13 @@ EMU_EXPORT const char* ibv_wc_status_str(ibv_wc_status status) {
     case IBV_WC_RNR_RETRY_EXC_ERR: return "RNR retry counter exceeded";
     default: return "unknown";
   }
+}
+
+// A statistic for tests (not a verbs function): how many receive completions of delayed QPs were
+// delivered after a later one, in every process of this registry (COLL_VERBS_EMU_DELAY_QP).
+EMU_EXPORT uint64_t coll_verbs_emu_overtaken() {
+  Registry* r = verbs_emu::registry();
+  if (r == nullptr) return 0;
+  verbs_emu::Locked lock(r);
+  return r->overtaken;
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "emu_faults.h"
 #include "emu_objects.h"
 #include "emu_registry.h"
 
@@ -55,7 +56,7 @@ ibv_wc_status admit(Registry* r, const QpSlot& dest, const ibv_send_wr& wr, uint
   if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
     if (dest.recvHead == dest.recvTail) return IBV_WC_RNR_RETRY_EXC_ERR;
     const CqSlot& cq = r->cqs[dest.recvCq];
-    if (cq.tail - cq.head >= cq.capacity) return IBV_WC_REM_OP_ERR;
+    if (cq.tail - cq.head + cq.heldCount >= cq.capacity) return IBV_WC_REM_OP_ERR;
   }
   return IBV_WC_SUCCESS;
 }
@@ -67,6 +68,37 @@ ibv_wc_status copyToPeer(pid_t pid, const Gathered& g, uint64_t remote) {
   if (done == static_cast<ssize_t>(g.bytes)) return IBV_WC_SUCCESS;
   if (done < 0 && errno == ESRCH) return IBV_WC_RETRY_EXC_ERR;  // exited since the check
   return done >= 0 || errno == EFAULT ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_OP_ERR;
+}
+
+// Hands what a CQ held back to its poller (after `overtaking` later completions, or none).
+void releaseHeld(Registry* r, CqSlot* cq, bool overtaken) {
+  for (uint32_t i = 0; i < cq->heldCount; i++) pushCompletion(cq, cq->held[i]);
+  if (overtaken) r->overtaken += cq->heldCount;
+  cq->heldCount = 0;
+  cq->idlePolls = 0;
+}
+
+// A receive completion: held back when its QP is delayed (fault injection, reordering across QPs),
+// else queued, followed by whatever was held, which it thereby overtook. Room checked by admit().
+void deliverReceive(Registry* r, const QpSlot& dest, const ibv_wc& wc) {
+  CqSlot* cq = &r->cqs[dest.recvCq];
+  if (dest.delayed && cq->heldCount < kMaxHeld) {
+    cq->held[cq->heldCount++] = wc;
+    return;
+  }
+  pushCompletion(cq, wc);
+  if (cq->heldCount > 0) releaseHeld(r, cq, true);
+}
+
+// Fault injection (COLL_VERBS_EMU_FAIL_AFTER): true once this process has made its allowed writes;
+// then its link is down: every QP it owns goes to ERR, so that peers' writes to it fail too.
+bool linkFailed(Registry* r) {
+  static long writes = 0;  // this process's; counted under the registry's lock
+  const long allowed = failAfterWrites();
+  if (allowed < 0 || ++writes <= allowed) return false;
+  for (QpSlot& q : r->qps)
+    if (q.pid == getpid()) q.state = IBV_QPS_ERR;
+  return true;
 }
 
 ibv_wc_status rdmaWrite(Registry* r, const QpSlot& self, const ibv_send_wr& wr) {
@@ -87,7 +119,7 @@ ibv_wc_status rdmaWrite(Registry* r, const QpSlot& self, const ibv_send_wr& wr) 
     wc.qp_num = dest.qpn;
     wc.src_qp = self.qpn;
     wc.wc_flags = IBV_WC_WITH_IMM;
-    pushCompletion(&r->cqs[dest.recvCq], wc);  // room checked by admit()
+    deliverReceive(r, dest, wc);
   }
   return IBV_WC_SUCCESS;
 }
@@ -99,7 +131,8 @@ int validate(const EmuQp& qp, const QpSlot& self, const CqSlot& cq, const ibv_se
   uint64_t bytes = 0;
   for (int i = 0; i < wr.num_sge; i++) bytes += wr.sg_list[i].length;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0 && bytes > qp.maxInline) return EINVAL;
-  if (cq.tail - cq.head >= cq.capacity) return ENOMEM;  // no room for a completion it may need
+  // No room for a completion it may need (held ones count: they are owed their places).
+  if (cq.tail - cq.head + cq.heldCount >= cq.capacity) return ENOMEM;
   return 0;
 }
 
@@ -116,7 +149,9 @@ int postSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       *bad = wr;
       return errno = err, err;
     }
-    ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR : rdmaWrite(r, self, *wr);
+    ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
+                           : linkFailed(r)             ? IBV_WC_RETRY_EXC_ERR
+                                                       : rdmaWrite(r, self, *wr);
     if (status != IBV_WC_SUCCESS) self.state = qp->qp.state = IBV_QPS_ERR;
     if (status == IBV_WC_SUCCESS && !qp->signalAll && (wr->send_flags & IBV_SEND_SIGNALED) == 0) continue;
     ibv_wc wc{};
@@ -160,6 +195,10 @@ int pollCq(ibv_cq* ibcq, int entries, ibv_wc* wc) {
   Registry* r = registry();
   Locked lock(r);
   CqSlot& cq = r->cqs[emu(ibcq)->slot];
+  // Held completions wait for a later one at most a few empty polls: late, never lost.
+  constexpr uint32_t kIdlePollsBeforeRelease = 4;
+  if (cq.tail == cq.head && cq.heldCount > 0 && ++cq.idlePolls >= kIdlePollsBeforeRelease)
+    releaseHeld(r, &cq, false);
   int n = std::min<int>(entries, static_cast<int>(cq.tail - cq.head));
   for (int i = 0; i < n; i++) wc[i] = cq.entries[cq.head++ % kCqDepth];
   return n;

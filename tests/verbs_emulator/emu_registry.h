@@ -21,6 +21,7 @@ constexpr int kCqDepth = 512;    // completions a CQ holds (max_cqe)
 constexpr int kRecvDepth = 256;  // posted receives a QP holds (max_recv_wr)
 constexpr int kMaxSge = 4;
 constexpr uint32_t kMaxInline = 256;
+constexpr uint32_t kMaxHeld = 4;  // receive completions a CQ holds back (COLL_VERBS_EMU_DELAY_QP)
 
 struct MrSlot {
   uint32_t key;  // lkey == rkey
@@ -36,6 +37,10 @@ struct CqSlot {
   uint32_t head, tail;  // entries [head, tail) modulo kCqDepth are pending
   uint32_t capacity;
   ibv_wc entries[kCqDepth];
+  // Receive completions of delayed QPs, delivered after the next completion or after a few polls
+  // that found nothing (emu_data_path.cc); they count against the capacity.
+  uint32_t heldCount, idlePolls;
+  ibv_wc held[kMaxHeld];
 };
 
 struct QpSlot {
@@ -46,6 +51,7 @@ struct QpSlot {
   uint32_t destQpn;
   int sendCq, recvCq;  // CqSlot indices
   uint32_t maxRecv;
+  bool delayed;  // COLL_VERBS_EMU_DELAY_QP: its receive completions are held back
   uint32_t recvHead, recvTail;
   uint64_t recvWrIds[kRecvDepth];
 };
@@ -57,6 +63,7 @@ struct Registry {
   MrSlot mrs[kMaxMrs];
   CqSlot cqs[kMaxCqs];
   QpSlot qps[kMaxQps];
+  uint64_t overtaken;  // held completions delivered after a later one (coll_verbs_emu_overtaken)
 };
 
 // The mapped registry: $COLL_VERBS_EMU_REGISTRY, or /dev/shm/coll-verbs-emu-<uid>; created on

@@ -47,6 +47,9 @@ VerbsDomain::VerbsDomain(const DomainArgs& args, std::shared_ptr<const VerbsApi>
       peerIndex_(args.nranks, -1) {}
 
 VerbsDomain::~VerbsDomain() {
+  if (arrivedAhead_ > 0)
+    COLL_INFO(kTransport, "rank %d: verbs transport: %llu slot(s) arrived ahead of an earlier one (reordered across QPs)",
+              myRank_, static_cast<unsigned long long>(arrivedAhead_));
   if (ready_ && !failed_.load()) sayGoodbye();
   destroyResources();
 }
@@ -270,6 +273,8 @@ bool VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint
   if (full >= peer.released + static_cast<uint64_t>(depth_) || bytes > settings_.slotBytes ||
       full % peer.qps.size() != static_cast<uint64_t>(lane) || peer.present[full % depth_])
     return false;
+  // Counted so that a test can tell reordering across QPs really happened (logged at close).
+  if (full != peer.arrived) ++arrivedAhead_;
   peer.sizes[full % depth_] = bytes;
   peer.present[full % depth_] = 1;
   while (peer.present[peer.arrived % depth_]) {

@@ -104,6 +104,7 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   mutable std::mutex mutex_;
   std::atomic<bool> failed_{false};
   std::string failure_;  // under mutex_
+  uint64_t arrivedAhead_ = 0;  // data that arrived before an earlier sequence number (under mutex_)
 };
 
 }  // namespace transport
