@@ -87,20 +87,14 @@ __device__ __forceinline__ bool waitExpired(const WaitBound& bound, WaitClock& c
   return false;
 }
 
-// Spins until *word == value; false when the wait expired (the error is recorded).
+// Spins until *word == value; false when the wait expired (the error is recorded). kAcquire
+// polls with acquire loads at system scope, so what the writer did before its release of *word is
+// visible after; otherwise volatile loads (the reader fences itself).
+template <bool kAcquire = false>
 __device__ __forceinline__ bool waitForValue(const uint32_t* word, uint32_t value, const WaitBound& bound,
                                              uint32_t peer) {
   WaitClock clock;
-  while (loadVolatile(word) != value)
-    if (waitExpired(bound, clock, peer)) return false;
-  return true;
-}
-
-// The same with acquire loads: what the writer did before its release of *word is visible after.
-__device__ __forceinline__ bool waitForValueAcquire(const uint32_t* word, uint32_t value, const WaitBound& bound,
-                                                    uint32_t peer) {
-  WaitClock clock;
-  while (loadAcquireSystem(word) != value)
+  while ((kAcquire ? loadAcquireSystem(word) : loadVolatile(word)) != value)
     if (waitExpired(bound, clock, peer)) return false;
   return true;
 }

@@ -28,11 +28,7 @@ __device__ __forceinline__ char* simpleSlot(char* region, uint32_t lane, uint32_
 #endif
 __device__ __forceinline__ bool waitSimpleFlag(const uint32_t* word, uint32_t value, const WaitBound& bound,
                                                uint32_t peer) {
-#if COLL_FLAG_RELEASE
-  return waitForValueAcquire(word, value, bound, peer);
-#else
-  return waitForValue(word, value, bound, peer);
-#endif
+  return waitForValue<COLL_FLAG_RELEASE != 0>(word, value, bound, peer);
 }
 
 // Thread 0: waits for this unit's slots; false when a wait expired.

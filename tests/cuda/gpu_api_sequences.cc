@@ -86,10 +86,10 @@ void finish(collComm_t comm, Failures* failures) {
 // ---- back to back ----
 
 Failures backToBackRank(int rank, int n, const StorePtr& store) {
-  const size_t S = 1000;    // 4 KB: LL
+  const size_t S = 1000;     // 4 KB: LL
   const size_t L = 1200000;  // 4.8 MB: Simple, two 4 MiB slices
-  const size_t R = 300000;  // reduce-scatter: n * R in, R out
-  const size_t C = 262144;  // all-to-all: 1 MiB to and from each peer
+  const size_t R = 300000;   // reduce-scatter: n * R in, R out
+  const size_t C = 262144;   // all-to-all: 1 MiB to and from each peer
   const int bcastRoot = 1 % n, smallRoot = n - 1, reduceRoot = 0;
   const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
   auto f = [](int r, size_t i) { return r + 1 + static_cast<int>(i % 5); };
@@ -180,8 +180,8 @@ Failures backToBackRank(int rank, int n, const StorePtr& store) {
 
 // cudaStreamPerThread (and cudaStreamLegacy, for one rank per process: torch's default stream) are
 // streams to the library like any other, though their handles are not real stream objects; NULL
-// alone means host buffers, and a device buffer passed with it is refused. The legacy stream is one stream for every thread of a context, so
-// ranks that are threads cannot each use it: they use their per-thread streams here.
+// alone means host buffers, and a device buffer passed with it is refused. The legacy stream is one stream for every
+// thread of a context, so ranks that are threads cannot each use it: they use their per-thread streams here.
 Failures perThreadStreamRank(int rank, int n, const StorePtr& store) {
   const size_t S = 1000, L = 600000;
   auto f = [](int r, size_t i) { return r + 1 + static_cast<int>(i % 5); };

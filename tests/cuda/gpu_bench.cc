@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/bootstrap_ops.h"
 #include "tests/cuda/gpu_ranks.h"
 
 namespace {
@@ -42,8 +41,7 @@ double timeAllReduce(GpuRank& rank, float* send, float* recv, size_t count, int 
   const coll::DeviceProgram program = coll::planDeviceCall(call, context);
   for (int i = 0; i < 3; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
   cudaStreamSynchronize(rank.stream);
-  coll::bootstrap::barrier(*rank.store, "bench/" + std::to_string(tag), rank.rank, rank.nranks,
-                           Clock::now() + std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs()));
+  colltest::meetRanks(rank, "bench/" + std::to_string(tag));
   const auto start = Clock::now();
   for (int i = 0; i < iters; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
   cudaStreamSynchronize(rank.stream);
@@ -59,11 +57,7 @@ std::vector<std::string> bench(GpuRank& rank) {
   std::vector<std::string> failures;
   // The copy is measured while every other rank waits at the barriers around it: ranks share the
   // GPU, and a copy timed beside their setup read 715 GB/s instead of 1839 on an H200 (8 ranks).
-  const auto idle = [&](const char* tag) {
-    coll::bootstrap::barrier(*rank.store, std::string("bench/copy/") + tag, rank.rank, rank.nranks,
-                             Clock::now() + std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs()));
-  };
-  idle("before");
+  colltest::meetRanks(rank, "bench/copy/before");
   if (rank.rank == 0) {
     // The physical reference: one device-to-device copy of the same size, on this GPU, now.
     for (int i = 0; i < 3; ++i) cudaMemcpyAsync(recv, send, gBytes, cudaMemcpyDeviceToDevice, rank.stream);
@@ -75,7 +69,7 @@ std::vector<std::string> bench(GpuRank& rank) {
     printf("RESULT %s d2d_memcpy_bytes_per_s %.3e B/s (cudaMemcpy %zu bytes: %.1f us)\n", gLabel.c_str(), gBytes / copy,
            gBytes, copy * 1e6);
   }
-  idle("after");
+  colltest::meetRanks(rank, "bench/copy/after");
   const double big = timeAllReduce(rank, send, recv, count, 10, 1);
   const double small = timeAllReduce(rank, send, recv, 2, 200, 2);
   std::string message;
@@ -89,8 +83,7 @@ std::vector<std::string> bench(GpuRank& rank) {
     fflush(stdout);
   }
   // cudaFree synchronizes the device: not while a peer's kernel may still read these buffers.
-  coll::bootstrap::barrier(*rank.store, "bench/free", rank.rank, rank.nranks,
-                           Clock::now() + std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs()));
+  colltest::meetRanks(rank, "bench/free");
   cudaFree(send);
   cudaFree(recv);
   return failures;

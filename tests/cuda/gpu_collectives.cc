@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/bootstrap_ops.h"
 #include "tests/cuda/gpu_cases.h"
 #include "tests/cuda/gpu_ranks.h"
 
@@ -35,7 +34,6 @@ std::vector<std::string> runAllCases(GpuRank& rank) {
   std::vector<std::string> failures;
   const std::vector<colltest::GpuCase> cases = colltest::gpuCases(rank.nranks, gThorough, filterText());
   colltest::GpuArena arena(cases, rank.rank, rank.nranks);
-  const auto timeout = std::chrono::milliseconds(colltest::GpuJob::defaultTimeoutMs());
   for (size_t i = 0; i < cases.size(); ++i) {
     const colltest::GpuCase& c = cases[i];
     colltest::reportProgress(rank.rank, "case " + std::to_string(i) + ": " + c.describe());
@@ -46,7 +44,7 @@ std::vector<std::string> runAllCases(GpuRank& rank) {
     // before the barrier and reads the sum after it.
     const std::string tag = "gpu/case/" + std::to_string(i);
     rank.store->add(tag + "/stop", failures.size() >= 10 ? 1 : 0);
-    coll::bootstrap::barrier(*rank.store, tag, rank.rank, rank.nranks, coll::Clock::now() + timeout);
+    colltest::meetRanks(rank, tag);
     if (rank.store->add(tag + "/stop", 0) > 0) {
       failures.push_back("(stopped: a rank had 10 failures)");
       break;

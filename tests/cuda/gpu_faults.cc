@@ -11,7 +11,6 @@
 // Prints "RESULT gpu_faults <what>: PASS|FAIL"; exits 0, 1 on a failure, 77 without a GPU.
 #include <cuda_runtime.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,12 +19,11 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collective.h"
 #include "gpu_ranks.h"
-
-extern char** environ;
 
 namespace {
 
@@ -162,14 +160,8 @@ bool runJob(int n) {
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
                                      std::string(kSizeVar) + "=" + std::to_string(n), std::string(kIdVar) + "=" + hex};
-    std::vector<char*> env;
-    for (std::string& v : vars) env.push_back(v.data());
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(nullptr);
-    char self[] = "/proc/self/exe";
-    char* argv[] = {self, nullptr};
-    pid_t pid = 0;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, env.data()) != 0) {
+    const pid_t pid = colltest::spawnSelf(std::move(vars));
+    if (pid == 0) {
       failures.push_back("posix_spawn of rank " + std::to_string(r) + " failed");
       break;
     }

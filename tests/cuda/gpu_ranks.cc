@@ -96,6 +96,18 @@ std::string progressOfEveryRank() {
 
 }  // namespace
 
+pid_t spawnSelf(std::vector<std::string> vars) {
+  std::vector<char*> env;
+  for (std::string& v : vars) env.push_back(v.data());
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.push_back(nullptr);
+  char self[] = "/proc/self/exe";
+  char* argv[] = {self, nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, env.data()) != 0) return 0;
+  return pid;
+}
+
 std::string uniqueIdToHex(const collUniqueId& id) {
   static const char* digits = "0123456789abcdef";
   std::string hex;
@@ -117,6 +129,11 @@ int GpuJob::defaultTimeoutMs() {
   const char* text = getenv("COLL_TIMEOUT_MS");
   const int ms = text ? atoi(text) : 0;
   return ms > 0 ? ms : 120000;
+}
+
+void meetRanks(GpuRank& rank, const std::string& tag) {
+  coll::bootstrap::barrier(*rank.store, tag, rank.rank, rank.nranks,
+                           coll::Clock::now() + std::chrono::milliseconds(GpuJob::defaultTimeoutMs()));
 }
 
 void reportProgress(int rank, const std::string& what) {
@@ -204,15 +221,8 @@ std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::st
                                      std::string(kBodyVar) + "=" + bodyName,
                                      std::string(kSpreadVar) + "=" + (job.spreadOverGpus ? "1" : "0"),
                                      std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
-    std::vector<char*> env;
-    for (std::string& v : vars) env.push_back(v.data());
-    for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-    env.push_back(nullptr);
-    char self[] = "/proc/self/exe";
-    char* argv[] = {self, nullptr};
-    pid_t pid = 0;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, env.data()) != 0)
-      return {"posix_spawn of rank " + std::to_string(r) + " failed"};
+    const pid_t pid = spawnSelf(std::move(vars));
+    if (pid == 0) return {"posix_spawn of rank " + std::to_string(r) + " failed"};
     pids.push_back(pid);
   }
   std::vector<std::string> failures;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <sys/types.h>
 
 #include <functional>
 #include <map>
@@ -44,6 +45,9 @@ struct GpuJob {
   static int defaultTimeoutMs();
 };
 
+// Every rank of the job meets at `tag` in the store, within GpuJob::defaultTimeoutMs().
+void meetRanks(GpuRank& rank, const std::string& tag);
+
 // What this rank is doing now ("case 17: AllReduce float32 ..."), for the message of a run that
 // times out. Cheap: call it per case.
 void reportProgress(int rank, const std::string& what);
@@ -65,6 +69,11 @@ bool skipWithoutGpu();
 // runGpuRanksAsThreads or runGpuRanksAsProcesses by mode ("threads" or "processes").
 std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
                                      const GpuRankBody& body);
+
+// Starts this program again (/proc/self/exe) with `vars` ("NAME=value") added to this process's
+// environment: how rank processes are made (CUDA does not survive fork). Returns the pid, or 0
+// when posix_spawn failed.
+pid_t spawnSelf(std::vector<std::string> vars);
 
 // A unique id as hexadecimal text and back: how rank processes started with exec receive it.
 std::string uniqueIdToHex(const collUniqueId& id);
