@@ -45,8 +45,12 @@ Algo parseAlgoName(const std::string& name, const std::string& whole) {
 }
 
 int collTypeByName(const std::string& name, const std::string& whole) {
+  // The perf programs' spelling (all_reduce, reduce_scatter) as well as the library's.
+  std::string plain;
+  for (char c : name)
+    if (c != '_') plain += c;
   for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
-    if (strcasecmp(collTypeName(static_cast<CollType>(t)), name.c_str()) == 0) return t;
+    if (strcasecmp(collTypeName(static_cast<CollType>(t)), plain.c_str()) == 0) return t;
   throwError(collInvalidUsage, "COLL_ALGO=\"%s\": unknown collective \"%s\"; expected e.g. allreduce:ring",
              whole.c_str(), name.c_str());
 }

@@ -78,6 +78,13 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        collBit(CollType::kAllGather), Selection::kModel,
        "all-gather across hosts, where its model (fewer rounds, but more blocks on a host's link) beats the ring's",
        anywhere, acrossHosts, modelBruck, onePeer, buildBruck, nullptr},
+      {Algo::kExchange, "exchange",
+       "every rank sends its whole input to every other rank and reduces all n inputs in rank order: one message "
+       "latency",
+       collBit(CollType::kAllReduce), Selection::kModel,
+       "small all-reduce among up to 4 ranks that do not all share memory (sockets, or across hosts), where its "
+       "model is cheapest",
+       exchangeCanRun, exchangeEligible, modelExchange, exchangePeersPerStep, buildExchange, nullptr},
   };
   return table;
 }

@@ -36,6 +36,7 @@ enum class Algo : uint8_t {
   kHier,
   kDoubleTree,
   kBruck,
+  kExchange,
 };
 // Every value an Algo can hold: the size of tables indexed by it.
 constexpr size_t kAlgoIdCount = size_t{1} << (8 * sizeof(Algo));

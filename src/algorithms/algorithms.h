@@ -4,6 +4,7 @@
 // fill every FIFO at once (see ring.cc).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "src/algorithms/plan_context.h"
@@ -62,6 +63,9 @@ Schedule directGather(int nranks, int rank, int root, size_t sendCount);
 Schedule directScatter(int nranks, int rank, int root, size_t recvCount);
 Schedule pairwiseAllToAll(int nranks, int rank, size_t count);
 
+// exchange.cc: every rank sends its input to every other rank and reduces all n itself.
+Schedule exchangeAllReduce(int nranks, int rank, size_t count, bool avg);
+
 // The table's entries for each family (algorithm_table.cc): a call's schedule, its modelled time
 // in microseconds, where the planner may pick it on its own, and its most peers per step.
 // ring.cc
@@ -84,6 +88,12 @@ double modelPairwise(const CollCall& call, const PlanContext& ctx);
 // bruck.cc
 Schedule buildBruck(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
 double modelBruck(const CollCall& call, const PlanContext& ctx);
+// exchange.cc
+Schedule buildExchange(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
+double modelExchange(const CollCall& call, const PlanContext& ctx);
+bool exchangeCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
+bool exchangeEligible(const CollCall& call, const PlanContext& ctx);
+int exchangePeersPerStep(const PlanContext& ctx);
 // hierarchy.cc
 Schedule buildHier(const CollCall& call, const Plan& plan, int rank, const PlanContext& ctx);
 double modelHier(const CollCall& call, const PlanContext& ctx);

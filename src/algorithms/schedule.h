@@ -39,6 +39,13 @@ struct Step {
   size_t count = 0;       // elements
   bool finalAvg = false;  // collAvg: divide by nranks when storing this step's results
   bool joinNext = false;  // progress together with the following step (independent transfers)
+  // Where the local source stands among the step's sources when they are reduced: before the
+  // receive peer at this index, or after all of them (-1). Sources are combined left to right, so
+  // ranks that list the same values in the same order get bitwise-identical results.
+  int8_t localSourceAt = -1;
+  // Begin only once every earlier send of this call has left the caller's memory: a step that
+  // writes where an earlier step sent from (in place) must not change bytes a socket still reads.
+  bool afterSends = false;
 
   Step& recvFrom(int peer) {
     recvPeers[nrecv++] = peer;

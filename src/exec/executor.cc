@@ -85,7 +85,13 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal();
     if (!external[i]) dsts[ndsts++] = slot;
   }
-  if (localSrc != nullptr) srcs[nsrcs++] = localSrc;
+  if (localSrc != nullptr) {
+    // The local source at its place among the received ones (schedule.h, localSourceAt).
+    int at = step.localSourceAt >= 0 && step.localSourceAt < nsrcs ? step.localSourceAt : nsrcs;
+    for (int i = nsrcs; i > at; --i) srcs[i] = srcs[i - 1];
+    srcs[at] = localSrc;
+    ++nsrcs;
+  }
   if (localDst != nullptr) dsts[ndsts++] = localDst;
   if (slice > 0 && nsrcs > 0) {
     int avgDivisor = (step.finalAvg && b.op == collAvg && b.nranks > 1) ? b.nranks : 0;
@@ -119,6 +125,7 @@ void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, Progres
   const std::vector<Step>& steps = schedule.steps;
   size_t next = 0;
   while (next < steps.size()) {
+    if (steps[next].afterSends) awaitExternalSends(waiter);
     batch_.clear();
     do {
       batch_.push_back({&steps[next], 0});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_step.h"
+#include "src/algorithms/plan_context.h"
 #include "tests/cuda_host/device_cases.h"
 #include "tests/cuda_host/unit_simulator.h"
 
@@ -39,8 +40,16 @@ bool isRooted(CollType t) {
 // algorithm table that serves it (native rows run on host memory only).
 std::vector<Algo> algorithmsOf(CollType t) {
   std::vector<Algo> algos = {Algo::kAuto};
+  // Rows that never run on device memory (exchange) have nothing to lower.
+  PlanContext device;
+  device.deviceMemory = true;
+  device.nranks = 2;
+  CollCall probe;
+  probe.type = t;
+  probe.count = 1;
+  probe.elemSize = 4;
   for (const AlgorithmRow& row : algorithmTable())
-    if (row.build != nullptr && serves(row, t)) algos.push_back(row.id);
+    if (row.build != nullptr && serves(row, t) && row.canRun(probe, device, nullptr)) algos.push_back(row.id);
   return algos;
 }
 

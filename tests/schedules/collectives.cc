@@ -185,6 +185,31 @@ std::vector<std::vector<int>> simulatedHosts(int nranks) {
   return hosts;
 }
 
+CollCall tableRowCall(const Case& c) {
+  CollCall call;
+  call.type = c.type;
+  call.count = c.count;
+  call.root = c.root;
+  call.datatype = collFloat64;
+  call.elemSize = sizeof(double);
+  call.op = c.avg ? collAvg : collSum;
+  return call;
+}
+
+PlanContext tableRowContext(const Case& c) {
+  PlanContext ctx;
+  ctx.nranks = c.nranks;
+  algorithms::describeHostLayout(ctx, simulatedHosts(c.nranks));
+  // A FIFO of two slots of maxStepElems: the planner's step bound is then maxStepElems, as here.
+  ctx.slotBytes = c.maxStepElems * sizeof(double);
+  ctx.fifoDepth = 2;
+  return ctx;
+}
+
+bool tableRowCanRun(const Case& c) {
+  return c.builder != Builder::kTableRow || algorithmRow(c.algo).canRun(tableRowCall(c), tableRowContext(c), nullptr);
+}
+
 std::vector<Schedule> buildAll(const Case& c) {
   namespace a = algorithms;
   std::vector<Schedule> out;
@@ -239,16 +264,8 @@ std::vector<Schedule> buildAll(const Case& c) {
         out.push_back(a::doubleTreeAllReduce(order, r, c.count, c.maxStepElems, c.avg));
         break;
       case Builder::kTableRow: {
-        CollCall call;
-        call.type = c.type;
-        call.count = c.count;
-        call.root = c.root;
-        call.datatype = collFloat64;
-        call.elemSize = sizeof(double);
-        call.op = c.avg ? collAvg : collSum;
-        PlanContext ctx;
-        ctx.nranks = n;
-        a::describeHostLayout(ctx, hosts);
+        const CollCall call = tableRowCall(c);
+        const PlanContext ctx = tableRowContext(c);
         Plan plan;
         plan.algo = c.algo;
         plan.maxStepElems = c.maxStepElems;

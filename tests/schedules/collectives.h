@@ -63,6 +63,11 @@ bool usesMaxStep(const Case& c);    // whether maxStepElems bounds its steps
 bool allowsInPlace(const Case& c);  // the API has an in-place form for the collective
 
 std::vector<Schedule> buildAll(const Case& c);
+// A table row's case: the call and context the row is built with, and whether the row can run it
+// (always true for the other builders).
+CollCall tableRowCall(const Case& c);
+PlanContext tableRowContext(const Case& c);
+bool tableRowCanRun(const Case& c);
 
 // The host layout the host-aware builders are simulated on: ranks dealt round-robin to
 // min(n, 3) hosts (so host order differs from rank order and hosts hold different counts).

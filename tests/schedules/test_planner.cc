@@ -347,11 +347,17 @@ TEST(Planner, BruckAllGatherWhereItsModelWins) {
     for (size_t bytes : {8ul, 1ul << 20}) EXPECT_NE(allGather(makeContext(n, false), bytes), Algo::kBruck);
 }
 
-TEST(Planner, AcrossHostsSmallAllReducesTakeATreeAndLargeOnesAvoidIt) {
-  for (int perHost : {2, 4}) {
+// Small all-reduces across hosts take the latency algorithms: one exchange of inputs among a few
+// ranks, a tree among more; large ones take the bandwidth algorithms.
+TEST(Planner, AcrossHostsSmallAllReducesTakeALatencyAlgorithmAndLargeOnesAvoidIt) {
+  for (int perHost : {1, 2, 4}) {
     PlanContext ctx = twoHostContext(perHost);
     Algo small = planCall(makeCall(CollType::kAllReduce, 2), ctx).algo;
-    EXPECT_TRUE(small == Algo::kTree || small == Algo::kDoubleTree) << algoName(small);
+    if (2 * perHost <= 4) {
+      EXPECT_EQ(small, Algo::kExchange) << perHost << " per host: " << algoName(small);
+    } else {
+      EXPECT_TRUE(small == Algo::kTree || small == Algo::kDoubleTree) << algoName(small);
+    }
     Algo large = planCall(makeCall(CollType::kAllReduce, 16 << 20), ctx).algo;
     EXPECT_TRUE(large == Algo::kRing || large == Algo::kHier) << algoName(large);
   }

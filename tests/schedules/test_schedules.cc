@@ -116,14 +116,20 @@ std::vector<Case> casesFor(const Case& prototype) {
 
 // Runs every case of casesFor(prototype); reports the first few failures.
 void expectEveryCasePasses(const Case& prototype) {
-  int failures = 0;
+  int failures = 0, ran = 0;
   std::vector<Case> cases = casesFor(prototype);
   for (const Case& c : cases) {
+    // A table row that refuses the case (the exchange all-reduce beyond half a FIFO) is not run:
+    // the planner never builds it there, and COLL_ALGO forcing it is refused (the multi-rank
+    // suite checks that).
+    if (!tableRowCanRun(c)) continue;
+    ++ran;
     std::string error = runCase(c);
     if (error.empty()) continue;
     if (++failures <= 5) ADD_FAILURE() << c.describe() << ":\n" << error;
   }
-  EXPECT_EQ(failures, 0) << "of " << cases.size() << " cases";
+  EXPECT_EQ(failures, 0) << "of " << ran << " cases run";
+  EXPECT_GE(ran * 4, static_cast<int>(cases.size())) << "most cases must be runnable, " << ran << " of " << cases.size();
 }
 
 class EveryBuilder : public ::testing::TestWithParam<Builder> {};
