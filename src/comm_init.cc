@@ -12,6 +12,7 @@
 #include "common/net_interfaces.h"
 #include "kernels/cpu/host_kernels.h"
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/cost_model.h"
 #include "src/comm.h"
 #include "src/topo/topology_log.h"
 #include "transport/transport_table.h"
@@ -181,6 +182,12 @@ void Communicator::describePlanContext() {
   PlanContext& ctx = planContext_;
   ctx.nranks = nranks_;
   algorithms::describeHostLayout(ctx, routes_.localGroups);
+  bool socketRoutes = false, verbsRoutes = false;
+  for (const transport::TransportEntry* entry : routes_.used) {
+    socketRoutes = socketRoutes || entry->link == transport::LinkKind::kNetwork;
+    verbsRoutes = verbsRoutes || entry->link == transport::LinkKind::kVerbs;
+  }
+  describeNetworkLink(ctx, socketRoutes, verbsRoutes, params_.linkCosts);
   // The native algorithms need every rank in one domain that maps all their memory.
   for (auto& domain : domains_) {
     transport::LocalMemory* m = domain->localMemory();

@@ -55,7 +55,49 @@ int collTypeByName(const std::string& name, const std::string& whole) {
              whole.c_str(), name.c_str());
 }
 
+uint64_t linkCostsDigest(const LinkCosts& costs) {
+  Fnv1a digest;
+  for (const LinkCost* link : {&costs.sharedMemory, &costs.socket, &costs.verbs})
+    for (double value : {link->latencyUs, link->bytesPerUs}) {
+      uint64_t bits = 0;
+      memcpy(&bits, &value, sizeof(bits));
+      digest.add(bits);
+    }
+  return digest.value();
+}
+
+// "3:12": latency in us, rate in GB/s; throws naming the whole value and the item.
+LinkCost parseLinkCost(const std::string& item, const std::string& value, const std::string& whole) {
+  const size_t colon = value.find(':');
+  char* end = nullptr;
+  const double latency = colon == std::string::npos ? -1 : strtod(value.c_str(), &end);
+  const bool latencyOk = colon != std::string::npos && end == value.c_str() + colon && latency >= 0 && latency <= 1e6;
+  const char* rateText = latencyOk ? value.c_str() + colon + 1 : "";
+  const double rate = latencyOk ? strtod(rateText, &end) : -1;
+  if (!latencyOk || end == rateText || *end != '\0' || !(rate > 0 && rate <= 1e6))
+    throwError(collInvalidUsage,
+               "COLL_LINK_COSTS=\"%s\": \"%s\" is not valid: expected LINK=LATENCY_US:GB_PER_S, a latency in "
+               "[0, 1e6] and a rate in (0, 1e6], e.g. verbs=3:12",
+               whole.c_str(), item.c_str());
+  return LinkCost{latency, rate * 1000.0};  // GB/s = 1000 bytes per us
+}
+
 }  // namespace
+
+void parseLinkCosts(const std::string& text, LinkCosts* costs) {
+  for (const std::string& item : splitList(text)) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    LinkCost* link = name == "shm"      ? &costs->sharedMemory
+                     : name == "socket" ? &costs->socket
+                     : name == "verbs"  ? &costs->verbs
+                                        : nullptr;
+    if (link == nullptr || eq == std::string::npos)
+      throwError(collInvalidUsage, "COLL_LINK_COSTS=\"%s\": unknown link in \"%s\"; expected shm, socket or verbs",
+                 text.c_str(), item.c_str());
+    *link = parseLinkCost(item, item.substr(eq + 1), text);
+  }
+}
 
 const char* protoChoiceName(ProtoChoice choice) {
   switch (choice) {
@@ -87,6 +129,7 @@ std::vector<SharedSetting> sharedSettings(const Params& p) {
       {"COLL_TRANSPORTS", Fnv1a().add(p.transports).value()},
       {"COLL_SOCKET_NSOCKS", Fnv1a().add(static_cast<uint64_t>(p.socketsPerPeer)).value()},
       {"COLL_PROTO", Fnv1a().add(static_cast<uint64_t>(p.protocol)).value()},
+      {"COLL_LINK_COSTS", linkCostsDigest(p.linkCosts)},
   };
   return settings;
 }
@@ -134,6 +177,7 @@ const Params& processParams() {
         static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
+    if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);
     return p;
   }();
   return cached;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/algorithms/algorithm_table.h"
+#include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
 
 namespace coll {
@@ -43,6 +44,7 @@ struct Params {
   int ibQpsPerConnection = 1;        // COLL_IB_QPS_PER_CONNECTION (verbs)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
+  LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)
 };
 
 // Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
@@ -59,6 +61,9 @@ std::vector<SharedSetting> sharedSettings(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
 void parseAlgoOverrides(const std::string& text, Algo* overrides);
+// Parses a COLL_LINK_COSTS value over `costs` (exposed for tests): "verbs=3:12,socket=8:2" sets each
+// named link's latency (us) and rate (GB/s); links not named keep their values.
+void parseLinkCosts(const std::string& text, LinkCosts* costs);
 // Parses a COLL_PROTO value: auto, LL or Simple, any case (exposed for tests).
 ProtoChoice parseProtoChoice(const std::string& text);
 

@@ -35,7 +35,7 @@ const std::vector<TransportEntry>& transportTable() {
        /*create=*/makeP2pDomain, /*optional=*/true},
       // Below sockets, and opt-in: where both can connect, sockets win unless COLL_TRANSPORTS
       // leaves them out ("verbs", "^shm,net"). The planner prices it as a network hop.
-      {/*name=*/"verbs", /*priority=*/5, MemoryKind::kHost, LinkKind::kNetwork, /*canConnect=*/bothHaveVerbs,
+      {/*name=*/"verbs", /*priority=*/5, MemoryKind::kHost, LinkKind::kVerbs, /*canConnect=*/bothHaveVerbs,
        /*create=*/makeVerbsDomain, /*optional=*/true, /*optIn=*/true},
   };
   return table;

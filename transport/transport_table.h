@@ -13,9 +13,9 @@
 namespace coll {
 namespace transport {
 
-// How the planner's cost model prices a hop through a transport (src/plan/planner.h, LinkCost):
-// between ranks that share memory, or across a network.
-enum class LinkKind { kLocal, kNetwork };
+// How the planner's cost model prices a hop through a transport (src/algorithms/plan_context.h,
+// LinkCosts): between ranks that share memory, across a network over sockets, or over RDMA.
+enum class LinkKind { kLocal, kNetwork, kVerbs };
 
 struct TransportEntry {
   const char* name;  // in COLL_TRANSPORTS, logs and colltopo

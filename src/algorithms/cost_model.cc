@@ -10,6 +10,14 @@ int ceilLog2(int n) {
   return levels;
 }
 
+const char* networkLinkKindName(NetworkLinkKind kind) { return kind == NetworkLinkKind::kVerbs ? "verbs" : "socket"; }
+
+void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, const LinkCosts& costs) {
+  ctx.localLink = costs.sharedMemory;
+  ctx.networkLinkKind = verbsRoutes && !socketRoutes ? NetworkLinkKind::kVerbs : NetworkLinkKind::kSocket;
+  ctx.networkLink = ctx.networkLinkKind == NetworkLinkKind::kVerbs ? costs.verbs : costs.socket;
+}
+
 const LinkCost& slowestLink(const PlanContext& ctx) { return ctx.crossesNetwork ? ctx.networkLink : ctx.localLink; }
 
 size_t callBytes(const CollCall& call) { return call.count * call.elemSize; }

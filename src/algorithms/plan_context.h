@@ -19,6 +19,22 @@ struct LinkCost {
   double bytesPerUs;
 };
 
+// The network a plan's inter-host hops take: what the transports routing them are (sockets, or
+// verbs over RDMA).
+enum class NetworkLinkKind { kSocket, kVerbs };
+const char* networkLinkKindName(NetworkLinkKind kind);
+
+// What each kind of link costs (COLL_LINK_COSTS overrides them, docs/env.md). Shared memory and
+// sockets from the measurements in docs/performance.md; verbs from what a 100 Gb/s InfiniBand or
+// RoCE port gives (about 3 us for a small RDMA write with its completion, about 12 GB/s): no RDMA
+// device was ever measured here, so these are the fabric's nominal figures, to be overridden where
+// one is.
+struct LinkCosts {
+  LinkCost sharedMemory{1.5, 10000.0};
+  LinkCost socket{8.0, 2000.0};
+  LinkCost verbs{3.0, 12000.0};
+};
+
 struct PlanContext {
   int nranks = 1;
   bool deviceMemory = false;         // the call's buffers are in GPU memory (the device engine runs it)
@@ -37,7 +53,8 @@ struct PlanContext {
   bool crossesNetwork = false;  // some pair of ranks talks over the network
   int treeNetLevels = 0;        // levels of the binomial tree (rooted at rank 0) with an edge over the network
   LinkCost localLink{1.5, 10000.0};
-  LinkCost networkLink{8.0, 2000.0};
+  LinkCost networkLink{8.0, 2000.0};       // the inter-host hops' link (describeNetworkLink)
+  NetworkLinkKind networkLinkKind = NetworkLinkKind::kSocket;
 };
 
 struct Plan {

@@ -26,6 +26,7 @@ namespace {
 constexpr int kMaxDevices = 4;
 
 ibv_device emuDevices[kMaxDevices] = {};
+int pdsOnDevice[kMaxDevices] = {};  // this process's live PDs per device (coll_verbs_emu_pds_on)
 
 int deviceCount() {
   const char* text = std::getenv("COLL_VERBS_EMU_DEVICES");
@@ -40,6 +41,11 @@ ibv_device* emuDevice(int index) {
     d.transport_type = IBV_TRANSPORT_IB;
     std::snprintf(d.name, sizeof(d.name), "emu%d", index);
     std::snprintf(d.dev_name, sizeof(d.dev_name), "uverbs-emu%d", index);
+    // Where the transport looks for the device's PCI place: a test's made-up sysfs tree when
+    // COLL_VERBS_EMU_SYSFS names one, else where rdma-core would point (absent here: unknown).
+    const char* sysfs = std::getenv("COLL_VERBS_EMU_SYSFS");
+    std::snprintf(d.ibdev_path, sizeof(d.ibdev_path), "%s/class/infiniband/emu%d",
+                  sysfs != nullptr && *sysfs != '\0' ? sysfs : "/sys", index);
   }
   return &d;
 }
@@ -155,10 +161,12 @@ EMU_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* ctx) {
   pd->pd.context = ctx;
   Locked lock(registry());
   pd->id = registry()->nextPd++;
+  ++pdsOnDevice[deviceIndex(ctx->device)];
   return &pd->pd;
 }
 
 EMU_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
+  --pdsOnDevice[deviceIndex(pd->context->device)];
   delete emu(pd);
   return 0;
 }
@@ -292,4 +300,10 @@ EMU_EXPORT uint64_t coll_verbs_emu_overtaken() {
   if (r == nullptr) return 0;
   verbs_emu::Locked lock(r);
   return r->overtaken;
+}
+
+// Not a verbs function: how many protection domains this process holds on emulated device
+// `device` (0..3; -1 for another index), so that a test sees which device a rank chose.
+EMU_EXPORT int coll_verbs_emu_pds_on(int device) {
+  return device >= 0 && device < kMaxDevices ? pdsOnDevice[device] : -1;
 }

@@ -1,9 +1,12 @@
-// VerbsDevice (verbs_queue_pair.h): finding the device and port COLL_IB_HCA selects, and its GID.
+// VerbsDevice (verbs_queue_pair.h): finding the device and port COLL_IB_HCA selects (the nearest to
+// the rank when several are, verbs_locality.h), and its GID.
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "common/error.h"
 #include "transport/verbs/verbs_hca_spec.h"
+#include "transport/verbs/verbs_locality.h"
 #include "transport/verbs/verbs_queue_pair.h"
 
 namespace coll {
@@ -51,7 +54,19 @@ bool VerbsDevice::openSelected(const std::string& hca, std::string* seen, bool* 
     if (list != nullptr) api_->freeDeviceList(list);
     throwError(collSystemError, "verbs transport: %s lists no RDMA device", api_->library.c_str());
   }
-  for (int d = 0; d < count && context_ == nullptr; ++d) {
+  // Every selected active port is a candidate; the nearest to this rank's CPUs wins, and among
+  // equals the first in the library's order (what a rank picked before nearness counted).
+  const topo::CpuList binding = topo::processAffinity();
+  struct Candidate {
+    int device;
+    int port;
+    ibv_port_attr attr;
+    VerbsNearness nearness;
+  };
+  std::vector<Candidate> candidates;
+  std::vector<ibv_context*> opened(count, nullptr);
+  std::vector<VerbsDevicePlace> places(count);
+  for (int d = 0; d < count; ++d) {
     const std::string name = api_->getDeviceName(list[d]);
     ibv_context* ctx = api_->openDevice(list[d]);
     ibv_device_attr attr{};
@@ -60,21 +75,38 @@ bool VerbsDevice::openSelected(const std::string& hca, std::string* seen, bool* 
       if (ctx != nullptr) api_->closeDevice(ctx);
       continue;
     }
-    for (int port = 1; port <= attr.phys_port_cnt && context_ == nullptr; ++port) {
+    opened[d] = ctx;
+    places[d] = verbsDevicePlace(list[d]->ibdev_path);
+    for (int port = 1; port <= attr.phys_port_cnt; ++port) {
       ibv_port_attr portAttr{};
       const bool queried = api_->queryPort(ctx, static_cast<uint8_t>(port), &portAttr) == 0;
       const bool active = queried && portAttr.state == IBV_PORT_ACTIVE;
       *seen += (seen->empty() ? "" : ", ") + name + ":" + std::to_string(port) + (active ? "" : " (not active)");
       if (!verbsHcaSelects(spec, name, port)) continue;
       *anyMatched = true;
-      if (!active) continue;
-      name_ = name;
-      context_ = ctx;
-      port_ = portAttr;
-      portNumber_ = static_cast<uint8_t>(port);
+      if (active) candidates.push_back({d, port, portAttr, verbsNearness(places[d], binding)});
     }
-    if (context_ != ctx) api_->closeDevice(ctx);
   }
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates)
+    if (best == nullptr || c.nearness < best->nearness) best = &c;
+  if (best != nullptr) {
+    name_ = api_->getDeviceName(list[best->device]);
+    context_ = opened[best->device];
+    port_ = best->attr;
+    portNumber_ = static_cast<uint8_t>(best->port);
+    placement_ = name_ + ":" + std::to_string(best->port) + " (" + describeVerbsDevicePlace(places[best->device]) +
+                 "), " + verbsNearnessName(best->nearness) + " to this rank's CPUs " +
+                 (binding.empty() ? std::string("(unknown)") : topo::formatCpuList(binding));
+    if (candidates.size() > 1) {
+      placement_ += "; of";
+      for (const Candidate& c : candidates)
+        placement_ += std::string(&c == &candidates.front() ? " " : ", ") + api_->getDeviceName(list[c.device]) + ":" +
+                      std::to_string(c.port) + " " + verbsNearnessName(c.nearness);
+    }
+  }
+  for (int d = 0; d < count; ++d)
+    if (opened[d] != nullptr && opened[d] != context_) api_->closeDevice(opened[d]);
   api_->freeDeviceList(list);
   return context_ != nullptr;
 }

@@ -62,6 +62,7 @@ VerbsPeer* VerbsDomain::peerOf(int rank) const {
 
 void VerbsDomain::makeResources() {
   device_ = std::make_unique<VerbsDevice>(api_, settings_.ibHca, settings_.ibGidIndex);
+  COLL_INFO(kTransport, "rank %d: verbs transport chose %s", myRank_, device_->placement().c_str());
   // Every lane can hold a whole FIFO's writes and receives: simple, and the slots bound it anyway.
   const int perPeerWrs = (depth_ + kExtraSends + depth_ + kExtraRecvs) * settings_.ibQpsPerConnection;
   const int cqe = perPeerWrs * static_cast<int>(members_.size());

@@ -14,8 +14,9 @@
 namespace coll {
 namespace transport {
 
-// The first active port that COLL_IB_HCA allows (`hca`, verbs_hca_spec.h; "" allows all), in the
-// order the library lists devices and then by port number, its GID (`gidIndex`, COLL_IB_GID_INDEX;
+// The active port that COLL_IB_HCA allows (`hca`, verbs_hca_spec.h; "" allows all) nearest to this
+// rank's CPU binding (verbs_locality.h); among equally near ones the first in the order the library
+// lists devices and then by port number. Its GID (`gidIndex`, COLL_IB_GID_INDEX;
 // -1: the first the port reports usable) and a protection domain on it. A selection that matches
 // no port throws collInvalidUsage naming the ports there are; a GID index the port lacks, too.
 class VerbsDevice {
@@ -34,14 +35,18 @@ class VerbsDevice {
   const std::string& name() const { return name_; }
   uint8_t portNumber() const { return portNumber_; }
   int gidIndex() const { return gidIndex_; }
+  // "emu1:1 (PCI 0000:81:00.0, NUMA node 1, CPUs 1), near to this rank's CPUs 1; of emu0:1 far,
+  // emu1:1 near": how the port was chosen, for the INFO line.
+  const std::string& placement() const { return placement_; }
 
  private:
-  // Opens the first selected active port; false when none (with what there is in *seen).
+  // Opens the nearest selected active port; false when none (with what there is in *seen).
   bool openSelected(const std::string& hca, std::string* seen, bool* anyMatched);
   void chooseGid(int wanted);
   void release();  // what the constructor made so far, when it throws
   std::shared_ptr<const VerbsApi> api_;
   std::string name_;
+  std::string placement_;
   ibv_context* context_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_port_attr port_{};
