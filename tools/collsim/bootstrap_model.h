@@ -19,11 +19,11 @@
 namespace collsim {
 
 struct BootstrapCost {
-  int rounds = 0;                   // sequential exchanges a rank waits through
-  uint64_t messagesPerRank = 0;     // rank-to-rank messages a rank sends (0 for the store)
+  int rounds = 0;                // sequential exchanges a rank waits through
+  uint64_t messagesPerRank = 0;  // rank-to-rank messages a rank sends (0 for the store)
   uint64_t storeRequestsPerRank = 0;
-  uint64_t storeRequestsTotal = 0;  // what the one store serves
-  int peersPerRank = 0;             // ranks a rank exchanges with directly
+  uint64_t storeRequestsTotal = 0;     // what the one store serves
+  int peersPerRank = 0;                // ranks a rank exchanges with directly
   uint64_t blocksReceivedPerRank = 0;  // other ranks' blobs that arrive at a rank (n-1 either way)
 };
 

@@ -74,7 +74,8 @@ CallStudy studyCall(const JobShape& shape, const TransportShape& transports, con
     auto it = study.traffic.find(rank);
     if (it == study.traffic.end()) {
       const coll::Schedule schedule = coll::buildSchedule(call, plan, rank, ctx);
-      it = study.traffic.emplace(rank, walkSchedule(rank, shape.nranks, schedule, call.elemSize, transports.slotBytes)).first;
+      it = study.traffic.emplace(rank, walkSchedule(rank, shape.nranks, schedule, call.elemSize, transports.slotBytes))
+               .first;
     }
     return it->second;
   };
@@ -96,6 +97,13 @@ CallStudy studyCall(const JobShape& shape, const TransportShape& transports, con
     for (int peer : partnersOf(t.recvs)) addMismatch(trafficOf(peer), t, study.problems);
   }
   study.meanPeers = study.examined > 0 ? peerSum / study.examined : 0;
+  if (static_cast<int>(ranks.size()) == shape.nranks) {
+    std::vector<uint64_t> leaving(static_cast<size_t>(shape.nhosts), 0);
+    for (int rank : ranks)
+      for (const PeerTraffic& p : study.traffic.at(rank).sends)
+        if (!shape.sameHost(rank, p.peer)) leaving[static_cast<size_t>(shape.hostOf(rank))] += p.bytes;
+    study.busiestHostNetBytes = *std::max_element(leaving.begin(), leaving.end());
+  }
   return study;
 }
 

@@ -34,6 +34,9 @@ struct CallStudy {
   double meanPeers = 0;
   uint64_t maxMessages = 0, maxBytes = 0;
   size_t maxSteps = 0;
+  // Bytes that leave the busiest host over the network (its ranks share its link): known only
+  // when every rank was walked, else 0.
+  uint64_t busiestHostNetBytes = 0;
   Holdings worstHoldings;              // of the rank with the most FIFO bytes
   std::map<int, RankTraffic> traffic;  // examined ranks and the partners checked against them
   std::vector<std::string> problems;   // both-ends mismatches; empty when consistent

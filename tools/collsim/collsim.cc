@@ -101,8 +101,7 @@ int main(int argc, char** argv) {
       for (unsigned long long h : hosts) {
         if (n > (1u << 20)) usageError("--ranks: at most 1048576");
         if (h > n || n % h != 0) continue;
-        surveys.push_back(
-            collsim::surveyShape({static_cast<int>(n), static_cast<int>(h)}, transports, options));
+        surveys.push_back(collsim::surveyShape({static_cast<int>(n), static_cast<int>(h)}, transports, options));
         for (const std::string& p : surveys.back().problems()) {
           fprintf(stderr, "collsim: %s\n", p.c_str());
           ++problems;
@@ -116,7 +115,7 @@ int main(int argc, char** argv) {
   for (const collsim::Table& table : collsim::surveyTables(surveys, transports))
     printf("%s\n", collsim::renderTable(table, markdown).c_str());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fprintf(stderr, "collsim: %zu job shapes in %.1f s; %zu connections used on one end only\n", surveys.size(),
-          seconds, problems);
+  fprintf(stderr, "collsim: %zu job shapes in %.1f s; %zu connections used on one end only\n", surveys.size(), seconds,
+          problems);
   return problems == 0 ? 0 : 1;
 }

@@ -44,9 +44,9 @@ std::string connectionMismatch(const RankTraffic& from, const RankTraffic& to) {
   auto count = [](const PeerTraffic* t, bool bytes) {
     return static_cast<unsigned long long>(t == nullptr ? 0 : bytes ? t->bytes : t->slices);
   };
-  return coll::formatString("rank %d -> %d: sends %llu slices (%llu bytes), the receiver takes %llu slices (%llu bytes)",
-                            from.rank, to.rank, count(sent, false), count(sent, true), count(received, false),
-                            count(received, true));
+  return coll::formatString(
+      "rank %d -> %d: sends %llu slices (%llu bytes), the receiver takes %llu slices (%llu bytes)", from.rank, to.rank,
+      count(sent, false), count(sent, true), count(received, false), count(received, true));
 }
 
 int RankTraffic::distinctPeers() const {

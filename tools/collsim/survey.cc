@@ -13,9 +13,8 @@ const CallStudy* SizeStudies::of(coll::Algo algo) const {
 
 const std::vector<coll::CollType>& otherCollectiveTypes() {
   static const std::vector<coll::CollType> types = {
-      coll::CollType::kBroadcast, coll::CollType::kReduce,  coll::CollType::kAllGather,
-      coll::CollType::kReduceScatter, coll::CollType::kGather, coll::CollType::kScatter,
-      coll::CollType::kAllToAll,  coll::CollType::kBarrier};
+      coll::CollType::kBroadcast, coll::CollType::kReduce,  coll::CollType::kAllGather, coll::CollType::kReduceScatter,
+      coll::CollType::kGather,    coll::CollType::kScatter, coll::CollType::kAllToAll,  coll::CollType::kBarrier};
   return types;
 }
 
@@ -27,8 +26,8 @@ std::vector<std::string> ShapeSurvey::problems() const {
   std::vector<std::string> all;
   auto add = [&](const char* what, size_t bytes, const CallStudy& s) {
     for (const std::string& p : s.problems)
-      all.push_back(coll::formatString("%d ranks on %d hosts, %s of %zu bytes with %s: %s", shape.nranks,
-                                       shape.nhosts, what, bytes, coll::algoName(s.algo), p.c_str()));
+      all.push_back(coll::formatString("%d ranks on %d hosts, %s of %zu bytes with %s: %s", shape.nranks, shape.nhosts,
+                                       what, bytes, coll::algoName(s.algo), p.c_str()));
   };
   for (const SizeStudies& size : allReduce)
     for (const CallStudy& s : size.studies) add("AllReduce", size.bytes, s);

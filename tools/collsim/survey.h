@@ -14,8 +14,8 @@ namespace collsim {
 
 struct SurveyOptions {
   std::vector<size_t> sizes{8, size_t{1} << 30};  // bytes per rank of each studied call
-  int allRanksUpTo = 1024;                         // walk every rank up to this many ranks
-  int extraRanks = 24;                             // pseudo-random ranks walked beyond that
+  int allRanksUpTo = 1024;                        // walk every rank up to this many ranks
+  int extraRanks = 24;                            // pseudo-random ranks walked beyond that
   bool otherCollectives = true;
 };
 
@@ -37,7 +37,7 @@ struct ShapeSurvey {
   std::vector<int> examined;
   std::vector<SizeStudies> allReduce;  // per size
   std::vector<OtherCollective> others;
-  Holdings eager;        // today: every peer connected at init
+  Holdings eager;  // today: every peer connected at init
   // The worst examined rank's union of the plans the planner chooses for every studied call but
   // those that need every peer by definition (needsEveryPeer).
   Holdings lazyChosen;

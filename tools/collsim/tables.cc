@@ -29,9 +29,7 @@ std::vector<coll::Algo> allReduceAlgos(const std::vector<ShapeSurvey>& surveys) 
   return algos;
 }
 
-std::string peersCell(int peers, int netPeers) {
-  return coll::formatString("%d (%d net)", peers, netPeers);
-}
+std::string peersCell(int peers, int netPeers) { return coll::formatString("%d (%d net)", peers, netPeers); }
 
 std::string holdingCell(const Holdings& h) {
   return formatBytes(static_cast<double>(h.fifoBytes)) + ", " + std::to_string(h.sockets) + " sockets";
@@ -106,7 +104,9 @@ Table timeTable(const std::vector<ShapeSurvey>& surveys, const std::vector<coll:
 
 Table messagesTable(const std::vector<ShapeSurvey>& surveys, const std::vector<coll::Algo>& algos) {
   Table t;
-  t.title = "All-reduce: messages (slots) and bytes a rank sends, most over the examined ranks, per size";
+  t.title =
+      "All-reduce: messages (slots) and bytes a rank sends, most over the examined ranks, per size; where every rank "
+      "was walked, the bytes leaving the busiest host over the network in parentheses";
   t.header = shapeHeader();
   for (coll::Algo a : algos) t.header.push_back(coll::algoName(a));
   for (const ShapeSurvey& s : surveys) {
@@ -118,6 +118,8 @@ Table messagesTable(const std::vector<ShapeSurvey>& surveys, const std::vector<c
         if (c == nullptr) continue;
         cell += (cell.empty() ? "" : "; ") + std::to_string(c->maxMessages) + " msgs, " +
                 formatBytes(static_cast<double>(c->maxBytes));
+        if (c->busiestHostNetBytes > 0)
+          cell += " (host: " + formatBytes(static_cast<double>(c->busiestHostNetBytes)) + ")";
       }
       row.push_back(cell.empty() ? "-" : cell);
     }
@@ -135,7 +137,8 @@ Table choiceTable(const std::vector<ShapeSurvey>& surveys, const TransportShape&
     const coll::PlanContext ctx = planContextFor(s.shape, transports);
     std::vector<std::string> row = shapeCells(s.shape);
     for (size_t bytes : choiceSizes())
-      row.push_back(coll::algoName(coll::planCall(callOfBytes(coll::CollType::kAllReduce, bytes, s.shape.nranks), ctx).algo));
+      row.push_back(
+          coll::algoName(coll::planCall(callOfBytes(coll::CollType::kAllReduce, bytes, s.shape.nranks), ctx).algo));
     t.rows.push_back(row);
   }
   return t;
@@ -164,8 +167,13 @@ Table othersTable(const std::vector<ShapeSurvey>& surveys) {
 Table bootstrapTable(const std::vector<ShapeSurvey>& surveys) {
   Table t;
   t.title = "Bootstrap all-gather of one blob per rank: through the store (today) and in log2(n) rounds between ranks";
-  t.header = {"ranks",          "store: requests per rank", "store: requests at the store", "rounds: rounds",
-              "rounds: peers per rank", "rounds: messages per rank", "rounds: store requests per rank",
+  t.header = {"ranks",
+              "store: requests per rank",
+              "store: requests at the store",
+              "rounds: rounds",
+              "rounds: peers per rank",
+              "rounds: messages per rank",
+              "rounds: store requests per rank",
               "rounds: requests at the store"};
   std::set<int> done;
   for (const ShapeSurvey& s : surveys) {
@@ -190,8 +198,9 @@ std::string formatBytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  return bytes == static_cast<double>(static_cast<long long>(bytes)) ? coll::formatString("%lld %s", static_cast<long long>(bytes), units[u])
-                                                                     : coll::formatString("%.1f %s", bytes, units[u]);
+  return bytes == static_cast<double>(static_cast<long long>(bytes))
+             ? coll::formatString("%lld %s", static_cast<long long>(bytes), units[u])
+             : coll::formatString("%.1f %s", bytes, units[u]);
 }
 
 std::string formatMicros(double us) {
