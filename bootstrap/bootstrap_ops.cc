@@ -62,6 +62,21 @@ void throwIfARankDeparted(Store& store, const std::string& during, Deadline dead
   if (store.check({kDepartedKey})) throwDeparted(store, during, deadline);
 }
 
+void throwIfARankDepartsBy(Store& store, const std::string& during, Deadline until, Deadline deadline) {
+  try {
+    store.wait({kDepartedKey}, std::min(until, deadline));
+  } catch (const CollError& e) {
+    if (e.code() != collTimeout) throw;
+    return;
+  }
+  throwDeparted(store, during, deadline);
+}
+
+Bytes getUnlessDeparted(Store& store, const std::string& key, const char* function, const std::string& tag,
+                        Deadline deadline) {
+  return waitUnlessDeparted(store, function, tag, deadline, [&](Deadline until) { return store.get(key, until); });
+}
+
 void announceDepartureOnClose(Store& store, const std::string& what) {
   store.setOnDisconnect(kDepartedKey, Bytes(what.begin(), what.end()));
 }
@@ -80,8 +95,7 @@ std::vector<Bytes> allGather(Store& store, const std::string& tag, int rank, int
       continue;
     }
     const std::string key = prefix + std::to_string(r);
-    all[static_cast<size_t>(r)] =
-        waitUnlessDeparted(store, "allGather", tag, deadline, [&](Deadline until) { return store.get(key, until); });
+    all[static_cast<size_t>(r)] = getUnlessDeparted(store, key, "allGather", tag, deadline);
   }
   return all;
 }

@@ -22,6 +22,16 @@ void announceDepartureOnClose(Store& store, const std::string& what);
 // lost its connection, so the step can stop waiting for it. `during` names the step.
 void throwIfARankDeparted(Store& store, const std::string& during, Deadline deadline);
 
+// Waits until `until` for a departure notice; throws collRemoteError naming the rank when one
+// appears, returns when none did. For a step that just saw a peer's connection close: the notice
+// says which rank went first (the peer may only have failed because of it).
+void throwIfARankDepartsBy(Store& store, const std::string& during, Deadline until, Deadline deadline);
+
+// store.get(key), in slices that look for a departure between them (the waits below all do).
+// `function` and `tag` name the step in messages: "bootstrap function('tag')".
+Bytes getUnlessDeparted(Store& store, const std::string& key, const char* function, const std::string& tag,
+                        Deadline deadline);
+
 // Every rank contributes `mine`; returns all contributions indexed by rank. `tag` must be fresh
 // for each call on a store (e.g. "init/0", "split/3"): it names the keys, and a reused tag would
 // return the previous call's values.

@@ -149,6 +149,9 @@ class ServerOwningStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override { return client_->add(key, delta); }
   void wait(const std::vector<std::string>& keys, Deadline deadline) override { client_->wait(keys, deadline); }
   bool check(const std::vector<std::string>& keys) override { return client_->check(keys); }
+  // Forwarded like every other call: the socket transport and the ranks' bootstrap exchange listen
+  // where rank 0 reaches its own store, as every other rank does.
+  std::string localAddress() const override { return client_->localAddress(); }
   Secret secret() const override { return client_->secret(); }
   void setOnDisconnect(const std::string& key, const Bytes& value) override { client_->setOnDisconnect(key, value); }
 

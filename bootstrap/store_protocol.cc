@@ -170,6 +170,10 @@ const char* opName(uint8_t op) {
       return "hello proof";
     case Op::kSetOnClose:
       return "set-on-close";
+    case Op::kRankIntro:
+      return "rank-intro";
+    case Op::kRankRecords:
+      return "rank-records";
     case Op::kHelloOk:
       return "hello-ok";
     case Op::kHelloReject:

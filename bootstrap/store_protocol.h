@@ -58,6 +58,9 @@ enum class Op : uint8_t {
   kWait = 6,   // u32 timeoutMs, u32 n, n x str key             -> kOk | kNotFound (after timeoutMs)
   kHelloProof = 7,  // 32-byte client proof                     -> kHelloOk | kHelloReject
   kSetOnClose = 8,  // str key, bytes value: set when this connection closes, unless set by then -> kOk | kError
+  // rank -> rank, on the bootstrap all-gather's links (rank_link.h), after the same hello
+  kRankIntro = 9,    // u32 rank, u32 nranks, 16-byte listener token          -> kHelloOk | kHelloReject
+  kRankRecords = 10, // str tag, u32 round, u32 first rank, u32 n, n x bytes record
   // server -> client
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message

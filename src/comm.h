@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/rank_exchange.h"
 #include "bootstrap/store.h"
 #include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
@@ -96,6 +97,10 @@ class Communicator : public ConnectionSource {
 
  private:
   void exchangePeers();
+  // The all-gathers of init, split and device setup: between the ranks (bootstrap/rank_exchange.h)
+  // when the store is a TCP one, else through the store. Collective, in the same order on every rank.
+  std::vector<bootstrap::Bytes> gatherFromRanks(const std::string& tag, const bootstrap::Bytes& mine,
+                                                Deadline deadline);
   void setupTransports();
   // Creates a domain for every transport `routes` use, with `settings`; routeTo (may be null) gets
   // each member's domain.
@@ -118,6 +123,7 @@ class Communicator : public ConnectionSource {
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
+  std::unique_ptr<bootstrap::RankExchange> exchange_;  // null: all-gathers go through the store
   int nranks_;
   int rank_;
   CommOptions options_;

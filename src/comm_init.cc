@@ -73,6 +73,12 @@ Communicator::~Communicator() {
 
 Deadline Communicator::initDeadline() const { return Clock::now() + std::chrono::milliseconds(options_.timeoutMs); }
 
+std::vector<bootstrap::Bytes> Communicator::gatherFromRanks(const std::string& tag, const bootstrap::Bytes& mine,
+                                                           Deadline deadline) {
+  if (exchange_) return exchange_->allGather(tag, mine, deadline);
+  return bootstrap::allGather(*store_, tag, rank_, nranks_, mine, deadline);
+}
+
 void Communicator::exchangePeers() {
   static_assert(sizeof(InitInfo) % 8 == 0, "InitInfo has no tail padding to leak");
   const std::vector<SharedSetting> shared = sharedSettings(params_);
@@ -84,7 +90,12 @@ void Communicator::exchangePeers() {
   memcpy(bytes.data(), &mine, sizeof(InitInfo));
   bootstrap::announceDepartureOnClose(
       *store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), localHostName().c_str()));
-  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, "peers", rank_, nranks_, bytes, initDeadline());
+  const auto start = Clock::now();
+  if (params_.bootstrapBetweenRanks && bootstrap::RankExchange::usableWith(*store_))
+    exchange_ = std::make_unique<bootstrap::RankExchange>(store_, rank_, nranks_);
+  std::vector<bootstrap::Bytes> all = gatherFromRanks("peers", bytes, initDeadline());
+  COLL_INFO(kInit, "communicator init: %d ranks' peer records gathered in %lld ms (%s)", nranks_,
+            elapsedMs(start, Clock::now()), exchange_ ? "between the ranks" : "through the store");
   peers_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     // Peer data arrives through the store from other processes: check its size before use.
@@ -133,7 +144,9 @@ void Communicator::setupTransports() {
   // transport connects is refused on every rank alike, and all agree on which domains exist.
   routes_ = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kHost);
   createDomains(routes_, &transportSettings_, &domains_, &routeTo_);
+  const auto start = Clock::now();
   runDomainSetup(domains_, "", initDeadline());
+  COLL_INFO(kInit, "communicator init: transports set up in %lld ms", elapsedMs(start, Clock::now()));
   // The rank's doorbell: where peers in other processes can ring it, if any domain offers that.
   for (auto& domain : domains_)
     if (transport::Doorbell* shared = domain->sharedDoorbell(); shared != nullptr && bell_ == &localBell_)
@@ -167,8 +180,7 @@ void Communicator::runDomainSetup(std::vector<std::unique_ptr<transport::Domain>
     for (int round = 0; round < domain->setupRounds(); ++round) {
       std::string card = domain->card(round);
       std::string tag = prefix + "setup/" + domain->name() + "/" + std::to_string(round);
-      std::vector<bootstrap::Bytes> all =
-          bootstrap::allGather(*store_, tag, rank_, nranks_, bootstrap::Bytes(card.begin(), card.end()), deadline);
+      std::vector<bootstrap::Bytes> all = gatherFromRanks(tag, bootstrap::Bytes(card.begin(), card.end()), deadline);
       std::vector<std::string> cards;
       for (const auto& c : all) cards.emplace_back(c.begin(), c.end());
       domain->connect(round, cards, deadline);

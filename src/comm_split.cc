@@ -15,7 +15,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const Comm
   int32_t mine[2] = {color, key};
   bootstrap::Bytes bytes(sizeof(mine));
   memcpy(bytes.data(), mine, sizeof(mine));
-  std::vector<bootstrap::Bytes> all = bootstrap::allGather(*store_, tag, rank_, nranks_, bytes, initDeadline());
+  std::vector<bootstrap::Bytes> all = gatherFromRanks(tag, bytes, initDeadline());
   if (color == COLL_SPLIT_NOCOLOR) return nullptr;
   struct Member {
     int key, rank;

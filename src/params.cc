@@ -167,6 +167,12 @@ const Params& processParams() {
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
     p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
+    if (const char* exchange = getenv("COLL_BOOTSTRAP_EXCHANGE"); exchange != nullptr && *exchange != '\0') {
+      const std::string value = exchange;
+      if (value != "ranks" && value != "store")
+        throwError(collInvalidUsage, "COLL_BOOTSTRAP_EXCHANGE is '%s': expected 'ranks' or 'store'", exchange);
+      p.bootstrapBetweenRanks = value == "ranks";
+    }
     // The QP attribute fields are 5 and 3 bits wide (0 would mean an infinite timeout).
     p.ibTimeout = static_cast<int>(parseInteger("COLL_IB_TIMEOUT", 1, 31, p.ibTimeout));
     p.ibRetryCount = static_cast<int>(parseInteger("COLL_IB_RETRY_CNT", 0, 7, p.ibRetryCount));

@@ -37,6 +37,9 @@ struct Params {
   std::string hostId;                // COLL_HOSTID (overrides host detection; tests simulate hosts)
   std::string socketIfname;          // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
   int socketsPerPeer = 2;            // COLL_SOCKET_NSOCKS
+  // COLL_BOOTSTRAP_EXCHANGE: false (store) sends init's all-gathers through the rendezvous store
+  // instead of between the ranks (bootstrap/rank_exchange.h).
+  bool bootstrapBetweenRanks = true;
   int ibTimeout = 18;                // COLL_IB_TIMEOUT (verbs)
   int ibRetryCount = 7;              // COLL_IB_RETRY_CNT (verbs)
   std::string ibHca;                 // COLL_IB_HCA (verbs; empty: every device and port)

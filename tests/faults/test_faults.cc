@@ -181,8 +181,10 @@ bool inFreshProcess(const std::vector<std::pair<std::string, std::string>>& envi
 // killed there, and only then does rank 2 go on, into a connect phase with a dead peer.
 TEST(Faults, RankThatDiesWhileTransportsConnectGivesItsPeersAnErrorWithinSeconds) {
   // Sockets between every pair; the library reads COLL_TRANSPORTS once per process, and an
-  // earlier test of this binary may have made it read the default already.
-  if (!inFreshProcess({{"COLL_TRANSPORTS", "net"}})) return;
+  // earlier test of this binary may have made it read the default already. The store's
+  // all-gather, so this test can see from the store when each rank's card is out (a death during
+  // the exchange between the ranks: tests/bootstrap/test_rank_exchange.cc).
+  if (!inFreshProcess({{"COLL_TRANSPORTS", "net"}, {"COLL_BOOTSTRAP_EXCHANGE", "store"}})) return;
   struct Child {
     pid_t pid = -1;
     int idPipe[2] = {-1, -1};
