@@ -293,6 +293,18 @@ void NetDomain::checkPeers() const {
   throwError(collRemoteError, "%s", failure_.c_str());
 }
 
+DomainUsage NetDomain::usage() const {
+  DomainUsage usage;
+  usage.resourceKind = "sockets";
+  for (const auto& peer : peers_) {
+    if (!peer->send) continue;
+    usage.sendPeers.push_back(peer->rank);
+    usage.recvPeers.push_back(peer->rank);
+    for (const Fd& s : peer->sockets) usage.resources += s.valid() ? 1 : 0;
+  }
+  return usage;
+}
+
 void NetDomain::channelFailed(int peer, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(failureMutex_);

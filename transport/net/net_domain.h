@@ -63,6 +63,9 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   void checkPeers() const override;
   // Shuts every socket down so that the peers notice this rank failed.
   void announceFailure(const std::string& reason) override;
+  // Sockets are still opened to every member at setup (not yet lazy: transport/domain.h), so this
+  // names every member and S sockets each.
+  DomainUsage usage() const override;
 
   void wakeProgress() override;
   void channelFailed(int peer, const std::string& reason) override;
