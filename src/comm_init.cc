@@ -70,7 +70,7 @@ Communicator::~Communicator() {
   // What the lazy connections came to: grows with the plans' peers, not with the ranks.
   for (const auto& [name, usage] : transportUsage())
     if (usage.resources > 0 || std::string(usage.resourceKind) != "connections")  // self counts nothing
-        COLL_INFO(kTransport, "comm %s rank %d/%d holds %s", options_.name.c_str(), rank_, nranks_,
+      COLL_INFO(kTransport, "comm %s rank %d/%d holds %s", options_.name.c_str(), rank_, nranks_,
                 transport::describeUsage(name.c_str(), usage).c_str());
   for (auto it = domains_.rbegin(); it != domains_.rend(); ++it) it->reset();
 }

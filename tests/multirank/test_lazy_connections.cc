@@ -116,8 +116,8 @@ TEST_P(LazyConnections, AllReduceConnectsExactlyTheSchedulesPeers) {
         const bool fifos = after.resources == static_cast<int>(sends.size() + recvs.size());
         const bool sockets = perPeer > 0 && after.resources == perPeer * static_cast<int>(peers.size());
         if (!fifos && !sockets)
-          failures.push_back(me + std::to_string(after.resources) + " resources for " +
-                             std::to_string(peers.size()) + " peers");
+          failures.push_back(me + std::to_string(after.resources) + " resources for " + std::to_string(peers.size()) +
+                             " peers");
         return failures;
       },
       initMustSucceed(), 240);

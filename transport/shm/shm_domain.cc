@@ -130,8 +130,8 @@ uint8_t* ShmDomain::fifoOf(int receiverLocal, int senderLocal) {
   size_t index = static_cast<size_t>(senderLocal - (senderLocal > receiverLocal ? 1 : 0));
   size_t offset = fifoAreaOffset() + fifoStride() * index;
   const ShmSegment& segment = receiverLocal == myLocal_ ? own_ : mapped_[receiverLocal];
-  std::string what = formatString("the FIFO from rank %d to rank %d", localRanks_[senderLocal],
-                                  localRanks_[receiverLocal]);
+  std::string what =
+      formatString("the FIFO from rank %d to rank %d", localRanks_[senderLocal], localRanks_[receiverLocal]);
   segment.allocate(offset, fifoStride(), what.c_str());
   return static_cast<uint8_t*>(segment.data()) + offset;
 }

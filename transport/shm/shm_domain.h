@@ -123,7 +123,7 @@ class ShmDomain : public Domain, public LocalMemory {
   std::vector<std::unique_ptr<RecvConnection>> recvs_;
   // Connections are made by the executor while the user's thread may check health or read usage.
   mutable std::mutex connectionMutex_;
-  std::vector<Fd> watchedPidfds_;  // of connected peers in other processes
+  std::vector<Fd> watchedPidfds_;   // of connected peers in other processes
   std::vector<int> watchedLocals_;  // their local indices, in the same order
   std::vector<uint8_t> isWatched_;  // per local index
   mutable std::atomic<uint32_t> sweepNext_{0};

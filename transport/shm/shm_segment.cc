@@ -54,9 +54,9 @@ void sizeSegment(int fd, size_t bytes, size_t allocated, const std::string& what
   int rc = posix_fallocate(fd, 0, static_cast<off_t>(std::min(bytes, allocated)));
   if (rc != 0) {
     errno = rc;
-    throwSystemError(formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", allocated,
-                                  what.c_str())
-                         .c_str());
+    throwSystemError(
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", allocated, what.c_str())
+            .c_str());
   }
 }
 
@@ -153,16 +153,16 @@ ShmSegment ShmSegment::open(const std::string& locator, size_t bytes) {
 
 void ShmSegment::allocate(size_t offset, size_t bytes, const char* what) const {
   if (offset > size_ || bytes > size_ - offset)
-    throwError(collInternalError, "shared memory: %s at %zu+%zu lies outside the %zu-byte segment", what, offset,
-               bytes, size_);
+    throwError(collInternalError, "shared memory: %s at %zu+%zu lies outside the %zu-byte segment", what, offset, bytes,
+               size_);
   // MADV_POPULATE_WRITE (Linux 5.14) allocates the pages through the mapping, so either end of a
   // FIFO can do it without the segment's descriptor, which is closed once mapped; it reports a
   // full /dev/shm as an error where touching the pages would raise SIGBUS.
   char* start = static_cast<char*>(data_) + offset;
   if (madvise(start, bytes, kMadvPopulateWrite) == 0) return;
   if (errno != EINVAL) {
-    throwSystemError(formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, what)
-                         .c_str());
+    throwSystemError(
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, what).c_str());
   }
   // An older kernel: fault the pages in by hand. An atomic add of zero changes nothing, even
   // where the other end already uses the page. (A full /dev/shm then shows as SIGBUS.)
