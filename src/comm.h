@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/rank_exchange.h"
@@ -91,6 +92,9 @@ class Communicator : public ConnectionSource {
   const PlanContext& planContext() const { return planContext_; }
   // "net 10.0.0.2:41235": where this rank listens, per domain that listens ("" for none).
   std::string addresses() const;
+  // Per host-memory domain (in table order): its name and what it holds so far. Connections are
+  // made at first use, so this grows with the peers the plans used (transport/domain.h).
+  std::vector<std::pair<std::string, transport::DomainUsage>> transportUsage() const;
 
   transport::SendConnection* sendConnection(int peer) override;
   transport::RecvConnection* recvConnection(int peer) override;

@@ -68,6 +68,11 @@ Communicator::~Communicator() {
   // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
   // memory segment, and pending sends are flushed before the closing frames.
   hostEngine_.reset();
+  // What the lazy connections came to: grows with the plans' peers, not with the ranks.
+  for (const auto& [name, usage] : transportUsage())
+    if (usage.resources > 0 || std::string(usage.resourceKind) != "connections")  // self counts nothing
+      COLL_INFO(kTransport, "comm %s rank %d/%d holds %s", options_.name.c_str(), rank_, nranks_,
+                transport::describeUsage(name.c_str(), usage).c_str());
   for (auto it = domains_.rbegin(); it != domains_.rend(); ++it) it->reset();
 }
 
@@ -266,6 +271,13 @@ std::string Communicator::addresses() const {
     if (!address.empty()) text += (text.empty() ? "" : ", ") + std::string(domain->name()) + " " + address;
   }
   return text;
+}
+
+std::vector<std::pair<std::string, transport::DomainUsage>> Communicator::transportUsage() const {
+  std::vector<std::pair<std::string, transport::DomainUsage>> all;
+  for (const auto& domain : domains_)
+    if (domain) all.emplace_back(domain->name(), domain->usage());
+  return all;
 }
 
 }  // namespace coll

@@ -16,6 +16,25 @@
 // whose card depends on what it learned from the others uses more rounds: shared memory first
 // agrees whether the ranks may read each other's memory, then publishes segments made for the
 // answer. The number of rounds must not differ between ranks.
+//
+// Setup exchanges what every rank must know about the others (cards, mapped segments) but opens
+// no connection: connections are made lazily, to the peers some plan actually uses, so that what
+// a rank holds (sockets, FIFO memory) grows with the schedules' peers (2 for a ring, O(log n) for
+// a tree), not with the number of ranks. The contract of that lazy setup:
+//
+//   - sendConnection(peer)/recvConnection(peer) are first called when a plan first needs that
+//     peer: from the executor, per step, possibly inside a collective (src/exec/executor.cc). They
+//     return at once and never wait for the peer to act: in a ring every rank asks for its send
+//     connection before its receive connection, so a call that waited for the other end would
+//     deadlock. Where a handshake needs both ends, the domain completes it in the background (the
+//     progress driver, or the peer's own first call) and decides deterministically which end does
+//     what when both ask at the same moment.
+//   - A connection that is not usable yet says "nothing yet": tryAcquire() and tryPeek() return
+//     nullptr until it is. The executor's waits, timeouts and health checks already handle that.
+//   - A peer that dies before its connection is complete is still reported by checkPeers() (or
+//     the executor's timeout) on every survivor that waits for it: an error, never a hang.
+//   - usage() says what the domain holds and to whom; the communicator logs it (INFO) when it is
+//     destroyed, so that the growth with the schedule's peers can be shown and tested.
 #pragma once
 
 #include <array>
@@ -75,6 +94,17 @@ struct DomainArgs {
   std::function<void()> setupWatch;
 };
 
+// What a domain holds: see Domain::usage().
+struct DomainUsage {
+  std::vector<int> sendPeers;  // ascending: the peers this rank made a send connection to
+  std::vector<int> recvPeers;  // ascending: the peers this rank made a receive connection from
+  int resources = 0;           // what those connections cost, in `resourceKind`
+  const char* resourceKind = "connections";
+};
+
+// "shm: 2 FIFOs; sends to 1, receives from 3" for logs.
+std::string describeUsage(const char* domainName, const DomainUsage& usage);
+
 class Domain {
  public:
   virtual ~Domain() = default;
@@ -89,7 +119,8 @@ class Domain {
   // After every rank connected: drop what only setup needed (a segment's name, a listener).
   virtual void setupDone() {}
 
-  // Host memory: the connections to `peer`, one of the domain's members.
+  // Host memory: the connections to `peer`, one of the domain's members, made at the first call
+  // for that peer (the lazy contract above: never blocks, may be unusable for a while).
   virtual SendConnection* sendConnection(int peer) = 0;
   virtual RecvConnection* recvConnection(int peer) = 0;
   // Slots per host FIFO (0: no host FIFOs). A pipelined step uses at most half of the shallowest
@@ -120,6 +151,10 @@ class Domain {
 
   // For colltopo and messages: where this rank can be reached in this domain ("" for nowhere).
   virtual std::string address() const { return ""; }
+
+  // What the domain holds so far (for logs and tests): the peers it made connections to, and the
+  // resources those cost ("FIFOs", "sockets"). Safe to call while the executor runs.
+  virtual DomainUsage usage() const { return {}; }
 };
 
 }  // namespace transport

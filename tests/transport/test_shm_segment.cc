@@ -1,6 +1,7 @@
 // Shared-memory segments in both forms: what one mapping writes the other sees, names disappear
 // once released, and locators from peers are parsed strictly.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -21,7 +22,7 @@ void expectShared(ShmSegment& a, ShmSegment& b) {
 }
 
 TEST(ShmSegment, AnonymousSegmentIsSharedThroughItsLocator) {
-  ShmSegment mine = ShmSegment::create(1 << 16, /*anonymous=*/true);
+  ShmSegment mine = ShmSegment::create(1 << 16, 1 << 16, /*anonymous=*/true);
   EXPECT_EQ(mine.locator().rfind("memfd:" + std::to_string(getpid()) + ":", 0), 0u) << mine.locator();
   ShmSegment theirs = ShmSegment::open(mine.locator(), 1 << 16);
   expectShared(mine, theirs);
@@ -30,7 +31,7 @@ TEST(ShmSegment, AnonymousSegmentIsSharedThroughItsLocator) {
 }
 
 TEST(ShmSegment, NamedSegmentIsUnlinkedOnRelease) {
-  ShmSegment mine = ShmSegment::create(8192, /*anonymous=*/false);
+  ShmSegment mine = ShmSegment::create(8192, 8192, /*anonymous=*/false);
   std::string path = "/dev/shm" + mine.locator();
   EXPECT_EQ(access(path.c_str(), F_OK), 0);
   ShmSegment theirs = ShmSegment::open(mine.locator(), 8192);
@@ -40,8 +41,39 @@ TEST(ShmSegment, NamedSegmentIsUnlinkedOnRelease) {
   expectShared(theirs, mine);
 }
 
+// Blocks of shared memory behind a named segment's file (tmpfs counts what is allocated).
+long long allocatedBytesOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return static_cast<long long>(st.st_blocks) * 512;
+}
+
+TEST(ShmSegment, OnlyTheUsedRangesGetMemory) {
+  constexpr size_t kBytes = 1 << 20, kPrefix = 8192, kFifoAt = 512 << 10, kFifo = 64 << 10;
+  ShmSegment mine = ShmSegment::create(kBytes, kPrefix, /*anonymous=*/false);
+  std::string path = "/dev/shm" + mine.locator();
+  EXPECT_EQ(allocatedBytesOf(path), static_cast<long long>(kPrefix));
+  ShmSegment theirs = ShmSegment::open(mine.locator(), kBytes);
+  // The peer's end allocates a range in this rank's segment: both see it, zero-filled.
+  theirs.allocate(kFifoAt, kFifo, "a test FIFO");
+  EXPECT_EQ(allocatedBytesOf(path), static_cast<long long>(kPrefix + kFifo));
+  const unsigned char* range = static_cast<const unsigned char*>(mine.data()) + kFifoAt;
+  for (size_t i = 0; i < kFifo; i += 4096) EXPECT_EQ(range[i], 0) << i;
+  static_cast<unsigned char*>(mine.data())[kFifoAt + 100] = 7;
+  // Again, from the other end, after a write: nothing changes (both ends may come first).
+  mine.allocate(kFifoAt, kFifo, "a test FIFO");
+  EXPECT_EQ(static_cast<unsigned char*>(theirs.data())[kFifoAt + 100], 7);
+  EXPECT_EQ(allocatedBytesOf(path), static_cast<long long>(kPrefix + kFifo));
+  try {
+    mine.allocate(kBytes - 4096, 8192, "a range past the end");
+    FAIL() << "a range past the end was accepted";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInternalError);
+  }
+}
+
 TEST(ShmSegment, WrongSizeIsRefused) {
-  ShmSegment mine = ShmSegment::create(8192, true);
+  ShmSegment mine = ShmSegment::create(8192, 8192, true);
   try {
     ShmSegment::open(mine.locator(), 4096);
     FAIL() << "a size mismatch was accepted";

@@ -34,6 +34,12 @@ NetSendConnection::NetSendConnection(int peer, std::vector<int> fds, int depth, 
                                      NetConnectionOwner& owner)
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), external_(depth, nullptr), sent_(depth, 0) {
   for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0});
+  attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
+}
+
+void NetSendConnection::attach(const std::vector<int>& fds) {
+  for (size_t s = 0; s < sockets_.size(); ++s) sockets_[s].fd = fds.at(s);
+  attached_.store(true, std::memory_order_release);
 }
 
 void* NetSendConnection::tryAcquire() {
@@ -67,10 +73,13 @@ void NetSendConnection::publish(size_t bytes, const void* external) {
   if (!done) owner_.wakeProgress();
 }
 
-bool NetSendConnection::wantsWrite(int s) const { return sockets_[s].seq < posted_.load(std::memory_order_acquire); }
+bool NetSendConnection::wantsWrite(int s) const {
+  return attached() && sockets_[s].seq < posted_.load(std::memory_order_acquire);
+}
 
 PumpResult NetSendConnection::pump() {
   PumpResult result;
+  if (!attached()) return result;  // posted slots wait for the sockets
   uint64_t posted = posted_.load(std::memory_order_acquire);
   uint64_t stride = sockets_.size();
   for (SocketState& s : sockets_) {
@@ -117,6 +126,12 @@ NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, 
                                      NetConnectionOwner& owner)
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0) {
   for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false});
+  attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
+}
+
+void NetRecvConnection::attach(const std::vector<int>& fds) {
+  for (size_t s = 0; s < sockets_.size(); ++s) sockets_[s].fd = fds.at(s);
+  attached_.store(true, std::memory_order_release);
 }
 
 const void* NetRecvConnection::tryPeek(size_t* bytes) {
@@ -142,7 +157,7 @@ bool NetRecvConnection::hasRoom(const SocketState& s) const {
   return slots_.fits(s.seq, consumed_.load(std::memory_order_seq_cst));
 }
 
-bool NetRecvConnection::wantsRead(int s) const { return !sockets_[s].closed && hasRoom(sockets_[s]); }
+bool NetRecvConnection::wantsRead(int s) const { return attached() && !sockets_[s].closed && hasRoom(sockets_[s]); }
 
 std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
   while (!s.closed) {
@@ -198,6 +213,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
 
 PumpResult NetRecvConnection::pump() {
   PumpResult result;
+  if (!attached()) return result;
   for (SocketState& s : sockets_) {
     result.error = pumpSocket(s, &result.moved);
     if (!result.error.empty()) {

@@ -54,7 +54,12 @@ struct PumpResult {
 
 class NetSendConnection : public SendConnection {
  public:
+  // Made when the executor first asks for the peer, before its sockets exist (sockets of -1):
+  // slots can be filled and posted at once, and go out once attach() hands over the sockets.
   NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
+  // The pair's sockets, once their handshakes completed. Caller holds mutex().
+  void attach(const std::vector<int>& fds);
+  bool attached() const { return attached_.load(std::memory_order_acquire); }
 
   // SendConnection, for the executor.
   void* tryAcquire() override;
@@ -100,12 +105,16 @@ class NetSendConnection : public SendConnection {
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> posted_{0};     // written by the executor
   std::atomic<uint64_t> completed_{0};  // written by pump: slots below are free again
+  std::atomic<bool> attached_{false};
   std::mutex mutex_;
 };
 
 class NetRecvConnection : public RecvConnection {
  public:
+  // Like NetSendConnection: nothing arrives until attach().
   NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
+  void attach(const std::vector<int>& fds);
+  bool attached() const { return attached_.load(std::memory_order_acquire); }
 
   // RecvConnection, for the executor.
   const void* tryPeek(size_t* bytes) override;
@@ -146,6 +155,7 @@ class NetRecvConnection : public RecvConnection {
   // thread, which does not poll that socket meanwhile.
   std::atomic<bool> stalled_{false};
   std::atomic<bool> departed_{false};
+  std::atomic<bool> attached_{false};
   std::mutex mutex_;
 };
 

@@ -20,14 +20,14 @@ namespace coll {
 namespace transport {
 namespace {
 
-constexpr int kPollIntervalMs = 100;                       // the progress thread re-checks stop_ this often
-constexpr auto kHelloTimeout = std::chrono::seconds(5);    // a connection must say who it is by then
-// How often setup looks whether a rank left the job while this one waits for its connections.
-constexpr auto kSetupWatchInterval = std::chrono::milliseconds(500);
-// Connections read side by side while their hellos arrive; beyond this, new ones are refused at
-// once (a flood of silent connections then costs a warning each, not the peers' time).
-constexpr size_t kMaxPendingHellos = 1024;
+constexpr int kPollIntervalMs = 100;  // the progress thread re-checks stop_ this often
+// How often a rank whose connection waits for a peer's dial asks whether a rank left the job.
+constexpr auto kPeerWatchInterval = std::chrono::milliseconds(500);
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // closing frames are tiny; do not wait long
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
 
 void tuneSocket(int fd) {
   setNoDelay(fd);
@@ -45,7 +45,6 @@ NetDomain::NetDomain(const DomainArgs& args)
       settings_(*args.settings),
       members_(args.members),
       setupWatch_(args.setupWatch),
-      nextSetupWatch_(args.setupWatch ? Deadline{} : Deadline::max()),
       peerIndex_(args.nranks, -1) {
   fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
   connectionKey_ = netConnectionKey(settings_.jobSecret);
@@ -75,8 +74,8 @@ std::string NetDomain::card(int) {
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
 
-void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline deadline) {
-  int expected = 0;
+void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
+  if (members_.empty()) return;
   for (int rank : members_) {
     auto peer = std::make_unique<Peer>();
     peer->rank = rank;
@@ -86,183 +85,9 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline dea
     peerIndex_[rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
   }
-  // Each pair connects once: the higher rank dials the lower, which only accepts. Dialling first
-  // cannot deadlock: the kernel completes a connect into the listener's backlog without accept().
-  for (auto& peer : peers_) {
-    if (peer->rank > myRank_) {
-      expected += settings_.socketsPerPeer;
-      continue;
-    }
-    for (int s = 0; s < settings_.socketsPerPeer; ++s) {
-      std::string name = formatString("rank %d's socket listener", peer->rank);
-      // A refused connection is retried until the deadline (the peer may not listen yet), unless
-      // the peer is known to have left.
-      Fd fd = connectWithDeadline(netCardHost(peer->card), peer->card.port, deadline, name.c_str(),
-                                  [this] { watchSetup(); });
-      dial(*peer, s, fd, deadline);
-      tuneSocket(fd.get());
-      peer->sockets[s] = std::move(fd);
-    }
-  }
-  acceptPeers(expected, deadline);
-  listener_.reset();  // nobody else may join this communicator
-  startChannels();
-}
-
-void NetDomain::dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline) {
-  NetHello hello;
-  hello.nonce[0] = peer.card.nonce[0];
-  hello.nonce[1] = peer.card.nonce[1];
-  hello.fromRank = myRank_;
-  hello.socketIndex = socketIndex;
-  hello.socketsPerPeer = settings_.socketsPerPeer;
-  hello.depth = settings_.netFifoDepth;
-  hello.slotBytes = settings_.slotBytes;
-  fillRandom(hello.diallerNonce, sizeof(hello.diallerNonce), "the socket transport's hello");
-  NetChallenge challenge;
-  if (sendAll(fd.get(), &hello, sizeof(hello), deadline) != IoStatus::kOk ||
-      recvAll(fd.get(), &challenge, sizeof(challenge), deadline) != IoStatus::kOk)
-    throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup (or did not answer its hello "
-               "in time)", peer.rank, peerAddress(peer.rank).c_str());
-  // The listener proves the secret first: a listener that does not know it learns nothing here.
-  if (!netProofMatches(connectionKey_, NetRole::kListener, hello, challenge.listenerNonce, challenge.listenerProof))
-    throwError(collRemoteError, "the socket listener at %s, published as rank %d's, does not prove this job's secret "
-               "(another job on that address?)", peerAddress(peer.rank).c_str(), peer.rank);
-  NetProof proof;
-  writeNetProof(connectionKey_, NetRole::kDialler, hello, challenge.listenerNonce, proof.diallerProof);
-  if (sendAll(fd.get(), &proof, sizeof(proof), deadline) != IoStatus::kOk)
-    throwError(collRemoteError, "rank %d (%s) closed the socket connection during setup", peer.rank,
-               peerAddress(peer.rank).c_str());
-}
-
-void NetDomain::watchSetup() {
-  const Deadline now = Clock::now();
-  if (now < nextSetupWatch_) return;
-  nextSetupWatch_ = now + kSetupWatchInterval;
-  setupWatch_();
-}
-
-void NetDomain::acceptPeers(int expected, Deadline deadline) {
-  // Connections are taken as they come and their handshakes run side by side: one that says
-  // nothing costs only its own slot until its deadline, never the real peers' time.
-  struct Pending {
-    Fd fd;
-    bool challenged = false;  // the hello was read and answered; the dialler's proof is due
-    NetHello hello;
-    NetChallenge challenge;
-    NetProof proof;
-    size_t received = 0;  // of the hello, then of the proof
-    Deadline helloDeadline;
-  };
-  std::vector<Pending> pending;
-  std::vector<pollfd> fds;
-  auto refuse = [&](const std::string& why) {
-    COLL_WARN(kTransport, "rank %d: refused a connection on %s: %s", myRank_, listenAddress_.c_str(), why.c_str());
-  };
-  while (expected > 0) {
-    const Deadline now = Clock::now();
-    if (now >= deadline) {
-      std::string missing;
-      for (auto& peer : peers_)
-        for (auto& s : peer->sockets)
-          if (peer->rank > myRank_ && !s.valid()) {
-            missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
-            break;
-          }
-      throwError(collTimeout, "socket transport setup: rank %d waited in vain for connections from rank(s) %s on %s",
-                 myRank_, missing.c_str(), listenAddress_.c_str());
-    }
-    watchSetup();
-    Deadline wake = std::min(deadline, nextSetupWatch_);
-    fds.clear();
-    fds.push_back({listener_.get(), POLLIN, 0});
-    for (const Pending& p : pending) {
-      fds.push_back({p.fd.get(), POLLIN, 0});
-      wake = std::min(wake, p.helloDeadline);
-    }
-    int ready = poll(fds.data(), fds.size(), pollTimeoutMs(wake));
-    if (ready < 0 && errno == EINTR) continue;
-    COLL_SYSCHECK(ready, "poll() on the socket transport's listener");
-    // Read what the pending connections sent; settle those whose handshake is done, late or broken.
-    for (size_t i = 0; i < pending.size();) {
-      Pending& p = pending[i];
-      const short revents = fds[i + 1].revents;
-      char* into = p.challenged ? reinterpret_cast<char*>(&p.proof) : reinterpret_cast<char*>(&p.hello);
-      const size_t want = p.challenged ? sizeof(p.proof) : sizeof(p.hello);
-      std::string refusal;
-      bool done = false;
-      if (revents != 0) {
-        ssize_t n = recv(p.fd.get(), into + p.received, want - p.received, 0);
-        if (n > 0) {
-          p.received += static_cast<size_t>(n);
-        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-          refusal = "closed before its handshake was complete";
-        }
-      }
-      if (refusal.empty() && !p.challenged && p.received == want) {
-        const NetHello& hello = p.hello;
-        refusal = checkNetHello(hello, nonce_, settings_.socketsPerPeer, settings_.netFifoDepth, settings_.slotBytes);
-        if (refusal.empty() && (!connects(hello.fromRank) || hello.fromRank <= myRank_))
-          refusal = formatString("rank %d is not expected to connect here", hello.fromRank);
-        if (refusal.empty()) {
-          fillRandom(p.challenge.listenerNonce, sizeof(p.challenge.listenerNonce), "the socket transport's challenge");
-          writeNetProof(connectionKey_, NetRole::kListener, hello, p.challenge.listenerNonce,
-                        p.challenge.listenerProof);
-          // 64 bytes into a fresh socket's empty send buffer: all of it goes, or the peer is broken.
-          if (send(p.fd.get(), &p.challenge, sizeof(p.challenge), MSG_NOSIGNAL) != sizeof(p.challenge))
-            refusal = "could not send the challenge";
-          p.challenged = true;
-          p.received = 0;
-        }
-      } else if (refusal.empty() && p.challenged && p.received == want) {
-        done = true;
-        if (!netProofMatches(connectionKey_, NetRole::kDialler, p.hello, p.challenge.listenerNonce,
-                             p.proof.diallerProof))
-          refusal = formatString("a connection claiming to be rank %d does not prove this job's secret",
-                                 p.hello.fromRank);
-        else if (peers_[peerIndex_[p.hello.fromRank]]->sockets[p.hello.socketIndex].valid())
-          refusal = formatString("rank %d connected socket %d twice", p.hello.fromRank, p.hello.socketIndex);
-      }
-      if (refusal.empty() && !done && Clock::now() >= p.helloDeadline)
-        refusal = p.challenged ? "no proof in time" : "no hello in time";
-      if (!refusal.empty()) {
-        refuse(refusal);
-      } else if (done) {
-        tuneSocket(p.fd.get());
-        peers_[peerIndex_[p.hello.fromRank]]->sockets[p.hello.socketIndex] = std::move(p.fd);
-        --expected;
-      } else {
-        ++i;
-        continue;
-      }
-      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
-      fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    }
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    for (;;) {
-      Fd fd(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-      if (!fd.valid()) break;  // none left (or it went away before we took it)
-      if (pending.size() >= kMaxPendingHellos) {
-        refuse(formatString("%zu connections are already waiting to say hello", pending.size()));
-        continue;
-      }
-      Pending fresh;
-      fresh.fd = std::move(fd);
-      fresh.helloDeadline = std::min(deadline, Clock::now() + kHelloTimeout);
-      pending.push_back(std::move(fresh));
-    }
-  }
-}
-
-void NetDomain::startChannels() {
-  for (auto& peer : peers_) {
-    std::vector<int> fds;
-    for (auto& s : peer->sockets) fds.push_back(s.get());
-    peer->send =
-        std::make_unique<NetSendConnection>(peer->rank, fds, settings_.netFifoDepth, settings_.slotBytes, *this);
-    peer->recv =
-        std::make_unique<NetRecvConnection>(peer->rank, fds, settings_.netFifoDepth, settings_.slotBytes, *this);
-  }
+  active_.assign(peers_.size(), nullptr);
+  connector_ = std::make_unique<NetConnector>(myRank_, settings_, connectionKey_, nonce_, listener_.get(),
+                                              [this](int rank) { return connects(rank) && rank > myRank_; });
 }
 
 void NetDomain::useDoorbell(Doorbell* bell) {
@@ -270,14 +95,92 @@ void NetDomain::useDoorbell(Doorbell* bell) {
   if (!peers_.empty() && !progress_.joinable()) progress_ = std::thread([this] { progressLoop(); });
 }
 
+NetDomain::Peer& NetDomain::peerFor(int rank) {
+  if (!connects(rank)) throwError(collInternalError, "socket transport: no connection to rank %d", rank);
+  return *peers_[peerIndex_[rank]];
+}
+
+void NetDomain::activate(Peer& peer) {
+  {
+    std::lock_guard<std::mutex> lock(activeMutex_);
+    if (peer.active.load()) return;
+    const std::vector<int> none(settings_.socketsPerPeer, -1);
+    const int depth = settings_.netFifoDepth;
+    peer.send = std::make_unique<NetSendConnection>(peer.rank, none, depth, settings_.slotBytes, *this);
+    peer.recv = std::make_unique<NetRecvConnection>(peer.rank, none, depth, settings_.slotBytes, *this);
+    if (peer.rank < myRank_) dialQueue_.push_back(peer.rank);
+    unattached_.fetch_add(1);
+    const size_t n = activeCount_.load(std::memory_order_relaxed);
+    active_[n] = &peer;
+    activeCount_.store(n + 1, std::memory_order_release);
+    peer.active.store(true, std::memory_order_release);
+  }
+  COLL_TRACE(kTransport, "rank %d: socket connection to rank %d made (%s)", myRank_, peer.rank,
+             peer.rank < myRank_ ? "dialling" : "waiting for its dial");
+  wakeProgress();
+}
+
+// Never waits for the peer (transport/domain.h): the connection exists at once and its sockets
+// follow when the handshakes complete.
 SendConnection* NetDomain::sendConnection(int peer) {
-  if (!connects(peer)) throwError(collInternalError, "socket transport: no connection to rank %d", peer);
-  return peers_[peerIndex_[peer]]->send.get();
+  Peer& p = peerFor(peer);
+  if (!p.active.load(std::memory_order_acquire)) activate(p);
+  p.sendAsked.store(true, std::memory_order_relaxed);
+  return p.send.get();
 }
 
 RecvConnection* NetDomain::recvConnection(int peer) {
-  if (!connects(peer)) throwError(collInternalError, "socket transport: no connection to rank %d", peer);
-  return peers_[peerIndex_[peer]]->recv.get();
+  Peer& p = peerFor(peer);
+  if (!p.active.load(std::memory_order_acquire)) activate(p);
+  p.recvAsked.store(true, std::memory_order_relaxed);
+  return p.recv.get();
+}
+
+bool NetDomain::pumpConnector() {
+  if (!connector_ || !connectorMutex_.try_lock()) return false;
+  std::lock_guard<std::mutex> lock(connectorMutex_, std::adopt_lock);
+  std::vector<int> dials;
+  {
+    std::lock_guard<std::mutex> queue(activeMutex_);
+    dials.swap(dialQueue_);
+  }
+  for (int rank : dials) {
+    try {
+      connector_->dial(rank, peers_[peerIndex_[rank]]->card);
+    } catch (const CollError& e) {
+      channelFailed(rank, e.what());
+    }
+  }
+  std::vector<NetConnector::Established> done;
+  std::vector<NetConnector::Failure> failures;
+  connector_->pump(&done, &failures);
+  connectorBusy_.store(connector_->busy());
+  for (const auto& f : failures) channelFailed(f.rank, f.reason);
+  for (auto& e : done) {
+    Peer& peer = *peers_[peerIndex_[e.rank]];
+    if (!peer.active.load(std::memory_order_acquire)) activate(peer);
+    if (peer.sockets[e.socketIndex].valid()) {
+      COLL_WARN(kTransport, "rank %d: refused a connection: rank %d connected socket %d twice", myRank_, e.rank,
+                e.socketIndex);
+      continue;
+    }
+    tuneSocket(e.fd.get());
+    peer.sockets[e.socketIndex] = std::move(e.fd);
+    if (++peer.connected < settings_.socketsPerPeer) continue;
+    std::vector<int> fds;
+    for (const Fd& s : peer.sockets) fds.push_back(s.get());
+    {
+      std::lock_guard<std::mutex> sendLock(peer.send->mutex());
+      peer.send->attach(fds);
+    }
+    {
+      std::lock_guard<std::mutex> recvLock(peer.recv->mutex());
+      peer.recv->attach(fds);
+    }
+    unattached_.fetch_sub(1);
+    COLL_TRACE(kTransport, "rank %d: %d socket(s) to rank %d connected", myRank_, settings_.socketsPerPeer, e.rank);
+  }
+  return !done.empty();
 }
 
 std::string NetDomain::peerAddress(int peer) const {
@@ -288,9 +191,32 @@ std::string NetDomain::peerAddress(int peer) const {
 }
 
 void NetDomain::checkPeers() const {
-  if (!failed_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(failureMutex_);
-  throwError(collRemoteError, "%s", failure_.c_str());
+  if (failed_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    throwError(collRemoteError, "%s", failure_.c_str());
+  }
+  // A connection that waits for a peer's dial waits in vain if that peer left the job: its death
+  // shows nowhere else (no socket to close), so ask the store now and then (it throws if so).
+  if (!setupWatch_ || unattached_.load() == 0) return;
+  int64_t now = nowNs(), next = nextWatchNs_.load();
+  if (now < next) return;
+  if (!nextWatchNs_.compare_exchange_strong(
+          next, now + std::chrono::duration_cast<std::chrono::nanoseconds>(kPeerWatchInterval).count()))
+    return;
+  setupWatch_();
+}
+
+DomainUsage NetDomain::usage() const {
+  DomainUsage usage;
+  usage.resourceKind = "sockets";
+  std::lock_guard<std::mutex> lock(connectorMutex_);
+  for (const auto& peer : peers_) {
+    if (!peer->active.load()) continue;
+    if (peer->sendAsked.load()) usage.sendPeers.push_back(peer->rank);
+    if (peer->recvAsked.load()) usage.recvPeers.push_back(peer->rank);
+    usage.resources += peer->connected;
+  }
+  return usage;
 }
 
 void NetDomain::channelFailed(int peer, const std::string& reason) {
@@ -309,6 +235,7 @@ void NetDomain::announceFailure(const std::string&) {
     if (!failed_.load()) failure_ = "this rank's communicator failed";
     failed_.store(true);
   }
+  std::lock_guard<std::mutex> lock(connectorMutex_);
   for (auto& peer : peers_)
     for (auto& s : peer->sockets)
       if (s.valid()) shutdown(s.get(), SHUT_RDWR);
@@ -329,17 +256,20 @@ void NetDomain::executorState(Executor state) {
   executorDriving_.store(state == Executor::kDriving, std::memory_order_seq_cst);
   if (state == Executor::kDriving) return;
   bool sendsQueued = false;
-  for (auto& peer : peers_) sendsQueued = sendsQueued || !peer->send->drained();
+  const size_t n = activeCount_.load(std::memory_order_acquire);
+  for (size_t p = 0; p < n; ++p) sendsQueued = sendsQueued || !active_[p]->send->drained();
   // Asleep: someone must watch the sockets and ring the doorbell. Returned: only queued sends
   // need the thread; data for the next call can wait in the kernel until that call reads it.
   if (state == Executor::kAsleep || sendsQueued) wakeProgress();
 }
 
-bool NetDomain::pumpAll(std::vector<short>* events) {
+bool NetDomain::pumpAll(std::vector<short>* events, bool always) {
   bool moved = false;
-  if (events != nullptr) events->assign(peers_.size() * settings_.socketsPerPeer, 0);
-  for (size_t p = 0; p < peers_.size(); ++p) {
-    Peer& peer = *peers_[p];
+  if (always || unattached_.load() > 0 || connectorBusy_.load()) moved = pumpConnector();
+  const size_t n = activeCount_.load(std::memory_order_acquire);
+  if (events != nullptr) events->assign(n * settings_.socketsPerPeer, 0);
+  for (size_t p = 0; p < n; ++p) {
+    Peer& peer = *active_[p];
     // When the executor holds a channel it is pumping it itself; count that as activity so the
     // thread looks again instead of sleeping on work it did not see.
     if (peer.send->mutex().try_lock()) {
@@ -365,10 +295,8 @@ bool NetDomain::pumpAll(std::vector<short>* events) {
 
 void NetDomain::progressLoop() {
   std::vector<pollfd> fds;
-  std::vector<short> events;     // per socket: what to poll it for
-  std::vector<uint8_t> hungUp;  // per socket: the peer closed it and nothing more can be read now
-  size_t socketCount = peers_.size() * settings_.socketsPerPeer;
-  hungUp.assign(socketCount, 0);
+  std::vector<short> events;    // per socket of the active peers: what to poll it for
+  std::vector<uint8_t> hungUp;  // per such socket: the peer closed it and nothing more can be read now
   while (!stop_.load() && !failed_.load()) {
     if (executorDriving_.load(std::memory_order_seq_cst)) {
       // The executor moves the bytes; wait until it hands them back (or the domain closes).
@@ -385,33 +313,39 @@ void NetDomain::progressLoop() {
       sleeping_.store(false);
       continue;
     }
-    if (pumpAll()) {
+    if (pumpAll(nullptr, true)) {
       ringDoorbell(bell_);
       continue;
     }
     // Announce sleep, then look once more: a post or release that happened before the
     // announcement is seen here, one after it writes the eventfd (wakeProgress).
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (pumpAll(&events)) {
+    if (pumpAll(&events, true)) {
       sleeping_.store(false);
       ringDoorbell(bell_);
       continue;
     }
     fds.clear();
     fds.push_back({wakeFd_.get(), POLLIN, 0});
-    for (size_t p = 0; p < peers_.size(); ++p) {
-      for (int s = 0; s < settings_.socketsPerPeer; ++s) {
-        size_t index = p * settings_.socketsPerPeer + s;
-        // poll() reports a hang-up even for no events: leave such a socket out until it has
-        // something to do, or the thread would spin on it.
-        bool quiet = events[index] == 0 && (hungUp[index] || peers_[p]->recv->departed());
-        fds.push_back({quiet ? -1 : peers_[p]->sockets[s].get(), events[index], 0});
-      }
+    {
+      std::lock_guard<std::mutex> lock(connectorMutex_);
+      if (connector_) connector_->addPollFds(&fds);
+    }
+    const size_t firstSocket = fds.size();
+    const size_t sockets = events.size();
+    hungUp.resize(sockets, 0);
+    for (size_t index = 0; index < sockets; ++index) {
+      Peer& peer = *active_[index / settings_.socketsPerPeer];
+      const int s = static_cast<int>(index % settings_.socketsPerPeer);
+      // poll() reports a hang-up even for no events: leave such a socket out until it has
+      // something to do, or the thread would spin on it. Sockets not connected yet are left out.
+      bool quiet = events[index] == 0 && (hungUp[index] || peer.recv->departed() || !peer.recv->attached());
+      fds.push_back({quiet ? -1 : peer.sockets[s].get(), events[index], 0});
     }
     int ready = poll(fds.data(), fds.size(), kPollIntervalMs);
     sleeping_.store(false);
     if (ready < 0 && errno != EINTR) {
-      channelFailed(peers_[0]->rank, formatString("poll() failed: %s", strerror(errno)));
+      channelFailed(sockets > 0 ? active_[0]->rank : myRank_, formatString("poll() failed: %s", strerror(errno)));
       break;
     }
     uint64_t drained;
@@ -419,8 +353,8 @@ void NetDomain::progressLoop() {
       ssize_t ignored = read(wakeFd_.get(), &drained, sizeof(drained));
       (void)ignored;
     }
-    for (size_t i = 1; i < fds.size(); ++i)
-      if ((fds[i].revents & (POLLHUP | POLLERR)) && !(fds[i].events & POLLIN)) hungUp[i - 1] = 1;
+    for (size_t i = firstSocket; i < fds.size(); ++i)
+      if ((fds[i].revents & (POLLHUP | POLLERR)) && !(fds[i].events & POLLIN)) hungUp[i - firstSocket] = 1;
   }
   ringDoorbell(bell_);
 }
@@ -430,7 +364,11 @@ void NetDomain::flushAndSayGoodbye() {
   // returned. Let the progress thread finish them, then send each socket its closing frame.
   if (!progress_.joinable()) return;  // setup never finished: nothing was sent
   Deadline deadline = deadlineAfter(std::chrono::milliseconds(settings_.timeoutMs));
-  for (auto& peer : peers_) {
+  const size_t n = activeCount_.load(std::memory_order_acquire);
+  for (size_t p = 0; p < n; ++p) {
+    Peer* peer = active_[p];
+    // A peer that has not dialled yet gets the time it needs: its part of the call that posted
+    // these sends is still to come.
     while (!peer->send->drained() && !failed_.load() && Clock::now() < deadline) {
       wakeProgress();
       usleep(100);
@@ -441,7 +379,9 @@ void NetDomain::flushAndSayGoodbye() {
   if (progress_.joinable()) progress_.join();
   if (failed_.load()) return;
   Deadline byeDeadline = std::min(deadline, Clock::now() + kGoodbyeTimeout);
-  for (auto& peer : peers_) {
+  for (size_t p = 0; p < n; ++p) {
+    Peer* peer = active_[p];
+    if (!peer->send->attached()) continue;
     for (int s = 0; s < settings_.socketsPerPeer; ++s) {
       NetFrameHeader bye;
       bye.kind = kNetFrameBye;

@@ -6,8 +6,15 @@
 // returns with sends still queued, the thread takes over.
 //
 // Setup is one round (transport/domain.h): card() listens and publishes where (net_card.h);
-// connect() opens S sockets per peer pair (the higher rank connects, presenting the lower rank's
-// nonce). The progress thread starts once the communicator hands over the rank's doorbell.
+// connect() only reads the members' cards. Sockets are opened when the executor first asks for a
+// peer's connection (the lazy contract of domain.h), so a rank holds S sockets per peer its plans
+// use, not per member: the higher rank of the pair dials S sockets (net_connector.h), presenting
+// the lower rank's nonce, whichever end asked first; the lower one only accepts. Asking never
+// blocks: the connections exist at once, slots can be posted, and bytes flow once the handshakes
+// that the executor's waits and the progress thread pump have completed. A lower rank waiting for
+// a dial from a rank that left the job learns it from the setup watch (the store's departure
+// notice), which its health check consults while some connection is incomplete.
+// The progress thread starts once the communicator hands over the rank's doorbell.
 //
 // Failure: a connection that breaks or carries a malformed frame marks the domain failed with a
 // message naming the peer; the executor's health check throws it, and ringing the doorbell wakes
@@ -28,6 +35,7 @@
 #include "transport/domain.h"
 #include "transport/net/net_card.h"
 #include "transport/net/net_connection.h"
+#include "transport/net/net_connector.h"
 
 namespace coll {
 namespace transport {
@@ -40,10 +48,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   NetDomain& operator=(const NetDomain&) = delete;
   const char* name() const override { return "net"; }
 
-  // Setup: listens and returns this rank's card; then opens the sockets to every member (cards
-  // holds every rank's card, indexed by rank; only the members' are read). connect() throws
-  // collTimeout when a member does not connect before the deadline, collRemoteError for a
-  // malformed card.
+  // Setup: listens and returns this rank's card; then reads the members' cards (cards holds
+  // every rank's card, indexed by rank). connect() throws collRemoteError for a malformed card.
   std::string card(int round) override;
   void connect(int round, const std::vector<std::string>& cards, Deadline deadline) override;
   // Starts the progress thread, which rings `bell` when it moved something.
@@ -63,6 +69,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   void checkPeers() const override;
   // Shuts every socket down so that the peers notice this rank failed.
   void announceFailure(const std::string& reason) override;
+  // The peers asked for (per direction) and the sockets connected so far.
+  DomainUsage usage() const override;
 
   void wakeProgress() override;
   void channelFailed(int peer, const std::string& reason) override;
@@ -77,21 +85,25 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   struct Peer {
     int rank = -1;
     NetCard card;
-    std::vector<Fd> sockets;
+    std::vector<Fd> sockets;  // set by the connector, under connectorMutex_
+    int connected = 0;        // valid sockets
     std::unique_ptr<NetSendConnection> send;
     std::unique_ptr<NetRecvConnection> recv;
+    std::atomic<bool> active{false};  // send and recv exist (made by activate())
+    std::atomic<bool> sendAsked{false};
+    std::atomic<bool> recvAsked{false};
   };
-  void acceptPeers(int expected, Deadline deadline);
-  // Runs DomainArgs::setupWatch if its interval has passed (it throws when a rank left the job).
-  void watchSetup();
-  // The dialler's side of the handshake on a connected socket (net_wire.h); throws
-  // collRemoteError when the listener does not prove the job's secret.
-  void dial(const Peer& peer, int socketIndex, const Fd& fd, Deadline deadline);
-  void startChannels();
+  // Makes the peer's connections (without sockets) and, if this rank dials it, queues the dial.
+  void activate(Peer& peer);
+  Peer& peerFor(int rank);
+  // Runs the handshakes (queued dials, incoming connections) and hands completed sockets to
+  // their connections. True when something completed.
+  bool pumpConnector();
+  // Pumps the active connections whose lock is free; true when bytes moved or a lock was busy.
+  // With `events`, also says per socket what to poll it for, read under the same locks. The
+  // handshakes are pumped too when some connection waits for its sockets, or with `always`.
+  bool pumpAll(std::vector<short>* events = nullptr, bool always = false);
   void progressLoop();
-  // Pumps every connection whose lock is free; true when bytes moved or a lock was busy. With
-  // `events`, also says per socket what to poll it for, read under the same locks.
-  bool pumpAll(std::vector<short>* events = nullptr);
   void flushAndSayGoodbye();
 
   int myRank_;
@@ -99,15 +111,25 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   const TransportSettings& settings_;  // the communicator's; outlives the domain
   std::vector<int> members_;
   std::function<void()> setupWatch_;
-  Deadline nextSetupWatch_{};  // Deadline::max() without a watch
+  mutable std::atomic<int64_t> nextWatchNs_{0};
   Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};
   Digest256 connectionKey_{};  // what both ends of every connection prove (net_wire.h)
-  Fd listener_;
+  Fd listener_;                // open for the domain's life: peers dial when they first need us
   std::string listenAddress_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<int> peerIndex_;  // rank -> index in peers_, or -1
-  Fd wakeFd_;                   // eventfd: wakes the progress thread from poll()
+  // The peers with connections, in the order they got them: written under activeMutex_, read
+  // without a lock up to activeCount_ (the vector never grows past its first size).
+  std::mutex activeMutex_;
+  std::vector<Peer*> active_;
+  std::atomic<size_t> activeCount_{0};
+  std::atomic<int> unattached_{0};  // active peers whose sockets are not all connected yet
+  std::vector<int> dialQueue_;      // under activeMutex_
+  mutable std::mutex connectorMutex_;
+  std::unique_ptr<NetConnector> connector_;
+  std::atomic<bool> connectorBusy_{false};
+  Fd wakeFd_;  // eventfd: wakes the progress thread from poll()
   std::atomic<bool> sleeping_{false};
   std::atomic<bool> executorDriving_{false};
   std::atomic<bool> stop_{false};

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/error.h"
@@ -107,44 +108,48 @@ ShmRankHeader* ShmDomain::headerOf(int rank) const {
   return headers_[local];
 }
 
-size_t ShmDomain::segmentBytes() const {
-  return kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096) +
-         roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096) * (localRanks_.size() - 1);
-}
+size_t ShmDomain::fifoAreaOffset() const { return kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096); }
+
+size_t ShmDomain::fifoStride() const { return roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096); }
+
+size_t ShmDomain::segmentBytes() const { return fifoAreaOffset() + fifoStride() * (localRanks_.size() - 1); }
 
 uint8_t* ShmDomain::oneshotBuffer(int rank, int which) const {
   return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes +
          static_cast<size_t>(which) * roundUp(oneshotBytes_, 4096);
 }
 
-uint8_t* ShmDomain::fifoBase(int receiverLocal, int senderLocal) const {
-  uint8_t* base =
-      receiverLocal < 0 ? static_cast<uint8_t*>(own_.data()) : reinterpret_cast<uint8_t*>(headers_[receiverLocal]);
-  int receiver = receiverLocal < 0 ? myLocal_ : receiverLocal;
+// No one initialises a FIFO: its pages come from the kernel zero-filled when the first end
+// allocates them, and all-zero bytes are an empty FIFO (head == tail == 0, no sizes).
+static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t) && std::atomic<uint64_t>::is_always_lock_free,
+              "a FIFO counter of zero bytes must be the atomic value 0");
+
+uint8_t* ShmDomain::fifoOf(int receiverLocal, int senderLocal) {
   // A segment holds FIFOs from the other local ranks only: a rank's sends to itself take the
   // "self" transport.
-  size_t index = static_cast<size_t>(senderLocal - (senderLocal > receiver ? 1 : 0));
-  return base + kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096) +
-         roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096) * index;
+  size_t index = static_cast<size_t>(senderLocal - (senderLocal > receiverLocal ? 1 : 0));
+  size_t offset = fifoAreaOffset() + fifoStride() * index;
+  const ShmSegment& segment = receiverLocal == myLocal_ ? own_ : mapped_[receiverLocal];
+  std::string what =
+      formatString("the FIFO from rank %d to rank %d", localRanks_[senderLocal], localRanks_[receiverLocal]);
+  segment.allocate(offset, fifoStride(), what.c_str());
+  return static_cast<uint8_t*>(segment.data()) + offset;
 }
 
 void ShmDomain::createSegment(bool anonymous) {
-  own_ = ShmSegment::create(segmentBytes(), anonymous);
+  own_ = ShmSegment::create(segmentBytes(), fifoAreaOffset(), anonymous);
   auto* header = new (own_.data()) ShmRankHeader();
   header->layoutSignature = layoutSignatureOf(fifoDepth_, slotBytes_, oneshotBytes_, localRanks_.size());
   header->pid = static_cast<int32_t>(getpid());
-  for (int sender = 0; sender < static_cast<int>(localRanks_.size()); ++sender)
-    if (sender != myLocal_) new (fifoBase(-1, sender)) ShmFifoHeader();
 }
 
 void ShmDomain::attach(const std::vector<std::string>& locators) {
   const int nlocal = static_cast<int>(localRanks_.size());
   mapped_.resize(nlocal);
   headers_.assign(nlocal, nullptr);
-  pidfds_.clear();
-  pidfds_.resize(nlocal);
   sends_.resize(nlocal);
   recvs_.resize(nlocal);
+  isWatched_.assign(nlocal, 0);
   uint64_t expected = layoutSignatureOf(fifoDepth_, slotBytes_, oneshotBytes_, localRanks_.size());
   for (int i = 0; i < nlocal; ++i) {
     if (i == myLocal_) {
@@ -158,12 +163,6 @@ void ShmDomain::attach(const std::vector<std::string>& locators) {
                  "shared-memory layout of rank %d differs from rank %d's: every rank must use the same "
                  "COLL_SHM_* settings",
                  localRanks_[i], myRank_);
-    int pid = headers_[i]->pid;
-    if (pid > 0 && pid != getpid()) {
-      pidfds_[i].reset(openPidfd(pid));
-      if (!pidfds_[i].valid())
-        COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[i]);
-    }
   }
 }
 
@@ -179,21 +178,53 @@ int ShmDomain::peerIndex(int peer) const {
 }
 
 // Both directions live in the receiver's segment: this rank's FIFO there for sends, the peer's
-// FIFO here for receives; either end rings the other's doorbell.
+// FIFO here for receives; either end rings the other's doorbell. Nothing here waits for the peer:
+// the FIFO is usable as soon as its memory is allocated, whichever end does that first.
 SendConnection* ShmDomain::sendConnection(int peer) {
   int local = peerIndex(peer);
-  if (!sends_[local])
-    sends_[local] = std::make_unique<ShmSendConnection>(fifoBase(local, myLocal_), fifoDepth_, slotBytes_,
+  std::lock_guard<std::mutex> lock(connectionMutex_);
+  if (!sends_[local]) {
+    sends_[local] = std::make_unique<ShmSendConnection>(fifoOf(local, myLocal_), fifoDepth_, slotBytes_,
                                                         &headers_[local]->doorbell);
+    watch(local);
+  }
   return sends_[local].get();
 }
 
 RecvConnection* ShmDomain::recvConnection(int peer) {
   int local = peerIndex(peer);
-  if (!recvs_[local])
-    recvs_[local] = std::make_unique<ShmRecvConnection>(fifoBase(myLocal_, local), fifoDepth_, slotBytes_,
+  std::lock_guard<std::mutex> lock(connectionMutex_);
+  if (!recvs_[local]) {
+    recvs_[local] = std::make_unique<ShmRecvConnection>(fifoOf(myLocal_, local), fifoDepth_, slotBytes_,
                                                         &headers_[local]->doorbell);
+    watch(local);
+  }
   return recvs_[local].get();
+}
+
+void ShmDomain::watch(int local) {
+  int pid = headers_[local]->pid;
+  if (isWatched_[local] || pid <= 0 || pid == getpid()) return;
+  isWatched_[local] = 1;
+  Fd pidfd(openPidfd(pid));
+  if (!pidfd.valid()) {
+    COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[local]);
+    return;
+  }
+  watchedPidfds_.push_back(std::move(pidfd));
+  watchedLocals_.push_back(local);
+}
+
+DomainUsage ShmDomain::usage() const {
+  DomainUsage usage;
+  usage.resourceKind = "FIFOs";
+  std::lock_guard<std::mutex> lock(connectionMutex_);
+  for (size_t i = 0; i < sends_.size(); ++i) {
+    if (sends_[i]) usage.sendPeers.push_back(localRanks_[i]);
+    if (recvs_[i]) usage.recvPeers.push_back(localRanks_[i]);
+  }
+  usage.resources = static_cast<int>(usage.sendPeers.size() + usage.recvPeers.size());
+  return usage;
 }
 
 void ShmDomain::ringPeers() const {
@@ -225,15 +256,48 @@ void ShmDomain::checkPeers() const {
       reason[sizeof(reason) - 1] = '\0';
       throwError(collRemoteError, "rank %d failed: %s", localRanks_[i], reason);
     }
-    // A rank that destroyed its communicator and then exited finished every call it shared with
-    // us; only an exit without that is a death.
-    if (pidfds_[i].valid() && headers_[i]->departed.load(std::memory_order_acquire) == 0) {
-      struct pollfd pfd = {pidfds_[i].get(), POLLIN, 0};
-      if (poll(&pfd, 1, 0) > 0)
-        throwError(collRemoteError, "rank %d (pid %d) exited while this rank was waiting for it", localRanks_[i],
-                   headers_[i]->pid);
+  }
+  if (headers_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(connectionMutex_);
+    if (!watchedPidfds_.empty()) {
+      // One system call for every connected peer, however many there are.
+      pollfd fds[64];
+      for (size_t first = 0; first < watchedPidfds_.size(); first += 64) {
+        size_t count = std::min<size_t>(64, watchedPidfds_.size() - first);
+        for (size_t k = 0; k < count; ++k) fds[k] = {watchedPidfds_[first + k].get(), POLLIN, 0};
+        if (poll(fds, count, 0) <= 0) continue;
+        for (size_t k = 0; k < count; ++k)
+          if (fds[k].revents != 0) throwIfExited(watchedLocals_[first + k], fds[k].fd);
+      }
     }
   }
+  sweepOnePeer();
+}
+
+void ShmDomain::throwIfExited(int local, int pidfd) const {
+  // A rank that destroyed its communicator and then exited finished every call it shared with
+  // us; only an exit without that is a death.
+  if (headers_[local]->departed.load(std::memory_order_acquire) != 0) return;
+  if (pidfd >= 0) {
+    struct pollfd pfd = {pidfd, POLLIN, 0};
+    if (poll(&pfd, 1, 0) <= 0) return;
+  }
+  throwError(collRemoteError, "rank %d (pid %d) exited while this rank was waiting for it", localRanks_[local],
+             headers_[local]->pid);
+}
+
+void ShmDomain::sweepOnePeer() const {
+  const uint32_t nlocal = static_cast<uint32_t>(headers_.size());
+  if (nlocal < 2) return;
+  int local = static_cast<int>(sweepNext_.fetch_add(1, std::memory_order_relaxed) % nlocal);
+  int pid = headers_[local]->pid;
+  if (local == myLocal_ || pid <= 0 || pid == getpid() || headers_[local]->departed.load(std::memory_order_acquire))
+    return;
+  Fd pidfd(openPidfd(pid));
+  // No such process any more: it exited and was reaped (an exited one not yet reaped polls ready).
+  if (!pidfd.valid() && errno != ESRCH) return;
+  throwIfExited(local, pidfd.valid() ? pidfd.get() : -1);
 }
 
 std::unique_ptr<Domain> makeShmDomain(const DomainArgs& args) { return std::make_unique<ShmDomain>(args); }

@@ -1,11 +1,22 @@
 // Shared memory between the ranks of one communicator that run on one host.
 //
 // Each rank creates one segment that holds everything written *to* it: its doorbell, its health
-// word, the native algorithms' area (transport/local_memory.h) and two one-shot buffers, and one
-// receive FIFO per other local rank (shm_connection.h). A sender maps the receiver's segment and
-// writes into its FIFO there; the receiver releases slots by advancing the tail in its own
-// segment. Every local rank maps every local segment, so any rank can ring any doorbell, read any
-// one-shot buffer and watch any peer's health word.
+// word, the native algorithms' area (transport/local_memory.h) and two one-shot buffers, and room
+// for one receive FIFO per other local rank (shm_connection.h). A sender maps the receiver's
+// segment and writes into its FIFO there; the receiver releases slots by advancing the tail in
+// its own segment. Every local rank maps every local segment, so any rank can ring any doorbell,
+// read any one-shot buffer and watch any peer's health word.
+//
+// Only the header and the one-shot buffers get memory when the segment is made. A FIFO's pages
+// are allocated when a connection over it is first made, by whichever end comes first (both may:
+// allocating is idempotent, and a FIFO of all-zero bytes is a valid empty FIFO, so no one has to
+// initialise it). A rank's memory thus grows with the peers its plans use, not with the number
+// of local ranks: at 128 ranks a ring costs 2 FIFOs per rank where every pair cost 127.
+//
+// Health: every check reads every local rank's failure word (memory, no system call), polls the
+// pidfds of the peers this rank has connections to (one poll() for all of them), and looks at one
+// more local rank in turn, so that a native algorithm waiting on any rank still learns of its
+// death within a sweep of the host's ranks. Pidfds are opened for connected peers only.
 //
 // Setup (transport/domain.h) takes two rounds. Round 0: each rank says whether it may read every
 // local peer's memory (cross-memory attach). The same permission lets a process take another's
@@ -18,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,6 +72,7 @@ class ShmDomain : public Domain, public LocalMemory {
 
   void checkPeers() const override;
   void announceFailure(const std::string& reason) override;
+  DomainUsage usage() const override;
 
   Doorbell* sharedDoorbell() override;
   LocalMemory* localMemory() override { return hasPeers() ? this : nullptr; }
@@ -78,12 +91,20 @@ class ShmDomain : public Domain, public LocalMemory {
   int peerIndex(int peer) const;     // local index of a connected peer; throws otherwise
   ShmRankHeader* headerOf(int rank) const;
   size_t segmentBytes() const;
-  // The FIFO in receiverLocal's segment that senderLocal writes into (receiverLocal -1: our own
-  // segment, before the peers' are mapped).
-  uint8_t* fifoBase(int receiverLocal, int senderLocal) const;
+  size_t fifoAreaOffset() const;  // where the FIFOs begin: everything before is allocated at once
+  size_t fifoStride() const;
+  // The FIFO in receiverLocal's segment that senderLocal writes into, its memory allocated.
+  uint8_t* fifoOf(int receiverLocal, int senderLocal);
   bool probePeers() const;
   void createSegment(bool anonymous);
   void attach(const std::vector<std::string>& locators);
+  // From now on every health check polls this peer's process (connection made). Caller holds
+  // connectionMutex_.
+  void watch(int local);
+  // Throws when the process of local rank `local` exited without departing; `pidfd` is open on it.
+  void throwIfExited(int local, int pidfd) const;
+  // One local rank, in turn: a native algorithm may wait on a rank this one has no connection to.
+  void sweepOnePeer() const;
 
   int myRank_;
   int fifoDepth_;
@@ -98,9 +119,14 @@ class ShmDomain : public Domain, public LocalMemory {
   ShmSegment own_;
   std::vector<ShmSegment> mapped_;  // indexed by local index; own slot empty
   std::vector<ShmRankHeader*> headers_;
-  std::vector<Fd> pidfds_;                              // per local index; none for self and same-process ranks
   std::vector<std::unique_ptr<SendConnection>> sends_;  // per local index, made at first use
   std::vector<std::unique_ptr<RecvConnection>> recvs_;
+  // Connections are made by the executor while the user's thread may check health or read usage.
+  mutable std::mutex connectionMutex_;
+  std::vector<Fd> watchedPidfds_;   // of connected peers in other processes
+  std::vector<int> watchedLocals_;  // their local indices, in the same order
+  std::vector<uint8_t> isWatched_;  // per local index
+  mutable std::atomic<uint32_t> sweepNext_{0};
 };
 
 std::unique_ptr<Domain> makeShmDomain(const DomainArgs& args);

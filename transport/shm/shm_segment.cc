@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <utility>
 
@@ -18,6 +20,11 @@ namespace transport {
 namespace {
 
 constexpr char kMemfdPrefix[] = "memfd:";
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;  // the kernel's value, for older C libraries' headers
+#endif
 
 std::string randomSegmentName() {
   unsigned char random[12];
@@ -38,16 +45,18 @@ void* mapFd(int fd, size_t bytes, const std::string& what) {
   return data;
 }
 
-// Sizes the new segment and touches its pages now (posix_fallocate), so that a full /dev/shm
-// fails here with a clear error instead of a SIGBUS in the middle of a collective.
-void sizeSegment(int fd, size_t bytes, const std::string& what) {
+// Sizes the new segment and allocates its first `allocated` bytes now (posix_fallocate), so that
+// a full /dev/shm fails here with a clear error instead of a SIGBUS in the middle of a collective.
+// The rest stays a hole until allocate() fills the ranges that are used.
+void sizeSegment(int fd, size_t bytes, size_t allocated, const std::string& what) {
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
     throwSystemError(formatString("ftruncate of %s to %zu bytes", what.c_str(), bytes).c_str());
-  int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  int rc = posix_fallocate(fd, 0, static_cast<off_t>(std::min(bytes, allocated)));
   if (rc != 0) {
     errno = rc;
     throwSystemError(
-        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, what.c_str()).c_str());
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", allocated, what.c_str())
+            .c_str());
   }
 }
 
@@ -81,7 +90,7 @@ int takePeerDescriptor(long pid, long fd, const std::string& locator) {
 
 }  // namespace
 
-ShmSegment ShmSegment::create(size_t bytes, bool anonymous) {
+ShmSegment ShmSegment::create(size_t bytes, size_t allocatedBytes, bool anonymous) {
   ShmSegment segment;
   int fd = -1;
   if (anonymous) {
@@ -99,7 +108,7 @@ ShmSegment ShmSegment::create(size_t bytes, bool anonymous) {
     segment.linked_ = true;
   }
   try {
-    sizeSegment(fd, bytes, segment.locator_);
+    sizeSegment(fd, bytes, allocatedBytes, segment.locator_);
     segment.data_ = mapFd(fd, bytes, segment.locator_);
   } catch (...) {
     if (!anonymous) close(fd);
@@ -140,6 +149,26 @@ ShmSegment ShmSegment::open(const std::string& locator, size_t bytes) {
   close(fd);
   segment.size_ = bytes;
   return segment;
+}
+
+void ShmSegment::allocate(size_t offset, size_t bytes, const char* what) const {
+  if (offset > size_ || bytes > size_ - offset)
+    throwError(collInternalError, "shared memory: %s at %zu+%zu lies outside the %zu-byte segment", what, offset, bytes,
+               size_);
+  // MADV_POPULATE_WRITE (Linux 5.14) allocates the pages through the mapping, so either end of a
+  // FIFO can do it without the segment's descriptor, which is closed once mapped; it reports a
+  // full /dev/shm as an error where touching the pages would raise SIGBUS.
+  char* start = static_cast<char*>(data_) + offset;
+  if (madvise(start, bytes, kMadvPopulateWrite) == 0) return;
+  if (errno != EINVAL) {
+    throwSystemError(
+        formatString("allocating %zu bytes of shared memory for %s (is /dev/shm full?)", bytes, what).c_str());
+  }
+  // An older kernel: fault the pages in by hand. An atomic add of zero changes nothing, even
+  // where the other end already uses the page. (A full /dev/shm then shows as SIGBUS.)
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t at = 0; at < bytes; at += page)
+    __atomic_fetch_add(reinterpret_cast<uint64_t*>(start + at), 0, __ATOMIC_RELAXED);
 }
 
 ShmSegment::ShmSegment(ShmSegment&& other) noexcept { *this = std::move(other); }

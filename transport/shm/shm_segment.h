@@ -13,8 +13,11 @@ namespace transport {
 
 class ShmSegment {
  public:
-  // Creates and maps a new zero-filled segment of `bytes`.
-  static ShmSegment create(size_t bytes, bool anonymous);
+  // Creates and maps a new zero-filled segment of `bytes`, of which only the first
+  // `allocatedBytes` get memory now; the rest is allocated range by range with allocate() when
+  // first used (a FIFO when its connection is made), so that a segment sized for every possible
+  // peer costs memory only for the peers actually used.
+  static ShmSegment create(size_t bytes, size_t allocatedBytes, bool anonymous);
   // Maps another rank's segment from its locator; `bytes` must match what the creator made. The
   // locator comes from another process: it is parsed strictly.
   static ShmSegment open(const std::string& locator, size_t bytes);
@@ -25,6 +28,12 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
   ~ShmSegment();
+
+  // Gives [offset, offset+bytes) of this mapping (own or a peer's) its memory now, so that a full
+  // /dev/shm fails here with a clear error instead of a SIGBUS in the middle of a collective.
+  // Idempotent, and safe while other processes do the same or use pages already there: new pages
+  // read as zero, pages already there are left as they are.
+  void allocate(size_t offset, size_t bytes, const char* what) const;
 
   // Removes the name or closes the descriptor that peers open; the mapping stays valid.
   void releaseLocator();

@@ -1,0 +1,25 @@
+#include <string>
+
+#include "common/error.h"
+#include "transport/domain.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+std::string listRanks(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "none";
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
+  return text;
+}
+
+}  // namespace
+
+std::string describeUsage(const char* domainName, const DomainUsage& usage) {
+  return formatString("%s: %d %s; sends to %s; receives from %s", domainName, usage.resources, usage.resourceKind,
+                      listRanks(usage.sendPeers).c_str(), listRanks(usage.recvPeers).c_str());
+}
+
+}  // namespace transport
+}  // namespace coll
