@@ -103,13 +103,14 @@ bool RankLink::onReadable() {
     throw LinkRefused{formatString("a frame whose length prefix is out of bounds for its stage (at most %zu bytes)",
                                    frameLimit())};
   if (check == wire::FrameCheck::kComplete) return true;
-  const size_t old = in_.size();
-  in_.resize(old + kReadChunkBytes);
+  // Through one scratch chunk per thread, so that a link holds only the bytes that arrived (a
+  // communicator keeps its links open for later all-gathers: 2 log2(n) of them).
+  thread_local std::vector<uint8_t> chunk(kReadChunkBytes);
   ssize_t n;
   do {
-    n = recv(fd_.get(), in_.data() + old, kReadChunkBytes, 0);
+    n = recv(fd_.get(), chunk.data(), chunk.size(), 0);
   } while (n < 0 && errno == EINTR);
-  in_.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  if (n > 0) in_.insert(in_.end(), chunk.begin(), chunk.begin() + n);
   if (n == 0) return false;
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
@@ -137,6 +138,7 @@ std::optional<LinkFrame> RankLink::nextFrame() {
   const size_t fieldsAt = wire::kHeaderBytes + wire::kOpAndSeqBytes;
   frame.fields.assign(in_.begin() + static_cast<ptrdiff_t>(fieldsAt), in_.begin() + static_cast<ptrdiff_t>(frameBytes));
   in_.erase(in_.begin(), in_.begin() + static_cast<ptrdiff_t>(frameBytes));
+  if (in_.empty()) in_.shrink_to_fit();
   return frame;
 }
 

@@ -245,11 +245,16 @@ TEST(RankExchangeFaults, StrangersAreRefusedAndTheExchangeGoesOn) {
   wrongSecret.join();
   EXPECT_EQ(all0, (std::vector<Bytes>{recordOf(0, 0), recordOf(1, 0)}));
   EXPECT_EQ(all1, all0);
-  // Both strangers were closed: the wrong secret after a reject, the oversized frame at once.
+  // Both strangers were closed, and neither was let in: the wrong secret after a reject, or
+  // without one when the listener closed first (it closes once every rank has dialled in, and
+  // the stranger's proof may still be on its way then); the oversized frame at once.
   Bytes reply = readSome(wrong.get(), 4096, in(5000));
-  ASSERT_GT(reply.size(), wire::kHeaderBytes);
-  EXPECT_EQ(reply[wire::kHeaderBytes], static_cast<uint8_t>(wire::Op::kHelloReject));
+  if (!reply.empty()) {
+    ASSERT_GT(reply.size(), wire::kHeaderBytes);
+    EXPECT_EQ(reply[wire::kHeaderBytes], static_cast<uint8_t>(wire::Op::kHelloReject));
+  }
   uint8_t byte;
+  EXPECT_EQ(recvAll(wrong.get(), &byte, 1, in(5000)), IoStatus::kClosed);
   EXPECT_EQ(recvAll(huge.get(), &byte, 1, in(5000)), IoStatus::kClosed);
 }
 
