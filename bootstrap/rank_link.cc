@@ -100,8 +100,8 @@ bool RankLink::onReadable() {
   size_t frameBytes = 0;
   const wire::FrameCheck check = wire::checkFrame(in_.data(), in_.size(), frameLimit(), &frameBytes);
   if (check == wire::FrameCheck::kTooLarge || check == wire::FrameCheck::kTooSmall)
-    throw LinkRefused{formatString("a frame whose length prefix is out of bounds for its stage (at most %zu bytes)",
-                                   frameLimit())};
+    throw LinkRefused{
+        formatString("a frame whose length prefix is out of bounds for its stage (at most %zu bytes)", frameLimit())};
   if (check == wire::FrameCheck::kComplete) return true;
   // Through one scratch chunk per thread, so that a link holds only the bytes that arrived (a
   // communicator keeps its links open for later all-gathers: 2 log2(n) of them).
@@ -171,7 +171,8 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
   };
   const auto expectOp = [&](Op op) {
     if (frame.op != static_cast<uint8_t>(op))
-      refuse(formatString("a '%s' frame where '%s' was expected", wire::opName(frame.op), wire::opName(static_cast<uint8_t>(op))));
+      refuse(formatString("a '%s' frame where '%s' was expected", wire::opName(frame.op),
+                          wire::opName(static_cast<uint8_t>(op))));
   };
   switch (stage_) {
     case Stage::kAwaitHello: {
@@ -179,7 +180,8 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
       const uint32_t magic = r.u32();
       const uint16_t version = r.u16();
       r.raw(clientNonce_.data(), clientNonce_.size());
-      if (!r.atEnd() || magic != wire::kMagic || version != wire::kVersion) refuse("a malformed hello or another version");
+      if (!r.atEnd() || magic != wire::kMagic || version != wire::kVersion)
+        refuse("a malformed hello or another version");
       fillRandom(serverNonce_.data(), serverNonce_.size(), "a bootstrap link's challenge");
       const Digest256 proof = wire::helloProof(ctx.secret, wire::ProofRole::kServer, clientNonce_, serverNonce_);
       queue(FrameWriter(Op::kHelloChallenge, 0)
@@ -207,7 +209,8 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
       r.raw(token.data(), token.size());
       if (!r.atEnd()) refuse("a malformed introduction");
       if (nranks != ctx.nranks || token != ctx.token)
-        refuse(formatString("an introduction for another communicator (%d ranks, or another listener's token)", nranks));
+        refuse(
+            formatString("an introduction for another communicator (%d ranks, or another listener's token)", nranks));
       if (!expectInbound(rank)) refuse(formatString("rank %d is not expected to dial rank %d", rank, ctx.rank));
       peer_ = rank;
       queue(FrameWriter(Op::kHelloOk, 0).finish());

@@ -29,6 +29,7 @@ struct NativeArgs {
   int rank = 0;
   int nranks = 1;
   size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
+  size_t oneshotBytes = 0;    // each one-shot buffer's capacity (COLL_ONESHOT_BYTES)
 };
 
 class NativeRunner {

@@ -9,45 +9,98 @@
 
 namespace coll {
 
-OneShot::OneShot(const NativeArgs& args) : memory_(*args.memory), rank_(args.rank), nranks_(args.nranks) {
+OneShot::OneShot(const NativeArgs& args)
+    : memory_(*args.memory),
+      rank_(args.rank),
+      nranks_(args.nranks),
+      slotBytes_(args.oneshotBytes / kSlotsPerBuffer),
+      seen_(static_cast<size_t>(args.nranks), 0) {
   for (int r = 0; r < nranks_; ++r) {
     areas_.push_back(memory_.area(r));
     for (int which = 0; which < 2; ++which) buffers_.push_back(memory_.oneshotBuffer(r, which));
   }
 }
 
-void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
-  uint64_t seq = ++seq_;
-  int buffer = static_cast<int>(seq & 1);
-  publish(call, bufferOf(rank_, buffer));
-  areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
-  memory_.ringPeers();
-  waitForAll(seq, waiter);
-  computeOutput(call, buffer);
+OneShot::Region OneShot::chooseRegion(const CollCall& call, uint64_t seq) {
+  Region region;
+  if (call.type == CollType::kBarrier) return region;  // nobody writes
+  int first, count;
+  if (oneshotInputBytes(call, nranks_) > slotBytes_) {
+    region.buffer = 1 - previousBuffer_;
+    first = region.buffer * kSlotsPerBuffer, count = kSlotsPerBuffer;
+  } else {
+    // The next slot; after a whole buffer, the first slot of the other one.
+    int slot = nextSlot_;
+    if (previousWhole_ && slot / kSlotsPerBuffer == previousBuffer_) slot = (1 - previousBuffer_) * kSlotsPerBuffer;
+    nextSlot_ = (slot + 1) % (2 * kSlotsPerBuffer);
+    region.buffer = slot / kSlotsPerBuffer;
+    region.offset = static_cast<size_t>(slot % kSlotsPerBuffer) * slotBytes_;
+    first = slot, count = 1;
+  }
+  for (int i = first; i < first + count; ++i) {
+    region.lastUse = std::max(region.lastUse, slotLastUse_[i]);
+    slotLastUse_[i] = seq;
+  }
+  previousBuffer_ = region.buffer;
+  previousWhole_ = count > 1;
+  return region;
 }
 
-void OneShot::publish(const CollCall& call, uint8_t* mine) {
-  bool hasInput = true;
+void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
+  if (lastUse == 0) return;  // never written
+  for (int r = 0; r < nranks_; ++r) {
+    if (seen_[r] > lastUse) continue;
+    while ((seen_[r] = areas_[r]->oneshotSeq.load(std::memory_order_acquire)) <= lastUse) waiter.idle();
+    waiter.progressed();
+  }
+}
+
+void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
+  uint64_t seq = ++seq_;
+  const Region region = chooseRegion(call, seq);
+  if (publishes(call)) {
+    // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already say
+    // they are done with the region; where it does not (a broadcast's root), this wait does.
+    waitForReaders(region.lastUse, waiter);
+    size_t bytes = oneshotInputBytes(call, nranks_);
+    if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
+  }
+  areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
+  memory_.ringPeers();
+  // Then only the ranks whose input this rank reads.
   switch (call.type) {
     case CollType::kBroadcast:
     case CollType::kScatter:
-      hasInput = rank_ == call.root;
+      if (rank_ != call.root) waitForRanks(seq, call.root, waiter);
       break;
-    case CollType::kBarrier:
-      hasInput = false;
+    case CollType::kReduce:
+    case CollType::kGather:
+      if (rank_ == call.root) waitForRanks(seq, -1, waiter);
       break;
     default:
+      waitForRanks(seq, -1, waiter);
       break;
   }
-  if (!hasInput) return;
-  size_t bytes = oneshotInputBytes(call, nranks_);
-  if (bytes > 0) memcpy(mine, call.sendbuff, bytes);
+  computeOutput(call, region);
 }
 
-void OneShot::waitForAll(uint64_t seq, PeerWaiter& waiter) {
-  int next = 0;
-  while (next < nranks_) {
-    if (areas_[next]->oneshotSeq.load(std::memory_order_acquire) >= seq) {
+bool OneShot::publishes(const CollCall& call) const {
+  switch (call.type) {
+    case CollType::kBroadcast:
+    case CollType::kScatter:
+      return rank_ == call.root;
+    case CollType::kBarrier:
+      return false;
+    default:
+      return true;
+  }
+}
+
+void OneShot::waitForRanks(uint64_t seq, int only, PeerWaiter& waiter) {
+  int next = only >= 0 ? only : 0;
+  const int end = only >= 0 ? only + 1 : nranks_;
+  while (next < end) {
+    if ((seen_[next] = areas_[next]->oneshotSeq.load(std::memory_order_acquire)) >= seq) {
       ++next;
       waiter.progressed();
     } else {
@@ -56,7 +109,7 @@ void OneShot::waitForAll(uint64_t seq, PeerWaiter& waiter) {
   }
 }
 
-void OneShot::reduceAll(const CollCall& call, int buffer, size_t offset, size_t count, void* dst) {
+void OneShot::reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst) {
   // The kernel takes a bounded number of sources per pass; wider jobs fold into dst.
   const void* srcs[kernels::kMaxReduceSources];
   void* dsts[1] = {dst};
@@ -66,41 +119,41 @@ void OneShot::reduceAll(const CollCall& call, int buffer, size_t offset, size_t 
     int nsrcs = 0;
     if (folded) srcs[nsrcs++] = dst;
     while (first < nranks_ && nsrcs < kernels::kMaxReduceSources)
-      srcs[nsrcs++] = bufferOf(first++, buffer) + offset * call.elemSize;
+      srcs[nsrcs++] = inputOf(first++, region) + offset * call.elemSize;
     int avgDivisor = (call.op == collAvg && first == nranks_ && nranks_ > 1) ? nranks_ : 0;
     kernels::reduceCopy(call.datatype, call.op, srcs, nsrcs, dsts, 1, count, avgDivisor);
     folded = true;
   }
 }
 
-void OneShot::computeOutput(const CollCall& call, int buffer) {
+void OneShot::computeOutput(const CollCall& call, const Region& region) {
   size_t bytes = call.count * call.elemSize;
   uint8_t* out = static_cast<uint8_t*>(call.recvbuff);
   switch (call.type) {
     case CollType::kAllReduce:
-      reduceAll(call, buffer, 0, call.count, out);
+      reduceAll(call, region, 0, call.count, out);
       break;
     case CollType::kReduce:
-      if (rank_ == call.root) reduceAll(call, buffer, 0, call.count, out);
+      if (rank_ == call.root) reduceAll(call, region, 0, call.count, out);
       break;
     case CollType::kReduceScatter:
-      reduceAll(call, buffer, static_cast<size_t>(rank_) * call.count, call.count, out);
+      reduceAll(call, region, static_cast<size_t>(rank_) * call.count, call.count, out);
       break;
     case CollType::kBroadcast:
-      kernels::copyBytes(out, bufferOf(call.root, buffer), bytes);
+      if (out != call.sendbuff || rank_ != call.root) kernels::copyBytes(out, inputOf(call.root, region), bytes);
       break;
     case CollType::kAllGather:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer), bytes);
+      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region), bytes);
       break;
     case CollType::kGather:
       if (rank_ == call.root)
-        for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer), bytes);
+        for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region), bytes);
       break;
     case CollType::kScatter:
-      kernels::copyBytes(out, bufferOf(call.root, buffer) + rank_ * bytes, bytes);
+      kernels::copyBytes(out, inputOf(call.root, region) + rank_ * bytes, bytes);
       break;
     case CollType::kAllToAll:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, bufferOf(r, buffer) + rank_ * bytes, bytes);
+      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region) + rank_ * bytes, bytes);
       break;
     default:
       break;

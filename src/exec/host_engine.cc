@@ -25,6 +25,7 @@ NativeRunner& HostEngine::native(Algo algo) {
     native.rank = args_.rank;
     native.nranks = args_.nranks;
     native.streamingBytes = args_.streamingBytes;
+    native.oneshotBytes = args_.planContext->oneshotBytes;
     runner = row.makeNative(native);
   }
   return *runner;

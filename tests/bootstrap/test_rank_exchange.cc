@@ -105,7 +105,9 @@ TEST_P(RankExchangeThreads, AllGatherMatchesTheReferenceTwiceOverTheSameLinks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RankExchangeThreads, ::testing::Values(1, 2, 3, 5, 8, 17),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
 
 // Runs body(rank) in n forked processes against a store in this process; returns each exit status.
 std::vector<int> runProcesses(int n, const std::function<int(int)>& body) {
@@ -152,7 +154,9 @@ TEST_P(RankExchangeProcesses, AllGatherMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RankExchangeProcesses, ::testing::Values(1, 2, 3, 5, 8, 17),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
 
 // Rank 3 dies (SIGKILL) after the first exchange: every survivor's second one ends with
 // collRemoteError naming it, within seconds of a 60 s deadline.
@@ -279,9 +283,8 @@ TEST(RankExchangeFaults, APeerSendingAnOversizedFrameIsAnErrorNotACrash) {
     recvAll(conn.get(), &byte, 1, in(5000));  // until rank 0 closes
   });
   const auto start = Clock::now();
-  std::string message = expectCollError(collRemoteError, [&] {
-    RankExchange(connect(server), 0, 2).allGather("g", recordOf(0, 0), in(30000));
-  });
+  std::string message = expectCollError(
+      collRemoteError, [&] { RankExchange(connect(server), 0, 2).allGather("g", recordOf(0, 0), in(30000)); });
   hostile.join();
   EXPECT_LT(testing::msSince(start), 10000);
   EXPECT_NE(message.find("link to rank 1 failed"), std::string::npos) << message;
