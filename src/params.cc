@@ -159,6 +159,7 @@ const Params& processParams() {
     p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
     p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
     p.slotBytes = (p.slotBytes + 63) / 64 * 64;
+    p.slotBytesSet = getenv("COLL_SHM_SLOT_BYTES") != nullptr && *getenv("COLL_SHM_SLOT_BYTES") != '\0';
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
     p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);

@@ -29,6 +29,7 @@ struct Params {
   // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
   // cuts a step into slices of one size on both ends of every connection.
   size_t slotBytes = 128 << 10;
+  bool slotBytesSet = false;  // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
   size_t oneshotBytes = 64 << 10;    // COLL_ONESHOT_BYTES (per rank, per buffer)
   int spinMicros = -1;               // COLL_SPIN_US (-1: chosen from ranks per core)
   size_t directReadBytes = 1 << 20;  // COLL_DIRECT_READ_BYTES (0: never)
