@@ -359,10 +359,10 @@ TEST(NetHandshake, ADiallerRefusesAListenerThatCannotProveTheSecret) {
       afterHello.push_back(chunk[0]);
     }
   });
+  Doorbell bell;  // before the domain: its progress thread rings it until the domain is gone
   NetDomain dialler(twoRankArgs(1, &peers, &settings));
   const std::string mine = dialler.card(0);
   std::string message;
-  Doorbell bell;
   try {
     dialler.connect(0, {std::string(reinterpret_cast<const char*>(&card), sizeof(card)), mine},
                     coll::deadlineAfter(std::chrono::milliseconds(3000)));
