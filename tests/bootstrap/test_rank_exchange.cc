@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -110,11 +112,21 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RankExchangeThreads, ::testing::Values(1, 2, 3, 
                          });
 
 // Runs body(rank) in n forked processes against a store in this process; returns each exit status.
+// The children start only once the last one is forked: a child forked while the store's thread
+// serves its elder siblings could inherit a lock that thread held (an allocator's, under
+// AddressSanitizer) and wait on it forever.
 std::vector<int> runProcesses(int n, const std::function<int(int)>& body) {
+  int go[2];
+  if (pipe(go) != 0) return std::vector<int>(static_cast<size_t>(n), -1);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      close(go[1]);
+      char start;
+      while (read(go[0], &start, 1) < 0 && errno == EINTR) {
+      }
+      close(go[0]);
       int code = 99;
       try {
         code = body(r);
@@ -126,6 +138,8 @@ std::vector<int> runProcesses(int n, const std::function<int(int)>& body) {
     }
     pids.push_back(pid);
   }
+  close(go[0]);
+  close(go[1]);  // every child's read returns: they start together
   std::vector<int> statuses;
   for (pid_t pid : pids) {
     int status = 0;
