@@ -17,7 +17,9 @@ from gloo_parity import same_exception_type
 OPERATIONS = {
     "barrier": lambda group: dist.barrier(group=group),
     "all_reduce": lambda group: dist.all_reduce(torch.ones(3), group=group),
-    "broadcast": lambda group: dist.broadcast(torch.ones(3), src=0, group=group),
+    # From rank 1, which never calls: rank 0 waits for it. (Rank 0 as the source may return at
+    # once: a small broadcast's root publishes its input and goes on, as an eager send does.)
+    "broadcast": lambda group: dist.broadcast(torch.ones(3), src=1, group=group),
 }
 
 
