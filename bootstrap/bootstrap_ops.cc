@@ -18,8 +18,6 @@ void checkRank(const char* function, const std::string& tag, int rank, int nrank
 }
 
 const char kDepartedKey[] = "departed";
-// How often a wait looks up whether a rank has departed; a departure is noticed this late at most.
-constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
 
 // Throws collRemoteError naming the departed rank (whose notice is in the store).
 [[noreturn]] void throwDeparted(Store& store, const std::string& during, Deadline deadline) {

@@ -3,6 +3,8 @@
 // connection descriptors, host hashes.
 #pragma once
 
+#include <chrono>
+
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ void announceDepartureOnClose(Store& store, const std::string& what);
 // For a step that waits on something other than the store (transports connecting): throws
 // collRemoteError naming the rank when one that called announceDepartureOnClose on this store has
 // lost its connection, so the step can stop waiting for it. `during` names the step.
+// How often a wait looks up whether a rank has departed: a departure is noticed this late at most.
+constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
+
 void throwIfARankDeparted(Store& store, const std::string& during, Deadline deadline);
 
 // Waits until `until` for a departure notice; throws collRemoteError naming the rank when one

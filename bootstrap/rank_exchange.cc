@@ -22,8 +22,6 @@ using wire::Op;
 
 namespace {
 
-// How often a wait looks for a departure notice in the store (as the store's own waits do).
-constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
 // How long a rank that saw a peer's link close waits for the notice that names who left first.
 constexpr auto kDepartureNoticeGrace = std::chrono::milliseconds(2000);
 // Connections to the listener still proving themselves: more are refused at once, so strangers
@@ -117,8 +115,10 @@ void RankExchange::acceptPending() {
     size_t handshaking = 0;
     for (const auto& link : links_) handshaking += !link->dialled() && !link->ready() ? 1 : 0;
     if (handshaking >= kMaxHandshakingLinks) {
-      COLL_WARN(kBootstrap, "bootstrap listener %s: refused a connection from %s: %zu others are still proving "
-                "themselves", address_.c_str(), address.toString().c_str(), handshaking);
+      COLL_WARN(kBootstrap,
+                "bootstrap listener %s: refused a connection from %s: %zu others are still proving "
+                "themselves",
+                address_.c_str(), address.toString().c_str(), handshaking);
       continue;
     }
     setNoDelay(fd.get());
@@ -129,8 +129,10 @@ void RankExchange::acceptPending() {
 void RankExchange::lostPeer(int peer, const std::string& during, Deadline deadline) {
   // The peer may only have failed because another rank died: the notice names the first to go.
   throwIfARankDepartsBy(*store_, during, Clock::now() + kDepartureNoticeGrace, deadline);
-  throwError(collRemoteError, "%s: rank %d closed its bootstrap connection with rank %d (it failed or exited) before "
-             "the exchange was done", during.c_str(), peer, rank_);
+  throwError(collRemoteError,
+             "%s: rank %d closed its bootstrap connection with rank %d (it failed or exited) before "
+             "the exchange was done",
+             during.c_str(), peer, rank_);
 }
 
 // Anything wrong with a link to a known peer throws; a connection to the listener that fails its
@@ -155,7 +157,8 @@ void RankExchange::serviceLink(size_t index, short revents, const std::string& d
     }
   } catch (const LinkRefused& refused) {
     if (link.dialled())
-      throwError(collRemoteError, "%s: the link to rank %d failed: %s", during.c_str(), link.peer(), refused.why.c_str());
+      throwError(collRemoteError, "%s: the link to rank %d failed: %s", during.c_str(), link.peer(),
+                 refused.why.c_str());
     if (link.ready())
       throwError(collRemoteError, "%s: rank %d sent %s", during.c_str(), link.peer(), refused.why.c_str());
     COLL_WARN(kBootstrap, "bootstrap listener %s: dropped a connection from %s: %s", address_.c_str(),
@@ -231,10 +234,13 @@ std::vector<Bytes> RankExchange::gatherRounds(const std::string& tag, const Byte
     const int count = std::min(d, nranks_ - d);
     const int to = peerAt(-d);
     const int from = peerAt(d);
-    const std::string during =
-        formatString("bootstrap allGather('%s') round %d (records to rank %d, from rank %d)", tag.c_str(), round, to, from);
+    const std::string during = formatString("bootstrap allGather('%s') round %d (records to rank %d, from rank %d)",
+                                            tag.c_str(), round, to, from);
     FrameWriter frame(Op::kRankRecords, 0);
-    frame.str(tag).u32(static_cast<uint32_t>(round)).u32(static_cast<uint32_t>(rank_)).u32(static_cast<uint32_t>(count));
+    frame.str(tag)
+        .u32(static_cast<uint32_t>(round))
+        .u32(static_cast<uint32_t>(rank_))
+        .u32(static_cast<uint32_t>(count));
     size_t bytes = 0;
     for (int i = 0; i < count; ++i) {
       bytes += have[static_cast<size_t>(i)].size() + 4;

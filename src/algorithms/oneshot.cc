@@ -48,11 +48,8 @@ OneShot::Region OneShot::chooseRegion(const CollCall& call, uint64_t seq) {
 
 void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
   if (lastUse == 0) return;  // never written
-  for (int r = 0; r < nranks_; ++r) {
-    if (seen_[r] > lastUse) continue;
-    while ((seen_[r] = areas_[r]->oneshotSeq.load(std::memory_order_acquire)) <= lastUse) waiter.idle();
-    waiter.progressed();
-  }
+  for (int r = 0; r < nranks_; ++r)
+    if (seen_[r] <= lastUse) waitForRanks(lastUse + 1, r, waiter);
 }
 
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
