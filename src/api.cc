@@ -134,10 +134,7 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     // The device setup (comm_device.cc) happens here, inside a group too: it does not depend on
     // which call comes first.
     c.engineFor(stream);
-    if (groupActive()) {
-      groupEnqueue(&c, call, stream);
-      return;
-    }
+    if (groupEnqueueIfOpen(&c, call, stream)) return;
     c.run(call, stream);
   });
 }
@@ -214,10 +211,11 @@ COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collU
     // (once the other ranks are gone too). Not after a failed init: the other ranks may still be
     // on their way, and should hear of the failure, not find no server.
     auto formed = std::make_shared<std::atomic<bool>>(false);
-    std::shared_ptr<coll::bootstrap::Store> store(client.get(), [client, formed, commId](coll::bootstrap::Store*) mutable {
-      client.reset();
-      if (formed->load()) coll::bootstrap::releaseUniqueIdServer(commId);
-    });
+    std::shared_ptr<coll::bootstrap::Store> store(client.get(),
+                                                  [client, formed, commId](coll::bootstrap::Store*) mutable {
+                                                    client.reset();
+                                                    if (formed->load()) coll::bootstrap::releaseUniqueIdServer(commId);
+                                                  });
     coll::initWithStore(comm, store, nranks, rank, options);
     formed->store(true);
   });

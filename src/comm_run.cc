@@ -2,6 +2,7 @@
 // COLL_CHECK exchange, turning an error into the communicator's failure (peers stop waiting for
 // this rank at once).
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "src/comm.h"
@@ -10,7 +11,12 @@ namespace coll {
 
 void Communicator::run(const CollCall& call, collStream_t stream) {
   if (call.type == CollType::kSend || call.type == CollType::kRecv) {
-    runPointToPoint({call}, stream);
+    // A send or receive outside a group is a group of one; the vector is kept so that a loop of
+    // them allocates nothing.
+    thread_local std::vector<CollCall> single(1);
+    single.resize(1);
+    single[0] = call;
+    runPointToPoint(single, stream);
     return;
   }
   Engine& engine = engineFor(stream);

@@ -9,66 +9,107 @@
 namespace coll {
 namespace {
 
-struct PendingCall {
+struct QueuedFor {
   Communicator* comm;
-  CollCall call;
   collStream_t stream;
 };
 
+// The queue as two parallel vectors, so that the usual group (sends and receives on one
+// communicator and stream) hands its calls to the communicator as they are, without a copy. The
+// vectors keep their capacity between groups: a send/receive loop allocates nothing after its
+// first round.
 struct GroupState {
   int depth = 0;
-  std::vector<PendingCall> pending;
+  std::vector<CollCall> calls;
+  std::vector<QueuedFor> queuedFor;  // per call
+  std::vector<Communicator*> comms;  // scratch for groupEnd
+  std::vector<CollCall> batch;       // scratch for groupEnd
 };
 
 thread_local GroupState tGroup;
 
 bool isPointToPoint(const CollCall& call) { return call.type == CollType::kSend || call.type == CollType::kRecv; }
 
-}  // namespace
-
-bool groupActive() { return tGroup.depth > 0; }
-
-void groupStart() { ++tGroup.depth; }
-
-void groupEnqueue(Communicator* comm, const CollCall& call, collStream_t stream) {
-  tGroup.pending.push_back({comm, call, stream});
+// Every queued call is a send or receive of `comm` on one stream.
+bool onePointToPointBatch(const GroupState& g) {
+  for (size_t i = 0; i < g.calls.size(); ++i)
+    if (!isPointToPoint(g.calls[i]) || g.queuedFor[i].comm != g.queuedFor[0].comm ||
+        g.queuedFor[i].stream != g.queuedFor[0].stream)
+      return false;
+  return true;
 }
 
-void groupEnd() {
-  if (tGroup.depth == 0) throwError(collInvalidUsage, "collGroupEnd: no matching collGroupStart on this thread");
-  if (--tGroup.depth > 0) return;
-  std::vector<PendingCall> pending;
-  pending.swap(tGroup.pending);
-  // Per communicator, in the order of first use: consecutive point-to-point calls on one stream
-  // run together (so a rank can send to and receive from the same peers without deadlock);
-  // collectives run in the order they were called.
-  std::vector<Communicator*> comms;
-  for (const PendingCall& p : pending)
-    if (std::find(comms.begin(), comms.end(), p.comm) == comms.end()) comms.push_back(p.comm);
-  for (Communicator* comm : comms) {
-    std::vector<CollCall> batch;
+// Per communicator, in the order of first use: consecutive point-to-point calls on one stream run
+// together (so a rank can send to and receive from the same peers without deadlock); collectives
+// run in the order they were called.
+void runQueued(GroupState& g) {
+  g.comms.clear();
+  for (const QueuedFor& q : g.queuedFor)
+    if (std::find(g.comms.begin(), g.comms.end(), q.comm) == g.comms.end()) g.comms.push_back(q.comm);
+  for (Communicator* comm : g.comms) {
+    g.batch.clear();
     collStream_t batchStream = nullptr;
     auto flush = [&] {
-      if (!batch.empty()) comm->runPointToPoint(batch, batchStream);
-      batch.clear();
+      if (!g.batch.empty()) comm->runPointToPoint(g.batch, batchStream);
+      g.batch.clear();
     };
     try {
-      for (const PendingCall& p : pending) {
-        if (p.comm != comm) continue;
-        if (isPointToPoint(p.call)) {
-          if (!batch.empty() && p.stream != batchStream) flush();
-          batchStream = p.stream;
-          batch.push_back(p.call);
+      for (size_t i = 0; i < g.calls.size(); ++i) {
+        const QueuedFor& q = g.queuedFor[i];
+        if (q.comm != comm) continue;
+        if (isPointToPoint(g.calls[i])) {
+          if (!g.batch.empty() && q.stream != batchStream) flush();
+          batchStream = q.stream;
+          g.batch.push_back(g.calls[i]);
           continue;
         }
         flush();
-        comm->run(p.call, p.stream);
+        comm->run(g.calls[i], q.stream);
       }
       flush();
     } catch (CollError& e) {
       e.setCommunicator(comm->id());  // collGetLastError(comm) then finds it
       throw;
     }
+  }
+}
+
+}  // namespace
+
+void groupStart() { ++tGroup.depth; }
+
+bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
+  GroupState& g = tGroup;
+  if (g.depth == 0) return false;
+  g.calls.push_back(call);
+  g.queuedFor.push_back({comm, stream});
+  return true;
+}
+
+void groupEnd() {
+  GroupState& g = tGroup;
+  if (g.depth == 0) throwError(collInvalidUsage, "collGroupEnd: no matching collGroupStart on this thread");
+  if (--g.depth > 0) return;
+  // The queue is empty again when this returns, whatever a call throws. (Calls run with the depth
+  // back at 0, so nothing they do can add to the queue meanwhile.)
+  struct Clear {
+    GroupState& g;
+    ~Clear() {
+      g.calls.clear();
+      g.queuedFor.clear();
+    }
+  } clear{g};
+  if (g.calls.empty()) return;
+  if (!onePointToPointBatch(g)) {
+    runQueued(g);
+    return;
+  }
+  Communicator* comm = g.queuedFor[0].comm;
+  try {
+    comm->runPointToPoint(g.calls, g.queuedFor[0].stream);
+  } catch (CollError& e) {
+    e.setCommunicator(comm->id());
+    throw;
   }
 }
 

@@ -3,18 +3,17 @@
 // process-wide state of the API besides the parameter cache.
 #pragma once
 
-#include <functional>
-
 #include "src/coll_call.h"
 
 namespace coll {
 
 class Communicator;
 
-bool groupActive();
 void groupStart();
-// Queues a call (and its stream: NULL for host memory) for GroupEnd.
-void groupEnqueue(Communicator* comm, const CollCall& call, collStream_t stream);
+// Inside a group, queues the call (and its stream: NULL for host memory) for GroupEnd and returns
+// true; outside one, returns false and the caller runs the call. One function for both, since the
+// queue is thread-local and every lookup of it shows on an 8-byte send.
+bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream);
 // Leaves one level; at the outermost level runs the queued calls (throws the first error).
 void groupEnd();
 

@@ -103,8 +103,8 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
                enumBits(c.datatype), static_cast<int>(collNumTypes));
   c.elemSize = kernels::dataTypeSize(c.datatype);
   if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
-    throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn,
-               enumBits(c.op), static_cast<int>(collNumOps));
+    throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn, enumBits(c.op),
+               static_cast<int>(collNumOps));
   if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);
@@ -115,7 +115,9 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
   if (maxMul == 0) maxMul = 1;
-  if (c.count > SIZE_MAX / c.elemSize / maxMul)
+  size_t totalBytes;  // overflow checked by multiplying: two divisions showed on an 8-byte call
+  if (__builtin_mul_overflow(c.count, c.elemSize, &totalBytes) ||
+      __builtin_mul_overflow(totalBytes, maxMul, &totalBytes))
     throwError(collInvalidArgument, "%s: count %zu of %s (x%zu ranks) overflows size_t bytes", fn, c.count,
                kernels::dataTypeName(c.datatype), maxMul);
   if (c.count == 0) return;

@@ -44,6 +44,21 @@ class RecvConnection {
   virtual void release() = 0;
   // The sender cuts data into slots of this size; both ends use it to agree on slices.
   virtual size_t slotBytes() const = 0;
+
+  // Receiving straight into the caller's memory, for transports that move bytes with a system call
+  // (sockets), so that a frame is read once instead of into a slot and then copied out. The
+  // executor announces that the next frames it will take (from the one tryPeek returns next) are
+  // the slices of `totalBytes` bytes bound for `destination`, each `sliceBytes` long but the last.
+  // The transport may then read such a frame straight into its place there; tryPeek returns that
+  // place, and the executor, finding its data already at home, copies nothing. Frames that came
+  // in before the offer stay in their slots. withdrawLanding() ends the offer before the call
+  // returns, whether it succeeded or not: from then on nothing writes into `destination`, and any
+  // frame already read there but not yet taken is moved into its slot.
+  virtual bool acceptsLanding() const { return false; }
+  virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+    (void)destination, (void)totalBytes, (void)sliceBytes;
+  }
+  virtual void withdrawLanding() {}
 };
 
 // A transport whose bytes must be moved by someone (sockets): while a collective runs, the

@@ -1,6 +1,7 @@
 #include "src/exec/executor.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
@@ -16,17 +17,41 @@ void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
   return static_cast<char*>(base) + (ref.offset + extra) * b.elemSize;
 }
 
+[[noreturn]] void throwSliceMismatch(int peer, size_t bytes, size_t expected) {
+  throwError(collRemoteError,
+             "rank %d sent a slice of %zu bytes where %zu were expected: do all ranks call the same collective "
+             "with the same count and datatype? (COLL_CHECK=1 tells which rank differs)",
+             peer, bytes, expected);
+}
+
 }  // namespace
 
 Executor::Executor(ConnectionSource& connections, int nranks)
-    : connections_(connections), sendClaim_(nranks, 0), recvClaim_(nranks, 0), externalSent_(nranks, 0) {}
+    : connections_(connections),
+      sendClaim_(nranks, 0),
+      recvClaim_(nranks, 0),
+      externalSent_(nranks, 0),
+      sends_(nranks, nullptr),
+      recvs_(nranks, nullptr) {}
+
+transport::SendConnection* Executor::sendTo(int peer) {
+  transport::SendConnection*& send = sends_[peer];
+  if (send == nullptr) send = connections_.sendConnection(peer);
+  return send;
+}
+
+transport::RecvConnection* Executor::recvFrom(int peer) {
+  transport::RecvConnection*& recv = recvs_[peer];
+  if (recv == nullptr) recv = connections_.recvConnection(peer);
+  return recv;
+}
 
 void Executor::awaitExternalSends(ProgressWaiter& waiter) {
   // The caller may reuse its buffers once the call returns: frames sent straight from them must
   // have left first.
   for (size_t peer = 0; peer < externalSent_.size(); ++peer) {
     if (!externalSent_[peer]) continue;
-    transport::SendConnection* send = connections_.sendConnection(static_cast<int>(peer));
+    transport::SendConnection* send = sendTo(static_cast<int>(peer));
     while (send->externalPending()) waiter.idle();
     externalSent_[peer] = 0;
   }
@@ -55,21 +80,21 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   int nsrcs = 0, ndsts = 0;
   if (usesPeers) {
     // Every connection has the same slot size, so both ends cut a step into the same slices.
-    for (int i = 0; i < step.nsend; ++i) sends[i] = connections_.sendConnection(step.sendPeers[i]);
-    for (int i = 0; i < step.nrecv; ++i) recvs[i] = connections_.recvConnection(step.recvPeers[i]);
+    for (int i = 0; i < step.nsend; ++i) sends[i] = sendTo(step.sendPeers[i]);
+    for (int i = 0; i < step.nrecv; ++i) recvs[i] = recvFrom(step.recvPeers[i]);
     size_t slotBytes = step.nsend > 0 ? sends[0]->slotBytes() : recvs[0]->slotBytes();
     slice = std::min(slice, slotBytes / b.elemSize);
+    if (!active.landingOffered && step.nrecv == 1) {
+      active.landingOffered = true;
+      offerLanding(step, recvs[0], b, slotBytes / b.elemSize);
+    }
   }
   size_t sliceBytes = slice * b.elemSize;
   for (int i = 0; i < step.nrecv; ++i) {
     size_t bytes = 0;
     const void* data = recvs[i]->tryPeek(&bytes);
     if (data == nullptr) return false;
-    if (bytes != sliceBytes)
-      throwError(collRemoteError,
-                 "rank %d sent a slice of %zu bytes where %zu were expected: do all ranks call the same collective "
-                 "with the same count and datatype? (COLL_CHECK=1 tells which rank differs)",
-                 step.recvPeers[i], bytes, sliceBytes);
+    if (bytes != sliceBytes) throwSliceMismatch(step.recvPeers[i], bytes, sliceBytes);
     srcs[nsrcs++] = data;
   }
   void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
@@ -92,8 +117,10 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     srcs[at] = localSrc;
     ++nsrcs;
   }
-  if (localDst != nullptr) dsts[ndsts++] = localDst;
-  if (slice > 0 && nsrcs > 0) {
+  // A received slice the transport read straight into place (offerLanding) needs no copy there.
+  bool landed = localDst != nullptr && nsrcs == 1 && srcs[0] == localDst;
+  if (localDst != nullptr && !landed) dsts[ndsts++] = localDst;
+  if (slice > 0 && nsrcs > 0 && ndsts > 0) {
     int avgDivisor = (step.finalAvg && b.op == collAvg && b.nranks > 1) ? b.nranks : 0;
     // The kernel takes a bounded number of destinations per pass; wider fan-outs take several.
     for (int first = 0; first < ndsts; first += kernels::kMaxCopyDestinations) {
@@ -121,14 +148,96 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   return true;
 }
 
+bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter) {
+  // Up to here a copy through the slot costs less than the schedule (and, on sockets, than
+  // waiting for a frame sent from the caller's memory to leave, as larger sends do).
+  constexpr size_t kSmallBytes = 16 << 10;
+  if (calls.size() > kMaxStepPeers) return false;
+  transport::SendConnection* sends[kMaxStepPeers];
+  void* slots[kMaxStepPeers];
+  ++round_;  // claims of this group, so a peer appearing twice sends the group to the schedule
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CollCall& call = calls[i];
+    size_t bytes = call.count * call.elemSize;
+    if (call.type == CollType::kSend) {
+      if (sendClaim_[call.peer] == round_) return false;
+      sendClaim_[call.peer] = round_;
+      sends[i] = sendTo(call.peer);
+      if (bytes > kSmallBytes || bytes > sends[i]->slotBytes() || (slots[i] = sends[i]->tryAcquire()) == nullptr)
+        return false;
+    } else {
+      if (recvClaim_[call.peer] == round_) return false;
+      recvClaim_[call.peer] = round_;
+      if (bytes > kSmallBytes || bytes > recvFrom(call.peer)->slotBytes()) return false;
+    }
+  }
+  size_t pending = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CollCall& call = calls[i];
+    size_t bytes = call.count * call.elemSize;
+    if (bytes == 0) continue;  // as in the schedule: a zero-byte call exchanges nothing
+    if (call.type == CollType::kSend) {
+      std::memcpy(slots[i], call.sendbuff, bytes);
+      sends[i]->post(bytes);
+    } else {
+      ++pending;
+    }
+  }
+  uint32_t done[kMaxStepPeers] = {};
+  while (pending > 0) {
+    bool moved = false;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const CollCall& call = calls[i];
+      size_t bytes = call.count * call.elemSize;
+      if (call.type != CollType::kRecv || bytes == 0 || done[i]) continue;
+      transport::RecvConnection* recv = recvFrom(call.peer);
+      size_t arrived = 0;
+      const void* data = recv->tryPeek(&arrived);
+      if (data == nullptr) continue;
+      if (arrived != bytes) throwSliceMismatch(call.peer, arrived, bytes);
+      std::memcpy(call.recvbuff, data, bytes);
+      recv->release();
+      done[i] = 1;
+      --pending;
+      moved = true;
+    }
+    if (pending == 0) break;
+    if (moved) {
+      waiter.progressed();
+    } else {
+      waiter.idle();
+    }
+  }
+  return true;
+}
+
+void Executor::offerLanding(const Step& step, transport::RecvConnection* recv, const ExecBuffers& b,
+                            size_t sliceElems) {
+  if (step.src.buffer != BufferId::kNone || step.dst.buffer == BufferId::kNone || step.count == 0 ||
+      !recv->acceptsLanding())
+    return;
+  recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize);
+  landings_.push_back(recv);
+}
+
+void Executor::withdrawLandings() {
+  for (transport::RecvConnection* recv : landings_) recv->withdrawLanding();
+  landings_.clear();
+}
+
 void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter) {
+  // No transport writes into the caller's memory after the call, even one that fails.
+  struct Withdraw {
+    Executor& executor;
+    ~Withdraw() { executor.withdrawLandings(); }
+  } withdraw{*this};
   const std::vector<Step>& steps = schedule.steps;
   size_t next = 0;
   while (next < steps.size()) {
     if (steps[next].afterSends) awaitExternalSends(waiter);
     batch_.clear();
     do {
-      batch_.push_back({&steps[next], 0});
+      batch_.push_back({&steps[next], 0, false});
     } while (steps[next++].joinNext && next < steps.size());
     size_t remaining = batch_.size();
     // Zero-count steps exchange nothing on either side.

@@ -16,6 +16,8 @@
 
 namespace coll {
 
+// A connection, once returned for a peer, stays the same object for the source's lifetime: the
+// executor keeps the pointers (a lookup per slice took a lock in the domain).
 class ConnectionSource {
  public:
   virtual ~ConnectionSource() = default;
@@ -37,24 +39,41 @@ class Executor {
  public:
   Executor(ConnectionSource& connections, int nranks);
   void run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter);
+  // Runs a group of sends and receives that each fit one slot, with at most one of each per peer,
+  // without a schedule: acquire every send slot, fill and post them, then take each receive as it
+  // arrives. Returns false, having touched nothing, when the group does not qualify or a send slot
+  // is still in flight; the caller then runs the group's schedule. At 8 bytes the schedule's
+  // bookkeeping took longer than the transfer.
+  bool tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter);
 
  private:
   struct ActiveStep {
     const Step* step;
     size_t done;
+    bool landingOffered;
   };
+  // Offers the step's receive connection its destination (transport.h, offerLanding) when the
+  // step only copies what one peer sends into the caller's memory.
+  void offerLanding(const Step& step, transport::RecvConnection* recv, const ExecBuffers& buffers, size_t sliceElems);
+  // Ends every offer of this call (on return and on error alike).
+  void withdrawLandings();
   // Moves one slice of a step if every peer is ready; returns true if it moved.
   bool advance(ActiveStep& active, const ExecBuffers& buffers);
   // Claims the step's connections for this round; false if an earlier step holds one.
   bool claim(const Step& step);
   // Waits until every frame sent straight from the caller's buffers has gone out.
   void awaitExternalSends(ProgressWaiter& waiter);
+  transport::SendConnection* sendTo(int peer);
+  transport::RecvConnection* recvFrom(int peer);
 
   ConnectionSource& connections_;
   std::vector<ActiveStep> batch_;
   std::vector<uint32_t> sendClaim_;  // round number that claimed each send connection
   std::vector<uint32_t> recvClaim_;
-  std::vector<uint8_t> externalSent_;  // per peer: this call sent from the caller's memory
+  std::vector<uint8_t> externalSent_;              // per peer: this call sent from the caller's memory
+  std::vector<transport::SendConnection*> sends_;  // per peer, once first asked for
+  std::vector<transport::RecvConnection*> recvs_;
+  std::vector<transport::RecvConnection*> landings_;  // offered a landing during this call
   uint32_t round_ = 0;
 };
 

@@ -10,8 +10,7 @@ HostEngine::HostEngine(HostEngineArgs args)
     : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
 
 ProgressWaiter HostEngine::makeWaiter(const char* what) const {
-  auto deadline = Clock::now() + std::chrono::milliseconds(args_.timeoutMs);
-  return ProgressWaiter(args_.bell, args_.spinNs, deadline, args_.healthCheck, what, args_.timeoutMs, args_.drivers);
+  return ProgressWaiter(args_.bell, args_.spinNs, args_.healthCheck, what, args_.timeoutMs, args_.drivers);
 }
 
 NativeRunner& HostEngine::native(Algo algo) {
@@ -95,9 +94,11 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
 void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t) {
   // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
   // different types, and every transfer progresses together.
-  Schedule schedule = pointToPointSchedule(calls);
-  if (schedule.steps.empty()) return;
   ProgressWaiter waiter = makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd");
+  if (executor_.tryRunSmallPointToPoint(calls, waiter)) return;
+  fillPointToPointSchedule(calls, pointToPointSchedule_);
+  const Schedule& schedule = pointToPointSchedule_;
+  if (schedule.steps.empty()) return;
   ExecBuffers buffers;
   buffers.datatype = collUint8;
   buffers.elemSize = 1;

@@ -43,7 +43,7 @@ class HostEngine : public Engine {
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
 
  private:
-  // A waiter for one call: its deadline starts now.
+  // A waiter for one call (its deadline starts at its first wait).
   ProgressWaiter makeWaiter(const char* what) const;
   void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   NativeRunner& native(Algo algo);
@@ -51,6 +51,8 @@ class HostEngine : public Engine {
   // loop repeats the same calls, and planning them again would cost a few hundred instructions of
   // a call that takes a few hundred nanoseconds.
   const Plan& planFor(const CollCall& call);
+
+  Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)
 
   struct KeptPlan {
     bool valid = false;

@@ -11,13 +11,11 @@ constexpr int64_t kYieldNs = 2000000;
 
 }  // namespace
 
-ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
-                               const std::function<void()>& healthCheck, const char* what, int timeoutMs,
-                               const std::vector<transport::ProgressDriver*>& drivers)
+ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck,
+                               const char* what, int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers)
     : bell_(bell),
       drivers_(drivers),
       spinNs_(spinNs),
-      deadline_(deadline),
       healthCheck_(healthCheck),
       what_(what),
       timeoutMs_(timeoutMs),
@@ -57,6 +55,7 @@ void ProgressWaiter::idle() {
     return;
   }
   int64_t now = monotonicNs();
+  if (deadlineNs_ == 0) deadlineNs_ = now + static_cast<int64_t>(timeoutMs_) * 1000000;
   if (idleStartNs_ == 0) idleStartNs_ = now;
   int64_t idleNs = now - idleStartNs_;
   spinning_ = idleNs < spinNs_;
@@ -83,11 +82,11 @@ void ProgressWaiter::sleepUntilRung() {
   if (nowNs - lastHealthCheckNs_ >= 1000000) {
     lastHealthCheckNs_ = nowNs;
     healthCheck_();
-    if (Clock::now() >= deadline_)
+    if (nowNs >= deadlineNs_)
       throwError(collTimeout, "%s: timed out after %d ms waiting for peers (COLL_TIMEOUT_MS or collConfig_t.timeoutMs)",
                  what_, timeoutMs_);
   }
-  int64_t remainingNs = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_ - Clock::now()).count();
+  int64_t remainingNs = deadlineNs_ - monotonicNs();
   if (remainingNs < 1) remainingNs = 1;
   // Wake at least every few milliseconds to look at peers' health even if no one rings.
   tellDrivers(transport::ProgressDriver::Executor::kAsleep);

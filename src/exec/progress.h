@@ -23,9 +23,10 @@ class ProgressWaiter final : public PeerWaiter {
   // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
   // timeout message. drivers: the transports this waiter drives on idle rounds and hands back to
   // their own threads while asleep (sockets); the vector must outlive the waiter.
-  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, Clock::time_point deadline,
-                 const std::function<void()>& healthCheck, const char* what, int timeoutMs,
-                 const std::vector<transport::ProgressDriver*>& drivers);
+  // The deadline is timeoutMs after the first idle round that reads the clock (a call that never
+  // waits reads it not at all: at a few hundred nanoseconds a call, a clock read shows).
+  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck, const char* what,
+                 int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers);
   ~ProgressWaiter() override;
 
   // Call after a round of progress that moved nothing.
@@ -40,7 +41,7 @@ class ProgressWaiter final : public PeerWaiter {
   transport::Doorbell* bell_;
   const std::vector<transport::ProgressDriver*>& drivers_;
   int64_t spinNs_;
-  Clock::time_point deadline_;
+  int64_t deadlineNs_ = 0;  // on monotonicNs(); 0 until the first clock read
   const std::function<void()>& healthCheck_;
   const char* what_;
   int timeoutMs_;

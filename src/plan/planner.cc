@@ -72,8 +72,14 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
 }
 
 Schedule pointToPointSchedule(const std::vector<CollCall>& calls) {
-  // Bytes, whatever each call's datatype: one schedule carries calls of different types.
   Schedule schedule;
+  fillPointToPointSchedule(calls, schedule);
+  return schedule;
+}
+
+void fillPointToPointSchedule(const std::vector<CollCall>& calls, Schedule& schedule) {
+  // Bytes, whatever each call's datatype: one schedule carries calls of different types.
+  schedule.steps.clear();
   schedule.algorithm = "p2p";
   for (const CollCall& call : calls) {
     const size_t bytes = call.count * call.elemSize;
@@ -89,7 +95,6 @@ Schedule pointToPointSchedule(const std::vector<CollCall>& calls) {
     step.joinNext = true;
   }
   if (!schedule.steps.empty()) schedule.steps.back().joinNext = false;
-  return schedule;
 }
 
 Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int n) {

@@ -35,6 +35,9 @@ Schedule buildSchedule(const CollCall& call, const Plan& plan, int rank, int nra
 // The schedule of a group of sends and receives (the host executor's and the device lowering's):
 // one byte-typed step per non-empty call, all joined so that they progress together.
 Schedule pointToPointSchedule(const std::vector<CollCall>& calls);
+// The same into `schedule`, whose vector keeps its capacity from call to call (no allocation on a
+// repeated small send/receive).
+void fillPointToPointSchedule(const std::vector<CollCall>& calls, Schedule& schedule);
 
 // The modelled time of an all-reduce of `bytes` with `algo` in this context, in microseconds:
 // its row's model, for colltopo and the tests.

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -124,8 +125,8 @@ PumpResult NetSendConnection::pump() {
 
 NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
                                      NetConnectionOwner& owner)
-    : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0) {
-  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false});
+    : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0), landedAt_(depth, nullptr) {
+  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false, nullptr});
   attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
 }
 
@@ -143,7 +144,52 @@ const void* NetRecvConnection::tryPeek(size_t* bytes) {
     if (consumed == arrived_.load(std::memory_order_acquire)) return nullptr;
   }
   *bytes = slots_.sizes[slots_.index(consumed)];
-  return slots_.at(consumed);
+  uint8_t* landed = landedAt_[slots_.index(consumed)];
+  return landed != nullptr ? landed : slots_.at(consumed);
+}
+
+void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+  if (totalBytes == 0 || sliceBytes == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  landing_.destination = static_cast<uint8_t*>(destination);
+  landing_.totalBytes = totalBytes;
+  landing_.sliceBytes = sliceBytes;
+  landing_.first = consumed_.load(std::memory_order_relaxed);
+  landing_.end = landing_.first + (totalBytes + sliceBytes - 1) / sliceBytes;
+}
+
+void NetRecvConnection::withdrawLanding() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (landing_.destination == nullptr) return;
+  // A frame being read into the caller's memory continues in its slot, and frames read there but
+  // not taken move into theirs: the caller may reuse that memory once the call returns.
+  for (SocketState& s : sockets_) {
+    if (s.payloadTo == nullptr || s.payloadTo == slots_.at(s.seq)) continue;
+    std::memcpy(slots_.at(s.seq), s.payloadTo, s.payloadGot);
+    s.payloadTo = slots_.at(s.seq);
+    landedAt_[slots_.index(s.seq)] = nullptr;
+  }
+  for (uint64_t seq = consumed_.load(std::memory_order_relaxed); seq < arrived_.load(std::memory_order_relaxed);
+       ++seq) {
+    uint8_t*& landed = landedAt_[slots_.index(seq)];
+    if (landed == nullptr) continue;
+    std::memcpy(slots_.at(seq), landed, slots_.sizes[slots_.index(seq)]);
+    landed = nullptr;
+  }
+  // Complete frames not yet counted as arrived (pump counts them in order) hold their place too.
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    if (!ready_[i] || landedAt_[i] == nullptr) continue;
+    std::memcpy(slots_.memory.get() + i * slots_.slotBytes, landedAt_[i], slots_.sizes[i]);
+    landedAt_[i] = nullptr;
+  }
+  landing_ = Landing{};
+}
+
+uint8_t* NetRecvConnection::landingPlace(uint64_t seq, size_t bytes) const {
+  if (landing_.destination == nullptr || seq < landing_.first || seq >= landing_.end) return nullptr;
+  size_t offset = (seq - landing_.first) * landing_.sliceBytes;
+  size_t expected = std::min(landing_.sliceBytes, landing_.totalBytes - offset);
+  return bytes == expected ? landing_.destination + offset : nullptr;
 }
 
 void NetRecvConnection::release() {
@@ -172,7 +218,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
       n = recv(s.fd, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot,
                MSG_DONTWAIT);
     } else {
-      n = recv(s.fd, slots_.at(s.seq) + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
+      n = recv(s.fd, s.payloadTo + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
     }
     if (n < 0) {
       if (wouldBlock(errno)) return "";
@@ -198,6 +244,9 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
         if (all) departed_.store(true, std::memory_order_release);
         return "";
       }
+      uint8_t* place = landingPlace(s.seq, s.header.bytes);
+      landedAt_[slots_.index(s.seq)] = place;
+      s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
     } else {
       s.payloadGot += static_cast<size_t>(n);
     }
@@ -207,6 +256,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     s.seq += sockets_.size();
     s.headerGot = 0;
     s.payloadGot = 0;
+    s.payloadTo = nullptr;
   }
   return "";
 }

@@ -120,6 +120,9 @@ class NetRecvConnection : public RecvConnection {
   const void* tryPeek(size_t* bytes) override;
   void release() override;
   size_t slotBytes() const override { return slots_.slotBytes; }
+  bool acceptsLanding() const override { return true; }
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void withdrawLanding() override;
 
   // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
   // also go to the owner.
@@ -138,8 +141,21 @@ class NetRecvConnection : public RecvConnection {
     size_t headerGot;   // bytes of its header read so far
     size_t payloadGot;  // bytes of its payload read so far
     NetFrameHeader header;
-    bool closed;  // said goodbye
+    bool closed;         // said goodbye
+    uint8_t* payloadTo;  // where this frame's payload goes: its slot, or its place in a landing
   };
+  // The executor's offer (transport.h, offerLanding): frames first..end-1 go to destination.
+  struct Landing {
+    uint8_t* destination = nullptr;
+    size_t totalBytes = 0;
+    size_t sliceBytes = 0;
+    uint64_t first = 0;
+    uint64_t end = 0;
+  };
+  // Where frame `seq`'s payload of `bytes` goes: its place in the landing, when the offer covers
+  // it and the size is the one the executor expects there (network bytes are not trusted: a
+  // frame of another size goes to its slot, and the executor reports the mismatch), else null.
+  uint8_t* landingPlace(uint64_t seq, size_t bytes) const;
   bool hasRoom(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);
@@ -148,6 +164,10 @@ class NetRecvConnection : public RecvConnection {
   NetConnectionOwner& owner_;
   NetSlots slots_;
   std::vector<uint8_t> ready_;  // per slot: fully read (pump only)
+  // Per slot: where its frame's payload lies, if not in the slot (a landing). Written by pump
+  // before the frame counts as arrived, read by tryPeek after.
+  std::vector<uint8_t*> landedAt_;
+  Landing landing_;  // guarded by mutex_
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order
   std::atomic<uint64_t> consumed_{0};  // written by the executor

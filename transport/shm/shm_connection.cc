@@ -1,6 +1,7 @@
 #include "transport/shm/shm_connection.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace coll {
 namespace transport {
@@ -11,29 +12,39 @@ constexpr size_t roundUp(size_t value, size_t multiple) { return (value + multip
 }  // namespace
 
 size_t shmFifoBytes(int depth, size_t slotBytes) {
-  return sizeof(ShmFifoHeader) + roundUp(sizeof(uint64_t) * depth, 64) + slotBytes * static_cast<size_t>(depth);
+  return sizeof(ShmFifoHeader) + sizeof(ShmSlotControl) * static_cast<size_t>(depth) +
+         roundUp(slotBytes, 64) * static_cast<size_t>(depth);
 }
 
 ShmFifoView::ShmFifoView(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* otherEnd)
     : header(reinterpret_cast<ShmFifoHeader*>(fifo)),
-      sizes(reinterpret_cast<uint64_t*>(fifo + sizeof(ShmFifoHeader))),
-      data(fifo + sizeof(ShmFifoHeader) + roundUp(sizeof(uint64_t) * depth, 64)),
+      controls(reinterpret_cast<ShmSlotControl*>(fifo + sizeof(ShmFifoHeader))),
+      data(fifo + sizeof(ShmFifoHeader) + sizeof(ShmSlotControl) * static_cast<size_t>(depth)),
       slotBytes(slotBytes),
       depth(depth),
       bell(otherEnd) {}
 
 ShmSendConnection::ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell)
-    : fifo_(fifo, depth, slotBytes, receiverBell), head_(fifo_.header->head.load(std::memory_order_relaxed)) {}
+    : fifo_(fifo, depth, slotBytes, receiverBell) {
+  knownTail_ = head_ = fifo_.header->tail.load(std::memory_order_acquire);
+}
 
 void* ShmSendConnection::tryAcquire() {
-  if (head_ - fifo_.header->tail.load(std::memory_order_acquire) >= static_cast<uint64_t>(fifo_.depth)) return nullptr;
+  const uint64_t depth = static_cast<uint64_t>(fifo_.depth);
+  if (head_ - knownTail_ >= depth) {
+    knownTail_ = fifo_.header->tail.load(std::memory_order_acquire);
+    if (head_ - knownTail_ >= depth) return nullptr;
+  }
   return fifo_.slot(head_);
 }
 
 void ShmSendConnection::post(size_t bytes) {
-  fifo_.sizes[head_ % fifo_.depth] = bytes;
+  ShmSlotControl& control = fifo_.control(head_);
+  // A small payload travels in the control line itself; the copy stays in this core's cache.
+  if (bytes <= ShmSlotControl::kInlineBytes) std::memcpy(control.inlineData, fifo_.slot(head_), bytes);
+  control.bytes = bytes;
   ++head_;
-  fifo_.header->head.store(head_, std::memory_order_release);
+  control.posted.store(head_, std::memory_order_release);
   ringDoorbell(fifo_.bell);
 }
 
@@ -41,11 +52,13 @@ ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes,
     : fifo_(fifo, depth, slotBytes, senderBell), tail_(fifo_.header->tail.load(std::memory_order_relaxed)) {}
 
 const void* ShmRecvConnection::tryPeek(size_t* bytes) {
-  if (fifo_.header->head.load(std::memory_order_acquire) <= tail_) return nullptr;
+  const ShmSlotControl& control = fifo_.control(tail_);
+  if (control.posted.load(std::memory_order_acquire) != tail_ + 1) return nullptr;
   // The size comes from another process: clamp it so a corrupt value cannot make a reader run
   // past the slot; the executor then reports the mismatch.
-  *bytes = std::min<uint64_t>(fifo_.sizes[tail_ % fifo_.depth], fifo_.slotBytes + 1);
-  return fifo_.slot(tail_);
+  uint64_t posted = std::min<uint64_t>(control.bytes, fifo_.slotBytes + 1);
+  *bytes = posted;
+  return posted <= ShmSlotControl::kInlineBytes ? control.inlineData : fifo_.slot(tail_);
 }
 
 void ShmRecvConnection::release() {

@@ -1,6 +1,13 @@
-// The shared-memory FIFO between two ranks of one host, as both ends see it: the counters, the
-// slot sizes and the slots, all in the receiver's segment (shm_domain.h), plus the doorbell of
-// the other end, which each side rings after it posts or releases a slot.
+// The shared-memory FIFO between two ranks of one host, as both ends see it: the receiver's
+// release counter, one control line per slot and the slots, all in the receiver's segment
+// (shm_domain.h), plus the doorbell of the other end, which each side rings after it posts or
+// releases a slot.
+//
+// Why a control line per slot rather than a head counter and a size array: the receiver learns
+// that slot s is posted, how many bytes it holds and (for a small message) the bytes themselves
+// from one cache line, which crosses between the cores once. With a shared head counter it took
+// three lines (head, size, data), two of them one after the other: for an 8-byte send that was
+// most of the time. The sender reads the receiver's counter only when the ring looks full.
 #pragma once
 
 #include <atomic>
@@ -14,21 +21,30 @@ namespace coll {
 namespace transport {
 
 struct alignas(64) ShmFifoHeader {
-  std::atomic<uint64_t> head{0};  // slots posted by the sender
-  char padHead[56];
   std::atomic<uint64_t> tail{0};  // slots released by the receiver
   char padTail[56];
 };
 
-// Bytes one FIFO of `depth` slots of `slotBytes` takes in a segment (header, sizes, slots).
+// Posting slot s (counting from 0) stores s + 1 in `posted`, last: the receiver waits for the
+// value it expects, so a line from the previous lap (or zeroed memory) never passes for a post.
+struct alignas(64) ShmSlotControl {
+  static constexpr size_t kInlineBytes = 48;
+  std::atomic<uint64_t> posted{0};
+  uint64_t bytes = 0;
+  uint8_t inlineData[kInlineBytes];  // the payload itself when it is at most kInlineBytes
+};
+static_assert(sizeof(ShmSlotControl) == 64, "a slot's control is one cache line");
+
+// Bytes one FIFO of `depth` slots of `slotBytes` takes in a segment (header, controls, slots).
 size_t shmFifoBytes(int depth, size_t slotBytes);
 
 struct ShmFifoView {
   ShmFifoView(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* otherEnd);
   uint8_t* slot(uint64_t index) const { return data + (index % depth) * slotBytes; }
+  ShmSlotControl& control(uint64_t index) const { return controls[index % depth]; }
 
   ShmFifoHeader* header;
-  uint64_t* sizes;
+  ShmSlotControl* controls;
   uint8_t* data;
   size_t slotBytes;
   int depth;
@@ -45,7 +61,8 @@ class ShmSendConnection : public SendConnection {
 
  private:
   ShmFifoView fifo_;
-  uint64_t head_;
+  uint64_t head_ = 0;
+  uint64_t knownTail_ = 0;  // the receiver's counter when last read: slots below it are free
 };
 
 class ShmRecvConnection : public RecvConnection {
