@@ -79,7 +79,7 @@ Communicator::~Communicator() {
 Deadline Communicator::initDeadline() const { return Clock::now() + std::chrono::milliseconds(options_.timeoutMs); }
 
 std::vector<bootstrap::Bytes> Communicator::gatherFromRanks(const std::string& tag, const bootstrap::Bytes& mine,
-                                                           Deadline deadline) {
+                                                            Deadline deadline) {
   if (exchange_) return exchange_->allGather(tag, mine, deadline);
   return bootstrap::allGather(*store_, tag, rank_, nranks_, mine, deadline);
 }
@@ -138,6 +138,7 @@ constexpr size_t kNetworkOnlySlotBytes = 512 << 10;
 
 void Communicator::setupTransports() {
   transportSettings_.shmFifoDepth = params_.shmFifoDepth;
+  transportSettings_.shmSingleCopyBytes = params_.shmSingleCopyBytes;
   transportSettings_.netFifoDepth = params_.netFifoDepth;
   transportSettings_.oneshotBytes = params_.oneshotBytes;
   transportSettings_.shmNamedSegments = params_.shmNamedSegments;

@@ -156,6 +156,8 @@ const Params& processParams() {
     transport::validateTransportSpec(p.transports);
     if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
+    p.shmSingleCopyBytes =
+        static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_BYTES", 0, 1LL << 50, p.shmSingleCopyBytes));
     p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
     p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
     p.slotBytes = (p.slotBytes + 63) / 64 * 64;
@@ -180,8 +182,7 @@ const Params& processParams() {
     // Parsed (and refused) where verbs opens a device: a rank that never selects verbs ignores it.
     if (const char* hca = getenv("COLL_IB_HCA")) p.ibHca = hca;
     p.ibGidIndex = static_cast<int>(parseInteger("COLL_IB_GID_INDEX", -1, 255, p.ibGidIndex));
-    p.ibQpsPerConnection =
-        static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
+    p.ibQpsPerConnection = static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);

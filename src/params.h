@@ -25,11 +25,12 @@ struct Params {
   std::string transports;                                      // COLL_TRANSPORTS (empty: all)
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
   int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
+  size_t shmSingleCopyBytes = 32 << 10;                        // COLL_SHM_SINGLE_COPY_BYTES (0: never)
   int netFifoDepth = 8;                                        // COLL_NET_FIFO_DEPTH
   // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
   // cuts a step into slices of one size on both ends of every connection.
   size_t slotBytes = 128 << 10;
-  bool slotBytesSet = false;  // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
+  bool slotBytesSet = false;         // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
   size_t oneshotBytes = 64 << 10;    // COLL_ONESHOT_BYTES (per rank, per buffer)
   int spinMicros = -1;               // COLL_SPIN_US (-1: chosen from ranks per core)
   size_t directReadBytes = 1 << 20;  // COLL_DIRECT_READ_BYTES (0: never)
@@ -41,11 +42,11 @@ struct Params {
   // COLL_BOOTSTRAP_EXCHANGE: false (store) sends init's all-gathers through the rendezvous store
   // instead of between the ranks (bootstrap/rank_exchange.h).
   bool bootstrapBetweenRanks = true;
-  int ibTimeout = 18;                // COLL_IB_TIMEOUT (verbs)
-  int ibRetryCount = 7;              // COLL_IB_RETRY_CNT (verbs)
-  std::string ibHca;                 // COLL_IB_HCA (verbs; empty: every device and port)
-  int ibGidIndex = -1;               // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
-  int ibQpsPerConnection = 1;        // COLL_IB_QPS_PER_CONNECTION (verbs)
+  int ibTimeout = 18;          // COLL_IB_TIMEOUT (verbs)
+  int ibRetryCount = 7;        // COLL_IB_RETRY_CNT (verbs)
+  std::string ibHca;           // COLL_IB_HCA (verbs; empty: every device and port)
+  int ibGidIndex = -1;         // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
+  int ibQpsPerConnection = 1;  // COLL_IB_QPS_PER_CONNECTION (verbs)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
   LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)

@@ -17,8 +17,9 @@ std::string listRanks(const std::vector<int>& ranks) {
 }  // namespace
 
 std::string describeUsage(const char* domainName, const DomainUsage& usage) {
-  return formatString("%s: %d %s; sends to %s; receives from %s", domainName, usage.resources, usage.resourceKind,
-                      listRanks(usage.sendPeers).c_str(), listRanks(usage.recvPeers).c_str());
+  return formatString("%s: %d %s; sends to %s; receives from %s; %llu slices received in place", domainName,
+                      usage.resources, usage.resourceKind, listRanks(usage.sendPeers).c_str(),
+                      listRanks(usage.recvPeers).c_str(), static_cast<unsigned long long>(usage.receivedInPlace));
 }
 
 }  // namespace transport

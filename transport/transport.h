@@ -32,6 +32,14 @@ class SendConnection {
   virtual bool acceptsExternal() const { return false; }
   virtual void postExternal(const void* data, size_t bytes) { (void)data, (void)bytes; }
   virtual bool externalPending() const { return false; }
+
+  // Single-copy sends within a host (shared memory where ranks may read each other's memory): a
+  // slice of at least this many bytes may be posted with postExternal as a reference to the
+  // caller's memory, which the receiver copies straight out of (cross-memory attach) and then
+  // acknowledges; until then externalPending() stays true. 0: never. The executor uses it for
+  // point-to-point calls, where one copy instead of two (into the slot, out of it) is the whole
+  // difference; collectives keep their FIFO pipelines and choose direct reads by measurement.
+  virtual size_t singleCopyMinBytes() const { return 0; }
 };
 
 class RecvConnection {

@@ -101,13 +101,17 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
   // Where the slice's result already lies in the caller's memory (the local destination, or the
   // source when the step only forwards it), socket sends go straight from there: no copy into a
-  // slot (transport.h, acceptsExternal).
-  const void* resultInCallerMemory = localDst != nullptr ? localDst : (step.nrecv == 0 ? localSrc : nullptr);
+  // slot (transport.h, acceptsExternal). A step that sends its own input unchanged sends it from
+  // the source, before its local copy: the bytes are on the wire while the copy runs.
+  const bool sendsSource = step.nrecv == 0 && localSrc != nullptr && !(step.finalAvg && b.op == collAvg);
+  const void* resultInCallerMemory = sendsSource ? localSrc : localDst;
   bool external[kMaxStepPeers];
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
-    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal();
+    size_t singleCopyMin = b.singleCopySends ? sends[i]->singleCopyMinBytes() : 0;
+    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 &&
+                  (sends[i]->acceptsExternal() || (singleCopyMin > 0 && sliceBytes >= singleCopyMin));
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {
@@ -117,6 +121,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     srcs[at] = localSrc;
     ++nsrcs;
   }
+  if (sendsSource) postSends(step, sends, external, resultInCallerMemory, sliceBytes, /*externalOnly=*/true);
   // A received slice the transport read straight into place (offerLanding) needs no copy there.
   bool landed = localDst != nullptr && nsrcs == 1 && srcs[0] == localDst;
   if (localDst != nullptr && !landed) dsts[ndsts++] = localDst;
@@ -135,17 +140,26 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
       }
     }
   }
-  for (int i = 0; i < step.nsend; ++i) {
-    if (external[i]) {
-      sends[i]->postExternal(resultInCallerMemory, sliceBytes);
-      externalSent_[step.sendPeers[i]] = 1;
-    } else {
-      sends[i]->post(sliceBytes);
-    }
-  }
+  postSends(step, sends, external, resultInCallerMemory, sliceBytes, /*externalOnly=*/false);
   for (int i = 0; i < step.nrecv; ++i) recvs[i]->release();
   active.done += slice;
   return true;
+}
+
+void Executor::postSends(const Step& step, transport::SendConnection** sends, const bool* external,
+                         const void* fromCallerMemory, size_t sliceBytes, bool externalOnly) {
+  for (int i = 0; i < step.nsend; ++i) {
+    if (sends[i] == nullptr) continue;  // posted already
+    if (external[i]) {
+      sends[i]->postExternal(fromCallerMemory, sliceBytes);
+      externalSent_[step.sendPeers[i]] = 1;
+    } else if (externalOnly) {
+      continue;
+    } else {
+      sends[i]->post(sliceBytes);
+    }
+    sends[i] = nullptr;
+  }
 }
 
 bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter) {

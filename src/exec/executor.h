@@ -33,6 +33,10 @@ struct ExecBuffers {
   size_t elemSize = 1;
   int nranks = 1;
   bool streamOutput = false;  // write the receive buffer with non-temporal stores
+  // Point-to-point groups that also receive: sends may go by a single copy where a transport
+  // offers it (transport.h, singleCopyMinBytes). Such a send returns only once the receiver has
+  // read it; a group of sends alone stays eager (it may return before any receiver arrives).
+  bool singleCopySends = false;
 };
 
 class Executor {
@@ -55,6 +59,11 @@ class Executor {
   // Offers the step's receive connection its destination (transport.h, offerLanding) when the
   // step only copies what one peer sends into the caller's memory.
   void offerLanding(const Step& step, transport::RecvConnection* recv, const ExecBuffers& buffers, size_t sliceElems);
+  // Posts the slice to the step's send peers not posted yet (it nulls sends[i] once posted): from
+  // the caller's memory where external[i], else the slot filled for it (unless externalOnly, for
+  // the sends that may go before the slots are filled).
+  void postSends(const Step& step, transport::SendConnection** sends, const bool* external,
+                 const void* fromCallerMemory, size_t sliceBytes, bool externalOnly);
   // Ends every offer of this call (on return and on error alike).
   void withdrawLandings();
   // Moves one slice of a step if every peer is ready; returns true if it moved.

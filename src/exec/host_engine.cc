@@ -103,6 +103,7 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   buffers.datatype = collUint8;
   buffers.elemSize = 1;
   buffers.nranks = args_.nranks;
+  for (const CollCall& call : calls) buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
   executor_.run(schedule, buffers, waiter);
 }
 

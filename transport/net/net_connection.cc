@@ -149,13 +149,8 @@ const void* NetRecvConnection::tryPeek(size_t* bytes) {
 }
 
 void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
-  if (totalBytes == 0 || sliceBytes == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  landing_.destination = static_cast<uint8_t*>(destination);
-  landing_.totalBytes = totalBytes;
-  landing_.sliceBytes = sliceBytes;
-  landing_.first = consumed_.load(std::memory_order_relaxed);
-  landing_.end = landing_.first + (totalBytes + sliceBytes - 1) / sliceBytes;
+  landing_.set(destination, totalBytes, sliceBytes, consumed_.load(std::memory_order_relaxed));
 }
 
 void NetRecvConnection::withdrawLanding() {
@@ -182,14 +177,7 @@ void NetRecvConnection::withdrawLanding() {
     std::memcpy(slots_.memory.get() + i * slots_.slotBytes, landedAt_[i], slots_.sizes[i]);
     landedAt_[i] = nullptr;
   }
-  landing_ = Landing{};
-}
-
-uint8_t* NetRecvConnection::landingPlace(uint64_t seq, size_t bytes) const {
-  if (landing_.destination == nullptr || seq < landing_.first || seq >= landing_.end) return nullptr;
-  size_t offset = (seq - landing_.first) * landing_.sliceBytes;
-  size_t expected = std::min(landing_.sliceBytes, landing_.totalBytes - offset);
-  return bytes == expected ? landing_.destination + offset : nullptr;
+  landing_ = LandingOffer{};
 }
 
 void NetRecvConnection::release() {
@@ -244,7 +232,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
         if (all) departed_.store(true, std::memory_order_release);
         return "";
       }
-      uint8_t* place = landingPlace(s.seq, s.header.bytes);
+      uint8_t* place = landing_.placeOf(s.seq, s.header.bytes);
       landedAt_[slots_.index(s.seq)] = place;
       s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
     } else {
@@ -253,6 +241,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     if (s.payloadGot < s.header.bytes) continue;
     slots_.sizes[slots_.index(s.seq)] = s.header.bytes;
     ready_[slots_.index(s.seq)] = 1;
+    if (landedAt_[slots_.index(s.seq)] != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
     s.seq += sockets_.size();
     s.headerGot = 0;
     s.payloadGot = 0;

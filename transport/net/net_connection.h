@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/landing.h"
 #include "transport/net/net_wire.h"
 #include "transport/transport.h"
 
@@ -123,6 +124,7 @@ class NetRecvConnection : public RecvConnection {
   bool acceptsLanding() const override { return true; }
   void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
   void withdrawLanding() override;
+  uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
   // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
   // also go to the owner.
@@ -144,18 +146,6 @@ class NetRecvConnection : public RecvConnection {
     bool closed;         // said goodbye
     uint8_t* payloadTo;  // where this frame's payload goes: its slot, or its place in a landing
   };
-  // The executor's offer (transport.h, offerLanding): frames first..end-1 go to destination.
-  struct Landing {
-    uint8_t* destination = nullptr;
-    size_t totalBytes = 0;
-    size_t sliceBytes = 0;
-    uint64_t first = 0;
-    uint64_t end = 0;
-  };
-  // Where frame `seq`'s payload of `bytes` goes: its place in the landing, when the offer covers
-  // it and the size is the one the executor expects there (network bytes are not trusted: a
-  // frame of another size goes to its slot, and the executor reports the mismatch), else null.
-  uint8_t* landingPlace(uint64_t seq, size_t bytes) const;
   bool hasRoom(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);
@@ -167,7 +157,8 @@ class NetRecvConnection : public RecvConnection {
   // Per slot: where its frame's payload lies, if not in the slot (a landing). Written by pump
   // before the frame counts as arrived, read by tryPeek after.
   std::vector<uint8_t*> landedAt_;
-  Landing landing_;  // guarded by mutex_
+  LandingOffer landing_;                      // guarded by mutex_
+  std::atomic<uint64_t> receivedInPlace_{0};  // frames read into a landing (usage())
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order
   std::atomic<uint64_t> consumed_{0};  // written by the executor

@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "common/logging.h"
 #include "common/hmac.h"
+#include "common/logging.h"
 #include "common/random.h"
 #include "common/socket.h"
 
@@ -214,6 +214,7 @@ DomainUsage NetDomain::usage() const {
     if (!peer->active.load()) continue;
     if (peer->sendAsked.load()) usage.sendPeers.push_back(peer->rank);
     if (peer->recvAsked.load()) usage.recvPeers.push_back(peer->rank);
+    if (peer->recv) usage.receivedInPlace += peer->recv->receivedInPlace();
     usage.resources += peer->connected;
   }
   return usage;

@@ -1,5 +1,7 @@
 #include "transport/shm/shm_connection.h"
 
+#include "transport/shm/cross_memory.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -24,9 +26,11 @@ ShmFifoView::ShmFifoView(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* o
       depth(depth),
       bell(otherEnd) {}
 
-ShmSendConnection::ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell)
-    : fifo_(fifo, depth, slotBytes, receiverBell) {
+ShmSendConnection::ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell,
+                                     size_t singleCopyMinBytes)
+    : fifo_(fifo, depth, slotBytes, receiverBell), singleCopyMinBytes_(singleCopyMinBytes) {
   knownTail_ = head_ = fifo_.header->tail.load(std::memory_order_acquire);
+  singleCopiesPosted_ = fifo_.header->singleCopiesDone.load(std::memory_order_acquire);
 }
 
 void* ShmSendConnection::tryAcquire() {
@@ -42,26 +46,67 @@ void ShmSendConnection::post(size_t bytes) {
   ShmSlotControl& control = fifo_.control(head_);
   // A small payload travels in the control line itself; the copy stays in this core's cache.
   if (bytes <= ShmSlotControl::kInlineBytes) std::memcpy(control.inlineData, fifo_.slot(head_), bytes);
+  publish(control, bytes);
+}
+
+void ShmSendConnection::postExternal(const void* data, size_t bytes) {
+  ShmSlotControl& control = fifo_.control(head_);
+  uint64_t address = reinterpret_cast<uintptr_t>(data);
+  std::memcpy(control.inlineData, &address, sizeof(address));
+  ++singleCopiesPosted_;
+  publish(control, bytes | ShmSlotControl::kSingleCopyFlag);
+}
+
+bool ShmSendConnection::externalPending() const {
+  return fifo_.header->singleCopiesDone.load(std::memory_order_acquire) < singleCopiesPosted_;
+}
+
+void ShmSendConnection::publish(ShmSlotControl& control, uint64_t bytes) {
   control.bytes = bytes;
   ++head_;
   control.posted.store(head_, std::memory_order_release);
   ringDoorbell(fifo_.bell);
 }
 
-ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* senderBell)
-    : fifo_(fifo, depth, slotBytes, senderBell), tail_(fifo_.header->tail.load(std::memory_order_relaxed)) {}
+ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* senderBell, int senderPid)
+    : fifo_(fifo, depth, slotBytes, senderBell),
+      tail_(fifo_.header->tail.load(std::memory_order_relaxed)),
+      senderPid_(senderPid),
+      singleCopiesDone_(fifo_.header->singleCopiesDone.load(std::memory_order_relaxed)) {}
 
 const void* ShmRecvConnection::tryPeek(size_t* bytes) {
   const ShmSlotControl& control = fifo_.control(tail_);
   if (control.posted.load(std::memory_order_acquire) != tail_ + 1) return nullptr;
   // The size comes from another process: clamp it so a corrupt value cannot make a reader run
   // past the slot; the executor then reports the mismatch.
-  uint64_t posted = std::min<uint64_t>(control.bytes, fifo_.slotBytes + 1);
+  uint64_t raw = control.bytes;
+  uint64_t posted = std::min<uint64_t>(raw & ~ShmSlotControl::kSingleCopyFlag, fifo_.slotBytes + 1);
   *bytes = posted;
+  if ((raw & ShmSlotControl::kSingleCopyFlag) != 0 && posted <= fifo_.slotBytes)
+    return fetchSingleCopy(control, posted);
   return posted <= ShmSlotControl::kInlineBytes ? control.inlineData : fifo_.slot(tail_);
 }
 
+const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, size_t bytes) {
+  if (fetched_ == tail_ + 1) return fetchedAt_;  // read on an earlier peek of this slot
+  uint8_t* to = landing_.placeOf(tail_, bytes);
+  if (to == nullptr) to = fifo_.slot(tail_);
+  if (to != fifo_.slot(tail_)) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t address = 0;
+  std::memcpy(&address, control.inlineData, sizeof(address));
+  readPeerMemory(senderPid_, address, to, bytes);
+  fetched_ = tail_ + 1;
+  fetchedAt_ = to;
+  return to;
+}
+
+void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+  landing_.set(destination, totalBytes, sliceBytes, tail_);
+}
+
 void ShmRecvConnection::release() {
+  // A single-copy slot's sender waits for this before its call returns (and its buffer changes).
+  if (fetched_ == tail_ + 1) fifo_.header->singleCopiesDone.store(++singleCopiesDone_, std::memory_order_release);
   ++tail_;
   fifo_.header->tail.store(tail_, std::memory_order_release);
   ringDoorbell(fifo_.bell);

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "transport/doorbell.h"
+#include "transport/landing.h"
 #include "transport/transport.h"
 
 namespace coll {
@@ -23,12 +24,18 @@ namespace transport {
 struct alignas(64) ShmFifoHeader {
   std::atomic<uint64_t> tail{0};  // slots released by the receiver
   char padTail[56];
+  std::atomic<uint64_t> singleCopiesDone{0};  // single-copy slots the receiver has read (ack)
+  char padDone[56];
 };
 
 // Posting slot s (counting from 0) stores s + 1 in `posted`, last: the receiver waits for the
 // value it expects, so a line from the previous lap (or zeroed memory) never passes for a post.
+//
+// A single-copy slot (transport.h, singleCopyMinBytes) carries no payload: `bytes` has
+// kSingleCopyFlag set, and inlineData begins with the address of the bytes in the sender's memory.
 struct alignas(64) ShmSlotControl {
   static constexpr size_t kInlineBytes = 48;
+  static constexpr uint64_t kSingleCopyFlag = 1ull << 63;
   std::atomic<uint64_t> posted{0};
   uint64_t bytes = 0;
   uint8_t inlineData[kInlineBytes];  // the payload itself when it is at most kInlineBytes
@@ -53,28 +60,52 @@ struct ShmFifoView {
 
 class ShmSendConnection : public SendConnection {
  public:
-  ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell);
+  // singleCopyMinBytes: 0 where the receiver may not read this process's memory.
+  ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell, size_t singleCopyMinBytes);
   void* tryAcquire() override;
   void post(size_t bytes) override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
   int depth() const override { return fifo_.depth; }
+  // Single copies only (transport.h): postExternal is called for slices the executor chose by
+  // singleCopyMinBytes(), never because acceptsExternal() says so.
+  size_t singleCopyMinBytes() const override { return singleCopyMinBytes_; }
+  void postExternal(const void* data, size_t bytes) override;
+  bool externalPending() const override;
 
  private:
+  void publish(ShmSlotControl& control, uint64_t bytes);
   ShmFifoView fifo_;
   uint64_t head_ = 0;
   uint64_t knownTail_ = 0;  // the receiver's counter when last read: slots below it are free
+  size_t singleCopyMinBytes_;
+  uint64_t singleCopiesPosted_ = 0;
 };
 
 class ShmRecvConnection : public RecvConnection {
  public:
-  ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* senderBell);
+  // senderPid: whose memory a single-copy slot refers to.
+  ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* senderBell, int senderPid);
   const void* tryPeek(size_t* bytes) override;
   void release() override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
+  // A single-copy slot is read straight into its place in the caller's memory when an offer
+  // covers it; other slots are consumed where they are, as always.
+  bool acceptsLanding() const override { return true; }
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void withdrawLanding() override { landing_ = LandingOffer{}; }
+  uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
  private:
+  // Reads the single-copy slot at tail_ from the sender's memory (once), and says where it lies.
+  const void* fetchSingleCopy(const ShmSlotControl& control, size_t bytes);
   ShmFifoView fifo_;
   uint64_t tail_;
+  int senderPid_;
+  LandingOffer landing_;
+  uint64_t fetched_ = 0;                      // tail_ + 1 once the single-copy slot at tail_ has been read
+  const void* fetchedAt_ = nullptr;           // where it was read to
+  uint64_t singleCopiesDone_ = 0;             // this end's count of the header's singleCopiesDone
+  std::atomic<uint64_t> receivedInPlace_{0};  // single copies read into a landing (usage())
 };
 
 }  // namespace transport

@@ -46,6 +46,7 @@ ShmDomain::ShmDomain(const DomainArgs& args)
     : myRank_(args.rank),
       fifoDepth_(args.settings->shmFifoDepth),
       slotBytes_(args.settings->slotBytes),
+      singleCopyBytes_(args.settings->shmSingleCopyBytes),
       oneshotBytes_(args.settings->oneshotBytes),
       namedSegments_(args.settings->shmNamedSegments),
       peers_(*args.peers),
@@ -184,8 +185,9 @@ SendConnection* ShmDomain::sendConnection(int peer) {
   int local = peerIndex(peer);
   std::lock_guard<std::mutex> lock(connectionMutex_);
   if (!sends_[local]) {
-    sends_[local] = std::make_unique<ShmSendConnection>(fifoOf(local, myLocal_), fifoDepth_, slotBytes_,
-                                                        &headers_[local]->doorbell);
+    sends_[local] =
+        std::make_unique<ShmSendConnection>(fifoOf(local, myLocal_), fifoDepth_, slotBytes_, &headers_[local]->doorbell,
+                                            crossMemoryReads_ ? singleCopyBytes_ : 0);
     watch(local);
   }
   return sends_[local].get();
@@ -196,7 +198,7 @@ RecvConnection* ShmDomain::recvConnection(int peer) {
   std::lock_guard<std::mutex> lock(connectionMutex_);
   if (!recvs_[local]) {
     recvs_[local] = std::make_unique<ShmRecvConnection>(fifoOf(myLocal_, local), fifoDepth_, slotBytes_,
-                                                        &headers_[local]->doorbell);
+                                                        &headers_[local]->doorbell, headers_[local]->pid);
     watch(local);
   }
   return recvs_[local].get();
@@ -222,6 +224,7 @@ DomainUsage ShmDomain::usage() const {
   for (size_t i = 0; i < sends_.size(); ++i) {
     if (sends_[i]) usage.sendPeers.push_back(localRanks_[i]);
     if (recvs_[i]) usage.recvPeers.push_back(localRanks_[i]);
+    if (recvs_[i]) usage.receivedInPlace += recvs_[i]->receivedInPlace();
   }
   usage.resources = static_cast<int>(usage.sendPeers.size() + usage.recvPeers.size());
   return usage;

@@ -109,6 +109,7 @@ class ShmDomain : public Domain, public LocalMemory {
   int myRank_;
   int fifoDepth_;
   size_t slotBytes_;
+  size_t singleCopyBytes_;  // COLL_SHM_SINGLE_COPY_BYTES, used where cross-memory reads work
   size_t oneshotBytes_;
   bool namedSegments_;
   const std::vector<PeerInfo>& peers_;
@@ -119,8 +120,8 @@ class ShmDomain : public Domain, public LocalMemory {
   ShmSegment own_;
   std::vector<ShmSegment> mapped_;  // indexed by local index; own slot empty
   std::vector<ShmRankHeader*> headers_;
-  std::vector<std::unique_ptr<SendConnection>> sends_;  // per local index, made at first use
-  std::vector<std::unique_ptr<RecvConnection>> recvs_;
+  std::vector<std::unique_ptr<ShmSendConnection>> sends_;  // per local index, made at first use
+  std::vector<std::unique_ptr<ShmRecvConnection>> recvs_;
   // Connections are made by the executor while the user's thread may check health or read usage.
   mutable std::mutex connectionMutex_;
   std::vector<Fd> watchedPidfds_;   // of connected peers in other processes

@@ -1,0 +1,142 @@
+// Receiving straight into the caller's memory (transport/transport.h, offerLanding): over shared
+// memory a send/receive group's large sends go by a single copy that the receiver reads into its
+// output (cross-memory attach), and over sockets a frame bound for the output is read there. Each
+// case checks every received value against what the sender sent, and the domains' count of
+// slices received in place, which must be non-zero where the path should run and zero where
+// COLL_SHM_SINGLE_COPY_BYTES=0 switches it off (so the count is not vacuous). A group of sends
+// alone must stay eager: each rank sends before it receives, outside any group, and neither waits
+// for the other.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "rank_launcher.h"
+#include "src/api_internal.h"
+#include "src/comm.h"
+
+namespace colltest {
+namespace {
+
+uint64_t receivedInPlace(collComm_t comm) {
+  uint64_t total = 0;
+  for (const auto& entry : coll::communicatorOf(comm)->transportUsage()) total += entry.second.receivedInPlace;
+  return total;
+}
+
+// Rank r's value at index i: every rank can compute every other's.
+float valueOf(int rank, size_t i) { return static_cast<float>(rank * 1000003 + static_cast<int>(i % 65521)); }
+
+// Sends `count` floats to the next rank and receives as many from the previous one, in a group.
+std::vector<std::string> exchange(collComm_t comm, int rank, int nranks, size_t count) {
+  std::vector<std::string> failures;
+  const std::string me = "rank " + std::to_string(rank) + ": ";
+  std::vector<float> out(count), in(count + 1);
+  int next = (rank + 1) % nranks, prev = (rank + nranks - 1) % nranks;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < count; ++i) out[i] = valueOf(rank, i) + static_cast<float>(round);
+    std::fill(in.begin(), in.end(), -1.0f);
+    collResult_t rc = collGroupStart();
+    if (rc == collSuccess) rc = collSend(out.data(), count, collFloat32, next, comm, nullptr);
+    if (rc == collSuccess) rc = collRecv(in.data(), count, collFloat32, prev, comm, nullptr);
+    collResult_t end = collGroupEnd();
+    // The caller may reuse its send buffer at once: a single copy must have been read by now.
+    std::fill(out.begin(), out.end(), -7.0f);
+    if (rc != collSuccess || end != collSuccess) {
+      failures.push_back(me + "send/recv failed: " + collGetLastError(comm));
+      return failures;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      float expected = valueOf(prev, i) + static_cast<float>(round);
+      if (in[i] != expected) {
+        failures.push_back(me + "round " + std::to_string(round) + ", element " + std::to_string(i) + " is " +
+                           std::to_string(in[i]) + ", expected " + std::to_string(expected));
+        return failures;
+      }
+    }
+    if (in[count] != -1.0f) failures.push_back(me + "wrote past the receive buffer");
+  }
+  return failures;
+}
+
+struct Expectation {
+  const char* name;
+  const char* env;  // "NAME=VALUE NAME=VALUE" set in every rank before init
+  int nranks;
+  bool inPlace;  // whether slices must have been received in place
+};
+
+void PrintTo(const Expectation& e, std::ostream* os) { *os << e.name << " (" << e.env << ")"; }
+
+class ReceiveInPlace : public ::testing::TestWithParam<Expectation> {};
+
+TEST_P(ReceiveInPlace, ValuesAndCount) {
+  const Expectation e = GetParam();
+  auto failures = runAsProcessesWithSetup(
+      e.nranks,
+      [&](int) {
+        std::string settings = e.env;
+        size_t start = 0;
+        while (start < settings.size()) {
+          size_t space = settings.find(' ', start);
+          std::string pair = settings.substr(start, space == std::string::npos ? std::string::npos : space - start);
+          size_t eq = pair.find('=');
+          if (eq != std::string::npos) setenv(pair.substr(0, eq).c_str(), pair.substr(eq + 1).c_str(), 1);
+          if (space == std::string::npos) break;
+          start = space + 1;
+        }
+      },
+      [&](collComm_t comm, int rank, int nranks) {
+        // 300,007 floats: 1.2 MB, ten slices and an odd tail.
+        std::vector<std::string> failures = exchange(comm, rank, nranks, 300007);
+        uint64_t count = receivedInPlace(comm);
+        if (e.inPlace && count == 0)
+          failures.push_back("rank " + std::to_string(rank) + ": no slice was received in place");
+        if (!e.inPlace && count != 0)
+          failures.push_back("rank " + std::to_string(rank) + ": " + std::to_string(count) +
+                             " slices were received in place where that path is off");
+        return failures;
+      },
+      initMustSucceed());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Paths, ReceiveInPlace,
+    ::testing::Values(Expectation{"shm2", "COLL_TRANSPORTS=shm,self", 2, true},
+                      Expectation{"shm3", "COLL_TRANSPORTS=shm,self", 3, true},
+                      Expectation{"shmOff", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_BYTES=0", 2, false},
+                      Expectation{"sockets2", "COLL_TRANSPORTS=net,self", 2, true},
+                      Expectation{"sockets3", "COLL_TRANSPORTS=net,self COLL_SOCKET_NSOCKS=3 COLL_NET_FIFO_DEPTH=2", 3,
+                                  true}),
+    [](const ::testing::TestParamInfo<Expectation>& info) { return std::string(info.param.name); });
+
+TEST(ReceiveInPlaceEager, SendsOutsideAGroupDoNotWaitForTheReceiver) {
+  // Both ranks send 256 KiB first, then receive: with sends that waited for their receiver (as a
+  // single copy does) this would never finish.
+  auto failures = runAsProcesses(2, [](collComm_t comm, int rank, int) {
+    std::vector<std::string> failures;
+    const size_t count = 65536;
+    std::vector<float> out(count), in(count, -1.0f);
+    for (size_t i = 0; i < count; ++i) out[i] = valueOf(rank, i);
+    if (collSend(out.data(), count, collFloat32, 1 - rank, comm, nullptr) != collSuccess ||
+        collRecv(in.data(), count, collFloat32, 1 - rank, comm, nullptr) != collSuccess) {
+      failures.push_back(std::string("send/recv failed: ") + collGetLastError(comm));
+      return failures;
+    }
+    for (size_t i = 0; i < count; ++i)
+      if (in[i] != valueOf(1 - rank, i)) {
+        failures.push_back("element " + std::to_string(i) + " differs");
+        break;
+      }
+    return failures;
+  });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+}  // namespace
+}  // namespace colltest
