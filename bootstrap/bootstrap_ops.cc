@@ -19,6 +19,8 @@ void checkRank(const char* function, const std::string& tag, int rank, int nrank
 
 const char kDepartedKey[] = "departed";
 
+std::string departedKeyOf(int rank) { return std::string(kDepartedKey) + "/" + std::to_string(rank); }
+
 // Throws collRemoteError naming the departed rank (whose notice is in the store).
 [[noreturn]] void throwDeparted(Store& store, const std::string& during, Deadline deadline) {
   const Bytes who = store.get(kDepartedKey, deadline);
@@ -60,6 +62,20 @@ void throwIfARankDeparted(Store& store, const std::string& during, Deadline dead
   if (store.check({kDepartedKey})) throwDeparted(store, during, deadline);
 }
 
+void throwIfAnyOfDeparted(Store& store, const std::vector<int>& ranks, const std::string& during, Deadline deadline) {
+  for (int rank : ranks) {
+    const std::string key = departedKeyOf(rank);
+    if (!store.check({key})) continue;
+    const Bytes who = store.get(key, deadline);
+    // From another process through the store: shown as bounded text only.
+    throwError(collRemoteError,
+               "%s: %.*s lost its connection to the rendezvous store (it exited, crashed or lost the network) while "
+               "this rank waited for it",
+               during.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
+               reinterpret_cast<const char*>(who.data()));
+  }
+}
+
 void throwIfARankDepartsBy(Store& store, const std::string& during, Deadline until, Deadline deadline) {
   try {
     store.wait({kDepartedKey}, std::min(until, deadline));
@@ -75,8 +91,9 @@ Bytes getUnlessDeparted(Store& store, const std::string& key, const char* functi
   return waitUnlessDeparted(store, function, tag, deadline, [&](Deadline until) { return store.get(key, until); });
 }
 
-void announceDepartureOnClose(Store& store, const std::string& what) {
+void announceDepartureOnClose(Store& store, const std::string& what, int rank) {
   store.setOnDisconnect(kDepartedKey, Bytes(what.begin(), what.end()));
+  store.setOnDisconnect(departedKeyOf(rank), Bytes(what.begin(), what.end()));
 }
 
 std::vector<Bytes> allGather(Store& store, const std::string& tag, int rank, int nranks, const Bytes& mine,

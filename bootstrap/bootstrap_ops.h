@@ -17,7 +17,8 @@ namespace bootstrap {
 // if this process's connection closes: every rank's waits below then end within about a second
 // with collRemoteError naming it, instead of at their deadline. `what` describes the rank
 // ("rank 2 (pid 1234 on node7)"). Call once per communicator, before its first wait.
-void announceDepartureOnClose(Store& store, const std::string& what);
+// The notice also goes under "departed/<rank>", for waits that concern some ranks only.
+void announceDepartureOnClose(Store& store, const std::string& what, int rank);
 
 // For a step that waits on something other than the store (transports connecting): throws
 // collRemoteError naming the rank when one that called announceDepartureOnClose on this store has
@@ -26,6 +27,9 @@ void announceDepartureOnClose(Store& store, const std::string& what);
 constexpr auto kDepartureCheckInterval = std::chrono::milliseconds(500);
 
 void throwIfARankDeparted(Store& store, const std::string& during, Deadline deadline);
+// The same for the given ranks only: after init a rank that finished and destroyed its
+// communicator has departed too, and only the ranks a step waits for can make it wait in vain.
+void throwIfAnyOfDeparted(Store& store, const std::vector<int>& ranks, const std::string& during, Deadline deadline);
 
 // Waits until `until` for a departure notice; throws collRemoteError naming the rank when one
 // appears, returns when none did. For a step that just saw a peer's connection close: the notice

@@ -94,7 +94,8 @@ void Communicator::exchangePeers() {
   bootstrap::Bytes bytes(sizeof(InitInfo));
   memcpy(bytes.data(), &mine, sizeof(InitInfo));
   bootstrap::announceDepartureOnClose(
-      *store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), localHostName().c_str()));
+      *store_, formatString("rank %d (pid %d on %s)", rank_, static_cast<int>(getpid()), localHostName().c_str()),
+      rank_);
   const auto start = Clock::now();
   if (params_.bootstrapBetweenRanks && bootstrap::RankExchange::usableWith(*store_))
     exchange_ = std::make_unique<bootstrap::RankExchange>(store_, rank_, nranks_);
@@ -182,8 +183,8 @@ void Communicator::createDomains(const transport::Routes& routes, const transpor
     args.peers = &peers_;
     args.members = routes.membersOf(entry);
     args.settings = settings;
-    args.setupWatch = [this] {
-      bootstrap::throwIfARankDeparted(*store_, "communicator init, connecting the transports", initDeadline());
+    args.setupWatch = [this](const std::vector<int>& awaited) {
+      bootstrap::throwIfAnyOfDeparted(*store_, awaited, "connecting the transports", initDeadline());
     };
     domains->push_back(entry->create(args));
     if (routeTo != nullptr)

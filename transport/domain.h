@@ -89,10 +89,12 @@ struct DomainArgs {
   const std::vector<PeerInfo>* peers = nullptr;  // every rank's description, indexed by rank
   std::vector<int> members;                      // the ranks this rank reaches through the domain, ascending
   const TransportSettings* settings = nullptr;   // outlives the domain
-  // Throws CollError when setup cannot finish (a rank left the job during init). A domain whose
-  // connect() waits for peers calls it about twice a second while it waits, so that a dead peer
-  // costs its survivors seconds, not the init deadline. Empty: no such check.
-  std::function<void()> setupWatch;
+  // Throws CollError when one of the `awaited` ranks left the job (its store connection closed),
+  // so that a connection waiting for that rank's dial stops waiting. A domain calls it about twice
+  // a second while connections wait, so that a dead peer costs its survivors seconds, not the
+  // timeout. Only the awaited ranks count: a rank that finished and destroyed its communicator
+  // has left the store too, and must not fail the others' later connections. Empty: no check.
+  std::function<void(const std::vector<int>& awaited)> setupWatch;
 };
 
 // What a domain holds: see Domain::usage().

@@ -111,9 +111,9 @@ TEST(BootstrapDeparture, ALostConnectionEndsTheOthersWaitsNamingTheRank) {
   TcpStoreServer server("127.0.0.1", 0, Secret{});
   auto connect = [&] { return std::make_shared<TcpStoreClient>("127.0.0.1", server.port(), Secret{}, in(5000)); };
   auto leaver = connect();
-  announceDepartureOnClose(*leaver, "rank 2 (pid 4242 on elsewhere)");
+  announceDepartureOnClose(*leaver, "rank 2 (pid 4242 on elsewhere)", 2);
   auto waiter = connect();
-  announceDepartureOnClose(*waiter, "rank 0 (pid 1 on here)");
+  announceDepartureOnClose(*waiter, "rank 0 (pid 1 on here)", 0);
   std::thread leave([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     leaver.reset();  // the connection closes, as when the process dies
@@ -128,6 +128,10 @@ TEST(BootstrapDeparture, ALostConnectionEndsTheOthersWaitsNamingTheRank) {
       << message;
   message = expectCollError(collRemoteError, [&] { barrier(*waiter, "b", 0, 3, in(30000)); });
   EXPECT_NE(message.find("barrier('b'): rank 2"), std::string::npos) << message;
+  // Asked about some ranks only: rank 2's departure counts where rank 2 is awaited, not elsewhere.
+  throwIfAnyOfDeparted(*waiter, {1}, "dialling", in(5000));
+  message = expectCollError(collRemoteError, [&] { throwIfAnyOfDeparted(*waiter, {1, 2}, "dialling", in(5000)); });
+  EXPECT_NE(message.find("dialling: rank 2 (pid 4242 on elsewhere) lost its connection"), std::string::npos) << message;
 }
 
 TEST(BootstrapDeparture, ARankThatFinishedAndLeftIsNotAFailure) {
@@ -135,8 +139,8 @@ TEST(BootstrapDeparture, ARankThatFinishedAndLeftIsNotAFailure) {
   auto connect = [&] { return std::make_shared<TcpStoreClient>("127.0.0.1", server.port(), Secret{}, in(5000)); };
   auto early = connect();
   auto late = connect();
-  announceDepartureOnClose(*early, "rank 0");
-  announceDepartureOnClose(*late, "rank 1");
+  announceDepartureOnClose(*early, "rank 0", 0);
+  announceDepartureOnClose(*late, "rank 1", 1);
   std::thread first([&] {
     allGather(*early, "g", 0, 2, toBytes("a"), in(5000));
     barrier(*early, "b", 0, 2, in(5000));

@@ -180,7 +180,7 @@ TEST(RankExchangeFaults, ARankKilledMidExchangeGivesEverySurvivorAnErrorNamingIt
   TcpStoreServer server("127.0.0.1", 0, kSecret);
   std::vector<int> statuses = runProcesses(n, [&](int r) {
     auto store = connect(server);
-    announceDepartureOnClose(*store, "rank " + std::to_string(r) + " (the test's)");
+    announceDepartureOnClose(*store, "rank " + std::to_string(r) + " (the test's)", r);
     RankExchange exchange(store, r, n);
     exchange.allGather("first", recordOf(r, 0), in(30000));
     if (r == victim) raise(SIGKILL);

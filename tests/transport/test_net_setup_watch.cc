@@ -4,6 +4,7 @@
 // dial to a listener that is gone fails at once. Before the watch, both waited for the timeout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -38,9 +39,12 @@ class NetSetupWatchTest : public ::testing::Test {
     args.peers = &peers_;
     args.members = {1 - rank};
     args.settings = &settings_;
-    args.setupWatch = [this] {
+    args.setupWatch = [this](const std::vector<int>& awaited) {
       ++watched_;
-      if (left_.load()) throwError(collRemoteError, "rank %d lost its connection to the rendezvous store", gone_);
+      lastAwaited_ = awaited;
+      bool waitedFor = std::find(awaited.begin(), awaited.end(), gone_) != awaited.end();
+      if (left_.load() && waitedFor)
+        throwError(collRemoteError, "rank %d lost its connection to the rendezvous store", gone_);
     };
     return args;
   }
@@ -78,6 +82,7 @@ class NetSetupWatchTest : public ::testing::Test {
   TransportSettings settings_;
   std::atomic<bool> left_{false};
   std::atomic<int> watched_{0};
+  std::vector<int> lastAwaited_;  // what the last watch was asked about
   int gone_ = -1;
 };
 
@@ -105,6 +110,31 @@ TEST_F(NetSetupWatchTest, ADialToAListenerThatLeftFailsAtOnce) {
   EXPECT_NE(error.find("socket connection to rank 0"), std::string::npos) << error;
   EXPECT_NE(error.find("refused"), std::string::npos) << error;
   EXPECT_LT(seconds, 0.3) << "the refusal waited for the watch: " << error;
+}
+
+TEST_F(NetSetupWatchTest, ARankThatLeftButIsNotAwaitedDoesNotStopTheWait) {
+  // After init, a rank that finished and destroyed its communicator has left the store as well:
+  // a connection waiting for another rank's dial must go on waiting.
+  NetDomain listener(argsFor(0));
+  gone_ = 5;
+  left_.store(true);
+  std::string error;
+  try {
+    listener.connect(0, {listener.card(0), ""}, coll::deadlineAfter(std::chrono::seconds(30)));
+    listener.useDoorbell(&bell_);
+    listener.sendConnection(1);
+    const auto start = Clock::now();
+    while (Clock::now() - start < std::chrono::milliseconds(1200)) {
+      listener.progressOnce();
+      listener.checkPeers();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } catch (const CollError& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "");
+  EXPECT_GE(watched_.load(), 1);
+  EXPECT_EQ(lastAwaited_, std::vector<int>{1}) << "the watch should be asked about the rank whose dial is awaited";
 }
 
 }  // namespace

@@ -126,7 +126,9 @@ PumpResult NetSendConnection::pump() {
 NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
                                      NetConnectionOwner& owner)
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0), landedAt_(depth, nullptr) {
-  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0, 0, NetFrameHeader{}, false, nullptr});
+  for (size_t s = 0; s < fds.size(); ++s)
+    sockets_.push_back(
+        {fds[s], s, 0, 0, NetFrameHeader{}, false, nullptr, std::make_unique<uint8_t[]>(kStashBytes), 0, 0});
   attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
 }
 
@@ -193,6 +195,20 @@ bool NetRecvConnection::hasRoom(const SocketState& s) const {
 
 bool NetRecvConnection::wantsRead(int s) const { return attached() && !sockets_[s].closed && hasRoom(sockets_[s]); }
 
+ssize_t NetRecvConnection::receive(SocketState& s, uint8_t* to, size_t want) {
+  if (s.stashBegin == s.stashEnd && want < kStashBytes) {
+    ssize_t n = recv(s.fd, s.stash.get(), kStashBytes, MSG_DONTWAIT);
+    if (n <= 0) return n;
+    s.stashBegin = 0;
+    s.stashEnd = static_cast<size_t>(n);
+  }
+  if (s.stashBegin == s.stashEnd) return recv(s.fd, to, want, MSG_DONTWAIT);
+  size_t n = std::min(want, s.stashEnd - s.stashBegin);
+  std::memcpy(to, s.stash.get() + s.stashBegin, n);
+  s.stashBegin += n;
+  return static_cast<ssize_t>(n);
+}
+
 std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
   while (!s.closed) {
     if (!hasRoom(s)) {
@@ -203,10 +219,9 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     ssize_t n;
     bool inHeader = s.headerGot < sizeof(NetFrameHeader);
     if (inHeader) {
-      n = recv(s.fd, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot,
-               MSG_DONTWAIT);
+      n = receive(s, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot);
     } else {
-      n = recv(s.fd, s.payloadTo + s.payloadGot, s.header.bytes - s.payloadGot, MSG_DONTWAIT);
+      n = receive(s, s.payloadTo + s.payloadGot, s.header.bytes - s.payloadGot);
     }
     if (n < 0) {
       if (wouldBlock(errno)) return "";

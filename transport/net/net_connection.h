@@ -10,6 +10,8 @@
 // receiver checks each frame's sequence number anyway.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -145,7 +147,16 @@ class NetRecvConnection : public RecvConnection {
     NetFrameHeader header;
     bool closed;         // said goodbye
     uint8_t* payloadTo;  // where this frame's payload goes: its slot, or its place in a landing
+    // Bytes read ahead of the frame in progress: a header is read with whatever follows it (up
+    // to kStashBytes), so a small frame costs one recv() instead of two.
+    std::unique_ptr<uint8_t[]> stash;
+    size_t stashBegin;
+    size_t stashEnd;
   };
+  static constexpr size_t kStashBytes = 4096;
+  // Up to `want` bytes of socket s into `to`: from the stash first; else, for a small request,
+  // through the stash; else straight from the socket. recv()'s result convention.
+  ssize_t receive(SocketState& s, uint8_t* to, size_t want);
   bool hasRoom(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);

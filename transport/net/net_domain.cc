@@ -203,7 +203,11 @@ void NetDomain::checkPeers() const {
   if (!nextWatchNs_.compare_exchange_strong(
           next, now + std::chrono::duration_cast<std::chrono::nanoseconds>(kPeerWatchInterval).count()))
     return;
-  setupWatch_();
+  std::vector<int> awaited;
+  const size_t active = activeCount_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < active; ++i)
+    if (!active_[i]->recv->attached()) awaited.push_back(active_[i]->rank);
+  if (!awaited.empty()) setupWatch_(awaited);
 }
 
 DomainUsage NetDomain::usage() const {

@@ -110,7 +110,7 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   const std::vector<PeerInfo>& peerInfo_;
   const TransportSettings& settings_;  // the communicator's; outlives the domain
   std::vector<int> members_;
-  std::function<void()> setupWatch_;
+  std::function<void(const std::vector<int>&)> setupWatch_;
   mutable std::atomic<int64_t> nextWatchNs_{0};
   Doorbell* bell_ = nullptr;
   uint64_t nonce_[2] = {0, 0};
