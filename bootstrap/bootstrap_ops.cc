@@ -21,15 +21,20 @@ const char kDepartedKey[] = "departed";
 
 std::string departedKeyOf(int rank) { return std::string(kDepartedKey) + "/" + std::to_string(rank); }
 
-// Throws collRemoteError naming the departed rank (whose notice is in the store).
-[[noreturn]] void throwDeparted(Store& store, const std::string& during, Deadline deadline) {
-  const Bytes who = store.get(kDepartedKey, deadline);
+// Throws collRemoteError naming the departed rank (whose notice is under `key`); `when` ends the
+// sentence ("before this step was done").
+[[noreturn]] void throwDeparted(Store& store, const std::string& key, const std::string& during, const char* when,
+                                Deadline deadline) {
+  const Bytes who = store.get(key, deadline);
   // The notice came from another process through the store: shown as bounded text only.
   throwError(collRemoteError,
-             "%s: %.*s lost its connection to the rendezvous store (it exited, crashed or lost the network) before "
-             "this step was done",
+             "%s: %.*s lost its connection to the rendezvous store (it exited, crashed or lost the network) %s",
              during.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
-             reinterpret_cast<const char*>(who.data()));
+             reinterpret_cast<const char*>(who.data()), when);
+}
+
+[[noreturn]] void throwDeparted(Store& store, const std::string& during, Deadline deadline) {
+  throwDeparted(store, kDepartedKey, during, "before this step was done", deadline);
 }
 
 // Runs `wait` (a store get or wait until the given deadline) in slices, checking between them
@@ -65,14 +70,7 @@ void throwIfARankDeparted(Store& store, const std::string& during, Deadline dead
 void throwIfAnyOfDeparted(Store& store, const std::vector<int>& ranks, const std::string& during, Deadline deadline) {
   for (int rank : ranks) {
     const std::string key = departedKeyOf(rank);
-    if (!store.check({key})) continue;
-    const Bytes who = store.get(key, deadline);
-    // From another process through the store: shown as bounded text only.
-    throwError(collRemoteError,
-               "%s: %.*s lost its connection to the rendezvous store (it exited, crashed or lost the network) while "
-               "this rank waited for it",
-               during.c_str(), static_cast<int>(std::min<size_t>(who.size(), 256)),
-               reinterpret_cast<const char*>(who.data()));
+    if (store.check({key})) throwDeparted(store, key, during, "while this rank waited for it", deadline);
   }
 }
 
