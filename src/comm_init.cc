@@ -140,6 +140,7 @@ constexpr size_t kNetworkOnlySlotBytes = 512 << 10;
 void Communicator::setupTransports() {
   transportSettings_.shmFifoDepth = params_.shmFifoDepth;
   transportSettings_.shmSingleCopyBytes = params_.shmSingleCopyBytes;
+  transportSettings_.shmSingleCopyMaxBytes = params_.shmSingleCopyMaxBytes;
   transportSettings_.netFifoDepth = params_.netFifoDepth;
   transportSettings_.oneshotBytes = params_.oneshotBytes;
   transportSettings_.shmNamedSegments = params_.shmNamedSegments;

@@ -33,13 +33,17 @@ class SendConnection {
   virtual void postExternal(const void* data, size_t bytes) { (void)data, (void)bytes; }
   virtual bool externalPending() const { return false; }
 
-  // Single-copy sends within a host (shared memory where ranks may read each other's memory): a
-  // slice of at least this many bytes may be posted with postExternal as a reference to the
+  // Single-copy sends within a host (shared memory where ranks may read each other's memory):
+  // whether a message of `messageBytes` should be posted with postExternal as a reference to the
   // caller's memory, which the receiver copies straight out of (cross-memory attach) and then
-  // acknowledges; until then externalPending() stays true. 0: never. The executor uses it for
-  // point-to-point calls, where one copy instead of two (into the slot, out of it) is the whole
-  // difference; collectives keep their FIFO pipelines and choose direct reads by measurement.
-  virtual size_t singleCopyMinBytes() const { return 0; }
+  // acknowledges; until then externalPending() stays true. The executor asks for point-to-point
+  // calls only, where one copy instead of two (into the slot, out of it) is the whole difference,
+  // for messages too small for the FIFO's pipeline to overlap its two copies; collectives keep
+  // their FIFO pipelines and choose direct reads by measurement.
+  virtual bool singleCopyFor(size_t messageBytes) const {
+    (void)messageBytes;
+    return false;
+  }
 };
 
 class RecvConnection {

@@ -109,9 +109,9 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
-    size_t singleCopyMin = b.singleCopySends ? sends[i]->singleCopyMinBytes() : 0;
-    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 &&
-                  (sends[i]->acceptsExternal() || (singleCopyMin > 0 && sliceBytes >= singleCopyMin));
+    external[i] =
+        resultInCallerMemory != nullptr && sliceBytes > 0 &&
+        (sends[i]->acceptsExternal() || (b.singleCopySends && sends[i]->singleCopyFor(step.count * b.elemSize)));
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {

@@ -34,7 +34,7 @@ struct ExecBuffers {
   int nranks = 1;
   bool streamOutput = false;  // write the receive buffer with non-temporal stores
   // Point-to-point groups that also receive: sends may go by a single copy where a transport
-  // offers it (transport.h, singleCopyMinBytes). Such a send returns only once the receiver has
+  // offers it (transport.h, singleCopyFor). Such a send returns only once the receiver has
   // read it; a group of sends alone stays eager (it may return before any receiver arrives).
   bool singleCopySends = false;
 };

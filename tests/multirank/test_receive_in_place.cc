@@ -2,8 +2,9 @@
 // memory a send/receive group's large sends go by a single copy that the receiver reads into its
 // output (cross-memory attach), and over sockets a frame bound for the output is read there. Each
 // case checks every received value against what the sender sent, and the domains' count of
-// slices received in place, which must be non-zero where the path should run and zero where
-// COLL_SHM_SINGLE_COPY_BYTES=0 switches it off (so the count is not vacuous). A group of sends
+// slices received in place, which must be non-zero where the path should run and zero where it
+// should not (COLL_SHM_SINGLE_COPY_BYTES=0, or a message above the single-copy window), so the
+// count is not vacuous. A group of sends
 // alone must stay eager: each rank sends before it receives, outside any group, and neither waits
 // for the other.
 #include <gtest/gtest.h>
@@ -67,6 +68,7 @@ struct Expectation {
   const char* name;
   const char* env;  // "NAME=VALUE NAME=VALUE" set in every rank before init
   int nranks;
+  size_t count;  // floats each rank sends
   bool inPlace;  // whether slices must have been received in place
 };
 
@@ -91,8 +93,7 @@ TEST_P(ReceiveInPlace, ValuesAndCount) {
         }
       },
       [&](collComm_t comm, int rank, int nranks) {
-        // 300,007 floats: 1.2 MB, ten slices and an odd tail.
-        std::vector<std::string> failures = exchange(comm, rank, nranks, 300007);
+        std::vector<std::string> failures = exchange(comm, rank, nranks, e.count);
         uint64_t count = receivedInPlace(comm);
         if (e.inPlace && count == 0)
           failures.push_back("rank " + std::to_string(rank) + ": no slice was received in place");
@@ -107,12 +108,17 @@ TEST_P(ReceiveInPlace, ValuesAndCount) {
 
 INSTANTIATE_TEST_SUITE_P(
     Paths, ReceiveInPlace,
-    ::testing::Values(Expectation{"shm2", "COLL_TRANSPORTS=shm,self", 2, true},
-                      Expectation{"shm3", "COLL_TRANSPORTS=shm,self", 3, true},
-                      Expectation{"shmOff", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_BYTES=0", 2, false},
-                      Expectation{"sockets2", "COLL_TRANSPORTS=net,self", 2, true},
-                      Expectation{"sockets3", "COLL_TRANSPORTS=net,self COLL_SOCKET_NSOCKS=3 COLL_NET_FIFO_DEPTH=2", 3,
-                                  true}),
+    // 300,007 floats: 1.2 MB, ten slices of 128 KiB and an odd tail; 12,289 floats: 48 KiB and 4
+    // bytes, one slice, within the default single-copy window (32-64 KiB).
+    ::testing::Values(
+        Expectation{"shm2", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_MAX_BYTES=16777216", 2, 300007, true},
+        Expectation{"shm3", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_MAX_BYTES=16777216", 3, 300007, true},
+        Expectation{"shmDefault", "COLL_TRANSPORTS=shm,self", 2, 12289, true},
+        Expectation{"shmAboveTheWindow", "COLL_TRANSPORTS=shm,self", 2, 300007, false},
+        Expectation{"shmOff", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_BYTES=0", 2, 12289, false},
+        Expectation{"sockets2", "COLL_TRANSPORTS=net,self", 2, 300007, true},
+        Expectation{"sockets3", "COLL_TRANSPORTS=net,self COLL_SOCKET_NSOCKS=3 COLL_NET_FIFO_DEPTH=2", 3, 300007,
+                    true}),
     [](const ::testing::TestParamInfo<Expectation>& info) { return std::string(info.param.name); });
 
 TEST(ReceiveInPlaceEager, SendsOutsideAGroupDoNotWaitForTheReceiver) {

@@ -27,8 +27,8 @@ ShmFifoView::ShmFifoView(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* o
       bell(otherEnd) {}
 
 ShmSendConnection::ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell,
-                                     size_t singleCopyMinBytes)
-    : fifo_(fifo, depth, slotBytes, receiverBell), singleCopyMinBytes_(singleCopyMinBytes) {
+                                     size_t singleCopyMin, size_t singleCopyMax)
+    : fifo_(fifo, depth, slotBytes, receiverBell), singleCopyMin_(singleCopyMin), singleCopyMax_(singleCopyMax) {
   knownTail_ = head_ = fifo_.header->tail.load(std::memory_order_acquire);
   singleCopiesPosted_ = fifo_.header->singleCopiesDone.load(std::memory_order_acquire);
 }

@@ -31,7 +31,7 @@ struct alignas(64) ShmFifoHeader {
 // Posting slot s (counting from 0) stores s + 1 in `posted`, last: the receiver waits for the
 // value it expects, so a line from the previous lap (or zeroed memory) never passes for a post.
 //
-// A single-copy slot (transport.h, singleCopyMinBytes) carries no payload: `bytes` has
+// A single-copy slot (transport.h, singleCopyFor) carries no payload: `bytes` has
 // kSingleCopyFlag set, and inlineData begins with the address of the bytes in the sender's memory.
 struct alignas(64) ShmSlotControl {
   static constexpr size_t kInlineBytes = 48;
@@ -60,15 +60,19 @@ struct ShmFifoView {
 
 class ShmSendConnection : public SendConnection {
  public:
-  // singleCopyMinBytes: 0 where the receiver may not read this process's memory.
-  ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell, size_t singleCopyMinBytes);
+  // Messages of singleCopyMin..singleCopyMax bytes go by a single copy (singleCopyMin 0: none, as
+  // where the receiver may not read this process's memory).
+  ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell, size_t singleCopyMin,
+                    size_t singleCopyMax);
   void* tryAcquire() override;
   void post(size_t bytes) override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
   int depth() const override { return fifo_.depth; }
   // Single copies only (transport.h): postExternal is called for slices the executor chose by
-  // singleCopyMinBytes(), never because acceptsExternal() says so.
-  size_t singleCopyMinBytes() const override { return singleCopyMinBytes_; }
+  // singleCopyFor(), never because acceptsExternal() says so.
+  bool singleCopyFor(size_t messageBytes) const override {
+    return singleCopyMin_ > 0 && messageBytes >= singleCopyMin_ && messageBytes <= singleCopyMax_;
+  }
   void postExternal(const void* data, size_t bytes) override;
   bool externalPending() const override;
 
@@ -77,7 +81,8 @@ class ShmSendConnection : public SendConnection {
   ShmFifoView fifo_;
   uint64_t head_ = 0;
   uint64_t knownTail_ = 0;  // the receiver's counter when last read: slots below it are free
-  size_t singleCopyMinBytes_;
+  size_t singleCopyMin_;
+  size_t singleCopyMax_;
   uint64_t singleCopiesPosted_ = 0;
 };
 

@@ -47,6 +47,7 @@ ShmDomain::ShmDomain(const DomainArgs& args)
       fifoDepth_(args.settings->shmFifoDepth),
       slotBytes_(args.settings->slotBytes),
       singleCopyBytes_(args.settings->shmSingleCopyBytes),
+      singleCopyMaxBytes_(args.settings->shmSingleCopyMaxBytes),
       oneshotBytes_(args.settings->oneshotBytes),
       namedSegments_(args.settings->shmNamedSegments),
       peers_(*args.peers),
@@ -187,7 +188,7 @@ SendConnection* ShmDomain::sendConnection(int peer) {
   if (!sends_[local]) {
     sends_[local] =
         std::make_unique<ShmSendConnection>(fifoOf(local, myLocal_), fifoDepth_, slotBytes_, &headers_[local]->doorbell,
-                                            crossMemoryReads_ ? singleCopyBytes_ : 0);
+                                            crossMemoryReads_ ? singleCopyBytes_ : 0, singleCopyMaxBytes_);
     watch(local);
   }
   return sends_[local].get();

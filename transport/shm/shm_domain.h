@@ -109,7 +109,8 @@ class ShmDomain : public Domain, public LocalMemory {
   int myRank_;
   int fifoDepth_;
   size_t slotBytes_;
-  size_t singleCopyBytes_;  // COLL_SHM_SINGLE_COPY_BYTES, used where cross-memory reads work
+  size_t singleCopyBytes_;     // COLL_SHM_SINGLE_COPY_BYTES, used where cross-memory reads work
+  size_t singleCopyMaxBytes_;  // COLL_SHM_SINGLE_COPY_MAX_BYTES
   size_t oneshotBytes_;
   bool namedSegments_;
   const std::vector<PeerInfo>& peers_;
