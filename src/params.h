@@ -46,6 +46,7 @@ struct Params {
   std::string ibHca;                 // COLL_IB_HCA (verbs; empty: every device and port)
   int ibGidIndex = -1;               // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
   int ibQpsPerConnection = 1;        // COLL_IB_QPS_PER_CONNECTION (verbs)
+  size_t ibZcopyBytes = 256 << 10;   // COLL_IB_ZCOPY_BYTES (verbs; 0: never send from the caller's buffer)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
   LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)

@@ -42,6 +42,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -73,6 +74,7 @@ struct TransportSettings {
   std::string ibHca;               // COLL_IB_HCA: the devices and ports verbs may use ("": all)
   int ibGidIndex = -1;             // COLL_IB_GID_INDEX (-1: the port's first usable GID)
   int ibQpsPerConnection = 1;      // COLL_IB_QPS_PER_CONNECTION: verbs QPs per peer, slots striped over them
+  size_t ibZcopyBytes = 256 << 10;  // COLL_IB_ZCOPY_BYTES: verbs sends from caller buffers this large (0: never)
   std::string socketIfname;        // COLL_SOCKET_IFNAME
   std::string rendezvousAddress;   // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;          // bounds setup and the flush of pending sends at destruction
@@ -100,6 +102,8 @@ struct DomainUsage {
   std::vector<int> recvPeers;  // ascending: the peers this rank made a receive connection from
   int resources = 0;           // what those connections cost, in `resourceKind`
   const char* resourceKind = "connections";
+  // What else the domain did that logs and tests want to see, by name ("zero-copy writes", 12).
+  std::vector<std::pair<std::string, uint64_t>> counts;
 };
 
 // "shm: 2 FIFOs; sends to 1, receives from 3" for logs.

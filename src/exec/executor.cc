@@ -16,6 +16,14 @@ void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
   return static_cast<char*>(base) + (ref.offset + extra) * b.elemSize;
 }
 
+// The whole caller buffer that `ref` points into: the call's send or receive buffer, or for memory
+// named by address (point-to-point, each call its own buffer) the step's range of it.
+transport::CallerBuffer callerBufferOf(const ExecBuffers& b, const Step& step, BufferRef ref) {
+  if (ref.buffer == BufferId::kSend && b.sendBytes > 0) return {b.send, b.sendBytes};
+  if (ref.buffer == BufferId::kRecv && b.recvBytes > 0) return {b.recv, b.recvBytes};
+  return {pointerOf(b, ref, 0), step.count * b.elemSize};
+}
+
 }  // namespace
 
 Executor::Executor(ConnectionSource& connections, int nranks)
@@ -75,14 +83,17 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
   const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
   // Where the slice's result already lies in the caller's memory (the local destination, or the
-  // source when the step only forwards it), socket sends go straight from there: no copy into a
-  // slot (transport.h, acceptsExternal).
+  // source when the step only forwards it), sends go straight from there where the transport
+  // accepts it (sockets; verbs above COLL_IB_ZCOPY_BYTES): no copy into a slot (transport.h,
+  // acceptsExternal).
   const void* resultInCallerMemory = localDst != nullptr ? localDst : (step.nrecv == 0 ? localSrc : nullptr);
+  transport::CallerBuffer callerBuffer;
+  if (resultInCallerMemory != nullptr) callerBuffer = callerBufferOf(b, step, localDst != nullptr ? step.dst : step.src);
   bool external[kMaxStepPeers];
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
-    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal();
+    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 && sends[i]->acceptsExternal(callerBuffer);
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {

@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_api.h"
+#include "transport/verbs/verbs_caller_memory.h"
 
 namespace coll {
 namespace transport {
@@ -58,6 +59,9 @@ struct VerbsPeer {
   // Send side.
   uint64_t posted = 0;
   std::vector<uint8_t> inFlight;  // per slot: the device may still read it
+  // Per slot: the caller-buffer registration its zero-copy write in flight reads, or -1.
+  std::vector<int> callerRegion;
+  int callerWritesInFlight = 0;  // zero-copy writes the device may still read
   // Receive side.
   uint64_t arrived = 0;
   uint64_t released = 0;
@@ -83,6 +87,11 @@ class VerbsLink {
   // a refused post fails the domain (lock held). True when posted.
   virtual bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
+  // The same from memory registered under `lkey` (a caller's buffer) rather than the slots' region.
+  virtual bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
+                                   uint32_t lkey, uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
+  // The per-call registrations of callers' buffers (zero-copy sends).
+  virtual VerbsCallerMemory& callerMemory() = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 };
@@ -97,8 +106,18 @@ class VerbsSendConnection : public SendConnection {
   void post(size_t bytes) override;
   size_t slotBytes() const override { return link_.slotBytes(); }
   int depth() const override { return link_.depth(); }
+  // Zero-copy (verbs_caller_memory.h): a buffer of at least COLL_IB_ZCOPY_BYTES is registered
+  // for the call; the slice is then written from it into the peer's slot, as a slot would be.
+  bool acceptsExternal(const CallerBuffer& buffer) override;
+  void postExternal(const void* data, size_t bytes) override;
+  bool externalPending() const override;
 
  private:
+  // Writes the next sequence number's slice from `local` (registered under `lkey`) into the
+  // peer's slot; `region` is the caller registration it reads, or -1 for our own slot.
+  void postLocked(const void* local, uint32_t lkey, int region, size_t bytes);
+  uint8_t* nextSlot() const;
+
   VerbsLink& link_;
   VerbsPeer& peer_;
 };

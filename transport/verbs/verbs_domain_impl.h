@@ -54,13 +54,18 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
 
   ProgressDriver* progressDriver() override { return this; }
   void progressOnce() override;
-  void executorState(Executor) override {}
+  // kReturned: the caller-buffer registrations of the call that returned go (verbs_caller_memory.h).
+  void executorState(Executor state) override;
+  DomainUsage usage() const override;
 
   // VerbsLink
   std::mutex& mutex() override { return mutex_; }
   void pollLocked() override;
   bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
                        uint64_t remote, const uint32_t* imm) override;
+  bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t lkey,
+                           uint32_t bytes, uint64_t remote, const uint32_t* imm) override;
+  VerbsCallerMemory& callerMemory() override { return callerMemory_; }
   size_t slotBytes() const override { return settings_.slotBytes; }
   int depth() const override { return depth_; }
 
@@ -105,6 +110,7 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   std::atomic<bool> failed_{false};
   std::string failure_;  // under mutex_
   uint64_t arrivedAhead_ = 0;  // data that arrived before an earlier sequence number (under mutex_)
+  VerbsCallerMemory callerMemory_;  // under mutex_
 };
 
 }  // namespace transport
