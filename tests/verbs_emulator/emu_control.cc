@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "emu_carrier.h"
 #include "emu_faults.h"
 #include "emu_objects.h"
 #include "emu_registry.h"
@@ -235,7 +236,7 @@ EMU_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cqContext, ibv
   CqSlot& s = r->cqs[cq->slot];
   s.pid = getpid();
   s.head = s.tail = 0;
-  s.heldCount = s.idlePolls = 0;  // a reused slot may have held some for its dead owner
+  s.heldCount = s.idlePolls = s.owed = 0;  // a reused slot may have held some for its dead owner
   s.capacity = static_cast<uint32_t>(cqe);
   cq->cq.context = ctx;
   cq->cq.cq_context = cqContext;
@@ -274,6 +275,8 @@ EMU_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   // Fault injection: this QP's arrivals are delivered late (emu_data_path.cc).
   static int created = 0;
   s.delayed = delayedQp(created++);
+  // Where it lives, and with COLL_VERBS_EMU_TCP=1 where a writer in another namespace reaches it.
+  publishCarrier(&s);
   qp->maxInline = cap.max_inline_data;
   qp->signalAll = init->sq_sig_all != 0;
   qp->qp.context = pd->context;
@@ -296,6 +299,7 @@ EMU_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
 EMU_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   {
     Locked lock(registry());
+    forgetQp(registry(), qp->qp_num);
     registry()->qps[emu(qp)->slot] = QpSlot{};  // a peer writing to it now finds no such QP
   }
   delete emu(qp);
