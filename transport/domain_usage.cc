@@ -17,9 +17,9 @@ std::string listRanks(const std::vector<int>& ranks) {
 }  // namespace
 
 std::string describeUsage(const char* domainName, const DomainUsage& usage) {
-  std::string text = formatString("%s: %d %s; sends to %s; receives from %s", domainName, usage.resources,
-                                  usage.resourceKind, listRanks(usage.sendPeers).c_str(),
-                                  listRanks(usage.recvPeers).c_str());
+  std::string text =
+      formatString("%s: %d %s; sends to %s; receives from %s", domainName, usage.resources, usage.resourceKind,
+                   listRanks(usage.sendPeers).c_str(), listRanks(usage.recvPeers).c_str());
   for (const auto& [name, count] : usage.counts) text += "; " + name + " " + std::to_string(count);
   return text;
 }

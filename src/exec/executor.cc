@@ -88,7 +88,8 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   // acceptsExternal).
   const void* resultInCallerMemory = localDst != nullptr ? localDst : (step.nrecv == 0 ? localSrc : nullptr);
   transport::CallerBuffer callerBuffer;
-  if (resultInCallerMemory != nullptr) callerBuffer = callerBufferOf(b, step, localDst != nullptr ? step.dst : step.src);
+  if (resultInCallerMemory != nullptr)
+    callerBuffer = callerBufferOf(b, step, localDst != nullptr ? step.dst : step.src);
   bool external[kMaxStepPeers];
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();

@@ -9,8 +9,8 @@
 //   - a registration the device refuses (the emulator's COLL_VERBS_EMU_MAX_MRS, a pinned-memory
 //     limit) falls back to the slots, logged at INFO once, and the call succeeds;
 //   - COLL_IB_ZCOPY_BYTES=0 sends nothing zero-copy.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -58,9 +58,9 @@ void setZeroCopyEnvironment(const char* threshold) {
 }
 
 std::vector<Case> casesAroundTheThreshold() {
-  const size_t below = kThreshold / 4 - 1;        // int32 elements: just under the threshold
-  const size_t at = kThreshold / 4;               // exactly at it
-  const size_t above = 3 * kThreshold / 4 + 7;    // several slices and an odd tail
+  const size_t below = kThreshold / 4 - 1;      // int32 elements: just under the threshold
+  const size_t at = kThreshold / 4;             // exactly at it
+  const size_t above = 3 * kThreshold / 4 + 7;  // several slices and an odd tail
   std::vector<Case> cases;
   for (size_t count : {below, at, above}) {
     for (bool inPlace : {false, true}) {
@@ -98,7 +98,8 @@ TEST(VerbsZeroCopy, ResultsAreRightAcrossTheThresholdAndLargeBuffersGoZeroCopy) 
             writesAbove += written;
         }
         if (writesBelow != 0)
-          problems.push_back(rankSays(rank, std::to_string(writesBelow) + " zero-copy writes from buffers below the threshold"));
+          problems.push_back(
+              rankSays(rank, std::to_string(writesBelow) + " zero-copy writes from buffers below the threshold"));
         if (writesAbove == 0) problems.push_back(rankSays(rank, "no zero-copy write from buffers above the threshold"));
         return problems;
       },
@@ -117,8 +118,9 @@ std::string sendAndCheck(collComm_t comm, int rank, uint8_t* data, size_t bytes,
     rc = collRecv(got.data(), bytes, collUint8, 0, comm, nullptr);
     if (rc == collSuccess)
       for (size_t i = 0; i < bytes; ++i)
-        if (got[i] != fill) return rankSays(rank, "byte " + std::to_string(i) + " is " + std::to_string(got[i]) +
-                                                     ", the sender's buffer held " + std::to_string(fill));
+        if (got[i] != fill)
+          return rankSays(rank, "byte " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                                    ", the sender's buffer held " + std::to_string(fill));
   }
   return rc == collSuccess ? "" : rankSays(rank, collGetLastError(comm));
 }
@@ -154,7 +156,8 @@ TEST(VerbsZeroCopy, BufferFreedAndAllocatedAgainBetweenCallsSendsItsNewBytes) {
           problems.push_back(rankSays(rank, std::to_string(counts["caller buffers registered"]) +
                                                 " registrations for 4 calls from 4 buffers (expected one each)"));
         if (rank == 0 && counts["zero-copy writes"] < 4 * (bytes / 16384))
-          problems.push_back(rankSays(rank, "only " + std::to_string(counts["zero-copy writes"]) + " zero-copy writes"));
+          problems.push_back(
+              rankSays(rank, "only " + std::to_string(counts["zero-copy writes"]) + " zero-copy writes"));
         if (counts["held"] != 0) problems.push_back(rankSays(rank, "registrations held after the calls"));
         return problems;
       },
@@ -204,13 +207,14 @@ TEST(VerbsZeroCopy, RefusedRegistrationFallsBackToTheSlotsLoggedOnce) {
           }
         std::map<std::string, uint64_t> counts = verbsCounts(comm);
         if (counts["zero-copy writes"] != 0)
-          problems.push_back(rankSays(rank, std::to_string(counts["zero-copy writes"]) + " zero-copy writes despite the limit"));
+          problems.push_back(
+              rankSays(rank, std::to_string(counts["zero-copy writes"]) + " zero-copy writes despite the limit"));
         if (counts["refused"] == 0) problems.push_back(rankSays(rank, "no registration was refused"));
         fflush(stderr);
         const size_t lines = occurrences(logged(refusalLog(parent, rank)), "ibv_reg_mr of the caller's buffer");
         if (lines != 1)
-          problems.push_back(rankSays(rank, "the refused registration was logged " + std::to_string(lines) +
-                                                " times (expected once)"));
+          problems.push_back(rankSays(
+              rank, "the refused registration was logged " + std::to_string(lines) + " times (expected once)"));
         return problems;
       },
       initMustSucceed(), 120);
@@ -246,9 +250,9 @@ TEST(VerbsZeroCopy, ErrorCompletionOfAZeroCopyWriteNamesThePeer) {
     if (seconds > 15) problems.push_back(rankSays(rank, "failed only after " + std::to_string(seconds) + " s"));
     if (rc != collRemoteError && rc != collTimeout)
       problems.push_back(rankSays(rank, std::string(collGetErrorString(rc)) + ": " + message));
-    if (rank == 0 && (message.find("rank 1") == std::string::npos ||
-                      message.find("data write from the caller's buffer completed with remote access error") ==
-                          std::string::npos))
+    if (rank == 0 &&
+        (message.find("rank 1") == std::string::npos ||
+         message.find("data write from the caller's buffer completed with remote access error") == std::string::npos))
       problems.push_back(rankSays(rank, "the error does not name rank 1 and the zero-copy write: " + message));
     return problems;
   };

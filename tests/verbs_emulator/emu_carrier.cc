@@ -204,7 +204,8 @@ void Carrier::pumpOutgoing(Outgoing& o, short revents) {
   for (; o.acks.size() - used >= sizeof(WireAck); used += sizeof(WireAck)) {
     WireAck ack;
     std::memcpy(&ack, o.acks.data() + used, sizeof(ack));
-    auto waiting = std::find_if(o.writes.begin(), o.writes.end(), [](const Outgoing::Write& w) { return w.status < 0; });
+    auto waiting =
+        std::find_if(o.writes.begin(), o.writes.end(), [](const Outgoing::Write& w) { return w.status < 0; });
     // An answer to nothing, or not an answer: the connection is not to be trusted any more.
     if (ack.magic != kAckMagic || waiting == o.writes.end() || ack.status < 0) return fail(o, IBV_WC_RETRY_EXC_ERR);
     waiting->status = ack.status;
@@ -281,25 +282,32 @@ void Carrier::run() {
   std::vector<uint32_t> qpns;
   for (;;) {
     const int timeoutMs = collect(&fds, &qpns);
-    if (poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) continue;
+    if (poll(fds.data(), fds.size(), timeoutMs) < 0) {
+      // Interrupted, or out of resources for a moment: the next round polls again (after a pause,
+      // so that a failure that persists does not spin).
+      if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     if (fds[0].revents != 0) {
       uint64_t count = 0;
       if (read(wakeFd_, &count, sizeof(count)) < 0) {
         // Nothing was pending: a spurious wake-up costs one round.
       }
     }
-    if (fds[1].revents != 0) accept();
-    // The incoming connections are this thread's alone; those that fail are dropped here.
+    // The incoming connections are this thread's alone; those that fail are dropped here. The
+    // ones polled come first in `fds`, in order; new ones are accepted after them.
     for (size_t i = 0; i < incoming_.size(); ++i)
       if (fds[2 + i].revents != 0 && !serve(incoming_[i])) closeFd(&incoming_[i].fd);
     incoming_.erase(std::remove_if(incoming_.begin(), incoming_.end(), [](const Incoming& in) { return in.fd < 0; }),
                     incoming_.end());
+    if (fds[1].revents != 0) accept();
     {
       std::lock_guard<std::mutex> guard(mutex);
       const size_t firstOut = fds.size() - qpns.size();
       for (size_t i = 0; i < qpns.size(); ++i) {
         auto it = outgoing.find(qpns[i]);
-        if (it != outgoing.end() && it->second.fd == fds[firstOut + i].fd) pumpOutgoing(it->second, fds[firstOut + i].revents);
+        if (it != outgoing.end() && it->second.fd == fds[firstOut + i].fd)
+          pumpOutgoing(it->second, fds[firstOut + i].revents);
       }
     }
     deliver();
@@ -370,8 +378,8 @@ void carryWrite(Registry* r, QpSlot& self, ibv_qp* qp, uint64_t wrId, bool signa
     o.writes.push_back({wrId, signaled, status, now});
     carrier->decided = true;
   } else {
-    const WireWrite header{kWriteMagic, self.qpn, self.destQpn, write.opcode, write.imm,
-                           write.rkey,  write.remoteAddr, write.bytes};
+    const WireWrite header{kWriteMagic, self.qpn,   self.destQpn,     write.opcode,
+                           write.imm,   write.rkey, write.remoteAddr, write.bytes};
     o.out.append(reinterpret_cast<const char*>(&header), sizeof(header));
     for (int i = 0; i < g.count; ++i) o.out.append(static_cast<const char*>(g.iov[i].iov_base), g.iov[i].iov_len);
     o.writes.push_back({wrId, signaled, -1, now + o.retryTime});

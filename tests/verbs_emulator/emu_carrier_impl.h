@@ -27,8 +27,8 @@ namespace verbs_emu {
 using CarrierClock = std::chrono::steady_clock;
 
 // On the wire, in this machine's byte order (both ends are processes of one machine).
-constexpr uint32_t kWriteMagic = 0x45574d57;  // a write: this header, then `bytes` bytes
-constexpr uint32_t kAckMagic = 0x4b434157;    // its answer
+constexpr uint32_t kWriteMagic = 0x45574d57;       // a write: this header, then `bytes` bytes
+constexpr uint32_t kAckMagic = 0x4b434157;         // its answer
 constexpr uint64_t kMaxCarriedBytes = 1ull << 30;  // larger than any write the transport makes
 
 struct WireWrite {

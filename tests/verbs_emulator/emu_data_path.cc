@@ -88,8 +88,8 @@ int validate(const EmuQp& qp, const QpSlot& self, const CqSlot& cq, const ibv_se
 void carriedWrite(Registry* r, EmuQp* qp, QpSlot& self, const ibv_send_wr& wr) {
   Gathered g;
   ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
-                         : linkFailed(r)             ? IBV_WC_RETRY_EXC_ERR
-                                                     : gather(r, wr, &g);
+                         : linkFailed(r)           ? IBV_WC_RETRY_EXC_ERR
+                                                   : gather(r, wr, &g);
   if (status != IBV_WC_SUCCESS) self.state = qp->qp.state = IBV_QPS_ERR;
   const bool signaled = qp->signalAll || (wr.send_flags & IBV_SEND_SIGNALED) != 0;
   const WriteRequest write{static_cast<int>(wr.opcode), wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, g.bytes, wr.imm_data};

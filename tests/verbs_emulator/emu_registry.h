@@ -63,7 +63,7 @@ struct QpSlot {
   uint64_t netns;
   uint16_t carrierPort;
   uint32_t carrierAddrs[kMaxCarrierAddrs];
-  int8_t carried;  // its writes go by the carrier: 0 not decided yet (first write decides), 1 yes, -1 no
+  int8_t carried;               // its writes go by the carrier: 0 not decided yet (first write decides), 1 yes, -1 no
   uint8_t timeout, retryCount;  // from RTS: how long a carried write waits for its acknowledgement
 };
 

@@ -80,12 +80,10 @@ void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int regio
   ++peer_.posted;
   peer_.inFlight[slot] = 1;
   // The same write, immediate and receiver slot either way: the receiver cannot tell them apart.
-  const bool posted =
-      region < 0
-          ? link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, local, static_cast<uint32_t>(bytes), remote,
-                                  &imm)
-          : link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey, static_cast<uint32_t>(bytes),
-                                      remote, &imm);
+  const bool posted = region < 0 ? link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, local,
+                                                         static_cast<uint32_t>(bytes), remote, &imm)
+                                 : link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey,
+                                                             static_cast<uint32_t>(bytes), remote, &imm);
   if (!posted) {
     peer_.inFlight[slot] = 0;
     return;

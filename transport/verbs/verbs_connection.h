@@ -4,9 +4,10 @@
 //
 // Send: the slots are this rank's own registered staging buffers; post() writes slot i with
 // immediate into the peer's slot i (RDMA write with immediate, inline when small enough), the
-// immediate carrying the slot's sequence number. Each lane keeps its own order only, so the
-// receiver puts arrivals back in sequence order before handing them out. A slot is free again when the peer has released
-// its copy (the peer's credit word here says how many it released) and the device has finished
+// immediate carrying the slot's sequence number. postExternal() makes the same write from the
+// caller's buffer instead, registered for the call (verbs_caller_memory.h: zero-copy). Each lane keeps its own order
+// only, so the receiver puts arrivals back in sequence order before handing them out. A slot is free again when the
+// peer has released its copy (the peer's credit word here says how many it released) and the device has finished
 // reading ours (its completion).
 // Receive: the peer's writes land in this rank's slots; each consumes one posted receive, whose
 // completion says which sequence number arrived and how many bytes. release() returns the slot

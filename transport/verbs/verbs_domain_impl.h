@@ -1,6 +1,7 @@
 // The verbs transport of one communicator rank: COLL_IB_QPS_PER_CONNECTION RC queue pairs per member, one completion
 // queue and one registered region for all of them (every member's receive slots, send slots and
-// credit words), set up in one round: card() opens the device, makes the QPs (to INIT, receives
+// credit words; callers' buffers are registered per call for zero-copy sends,
+// verbs_caller_memory.h), set up in one round: card() opens the device, makes the QPs (to INIT, receives
 // posted) and publishes them (verbs_card.h); connect() takes each to RTR and RTS towards the
 // member's QP.
 //
