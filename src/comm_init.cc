@@ -150,6 +150,7 @@ void Communicator::setupTransports() {
   transportSettings_.ibHca = params_.ibHca;
   transportSettings_.ibGidIndex = params_.ibGidIndex;
   transportSettings_.ibQpsPerConnection = params_.ibQpsPerConnection;
+  transportSettings_.ibZcopyBytes = params_.ibZcopyBytes;
   transportSettings_.socketIfname = params_.socketIfname;
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;

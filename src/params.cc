@@ -185,6 +185,8 @@ const Params& processParams() {
     if (const char* hca = getenv("COLL_IB_HCA")) p.ibHca = hca;
     p.ibGidIndex = static_cast<int>(parseInteger("COLL_IB_GID_INDEX", -1, 255, p.ibGidIndex));
     p.ibQpsPerConnection = static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
+    // Only the sender decides (the receiver cannot tell a zero-copy write from a slot's): ranks may differ.
+    p.ibZcopyBytes = static_cast<size_t>(parseInteger("COLL_IB_ZCOPY_BYTES", 0, 1LL << 50, p.ibZcopyBytes));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);

@@ -43,11 +43,12 @@ struct Params {
   // COLL_BOOTSTRAP_EXCHANGE: false (store) sends init's all-gathers through the rendezvous store
   // instead of between the ranks (bootstrap/rank_exchange.h).
   bool bootstrapBetweenRanks = true;
-  int ibTimeout = 18;          // COLL_IB_TIMEOUT (verbs)
-  int ibRetryCount = 7;        // COLL_IB_RETRY_CNT (verbs)
-  std::string ibHca;           // COLL_IB_HCA (verbs; empty: every device and port)
-  int ibGidIndex = -1;         // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
-  int ibQpsPerConnection = 1;  // COLL_IB_QPS_PER_CONNECTION (verbs)
+  int ibTimeout = 18;               // COLL_IB_TIMEOUT (verbs)
+  int ibRetryCount = 7;             // COLL_IB_RETRY_CNT (verbs)
+  std::string ibHca;                // COLL_IB_HCA (verbs; empty: every device and port)
+  int ibGidIndex = -1;              // COLL_IB_GID_INDEX (verbs; -1: the port's first usable GID)
+  int ibQpsPerConnection = 1;       // COLL_IB_QPS_PER_CONNECTION (verbs)
+  size_t ibZcopyBytes = 256 << 10;  // COLL_IB_ZCOPY_BYTES (verbs; 0: never send from the caller's buffer)
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
   LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)

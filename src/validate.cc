@@ -17,7 +17,32 @@ bool isRooted(CollType t) {
   return t == CollType::kBroadcast || t == CollType::kReduce || t == CollType::kGather || t == CollType::kScatter;
 }
 
-// How many `count`s each buffer holds: the send and receive sides differ for gather-like calls.
+// The in-place form docs/api.md allows: the send data sits exactly where this rank's part of the
+// receive buffer is (or the reverse for reduce-scatter and scatter).
+bool isAllowedInPlace(const CollCall& c, int rank) {
+  auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
+  auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  size_t bytes = c.count * c.elemSize;
+  switch (c.type) {
+    case CollType::kAllReduce:
+    case CollType::kBroadcast:
+    case CollType::kReduce:
+      return send == recv;
+    case CollType::kAllGather:
+      return send == recv + rank * bytes;
+    case CollType::kReduceScatter:
+      return recv == send + rank * bytes;
+    case CollType::kGather:
+      return send == recv + c.root * bytes;
+    case CollType::kScatter:
+      return recv == send + c.root * bytes;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, size_t* recvMul) {
   *sendMul = 1;
   *recvMul = 1;
@@ -54,32 +79,6 @@ void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, s
       break;
   }
 }
-
-// The in-place form docs/api.md allows: the send data sits exactly where this rank's part of the
-// receive buffer is (or the reverse for reduce-scatter and scatter).
-bool isAllowedInPlace(const CollCall& c, int rank) {
-  auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
-  auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
-  size_t bytes = c.count * c.elemSize;
-  switch (c.type) {
-    case CollType::kAllReduce:
-    case CollType::kBroadcast:
-    case CollType::kReduce:
-      return send == recv;
-    case CollType::kAllGather:
-      return send == recv + rank * bytes;
-    case CollType::kReduceScatter:
-      return recv == send + rank * bytes;
-    case CollType::kGather:
-      return send == recv + c.root * bytes;
-    case CollType::kScatter:
-      return recv == send + c.root * bytes;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 void refuseDeviceBuffers(const char* fn, const CollCall& c) {
   const struct {

@@ -11,6 +11,10 @@ namespace coll {
 // communicator of `nranks` where this rank is `rank`. Fills call.elemSize.
 void validateCall(const char* function, CollCall& call, int rank, int nranks);
 
+// How many `count`s the call's send and receive buffers hold on `rank` (gather-like calls differ
+// per side; 0 for a buffer the rank does not use).
+void bufferMultiples(const CollCall& call, int rank, int nranks, size_t* sendMul, size_t* recvMul);
+
 // A call with a NULL stream takes host buffers: a buffer that is device memory the host cannot
 // read is refused (collInvalidArgument naming it), not read as host memory. Asked only where the
 // calling thread has a CUDA context (common/cuda_device.h): host-only programs pay nothing.

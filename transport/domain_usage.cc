@@ -17,9 +17,11 @@ std::string listRanks(const std::vector<int>& ranks) {
 }  // namespace
 
 std::string describeUsage(const char* domainName, const DomainUsage& usage) {
-  return formatString("%s: %d %s; sends to %s; receives from %s; %llu slices received in place", domainName,
-                      usage.resources, usage.resourceKind, listRanks(usage.sendPeers).c_str(),
-                      listRanks(usage.recvPeers).c_str(), static_cast<unsigned long long>(usage.receivedInPlace));
+  std::string text =
+      formatString("%s: %d %s; sends to %s; receives from %s", domainName, usage.resources, usage.resourceKind,
+                   listRanks(usage.sendPeers).c_str(), listRanks(usage.recvPeers).c_str());
+  for (const auto& [name, count] : usage.counts) text += "; " + name + " " + std::to_string(count);
+  return text;
 }
 
 }  // namespace transport

@@ -15,6 +15,12 @@
 namespace coll {
 namespace transport {
 
+// The caller's buffer (send or receive, whole) that a slice sent from the caller's memory lies in.
+struct CallerBuffer {
+  const void* base = nullptr;
+  size_t bytes = 0;
+};
+
 class SendConnection {
  public:
   virtual ~SendConnection() = default;
@@ -25,11 +31,18 @@ class SendConnection {
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 
-  // Zero-copy sends, for transports that move bytes with a system call (sockets): after a
-  // successful tryAcquire(), the caller may post `bytes` straight from its own memory instead of
-  // filling the slot. That memory must stay unchanged until externalPending() turns false, which
-  // the executor waits for before a call returns.
-  virtual bool acceptsExternal() const { return false; }
+  // Zero-copy sends, for transports that can send from any memory (sockets: a system call; verbs:
+  // an RDMA write from the caller's buffer, registered for the call): after a successful
+  // tryAcquire(), the caller asks acceptsExternal() with the whole buffer the next slice lies in,
+  // and on true posts the slice with postExternal() straight from that buffer instead of filling
+  // the slot. That memory must stay unchanged until externalPending() turns false, which the
+  // executor waits for before a call returns. A transport that must prepare the memory (verbs
+  // registers it, once per call for all its slices) does so in acceptsExternal(), so that a
+  // refusal leaves the slot to be filled as usual, at no cost beyond the copy.
+  virtual bool acceptsExternal(const CallerBuffer& buffer) {
+    (void)buffer;
+    return false;
+  }
   virtual void postExternal(const void* data, size_t bytes) { (void)data, (void)bytes; }
   virtual bool externalPending() const { return false; }
 

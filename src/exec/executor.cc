@@ -24,6 +24,14 @@ void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
              peer, bytes, expected);
 }
 
+// The whole caller buffer that `ref` points into: the call's send or receive buffer, or for memory
+// named by address (point-to-point, each call its own buffer) the step's range of it.
+transport::CallerBuffer callerBufferOf(const ExecBuffers& b, const Step& step, BufferRef ref) {
+  if (ref.buffer == BufferId::kSend && b.sendBytes > 0) return {b.send, b.sendBytes};
+  if (ref.buffer == BufferId::kRecv && b.recvBytes > 0) return {b.recv, b.recvBytes};
+  return {pointerOf(b, ref, 0), step.count * b.elemSize};
+}
+
 }  // namespace
 
 Executor::Executor(ConnectionSource& connections, int nranks)
@@ -100,18 +108,21 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
   const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
   // Where the slice's result already lies in the caller's memory (the local destination, or the
-  // source when the step only forwards it), socket sends go straight from there: no copy into a
-  // slot (transport.h, acceptsExternal). A step that sends its own input unchanged sends it from
-  // the source, before its local copy: the bytes are on the wire while the copy runs.
+  // source when the step only forwards it), sends go straight from there where the transport
+  // accepts it (sockets; verbs above COLL_IB_ZCOPY_BYTES): no copy into a slot (transport.h,
+  // acceptsExternal). A step that sends its own input unchanged sends it from the source, before
+  // its local copy: the bytes are on the wire while the copy runs.
   const bool sendsSource = step.nrecv == 0 && localSrc != nullptr && !(step.finalAvg && b.op == collAvg);
   const void* resultInCallerMemory = sendsSource ? localSrc : localDst;
+  transport::CallerBuffer callerBuffer;
+  if (resultInCallerMemory != nullptr) callerBuffer = callerBufferOf(b, step, sendsSource ? step.src : step.dst);
   bool external[kMaxStepPeers];
   for (int i = 0; i < step.nsend; ++i) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
-    external[i] =
-        resultInCallerMemory != nullptr && sliceBytes > 0 &&
-        (sends[i]->acceptsExternal() || (b.singleCopySends && sends[i]->singleCopyFor(step.count * b.elemSize)));
+    external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 &&
+                  (sends[i]->acceptsExternal(callerBuffer) ||
+                   (b.singleCopySends && sends[i]->singleCopyFor(step.count * b.elemSize)));
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {

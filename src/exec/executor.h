@@ -28,6 +28,10 @@ class ConnectionSource {
 struct ExecBuffers {
   const void* send = nullptr;
   void* recv = nullptr;
+  // The buffers' whole extents, for transports that register the caller's memory once per call
+  // (transport.h, CallerBuffer); 0 where unknown: a step's own range stands in.
+  size_t sendBytes = 0;
+  size_t recvBytes = 0;
   collDataType_t datatype = collUint8;
   collRedOp_t op = collSum;
   size_t elemSize = 1;

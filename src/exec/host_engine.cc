@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "kernels/cpu/reduce.h"
+#include "src/validate.h"
 
 namespace coll {
 
@@ -88,6 +89,12 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
   buffers.elemSize = call.elemSize;
   buffers.nranks = args_.nranks;
   buffers.streamOutput = args_.streamingBytes > 0 && call.count * call.elemSize >= args_.streamingBytes;
+  if (call.type != CollType::kBarrier) {
+    size_t sendMul = 0, recvMul = 0;
+    bufferMultiples(call, args_.rank, args_.nranks, &sendMul, &recvMul);
+    buffers.sendBytes = call.count * call.elemSize * sendMul;
+    buffers.recvBytes = call.count * call.elemSize * recvMul;
+  }
   executor_.run(schedule, buffers, waiter);
 }
 

@@ -8,7 +8,9 @@
 #   cases     collrun on every host (--nnodes/--node-rank/--master-addr/--master-port) runs
 #             multihost_rank cases: every collective, split communicators; all must pass.
 #   linkdown  ranks all-reduce in a loop; host 1's link is taken down mid-collective; every rank
-#             must report an error within the timeout (COLL_TIMEOUT_MS=4000), none may hang.
+#             must report an error within the timeout (COLL_TIMEOUT_MS=4000), none may hang. With
+#             COLLTEST_EXPECT_ERROR set, some rank's error must also contain that text (the verbs
+#             suite: the link's own failure, not only the call's timeout).
 #   killhost  as linkdown, but the last host's ranks are SIGKILLed; the survivors must report an
 #             error well within the timeout (COLL_TIMEOUT_MS=20000).
 #   loopback  every rank is told COLL_SOCKET_IFNAME=lo: init must refuse on every rank (loopback
@@ -156,6 +158,10 @@ case "$mode" in
     ip -n "$(ns 1)" link set eth0 down
     echo "netns_cluster: took host 1's eth0 down; every rank must fail within the 4 s timeout (+4 s slack)"
     expect_errors_within 8 "$start" $(seq 0 $((nranks - 1))) || exit 1
+    if [ -n "${COLLTEST_EXPECT_ERROR:-}" ] && ! grep -h FAILED "$workdir"/rank*.log | grep -qF "$COLLTEST_EXPECT_ERROR"; then
+      echo "FAIL: no rank's error says \"$COLLTEST_EXPECT_ERROR\""
+      exit 1
+    fi
     echo "PASS: every rank reported the lost link"
     ;;
   killhost)

@@ -25,7 +25,9 @@ namespace {
 
 uint64_t receivedInPlace(collComm_t comm) {
   uint64_t total = 0;
-  for (const auto& entry : coll::communicatorOf(comm)->transportUsage()) total += entry.second.receivedInPlace;
+  for (const auto& entry : coll::communicatorOf(comm)->transportUsage())
+    for (const auto& [name, count] : entry.second.counts)
+      if (name == coll::transport::kReceivedInPlace) total += count;
   return total;
 }
 

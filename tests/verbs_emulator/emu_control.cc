@@ -3,6 +3,7 @@
 // regions, completion queues and reliable-connected QPs, each with its slot in the registry. The
 // devices differ only in name, LID and GIDs: every one reaches every other, as on one fabric.
 // Errors follow libibverbs: NULL or -1 with errno, or the errno returned (ibv_modify_qp).
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "emu_carrier.h"
 #include "emu_faults.h"
 #include "emu_objects.h"
 #include "emu_registry.h"
@@ -55,6 +57,23 @@ int deviceIndex(const ibv_device* device) {
   for (int i = 0; i < kMaxDevices; ++i)
     if (device == &emuDevices[i] && emuDevices[i].name[0] != '\0') return i;
   return -1;
+}
+
+// Whether every page of [addr, addr + length) is mapped (msync refuses a range with a hole).
+bool mapped(const void* addr, size_t length) {
+  if (length == 0) return true;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + length;
+  if (end < first) return false;
+  return msync(reinterpret_cast<void*>(first), end - first, MS_ASYNC) == 0;
+}
+
+// How many memory regions process `pid` holds (registry lock held).
+long regionsOf(Registry* r, pid_t pid) {
+  long n = 0;
+  for (const MrSlot& mr : r->mrs) n += mr.pid == pid ? 1 : 0;
+  return n;
 }
 
 template <typename T>
@@ -174,8 +193,13 @@ EMU_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
 EMU_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   // As the real verbs: remote write needs local write.
   if ((access & IBV_ACCESS_REMOTE_WRITE) != 0 && (access & IBV_ACCESS_LOCAL_WRITE) == 0) return fail<ibv_mr>(EINVAL);
+  // Any memory of the process may be registered, as on a device, but only memory that is mapped:
+  // the kernel pins the pages, and a range with a hole fails with EFAULT.
+  if (!mapped(addr, length)) return fail<ibv_mr>(EFAULT);
   Registry* r = registry();
   Locked lock(r);
+  // Fault injection: a pinned-memory limit, counted in regions.
+  if (maxMemoryRegions() >= 0 && regionsOf(r, getpid()) >= maxMemoryRegions()) return fail<ibv_mr>(ENOMEM);
   int slot = freeMrSlot(r);
   auto mr = slot >= 0 ? new (std::nothrow) ibv_mr{} : nullptr;
   if (mr == nullptr) return fail<ibv_mr>(ENOMEM);
@@ -212,7 +236,7 @@ EMU_EXPORT ibv_cq* ibv_create_cq(ibv_context* ctx, int cqe, void* cqContext, ibv
   CqSlot& s = r->cqs[cq->slot];
   s.pid = getpid();
   s.head = s.tail = 0;
-  s.heldCount = s.idlePolls = 0;  // a reused slot may have held some for its dead owner
+  s.heldCount = s.idlePolls = s.owed = 0;  // a reused slot may have held some for its dead owner
   s.capacity = static_cast<uint32_t>(cqe);
   cq->cq.context = ctx;
   cq->cq.cq_context = cqContext;
@@ -251,6 +275,8 @@ EMU_EXPORT ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   // Fault injection: this QP's arrivals are delivered late (emu_data_path.cc).
   static int created = 0;
   s.delayed = delayedQp(created++);
+  // Where it lives, and with COLL_VERBS_EMU_TCP=1 where a writer in another namespace reaches it.
+  publishCarrier(&s);
   qp->maxInline = cap.max_inline_data;
   qp->signalAll = init->sq_sig_all != 0;
   qp->qp.context = pd->context;
@@ -273,6 +299,7 @@ EMU_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
 EMU_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
   {
     Locked lock(registry());
+    forgetQp(registry(), qp->qp_num);
     registry()->qps[emu(qp)->slot] = QpSlot{};  // a peer writing to it now finds no such QP
   }
   delete emu(qp);

@@ -8,57 +8,25 @@
 // once with the status the retries would end in: a peer gone or not yet ready (RETRY_EXC_ERR), no
 // receive posted (RNR_RETRY_EXC_ERR). A failed work request puts the QP in the error state, and
 // later ones complete with WR_FLUSH_ERR, as on a device.
+// A QP whose peer lives in another network namespace (with COLL_VERBS_EMU_TCP=1) hands its writes
+// to this process's carrier instead, which takes them over TCP (emu_carrier.h).
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
+#include "emu_carrier.h"
 #include "emu_faults.h"
 #include "emu_objects.h"
 #include "emu_registry.h"
+#include "emu_write.h"
 
 namespace verbs_emu {
 namespace {
 
-struct Gathered {
-  iovec iov[kMaxSge];
-  int count = 0;
-  uint64_t bytes = 0;
-};
-
 bool inside(uint64_t addr, uint64_t length, const MrSlot& mr) {
   return addr >= mr.addr && length <= mr.length && addr - mr.addr <= mr.length - length;
-}
-
-// The writer's buffers, checked against its lkeys (inline data needs none: it is copied at post).
-ibv_wc_status gather(Registry* r, const ibv_send_wr& wr, Gathered* out) {
-  for (int i = 0; i < wr.num_sge; i++) {
-    const ibv_sge& sge = wr.sg_list[i];
-    if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
-      int m = findMr(r, sge.lkey);
-      if (m < 0 || r->mrs[m].pid != getpid() || !inside(sge.addr, sge.length, r->mrs[m])) return IBV_WC_LOC_PROT_ERR;
-    }
-    out->iov[out->count++] = iovec{reinterpret_cast<void*>(sge.addr), sge.length};
-    out->bytes += sge.length;
-  }
-  return IBV_WC_SUCCESS;
-}
-
-// The responder's checks: a live peer QP ready to receive, an rkey of its PD that allows remote
-// writes and covers the range, a posted receive and room in its CQ for the immediate.
-ibv_wc_status admit(Registry* r, const QpSlot& dest, const ibv_send_wr& wr, uint64_t bytes) {
-  if (ownerGone(dest.pid) || (dest.state != IBV_QPS_RTR && dest.state != IBV_QPS_RTS)) return IBV_WC_RETRY_EXC_ERR;
-  int m = findMr(r, wr.wr.rdma.rkey);
-  if (m < 0 || r->mrs[m].pid != dest.pid || r->mrs[m].pd != dest.pd ||
-      (r->mrs[m].access & IBV_ACCESS_REMOTE_WRITE) == 0 || !inside(wr.wr.rdma.remote_addr, bytes, r->mrs[m]))
-    return IBV_WC_REM_ACCESS_ERR;
-  if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-    if (dest.recvHead == dest.recvTail) return IBV_WC_RNR_RETRY_EXC_ERR;
-    const CqSlot& cq = r->cqs[dest.recvCq];
-    if (cq.tail - cq.head + cq.heldCount >= cq.capacity) return IBV_WC_REM_OP_ERR;
-  }
-  return IBV_WC_SUCCESS;
 }
 
 ibv_wc_status copyToPeer(pid_t pid, const Gathered& g, uint64_t remote) {
@@ -90,37 +58,16 @@ void deliverReceive(Registry* r, const QpSlot& dest, const ibv_wc& wc) {
   if (cq->heldCount > 0) releaseHeld(r, cq, true);
 }
 
-// Fault injection (COLL_VERBS_EMU_FAIL_AFTER): true once this process has made its allowed writes;
-// then its link is down: every QP it owns goes to ERR, so that peers' writes to it fail too.
-bool linkFailed(Registry* r) {
-  static long writes = 0;  // this process's; counted under the registry's lock
-  const long allowed = failAfterWrites();
-  if (allowed < 0 || ++writes <= allowed) return false;
-  for (QpSlot& q : r->qps)
-    if (q.pid == getpid()) q.state = IBV_QPS_ERR;
-  return true;
-}
-
 ibv_wc_status rdmaWrite(Registry* r, const QpSlot& self, const ibv_send_wr& wr) {
   Gathered g;
   if (ibv_wc_status s = gather(r, wr, &g); s != IBV_WC_SUCCESS) return s;
   int d = findQp(r, self.destQpn);
   if (d < 0) return IBV_WC_RETRY_EXC_ERR;  // destroyed, or never existed: nobody answers
   QpSlot& dest = r->qps[d];
-  if (ibv_wc_status s = admit(r, dest, wr, g.bytes); s != IBV_WC_SUCCESS) return s;
+  const WriteRequest write{static_cast<int>(wr.opcode), wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, g.bytes, wr.imm_data};
+  if (ibv_wc_status s = admit(r, dest, write); s != IBV_WC_SUCCESS) return s;
   if (ibv_wc_status s = copyToPeer(dest.pid, g, wr.wr.rdma.remote_addr); s != IBV_WC_SUCCESS) return s;
-  if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-    ibv_wc wc{};
-    wc.wr_id = dest.recvWrIds[dest.recvHead++ % kRecvDepth];
-    wc.status = IBV_WC_SUCCESS;
-    wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-    wc.byte_len = static_cast<uint32_t>(g.bytes);
-    wc.imm_data = wr.imm_data;
-    wc.qp_num = dest.qpn;
-    wc.src_qp = self.qpn;
-    wc.wc_flags = IBV_WC_WITH_IMM;
-    deliverReceive(r, dest, wc);
-  }
+  completeReceive(r, dest, self.qpn, write);
   return IBV_WC_SUCCESS;
 }
 
@@ -131,12 +78,74 @@ int validate(const EmuQp& qp, const QpSlot& self, const CqSlot& cq, const ibv_se
   uint64_t bytes = 0;
   for (int i = 0; i < wr.num_sge; i++) bytes += wr.sg_list[i].length;
   if ((wr.send_flags & IBV_SEND_INLINE) != 0 && bytes > qp.maxInline) return EINVAL;
-  // No room for a completion it may need (held ones count: they are owed their places).
-  if (cq.tail - cq.head + cq.heldCount >= cq.capacity) return ENOMEM;
+  // No room for a completion it may need (held and owed ones count: they are owed their places).
+  if (!cqHasRoom(cq)) return ENOMEM;
   return 0;
 }
 
+// A write of a QP whose peer is in another network namespace: its checks and bytes travel to the
+// peer's process, which answers; the completion comes from this process's carrier, in order.
+void carriedWrite(Registry* r, EmuQp* qp, QpSlot& self, const ibv_send_wr& wr) {
+  Gathered g;
+  ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
+                         : linkFailed(r)           ? IBV_WC_RETRY_EXC_ERR
+                                                   : gather(r, wr, &g);
+  if (status != IBV_WC_SUCCESS) self.state = qp->qp.state = IBV_QPS_ERR;
+  const bool signaled = qp->signalAll || (wr.send_flags & IBV_SEND_SIGNALED) != 0;
+  const WriteRequest write{static_cast<int>(wr.opcode), wr.wr.rdma.rkey, wr.wr.rdma.remote_addr, g.bytes, wr.imm_data};
+  carryWrite(r, self, &qp->qp, wr.wr_id, signaled, write, g, status);
+}
+
 }  // namespace
+
+ibv_wc_status gather(Registry* r, const ibv_send_wr& wr, Gathered* out) {
+  for (int i = 0; i < wr.num_sge; i++) {
+    const ibv_sge& sge = wr.sg_list[i];
+    if ((wr.send_flags & IBV_SEND_INLINE) == 0) {
+      int m = findMr(r, sge.lkey);
+      if (m < 0 || r->mrs[m].pid != getpid() || !inside(sge.addr, sge.length, r->mrs[m])) return IBV_WC_LOC_PROT_ERR;
+    }
+    out->iov[out->count++] = iovec{reinterpret_cast<void*>(sge.addr), sge.length};
+    out->bytes += sge.length;
+  }
+  return IBV_WC_SUCCESS;
+}
+
+ibv_wc_status admit(Registry* r, const QpSlot& dest, const WriteRequest& write) {
+  if (ownerGone(dest.pid) || (dest.state != IBV_QPS_RTR && dest.state != IBV_QPS_RTS)) return IBV_WC_RETRY_EXC_ERR;
+  int m = findMr(r, write.rkey);
+  if (m < 0 || r->mrs[m].pid != dest.pid || r->mrs[m].pd != dest.pd ||
+      (r->mrs[m].access & IBV_ACCESS_REMOTE_WRITE) == 0 || !inside(write.remoteAddr, write.bytes, r->mrs[m]))
+    return IBV_WC_REM_ACCESS_ERR;
+  if (write.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+    if (dest.recvHead == dest.recvTail) return IBV_WC_RNR_RETRY_EXC_ERR;
+    if (!cqHasRoom(r->cqs[dest.recvCq])) return IBV_WC_REM_OP_ERR;
+  }
+  return IBV_WC_SUCCESS;
+}
+
+void completeReceive(Registry* r, QpSlot& dest, uint32_t srcQpn, const WriteRequest& write) {
+  if (write.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) return;
+  ibv_wc wc{};
+  wc.wr_id = dest.recvWrIds[dest.recvHead++ % kRecvDepth];
+  wc.status = IBV_WC_SUCCESS;
+  wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+  wc.byte_len = static_cast<uint32_t>(write.bytes);
+  wc.imm_data = write.imm;
+  wc.qp_num = dest.qpn;
+  wc.src_qp = srcQpn;
+  wc.wc_flags = IBV_WC_WITH_IMM;
+  deliverReceive(r, dest, wc);
+}
+
+bool linkFailed(Registry* r) {
+  static long writes = 0;  // this process's; counted under the registry's lock
+  const long allowed = failAfterWrites();
+  if (allowed < 0 || ++writes <= allowed) return false;
+  for (QpSlot& q : r->qps)
+    if (q.pid == getpid()) q.state = IBV_QPS_ERR;
+  return true;
+}
 
 int postSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
   EmuQp* qp = emu(ibqp);
@@ -148,6 +157,10 @@ int postSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
     if (int err = validate(*qp, self, cq, *wr); err != 0) {
       *bad = wr;
       return errno = err, err;
+    }
+    if (carriedQp(r, self)) {
+      carriedWrite(r, qp, self, *wr);
+      continue;
     }
     ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
                            : linkFailed(r)             ? IBV_WC_RETRY_EXC_ERR

@@ -28,6 +28,11 @@ long failAfterWrites() {
   return n;
 }
 
+long maxMemoryRegions() {
+  static const long n = numberFrom("COLL_VERBS_EMU_MAX_MRS");
+  return n;
+}
+
 bool delayedQp(int creationIndex) {
   static const long k = numberFrom("COLL_VERBS_EMU_DELAY_QP");
   return (k == 0 || k == 1) && creationIndex % 2 == k;

@@ -16,6 +16,10 @@ inline uint32_t corruptedRkey(uint32_t key) { return key | 0x80000000u; }
 // IBV_WC_RETRY_EXC_ERR and all its QPs go to ERR. -1 when unset.
 long failAfterWrites();
 
+// COLL_VERBS_EMU_MAX_MRS=N: this process may hold at most N memory regions; ibv_reg_mr beyond that
+// fails with ENOMEM, as a pinned-memory limit (RLIMIT_MEMLOCK) makes it fail. -1 when unset.
+long maxMemoryRegions();
+
 // COLL_VERBS_EMU_DELAY_QP=K (0 or 1): the receive completions of QP K of every pair this process
 // creates (creation index i with i % 2 == K; with two QPs per peer, each peer's QP K) are held back
 // and delivered after later ones, so that arrivals across QPs come out of order.

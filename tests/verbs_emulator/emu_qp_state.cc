@@ -47,6 +47,11 @@ int transition(EmuQp* qp, const ibv_qp_attr& attr, int mask) {
   if (int err = check(s.state, to, attr, mask); err != 0) return err;
   if (to == IBV_QPS_RESET) s.recvHead = s.recvTail = 0;  // RESET drops posted receives
   if (to == IBV_QPS_RTR) s.destQpn = attr.dest_qp_num;
+  if (to == IBV_QPS_RTS && s.state == IBV_QPS_RTR) {
+    // How long a write waits for its answer before it fails (a carried one: emu_carrier.h).
+    s.timeout = attr.timeout;
+    s.retryCount = attr.retry_cnt;
+  }
   s.state = to;
   qp->qp.state = static_cast<ibv_qp_state>(to);
   return 0;

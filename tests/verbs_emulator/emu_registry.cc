@@ -16,7 +16,7 @@
 namespace verbs_emu {
 namespace {
 
-constexpr uint64_t kMagic = 0x766572627365'6d75ULL;  // "verbsemu"
+constexpr uint64_t kMagic = 0x766572627365'6d33ULL;  // "verbsem3": the third layout
 
 std::string registryPath() {
   const char* named = std::getenv("COLL_VERBS_EMU_REGISTRY");

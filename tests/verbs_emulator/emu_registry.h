@@ -22,6 +22,7 @@ constexpr int kRecvDepth = 256;  // posted receives a QP holds (max_recv_wr)
 constexpr int kMaxSge = 4;
 constexpr uint32_t kMaxInline = 256;
 constexpr uint32_t kMaxHeld = 4;  // receive completions a CQ holds back (COLL_VERBS_EMU_DELAY_QP)
+constexpr int kMaxCarrierAddrs = 4;  // IPv4 addresses a QP's owner publishes (emu_carrier.h)
 
 struct MrSlot {
   uint32_t key;  // lkey == rkey
@@ -41,6 +42,9 @@ struct CqSlot {
   // that found nothing (emu_data_path.cc); they count against the capacity.
   uint32_t heldCount, idlePolls;
   ibv_wc held[kMaxHeld];
+  // Send completions a carrier (emu_carrier.h) owes for writes still crossing to another network
+  // namespace; they count against the capacity too.
+  uint32_t owed;
 };
 
 struct QpSlot {
@@ -54,6 +58,13 @@ struct QpSlot {
   bool delayed;  // COLL_VERBS_EMU_DELAY_QP: its receive completions are held back
   uint32_t recvHead, recvTail;
   uint64_t recvWrIds[kRecvDepth];
+  // Where the owner lives and how a writer in another network namespace reaches it (emu_carrier.h):
+  // the namespace's inode, the owner's carrier port (0: none) and its IPv4 addresses there.
+  uint64_t netns;
+  uint16_t carrierPort;
+  uint32_t carrierAddrs[kMaxCarrierAddrs];
+  int8_t carried;               // its writes go by the carrier: 0 not decided yet (first write decides), 1 yes, -1 no
+  uint8_t timeout, retryCount;  // from RTS: how long a carried write waits for its acknowledgement
 };
 
 struct Registry {
@@ -100,5 +111,7 @@ uint32_t nextKey(Registry* r);
 
 // Appends a completion to a CQ; false when it is full.
 bool pushCompletion(CqSlot* cq, const ibv_wc& wc);
+// Whether a CQ has room for one more completion, counting those held back and those owed.
+inline bool cqHasRoom(const CqSlot& cq) { return cq.tail - cq.head + cq.heldCount + cq.owed < cq.capacity; }
 
 }  // namespace verbs_emu

@@ -69,7 +69,7 @@ class NetSendConnection : public SendConnection {
   void post(size_t bytes) override;
   size_t slotBytes() const override { return slots_.slotBytes; }
   int depth() const override { return slots_.depth; }
-  bool acceptsExternal() const override { return true; }
+  bool acceptsExternal(const CallerBuffer&) override { return true; }
   void postExternal(const void* data, size_t bytes) override;
   bool externalPending() const override {
     return completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);

@@ -213,14 +213,16 @@ void NetDomain::checkPeers() const {
 DomainUsage NetDomain::usage() const {
   DomainUsage usage;
   usage.resourceKind = "sockets";
+  uint64_t inPlace = 0;
   std::lock_guard<std::mutex> lock(connectorMutex_);
   for (const auto& peer : peers_) {
     if (!peer->active.load()) continue;
     if (peer->sendAsked.load()) usage.sendPeers.push_back(peer->rank);
     if (peer->recvAsked.load()) usage.recvPeers.push_back(peer->rank);
-    if (peer->recv) usage.receivedInPlace += peer->recv->receivedInPlace();
+    if (peer->recv) inPlace += peer->recv->receivedInPlace();
     usage.resources += peer->connected;
   }
+  usage.counts.push_back({kReceivedInPlace, inPlace});
   return usage;
 }
 

@@ -1,6 +1,7 @@
 #include "transport/verbs/verbs_connection.h"
 
 #include <atomic>
+#include <cstring>
 
 namespace coll {
 namespace transport {
@@ -28,6 +29,10 @@ void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer) {
       link.postWriteLocked(peer, 0, VerbsWork::kCredit, 0, peer.creditOut, sizeof(uint64_t), peer.remoteCredit, nullptr);
 }
 
+uint8_t* VerbsSendConnection::nextSlot() const {
+  return peer_.sendSlots + (peer_.posted % link_.depth()) * link_.slotBytes();
+}
+
 void* VerbsSendConnection::tryAcquire() {
   std::lock_guard<std::mutex> lock(link_.mutex());
   link_.pollLocked();
@@ -36,19 +41,57 @@ void* VerbsSendConnection::tryAcquire() {
   if (released > peer_.posted || peer_.posted - released >= static_cast<uint64_t>(link_.depth())) return nullptr;
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
   if (peer_.inFlight[slot]) return nullptr;
-  return peer_.sendSlots + slot * link_.slotBytes();
+  return nextSlot();
 }
 
 void VerbsSendConnection::post(size_t bytes) {
   std::lock_guard<std::mutex> lock(link_.mutex());
+  postLocked(nextSlot(), 0, -1, bytes);
+}
+
+bool VerbsSendConnection::acceptsExternal(const CallerBuffer& buffer) {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  return link_.callerMemory().cover(buffer) >= 0;
+}
+
+void VerbsSendConnection::postExternal(const void* data, size_t bytes) {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  VerbsCallerMemory& memory = link_.callerMemory();
+  const int region = memory.find(data, bytes);
+  if (region >= 0) return postLocked(data, memory.lkey(region), region, bytes);
+  // Not inside the buffer acceptsExternal() registered: the copy the caller would have made.
+  std::memcpy(nextSlot(), data, bytes);
+  postLocked(nextSlot(), 0, -1, bytes);
+}
+
+bool VerbsSendConnection::externalPending() const {
+  // The executor waits on this before its call returns: look at the completions here rather
+  // than wait for its next idle round to.
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  link_.pollLocked();
+  return peer_.callerWritesInFlight > 0;
+}
+
+void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int region, size_t bytes) {
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
   const uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
   const int lane = static_cast<int>(peer_.posted % peer_.qps.size());
+  const uint64_t remote = peer_.remoteSlots + slot * link_.slotBytes();
   ++peer_.posted;
   peer_.inFlight[slot] = 1;
-  if (!link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, peer_.sendSlots + slot * link_.slotBytes(),
-                             static_cast<uint32_t>(bytes), peer_.remoteSlots + slot * link_.slotBytes(), &imm))
+  // The same write, immediate and receiver slot either way: the receiver cannot tell them apart.
+  const bool posted = region < 0 ? link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, local,
+                                                         static_cast<uint32_t>(bytes), remote, &imm)
+                                 : link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey,
+                                                             static_cast<uint32_t>(bytes), remote, &imm);
+  if (!posted) {
     peer_.inFlight[slot] = 0;
+    return;
+  }
+  if (region < 0) return;
+  peer_.callerRegion[slot] = region;
+  ++peer_.callerWritesInFlight;
+  link_.callerMemory().writePosted(region);
 }
 
 const void* VerbsRecvConnection::tryPeek(size_t* bytes) {

@@ -4,9 +4,10 @@
 //
 // Send: the slots are this rank's own registered staging buffers; post() writes slot i with
 // immediate into the peer's slot i (RDMA write with immediate, inline when small enough), the
-// immediate carrying the slot's sequence number. Each lane keeps its own order only, so the
-// receiver puts arrivals back in sequence order before handing them out. A slot is free again when the peer has released
-// its copy (the peer's credit word here says how many it released) and the device has finished
+// immediate carrying the slot's sequence number. postExternal() makes the same write from the
+// caller's buffer instead, registered for the call (verbs_caller_memory.h: zero-copy). Each lane keeps its own order
+// only, so the receiver puts arrivals back in sequence order before handing them out. A slot is free again when the
+// peer has released its copy (the peer's credit word here says how many it released) and the device has finished
 // reading ours (its completion).
 // Receive: the peer's writes land in this rank's slots; each consumes one posted receive, whose
 // completion says which sequence number arrived and how many bytes. release() returns the slot
@@ -26,6 +27,7 @@
 #include "common/clock.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_api.h"
+#include "transport/verbs/verbs_caller_memory.h"
 
 namespace coll {
 namespace transport {
@@ -58,6 +60,9 @@ struct VerbsPeer {
   // Send side.
   uint64_t posted = 0;
   std::vector<uint8_t> inFlight;  // per slot: the device may still read it
+  // Per slot: the caller-buffer registration its zero-copy write in flight reads, or -1.
+  std::vector<int> callerRegion;
+  int callerWritesInFlight = 0;  // zero-copy writes the device may still read
   // Receive side.
   uint64_t arrived = 0;
   uint64_t released = 0;
@@ -83,6 +88,11 @@ class VerbsLink {
   // a refused post fails the domain (lock held). True when posted.
   virtual bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
+  // The same from memory registered under `lkey` (a caller's buffer) rather than the slots' region.
+  virtual bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
+                                   uint32_t lkey, uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
+  // The per-call registrations of callers' buffers (zero-copy sends).
+  virtual VerbsCallerMemory& callerMemory() = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 };
@@ -97,8 +107,18 @@ class VerbsSendConnection : public SendConnection {
   void post(size_t bytes) override;
   size_t slotBytes() const override { return link_.slotBytes(); }
   int depth() const override { return link_.depth(); }
+  // Zero-copy (verbs_caller_memory.h): a buffer of at least COLL_IB_ZCOPY_BYTES is registered
+  // for the call; the slice is then written from it into the peer's slot, as a slot would be.
+  bool acceptsExternal(const CallerBuffer& buffer) override;
+  void postExternal(const void* data, size_t bytes) override;
+  bool externalPending() const override;
 
  private:
+  // Writes the next sequence number's slice from `local` (registered under `lkey`) into the
+  // peer's slot; `region` is the caller registration it reads, or -1 for our own slot.
+  void postLocked(const void* local, uint32_t lkey, int region, size_t bytes);
+  uint8_t* nextSlot() const;
+
   VerbsLink& link_;
   VerbsPeer& peer_;
 };

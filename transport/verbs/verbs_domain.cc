@@ -44,7 +44,8 @@ VerbsDomain::VerbsDomain(const DomainArgs& args, std::shared_ptr<const VerbsApi>
       members_(args.members),
       depth_(args.settings->netFifoDepth),
       api_(std::move(api)),
-      peerIndex_(args.nranks, -1) {}
+      peerIndex_(args.nranks, -1),
+      callerMemory_(api_, args.settings->ibZcopyBytes, args.rank) {}
 
 VerbsDomain::~VerbsDomain() {
   if (arrivedAhead_ > 0)
@@ -63,6 +64,7 @@ VerbsPeer* VerbsDomain::peerOf(int rank) const {
 void VerbsDomain::makeResources() {
   device_ = std::make_unique<VerbsDevice>(api_, settings_.ibHca, settings_.ibGidIndex);
   COLL_INFO(kTransport, "rank %d: verbs transport chose %s", myRank_, device_->placement().c_str());
+  callerMemory_.usePd(device_->pd());
   // Every lane can hold a whole FIFO's writes and receives: simple, and the slots bound it anyway.
   const int perPeerWrs = (depth_ + kExtraSends + depth_ + kExtraRecvs) * settings_.ibQpsPerConnection;
   const int cqe = perPeerWrs * static_cast<int>(members_.size());
@@ -111,6 +113,7 @@ std::string VerbsDomain::card(int) {
     p.creditOut = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + kWordBytes);
     p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + 2 * kWordBytes);
     p.inFlight.assign(depth_, 0);
+    p.callerRegion.assign(depth_, -1);
     p.sizes.assign(depth_, 0);
     p.present.assign(depth_, 0);
     peerIndex_[p.rank] = static_cast<int>(peers_.size());
@@ -192,7 +195,12 @@ bool VerbsDomain::postRecvLocked(VerbsPeer& peer, int lane) {
 
 bool VerbsDomain::postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                   uint32_t bytes, uint64_t remote, const uint32_t* imm) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, mr_->lkey};
+  return postWriteFromLocked(peer, lane, work, slot, local, mr_->lkey, bytes, remote, imm);
+}
+
+bool VerbsDomain::postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
+                                      uint32_t lkey, uint32_t bytes, uint64_t remote, const uint32_t* imm) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, lkey};
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
   wr.wr_id = verbsWrId(peer.index, work, slot);
@@ -234,17 +242,28 @@ void VerbsDomain::completeLocked(const ibv_wc& wc) {
   if (index < 0 || index >= static_cast<int>(peers_.size()))
     return failLocked("verbs transport: a completion for no peer");
   VerbsPeer& peer = peers_[index]->state;
+  // A data write's slot and the caller's buffer it read are free once it completed, whether it
+  // succeeded or not: the device reads neither any more.
+  const bool fromCaller = work == VerbsWork::kData && slot < peer.callerRegion.size() && peer.callerRegion[slot] >= 0;
+  if (work == VerbsWork::kData && slot < peer.inFlight.size()) {
+    peer.inFlight[slot] = 0;
+    if (peer.callerRegion[slot] >= 0) {
+      callerMemory_.writeCompleted(peer.callerRegion[slot]);
+      peer.callerRegion[slot] = -1;
+      --peer.callerWritesInFlight;
+    }
+  }
   if (wc.status != IBV_WC_SUCCESS) {
     // A peer that said goodbye may be gone: what fails towards it now means nothing.
     if (peer.departed) return;
     static const char* const kWhat[] = {"?", "data write", "credit write", "liveness probe", "notice", "receive"};
     const uint32_t w = static_cast<uint32_t>(work) < 6 ? static_cast<uint32_t>(work) : 0;
-    return failLocked(formatString("verbs connection to rank %d: a %s completed with %s", peer.rank, kWhat[w],
+    return failLocked(formatString("verbs connection to rank %d: a %s%s completed with %s", peer.rank, kWhat[w],
+                                   fromCaller ? " from the caller's buffer" : "",
                                    verbsStatusText(*api_, wc.status).c_str()));
   }
   switch (work) {
     case VerbsWork::kData:
-      if (slot < peer.inFlight.size()) peer.inFlight[slot] = 0;
       break;
     case VerbsWork::kCredit:
       peer.creditOutstanding = false;
@@ -340,6 +359,30 @@ void VerbsDomain::checkPeers() const {
   if (failed_.load()) throwError(collRemoteError, "%s", failure_.c_str());
 }
 
+void VerbsDomain::executorState(Executor state) {
+  if (state != Executor::kReturned) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  pollLocked();
+  callerMemory_.callReturned();
+}
+
+DomainUsage VerbsDomain::usage() const {
+  // Every member's QPs are made and connected at setup (no connection is made lazily).
+  DomainUsage usage;
+  usage.resourceKind = "queue pairs";
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& peer : peers_) {
+    usage.sendPeers.push_back(peer->state.rank);
+    usage.recvPeers.push_back(peer->state.rank);
+    usage.resources += static_cast<int>(peer->state.qps.size());
+  }
+  usage.counts = {{"zero-copy writes", callerMemory_.writes()},
+                  {"caller buffers registered", callerMemory_.made()},
+                  {"refused", callerMemory_.failed()},
+                  {"held", callerMemory_.live()}};
+  return usage;
+}
+
 void VerbsDomain::progressOnce() {
   std::lock_guard<std::mutex> lock(mutex_);
   pollLocked();
@@ -395,6 +438,8 @@ void VerbsDomain::sayGoodbye() {
 void VerbsDomain::destroyResources() {
   for (auto& peer : peers_)
     for (ibv_qp* qp : peer->state.qps) api_->destroyQp(qp);
+  // No QP is left to read a caller's buffer; the PD they were registered in goes below.
+  callerMemory_.releaseAll();
   if (mr_ != nullptr) api_->deregMr(mr_);
   if (cq_ != nullptr) api_->destroyCq(cq_);
   free(memory_);

@@ -1,6 +1,7 @@
 // The verbs transport of one communicator rank: COLL_IB_QPS_PER_CONNECTION RC queue pairs per member, one completion
 // queue and one registered region for all of them (every member's receive slots, send slots and
-// credit words), set up in one round: card() opens the device, makes the QPs (to INIT, receives
+// credit words; callers' buffers are registered per call for zero-copy sends,
+// verbs_caller_memory.h), set up in one round: card() opens the device, makes the QPs (to INIT, receives
 // posted) and publishes them (verbs_card.h); connect() takes each to RTR and RTS towards the
 // member's QP.
 //
@@ -54,13 +55,18 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
 
   ProgressDriver* progressDriver() override { return this; }
   void progressOnce() override;
-  void executorState(Executor) override {}
+  // kReturned: the caller-buffer registrations of the call that returned go (verbs_caller_memory.h).
+  void executorState(Executor state) override;
+  DomainUsage usage() const override;
 
   // VerbsLink
   std::mutex& mutex() override { return mutex_; }
   void pollLocked() override;
   bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
                        uint64_t remote, const uint32_t* imm) override;
+  bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t lkey,
+                           uint32_t bytes, uint64_t remote, const uint32_t* imm) override;
+  VerbsCallerMemory& callerMemory() override { return callerMemory_; }
   size_t slotBytes() const override { return settings_.slotBytes; }
   int depth() const override { return depth_; }
 
@@ -105,6 +111,7 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   std::atomic<bool> failed_{false};
   std::string failure_;  // under mutex_
   uint64_t arrivedAhead_ = 0;  // data that arrived before an earlier sequence number (under mutex_)
+  VerbsCallerMemory callerMemory_;  // under mutex_
 };
 
 }  // namespace transport

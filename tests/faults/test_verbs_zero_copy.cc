@@ -1,0 +1,279 @@
+// Zero-copy sends over verbs (transport/verbs/verbs_caller_memory.h), over the verbs emulator (CMake
+// sets COLL_TRANSPORTS=verbs and names the emulator): slices that already lie in the caller's
+// buffer are RDMA-written from it, registered for that call only.
+//   - results are bitwise right for all-reduce, all-gather, broadcast and send/recv at sizes on
+//     both sides of COLL_IB_ZCOPY_BYTES, odd ones and in place, and the zero-copy path was taken
+//     above the threshold and not below (the domain's counts, Communicator::transportUsage());
+//   - no registration outlives its call, and a buffer freed and allocated again at the same
+//     address between calls sends its new bytes (a registration cached by address would not);
+//   - a registration the device refuses (the emulator's COLL_VERBS_EMU_MAX_MRS, a pinned-memory
+//     limit) falls back to the slots, logged at INFO once, and the call succeeds;
+//   - COLL_IB_ZCOPY_BYTES=0 sends nothing zero-copy.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "collective_cases.h"
+#include "rank_launcher.h"
+#include "src/api_internal.h"
+#include "src/comm.h"
+
+namespace colltest {
+namespace {
+
+constexpr size_t kThreshold = 64 << 10;  // COLL_IB_ZCOPY_BYTES in these tests
+constexpr int kRanks = 3;
+
+// The verbs domain's counts on this rank ("zero-copy writes", "held", ...), empty without one.
+std::map<std::string, uint64_t> verbsCounts(collComm_t comm) {
+  std::map<std::string, uint64_t> counts;
+  for (const auto& [name, usage] : coll::communicatorOf(comm)->transportUsage())
+    if (name == "verbs")
+      for (const auto& [what, count] : usage.counts) counts[what] = count;
+  return counts;
+}
+
+std::string rankSays(int rank, const std::string& what) { return "rank " + std::to_string(rank) + ": " + what; }
+
+void setZeroCopyEnvironment(const char* threshold) {
+  setenv("COLL_IB_ZCOPY_BYTES", threshold, 1);
+  // Slices of 16 KiB: a buffer above the threshold is many slices, so one registration serves
+  // several writes, and FIFOs of 4 slots wrap.
+  setenv("COLL_SHM_SLOT_BYTES", "16384", 1);
+  setenv("COLL_NET_FIFO_DEPTH", "4", 1);
+  setenv("COLL_TIMEOUT_MS", "60000", 1);
+}
+
+std::vector<Case> casesAroundTheThreshold() {
+  const size_t below = kThreshold / 4 - 1;      // int32 elements: just under the threshold
+  const size_t at = kThreshold / 4;             // exactly at it
+  const size_t above = 3 * kThreshold / 4 + 7;  // several slices and an odd tail
+  std::vector<Case> cases;
+  for (size_t count : {below, at, above}) {
+    for (bool inPlace : {false, true}) {
+      cases.push_back({Coll::kAllReduce, collInt32, collSum, count, 0, inPlace});
+      cases.push_back({Coll::kAllReduce, collFloat32, collMax, count, 0, inPlace});
+      cases.push_back({Coll::kAllGather, collInt32, collSum, count, 0, inPlace});
+      cases.push_back({Coll::kBroadcast, collUint8, collSum, count * 4 + 1, 2, inPlace});
+    }
+    cases.push_back({Coll::kSendRecv, collInt32, collSum, count, 0, false});
+  }
+  return cases;
+}
+
+TEST(VerbsZeroCopy, ResultsAreRightAcrossTheThresholdAndLargeBuffersGoZeroCopy) {
+  auto failures = runAsProcessesWithSetup(
+      kRanks, [](int) { setZeroCopyEnvironment("65536"); },
+      [](collComm_t comm, int rank, int nranks) -> std::vector<std::string> {
+        std::vector<std::string> problems;
+        if (verbsCounts(comm).empty()) return {rankSays(rank, "no verbs domain: the test ran on another transport")};
+        uint64_t writesBelow = 0, writesAbove = 0;
+        for (const Case& c : casesAroundTheThreshold()) {
+          const uint64_t before = verbsCounts(comm)["zero-copy writes"];
+          const std::string wrong = runCase(comm, rank, nranks, c);
+          if (!wrong.empty()) problems.push_back(rankSays(rank, c.describe() + ": " + wrong));
+          std::map<std::string, uint64_t> after = verbsCounts(comm);
+          // Nothing outlives the call that registered it.
+          if (after["held"] != 0)
+            problems.push_back(rankSays(rank, c.describe() + ": " + std::to_string(after["held"]) +
+                                                  " caller registration(s) still held after the call"));
+          const uint64_t written = after["zero-copy writes"] - before;
+          // Every buffer such a call touches is below the threshold only for the smallest count.
+          if (c.count < kThreshold / 4 && c.coll != Coll::kAllGather && c.coll != Coll::kBroadcast)
+            writesBelow += written;
+          else if (c.count > kThreshold / 4)
+            writesAbove += written;
+        }
+        if (writesBelow != 0)
+          problems.push_back(
+              rankSays(rank, std::to_string(writesBelow) + " zero-copy writes from buffers below the threshold"));
+        if (writesAbove == 0) problems.push_back(rankSays(rank, "no zero-copy write from buffers above the threshold"));
+        return problems;
+      },
+      initMustSucceed(), 240);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// Rank 0 sends `bytes` of `fill` from `data` to rank 1, which checks them.
+std::string sendAndCheck(collComm_t comm, int rank, uint8_t* data, size_t bytes, uint8_t fill) {
+  collResult_t rc;
+  if (rank == 0) {
+    std::memset(data, fill, bytes);
+    rc = collSend(data, bytes, collUint8, 1, comm, nullptr);
+  } else {
+    std::vector<uint8_t> got(bytes, 0);
+    rc = collRecv(got.data(), bytes, collUint8, 0, comm, nullptr);
+    if (rc == collSuccess)
+      for (size_t i = 0; i < bytes; ++i)
+        if (got[i] != fill)
+          return rankSays(rank, "byte " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                                    ", the sender's buffer held " + std::to_string(fill));
+  }
+  return rc == collSuccess ? "" : rankSays(rank, collGetLastError(comm));
+}
+
+TEST(VerbsZeroCopy, BufferFreedAndAllocatedAgainBetweenCallsSendsItsNewBytes) {
+  auto failures = runAsProcessesWithSetup(
+      2, [](int) { setZeroCopyEnvironment("65536"); },
+      [](collComm_t comm, int rank, int) -> std::vector<std::string> {
+        std::vector<std::string> problems;
+        const size_t bytes = 1 << 20;
+        auto check = [&](const std::string& problem) {
+          if (!problem.empty()) problems.push_back(problem);
+        };
+        // malloc, free, malloc: glibc serves 1 MiB from mmap and may return the same range.
+        auto* first = static_cast<uint8_t*>(malloc(bytes));
+        check(sendAndCheck(comm, rank, first, bytes, 0x11));
+        free(first);
+        auto* second = static_cast<uint8_t*>(malloc(bytes));
+        check(sendAndCheck(comm, rank, second, bytes, 0x22));
+        free(second);
+        // Certainly the same addresses with other pages: unmapped, then mapped again in place.
+        void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mapped == MAP_FAILED) return {rankSays(rank, "mmap failed")};
+        check(sendAndCheck(comm, rank, static_cast<uint8_t*>(mapped), bytes, 0x33));
+        munmap(mapped, bytes);
+        void* again = mmap(mapped, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (again != mapped) return {rankSays(rank, "mmap at the same address failed")};
+        check(sendAndCheck(comm, rank, static_cast<uint8_t*>(again), bytes, 0x44));
+        munmap(again, bytes);
+        std::map<std::string, uint64_t> counts = verbsCounts(comm);
+        // The sender registered once per call, the same range included: nothing was reused.
+        if (rank == 0 && counts["caller buffers registered"] != 4)
+          problems.push_back(rankSays(rank, std::to_string(counts["caller buffers registered"]) +
+                                                " registrations for 4 calls from 4 buffers (expected one each)"));
+        if (rank == 0 && counts["zero-copy writes"] < 4 * (bytes / 16384))
+          problems.push_back(
+              rankSays(rank, "only " + std::to_string(counts["zero-copy writes"]) + " zero-copy writes"));
+        if (counts["held"] != 0) problems.push_back(rankSays(rank, "registrations held after the calls"));
+        return problems;
+      },
+      initMustSucceed(), 120);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// What this process wrote to stderr so far (the setup pointed it at `path`).
+std::string logged(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Where rank `rank` of the test process `parent` writes its stderr.
+std::string refusalLog(pid_t parent, int rank) {
+  return "/tmp/coll-zcopy-refused-" + std::to_string(parent) + "-" + std::to_string(rank);
+}
+
+TEST(VerbsZeroCopy, RefusedRegistrationFallsBackToTheSlotsLoggedOnce) {
+  const pid_t parent = getpid();
+  auto failures = runAsProcessesWithSetup(
+      kRanks,
+      [&](int rank) {
+        setZeroCopyEnvironment("65536");
+        // The emulator's pinned-memory limit: the domain's own slot region is the only one allowed.
+        setenv("COLL_VERBS_EMU_MAX_MRS", "1", 1);
+        setenv("COLL_DEBUG", "INFO", 1);
+        setenv("COLL_DEBUG_SUBSYS", "TRANSPORT", 1);
+        int fd = open(refusalLog(parent, rank).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) dup2(fd, 2), close(fd);
+      },
+      [&](collComm_t comm, int rank, int nranks) -> std::vector<std::string> {
+        std::vector<std::string> problems;
+        for (int round = 0; round < 3; ++round)
+          for (bool inPlace : {false, true}) {
+            Case c{Coll::kAllReduce, collInt32, collSum, (1 << 18) + 3, 0, inPlace};
+            const std::string wrong = runCase(comm, rank, nranks, c);
+            if (!wrong.empty()) problems.push_back(rankSays(rank, c.describe() + ": " + wrong));
+          }
+        std::map<std::string, uint64_t> counts = verbsCounts(comm);
+        if (counts["zero-copy writes"] != 0)
+          problems.push_back(
+              rankSays(rank, std::to_string(counts["zero-copy writes"]) + " zero-copy writes despite the limit"));
+        if (counts["refused"] == 0) problems.push_back(rankSays(rank, "no registration was refused"));
+        fflush(stderr);
+        const size_t lines = occurrences(logged(refusalLog(parent, rank)), "ibv_reg_mr of the caller's buffer");
+        if (lines != 1)
+          problems.push_back(rankSays(
+              rank, "the refused registration was logged " + std::to_string(lines) + " times (expected once)"));
+        return problems;
+      },
+      initMustSucceed(), 120);
+  for (int rank = 0; rank < kRanks; ++rank) unlink(refusalLog(parent, rank).c_str());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(VerbsZeroCopy, ThresholdZeroSendsNothingZeroCopy) {
+  auto failures = runAsProcessesWithSetup(
+      2, [](int) { setZeroCopyEnvironment("0"); },
+      [](collComm_t comm, int rank, int nranks) -> std::vector<std::string> {
+        Case c{Coll::kAllReduce, collInt32, collSum, 1 << 18, 0, false};
+        std::vector<std::string> problems;
+        const std::string wrong = runCase(comm, rank, nranks, c);
+        if (!wrong.empty()) problems.push_back(rankSays(rank, wrong));
+        std::map<std::string, uint64_t> counts = verbsCounts(comm);
+        if (counts["zero-copy writes"] != 0 || counts["caller buffers registered"] != 0)
+          problems.push_back(rankSays(rank, "zero-copy with COLL_IB_ZCOPY_BYTES=0"));
+        return problems;
+      },
+      initMustSucceed(), 120);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(VerbsZeroCopy, ErrorCompletionOfAZeroCopyWriteNamesThePeer) {
+  // Rank 1's regions advertise a key that opens nothing (the emulator's fault injection): the
+  // root's first write, from its own buffer, fails remotely, and says so as a slot's would.
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  auto judge = [started](int rank, collResult_t rc, const std::string& message) {
+    std::vector<std::string> problems;
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (seconds > 15) problems.push_back(rankSays(rank, "failed only after " + std::to_string(seconds) + " s"));
+    if (rc != collRemoteError && rc != collTimeout)
+      problems.push_back(rankSays(rank, std::string(collGetErrorString(rc)) + ": " + message));
+    if (rank == 0 &&
+        (message.find("rank 1") == std::string::npos ||
+         message.find("data write from the caller's buffer completed with remote access error") == std::string::npos))
+      problems.push_back(rankSays(rank, "the error does not name rank 1 and the zero-copy write: " + message));
+    return problems;
+  };
+  auto failures = runAsProcessesWithSetup(
+      2,
+      [](int rank) {
+        setZeroCopyEnvironment("65536");
+        setenv("COLL_TIMEOUT_MS", "20000", 1);
+        if (rank == 1) setenv("COLL_VERBS_EMU_CORRUPT_RKEY", "1", 1);
+      },
+      [&](collComm_t comm, int rank, int) -> std::vector<std::string> {
+        std::vector<uint8_t> data(1 << 20, 7);
+        for (int i = 0; i < 100; ++i) {
+          collResult_t rc = collBroadcast(data.data(), data.data(), data.size(), collUint8, 0, comm, nullptr);
+          if (rc != collSuccess) return judge(rank, rc, collGetLastError(comm));
+        }
+        return {rankSays(rank, "100 broadcasts succeeded into regions no key opens")};
+      },
+      judge, 60);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+}  // namespace
+}  // namespace colltest
