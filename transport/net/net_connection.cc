@@ -268,9 +268,16 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
 PumpResult NetRecvConnection::pump() {
   PumpResult result;
   if (!attached()) return result;
+  // A broken stream is never read again: its state (a rejected header's length, say) means
+  // nothing, and reading on could write where no frame belongs.
+  if (!broken_.empty()) {
+    result.error = broken_;
+    return result;
+  }
   for (SocketState& s : sockets_) {
     result.error = pumpSocket(s, &result.moved);
     if (!result.error.empty()) {
+      broken_ = result.error;
       owner_.channelFailed(peer_, result.error);
       return result;
     }

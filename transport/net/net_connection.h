@@ -177,6 +177,7 @@ class NetRecvConnection : public RecvConnection {
   // thread, which does not poll that socket meanwhile.
   std::atomic<bool> stalled_{false};
   std::atomic<bool> departed_{false};
+  std::string broken_;  // why the stream broke, once it did (pump only)
   std::atomic<bool> attached_{false};
   std::mutex mutex_;
 };
