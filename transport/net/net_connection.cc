@@ -166,16 +166,10 @@ void NetRecvConnection::withdrawLanding() {
     s.payloadTo = slots_.at(s.seq);
     landedAt_[slots_.index(s.seq)] = nullptr;
   }
-  for (uint64_t seq = consumed_.load(std::memory_order_relaxed); seq < arrived_.load(std::memory_order_relaxed);
-       ++seq) {
-    uint8_t*& landed = landedAt_[slots_.index(seq)];
-    if (landed == nullptr) continue;
-    std::memcpy(slots_.at(seq), landed, slots_.sizes[slots_.index(seq)]);
-    landed = nullptr;
-  }
-  // Complete frames not yet counted as arrived (pump counts them in order) hold their place too.
-  for (size_t i = 0; i < ready_.size(); ++i) {
-    if (!ready_[i] || landedAt_[i] == nullptr) continue;
+  // What still points into a landing is a complete frame not yet taken (release() clears a taken
+  // one's), counted as arrived or not.
+  for (size_t i = 0; i < landedAt_.size(); ++i) {
+    if (landedAt_[i] == nullptr) continue;
     std::memcpy(slots_.memory.get() + i * slots_.slotBytes, landedAt_[i], slots_.sizes[i]);
     landedAt_[i] = nullptr;
   }
@@ -183,7 +177,10 @@ void NetRecvConnection::withdrawLanding() {
 }
 
 void NetRecvConnection::release() {
-  consumed_.store(consumed_.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+  const uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+  // Before the slot is free: pump writes landedAt_ for it again only after consumed_ passes it.
+  landedAt_[slots_.index(consumed)] = nullptr;
+  consumed_.store(consumed + 1, std::memory_order_seq_cst);
   // Paired with pump's store to stalled_ and re-check of consumed_: either pump sees this slot
   // free, or we see that it stopped and wake the thread that owes the socket a read.
   if (stalled_.load(std::memory_order_seq_cst)) owner_.wakeProgress();

@@ -166,7 +166,7 @@ class NetRecvConnection : public RecvConnection {
   NetSlots slots_;
   std::vector<uint8_t> ready_;  // per slot: fully read (pump only)
   // Per slot: where its frame's payload lies, if not in the slot (a landing). Written by pump
-  // before the frame counts as arrived, read by tryPeek after.
+  // before the frame counts as arrived, read by tryPeek after, cleared by release().
   std::vector<uint8_t*> landedAt_;
   LandingOffer landing_;                      // guarded by mutex_
   std::atomic<uint64_t> receivedInPlace_{0};  // frames read into a landing (usage())
