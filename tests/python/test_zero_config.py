@@ -150,16 +150,19 @@ def check_configs(check, directory):
         messages = [str(w.message) for w in caught]
         check.true(any(fragment in m and "unknown key" in m for m in messages),
                    f"config {changes}: no warning naming {fragment} (got {messages})")
-    path = os.path.join(directory, "ds_config.json")
+    # The directory is shared by every rank (rank 0 made it): each writes files of its own, or one
+    # rank's truncating write races another's read (an empty file, "not valid JSON").
+    mine = f"rank{dist.get_rank()}"
+    path = os.path.join(directory, f"ds_config_{mine}.json")
     with open(path, "w") as file:
         json.dump(config(2, "SGD", accumulation=2), file)
     from_file = new_engine(path)
     check.true(from_file.stage == 2 and from_file.gradient_accumulation_steps() == 2
                and from_file.optimizer.kind == "sgd", "the JSON file's settings were not taken")
-    with open(os.path.join(directory, "broken.json"), "w") as file:
+    broken = os.path.join(directory, f"broken_{mine}.json")
+    with open(broken, "w") as file:
         file.write("{ not json")
-    expect_error(check, ValueError, "is not valid JSON", "a broken JSON file",
-                 lambda: new_engine(os.path.join(directory, "broken.json")))
+    expect_error(check, ValueError, "is not valid JSON", "a broken JSON file", lambda: new_engine(broken))
     expect_error(check, ValueError, "cannot read", "a missing file", lambda: new_engine("/nonexistent/ds.json"))
 
 
