@@ -25,7 +25,21 @@ OneShot::Region OneShot::chooseRegion(const CollCall& call, uint64_t seq) {
   Region region;
   if (call.type == CollType::kBarrier) return region;  // nobody writes
   int first, count;
-  if (oneshotInputBytes(call, nranks_) > slotBytes_) {
+  const size_t bytes = oneshotInputBytes(call, nranks_);
+  const size_t packed = std::max<size_t>(1, (bytes + kPackedAlignBytes - 1) / kPackedAlignBytes) * kPackedAlignBytes;
+  const bool packs = bytes <= kPackedMaxBytes && 2 * packed <= slotBytes_;
+  if (packs && packedEnd_ > 0 && packedEnd_ + packed <= slotBytes_) {
+    // The next lines of the slot the previous call opened: no earlier call of this round wrote
+    // them, and the wait for the round's readers was made when the slot was opened.
+    const int slot = (nextSlot_ + 2 * kSlotsPerBuffer - 1) % (2 * kSlotsPerBuffer);
+    region.buffer = slot / kSlotsPerBuffer;
+    region.offset = static_cast<size_t>(slot % kSlotsPerBuffer) * slotBytes_ + packedEnd_;
+    packedEnd_ += packed;
+    slotLastUse_[slot] = seq;
+    return region;  // lastUse 0: nothing to wait for
+  }
+  packedEnd_ = packs ? packed : 0;
+  if (bytes > slotBytes_) {
     region.buffer = 1 - previousBuffer_;
     first = region.buffer * kSlotsPerBuffer, count = kSlotsPerBuffer;
   } else {

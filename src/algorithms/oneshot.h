@@ -14,6 +14,10 @@
 // the two; smaller inputs take the next of 16 slots (each an eighth of a buffer) in turn, so a
 // rank that waits for nobody (a broadcast's root) may run up to 15 calls ahead of its readers:
 // when ranks outnumber cores, a rank then does many calls in one turn on a core instead of one.
+// Tiny inputs (at most kPackedMaxBytes) are packed: consecutive ones share a slot, each in its
+// own whole cache lines, so a root runs up to 15 slots' worth of them ahead (hundreds of calls)
+// and a reader's turn on a shared core drains that many. Only the call that opens a slot waits
+// for its readers; the calls packed after it write bytes no earlier call of this round used.
 // A region is never the one the previous call used; before a rank overwrites it, every peer's
 // flag has passed the last call that used it (a flag above t means that peer finished reading
 // call t). Since that call is at most s-2, the wait is for flags at most s-1, which every rank
@@ -65,7 +69,10 @@ class OneShot : public NativeRunner {
   int nranks_;
   uint64_t seq_ = 0;
   static constexpr int kSlotsPerBuffer = 8;
+  static constexpr size_t kPackedMaxBytes = 256;  // the largest input packed with others in a slot
+  static constexpr size_t kPackedAlignBytes = 64;  // each packed input starts a cache line
   size_t slotBytes_;                                // a small input's slot: an eighth of a buffer
+  size_t packedEnd_ = 0;        // bytes of the previous call's slot packed so far; 0: not packing
   uint64_t slotLastUse_[2 * kSlotsPerBuffer] = {};  // the last call that wrote into each slot
   int nextSlot_ = 0;
   int previousBuffer_ = 1;      // the buffer holding the previous call's region
