@@ -1,6 +1,8 @@
 // The executor's offer of a destination for the frames a receive connection hands it next
 // (transport.h, offerLanding), as the connection keeps it: frames first..end-1 of the
-// connection's own count are the slices of totalBytes, sliceBytes each but the last.
+// connection's own count are the slices of totalBytes, sliceBytes each but the last. The verbs
+// transport's sender keeps the same shape for the landing its receiver announced, with no local
+// destination (it writes at an address in the receiver's memory, verbs_landing.h).
 #pragma once
 
 #include <algorithm>
@@ -11,11 +13,12 @@ namespace coll {
 namespace transport {
 
 struct LandingOffer {
-  uint8_t* destination = nullptr;  // null: no offer
-  size_t totalBytes = 0;
+  uint8_t* destination = nullptr;  // null: no offer here (or, for a verbs sender, one that lies elsewhere)
+  size_t totalBytes = 0;           // 0: no offer at all
   size_t sliceBytes = 0;
   uint64_t first = 0;
   uint64_t end = 0;
+  static constexpr size_t kNowhere = SIZE_MAX;
 
   void set(void* where, size_t total, size_t slice, uint64_t firstFrame) {
     if (total == 0 || slice == 0) return;
@@ -26,13 +29,18 @@ struct LandingOffer {
     end = firstFrame + (total + slice - 1) / slice;
   }
 
-  // Where frame `seq` of `bytes` goes: its place, when the offer covers it and `bytes` is the
-  // size the executor expects there; else null. Sizes come from another process: a frame of any
-  // other size stays in its slot, and the executor reports the mismatch.
-  uint8_t* placeOf(uint64_t seq, size_t bytes) const {
-    if (destination == nullptr || seq < first || seq >= end) return nullptr;
+  // Where frame `seq` of `bytes` goes, as an offset into the destination: when the offer covers
+  // it and `bytes` is the size the executor expects there; else kNowhere. Sizes come from another
+  // process: a frame of any other size stays in its slot, and the executor reports the mismatch.
+  size_t offsetOf(uint64_t seq, size_t bytes) const {
+    if (totalBytes == 0 || seq < first || seq >= end) return kNowhere;
     size_t offset = static_cast<size_t>(seq - first) * sliceBytes;
-    return bytes == std::min(sliceBytes, totalBytes - offset) ? destination + offset : nullptr;
+    return bytes == std::min(sliceBytes, totalBytes - offset) ? offset : kNowhere;
+  }
+  // The same as a place in this process's memory, or null.
+  uint8_t* placeOf(uint64_t seq, size_t bytes) const {
+    const size_t offset = offsetOf(seq, bytes);
+    return destination == nullptr || offset == kNowhere ? nullptr : destination + offset;
   }
 };
 

@@ -1,14 +1,19 @@
-// Zero-copy sends over verbs (transport/verbs/verbs_caller_memory.h), over the verbs emulator (CMake
-// sets COLL_TRANSPORTS=verbs and names the emulator): slices that already lie in the caller's
-// buffer are RDMA-written from it, registered for that call only.
+// Zero-copy sends and receives over verbs (transport/verbs/verbs_caller_memory.h, verbs_landing.h),
+// over the verbs emulator (CMake sets COLL_TRANSPORTS=verbs and names the emulator): slices that
+// already lie in the caller's buffer are RDMA-written from it, and large receives are written
+// straight into the receiver's output, both registered for that call only.
 //   - results are bitwise right for all-reduce, all-gather, broadcast and send/recv at sizes on
-//     both sides of COLL_IB_ZCOPY_BYTES, odd ones and in place, and the zero-copy path was taken
-//     above the threshold and not below (the domain's counts, Communicator::transportUsage());
+//     both sides of COLL_IB_ZCOPY_BYTES, odd ones and in place, into outputs poisoned before each
+//     call, and both zero-copy paths were taken above the threshold and not below (the domain's
+//     counts, Communicator::transportUsage(): zero-copy writes, slices received in place);
 //   - no registration outlives its call, and a buffer freed and allocated again at the same
-//     address between calls sends its new bytes (a registration cached by address would not);
+//     address between calls sends, and receives, its new bytes (a registration cached by address
+//     would not);
 //   - a registration the device refuses (the emulator's COLL_VERBS_EMU_MAX_MRS, a pinned-memory
 //     limit) falls back to the slots, logged at INFO once, and the call succeeds;
-//   - COLL_IB_ZCOPY_BYTES=0 sends nothing zero-copy.
+//   - COLL_IB_ZCOPY_BYTES=0 sends and receives nothing zero-copy;
+//   - a write flagged as landed in the receiver's buffer where the receiver offered no landing
+//     (the emulator's COLL_VERBS_EMU_IMM_OR on the sender) fails every rank within seconds.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -28,8 +33,10 @@
 #include "collective.h"
 #include "collective_cases.h"
 #include "rank_launcher.h"
+#include "reference.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
+#include "transport/domain.h"
 
 namespace colltest {
 namespace {
@@ -48,12 +55,14 @@ std::map<std::string, uint64_t> verbsCounts(collComm_t comm) {
 
 std::string rankSays(int rank, const std::string& what) { return "rank " + std::to_string(rank) + ": " + what; }
 
-void setZeroCopyEnvironment(const char* threshold) {
+const std::string kInPlace = coll::transport::kReceivedInPlace;
+
+void setZeroCopyEnvironment(const char* threshold, const char* fifoDepth = "4") {
   setenv("COLL_IB_ZCOPY_BYTES", threshold, 1);
   // Slices of 16 KiB: a buffer above the threshold is many slices, so one registration serves
   // several writes, and FIFOs of 4 slots wrap.
   setenv("COLL_SHM_SLOT_BYTES", "16384", 1);
-  setenv("COLL_NET_FIFO_DEPTH", "4", 1);
+  setenv("COLL_NET_FIFO_DEPTH", fifoDepth, 1);
   setenv("COLL_TIMEOUT_MS", "60000", 1);
 }
 
@@ -74,58 +83,123 @@ std::vector<Case> casesAroundTheThreshold() {
   return cases;
 }
 
+// Whether `c`, above the threshold, must receive slices in place on `rank` somewhere in the call:
+// every rank receives something in these collectives but broadcast's root, in steps above the
+// threshold (a ring step is at most half a FIFO: 128 KiB here).
+bool mustLand(const Case& c, int rank) { return !(c.coll == Coll::kBroadcast && rank == c.root); }
+
+// What landed (slices received in place) is up to timing where a sender may be a whole step
+// ahead of its receiver's offer (a ring's first step sends the rank's own block at once): each
+// collective must land on some rank, and every rank somewhere, checked on rank 0 over the sums.
+std::vector<std::string> checkLandedSomewhere(collComm_t comm, int rank,
+                                              const std::map<std::string, uint64_t>& landed) {
+  std::vector<std::string> names;
+  std::vector<uint64_t> counts;
+  uint64_t mine = 0;
+  for (const auto& [coll, count] : landed) {
+    names.push_back(coll);
+    counts.push_back(count);
+    mine += count;
+  }
+  std::vector<std::string> problems;
+  if (mine == 0) problems.push_back(rankSays(rank, "no slice received in place above the threshold"));
+  if (collAllReduce(counts.data(), counts.data(), counts.size(), collUint64, collSum, comm, nullptr) != collSuccess)
+    return {rankSays(rank, std::string("summing the counts failed: ") + collGetLastError(comm))};
+  for (size_t i = 0; i < names.size(); ++i)
+    if (rank == 0 && counts[i] == 0) problems.push_back(names[i] + ": no rank received a slice in place");
+  return problems;
+}
+
+// A point-to-point receive several FIFOs long: its sender cannot be more than a FIFO (16 slots)
+// ahead of the receiver's offer, and learns of it before it has credit for more, so every slice
+// past the first FIFO's worth lands, from each neighbour.
+std::vector<std::string> checkLongReceiveLands(collComm_t comm, int rank, int nranks) {
+  const Case c{Coll::kSendRecv, collInt32, collSum, 1 << 18, 0, false};
+  const uint64_t before = verbsCounts(comm)[kInPlace];
+  const std::string wrong = runCase(comm, rank, nranks, c);
+  if (!wrong.empty()) return {rankSays(rank, c.describe() + ": " + wrong)};
+  const uint64_t landed = verbsCounts(comm)[kInPlace] - before;
+  const uint64_t slices = (1 << 20) / 16384, fifo = 16;
+  if (landed < 2 * (slices - fifo))
+    return {rankSays(rank, c.describe() + ": " + std::to_string(landed) + " slices received in place, expected " +
+                               std::to_string(2 * (slices - fifo)) + " at least")};
+  return {};
+}
+
 TEST(VerbsZeroCopy, ResultsAreRightAcrossTheThresholdAndLargeBuffersGoZeroCopy) {
   auto failures = runAsProcessesWithSetup(
-      kRanks, [](int) { setZeroCopyEnvironment("65536"); },
+      // FIFOs of 16 slots: a pipelined step may then move 128 KiB (half a FIFO), so that what one
+      // step receives, which the receive side's threshold compares, reaches it.
+      kRanks, [](int) { setZeroCopyEnvironment("65536", "16"); },
       [](collComm_t comm, int rank, int nranks) -> std::vector<std::string> {
         std::vector<std::string> problems;
         if (verbsCounts(comm).empty()) return {rankSays(rank, "no verbs domain: the test ran on another transport")};
-        uint64_t writesBelow = 0, writesAbove = 0;
+        uint64_t writesBelow = 0, writesAbove = 0, landedBelow = 0;
+        std::map<std::string, uint64_t> landedAbove;  // per collective
         for (const Case& c : casesAroundTheThreshold()) {
-          const uint64_t before = verbsCounts(comm)["zero-copy writes"];
+          std::map<std::string, uint64_t> before = verbsCounts(comm);
           const std::string wrong = runCase(comm, rank, nranks, c);
           if (!wrong.empty()) problems.push_back(rankSays(rank, c.describe() + ": " + wrong));
           std::map<std::string, uint64_t> after = verbsCounts(comm);
-          // Nothing outlives the call that registered it.
+          // Nothing outlives the call that registered it, a landing's registration included.
           if (after["held"] != 0)
             problems.push_back(rankSays(rank, c.describe() + ": " + std::to_string(after["held"]) +
                                                   " caller registration(s) still held after the call"));
-          const uint64_t written = after["zero-copy writes"] - before;
+          const uint64_t written = after["zero-copy writes"] - before["zero-copy writes"];
           // Every buffer such a call touches is below the threshold only for the smallest count.
           if (c.count < kThreshold / 4 && c.coll != Coll::kAllGather && c.coll != Coll::kBroadcast)
             writesBelow += written;
           else if (c.count > kThreshold / 4)
             writesAbove += written;
+          // No step receives more than the call's count, so below the threshold nothing lands.
+          const uint64_t landed = after[kInPlace] - before[kInPlace];
+          if (c.count * typeSize(c.type) < kThreshold) landedBelow += landed;
+          // Every rank names the same collectives, so that the sums below line up.
+          if (c.count > kThreshold / 4)
+            landedAbove[c.describe().substr(0, c.describe().find(' '))] += mustLand(c, rank) ? landed : 0;
         }
         if (writesBelow != 0)
           problems.push_back(
               rankSays(rank, std::to_string(writesBelow) + " zero-copy writes from buffers below the threshold"));
         if (writesAbove == 0) problems.push_back(rankSays(rank, "no zero-copy write from buffers above the threshold"));
+        if (landedBelow != 0)
+          problems.push_back(
+              rankSays(rank, std::to_string(landedBelow) + " slices received in place from steps below the threshold"));
+        for (const std::string& problem : checkLandedSomewhere(comm, rank, landedAbove)) problems.push_back(problem);
+        for (const std::string& problem : checkLongReceiveLands(comm, rank, nranks)) problems.push_back(problem);
         return problems;
       },
       initMustSucceed(), 240);
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
-// Rank 0 sends `bytes` of `fill` from `data` to rank 1, which checks them.
+// Rank 0 sends `bytes` of `fill` from `data` to rank 1, which receives them into its `data`,
+// poisoned first, and checks them, and that all but the first FIFO's worth (4 slices of 16 KiB)
+// were received in place.
 std::string sendAndCheck(collComm_t comm, int rank, uint8_t* data, size_t bytes, uint8_t fill) {
   collResult_t rc;
   if (rank == 0) {
     std::memset(data, fill, bytes);
     rc = collSend(data, bytes, collUint8, 1, comm, nullptr);
   } else {
-    std::vector<uint8_t> got(bytes, 0);
-    rc = collRecv(got.data(), bytes, collUint8, 0, comm, nullptr);
-    if (rc == collSuccess)
+    std::memset(data, static_cast<uint8_t>(~fill), bytes);
+    const uint64_t before = verbsCounts(comm)[kInPlace];
+    rc = collRecv(data, bytes, collUint8, 0, comm, nullptr);
+    if (rc == collSuccess) {
       for (size_t i = 0; i < bytes; ++i)
-        if (got[i] != fill)
-          return rankSays(rank, "byte " + std::to_string(i) + " is " + std::to_string(got[i]) +
+        if (data[i] != fill)
+          return rankSays(rank, "byte " + std::to_string(i) + " is " + std::to_string(data[i]) +
                                     ", the sender's buffer held " + std::to_string(fill));
+      const uint64_t landed = verbsCounts(comm)[kInPlace] - before;
+      if (landed < bytes / 16384 - 4)
+        return rankSays(rank, "only " + std::to_string(landed) + " of " + std::to_string(bytes / 16384) +
+                                  " slices received in place");
+    }
   }
   return rc == collSuccess ? "" : rankSays(rank, collGetLastError(comm));
 }
 
-TEST(VerbsZeroCopy, BufferFreedAndAllocatedAgainBetweenCallsSendsItsNewBytes) {
+TEST(VerbsZeroCopy, BufferFreedAndAllocatedAgainBetweenCallsSendsAndReceivesItsNewBytes) {
   auto failures = runAsProcessesWithSetup(
       2, [](int) { setZeroCopyEnvironment("65536"); },
       [](collComm_t comm, int rank, int) -> std::vector<std::string> {
@@ -151,10 +225,11 @@ TEST(VerbsZeroCopy, BufferFreedAndAllocatedAgainBetweenCallsSendsItsNewBytes) {
         check(sendAndCheck(comm, rank, static_cast<uint8_t*>(again), bytes, 0x44));
         munmap(again, bytes);
         std::map<std::string, uint64_t> counts = verbsCounts(comm);
-        // The sender registered once per call, the same range included: nothing was reused.
-        if (rank == 0 && counts["caller buffers registered"] != 4)
+        // Each rank registered once per call (to send from, to receive into), the same range
+        // included: nothing was reused.
+        if (counts["caller buffers registered"] != 4)
           problems.push_back(rankSays(rank, std::to_string(counts["caller buffers registered"]) +
-                                                " registrations for 4 calls from 4 buffers (expected one each)"));
+                                                " registrations for 4 calls into 4 buffers (expected one each)"));
         if (rank == 0 && counts["zero-copy writes"] < 4 * (bytes / 16384))
           problems.push_back(
               rankSays(rank, "only " + std::to_string(counts["zero-copy writes"]) + " zero-copy writes"));
@@ -222,56 +297,88 @@ TEST(VerbsZeroCopy, RefusedRegistrationFallsBackToTheSlotsLoggedOnce) {
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
-TEST(VerbsZeroCopy, ThresholdZeroSendsNothingZeroCopy) {
+TEST(VerbsZeroCopy, ThresholdZeroSendsAndReceivesNothingZeroCopy) {
   auto failures = runAsProcessesWithSetup(
       2, [](int) { setZeroCopyEnvironment("0"); },
       [](collComm_t comm, int rank, int nranks) -> std::vector<std::string> {
-        Case c{Coll::kAllReduce, collInt32, collSum, 1 << 18, 0, false};
         std::vector<std::string> problems;
-        const std::string wrong = runCase(comm, rank, nranks, c);
-        if (!wrong.empty()) problems.push_back(rankSays(rank, wrong));
+        // A long point-to-point receive lands with any other threshold (checkLongReceiveLands).
+        for (const Case& c : {Case{Coll::kAllReduce, collInt32, collSum, 1 << 18, 0, false},
+                              Case{Coll::kSendRecv, collInt32, collSum, 1 << 18, 0, false}}) {
+          const std::string wrong = runCase(comm, rank, nranks, c);
+          if (!wrong.empty()) problems.push_back(rankSays(rank, wrong));
+        }
         std::map<std::string, uint64_t> counts = verbsCounts(comm);
         if (counts["zero-copy writes"] != 0 || counts["caller buffers registered"] != 0)
           problems.push_back(rankSays(rank, "zero-copy with COLL_IB_ZCOPY_BYTES=0"));
+        if (counts[kInPlace] != 0 || counts["landings offered"] != 0)
+          problems.push_back(rankSays(
+              rank, std::to_string(counts[kInPlace]) + " slices received in place with COLL_IB_ZCOPY_BYTES=0"));
         return problems;
       },
       initMustSucceed(), 120);
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
-TEST(VerbsZeroCopy, ErrorCompletionOfAZeroCopyWriteNamesThePeer) {
-  // Rank 1's regions advertise a key that opens nothing (the emulator's fault injection): the
-  // root's first write, from its own buffer, fails remotely, and says so as a slot's would.
-  using Clock = std::chrono::steady_clock;
+using Clock = std::chrono::steady_clock;
+
+// A rank's failure must come within 15 s of `started`, as a peer's or a link's error.
+std::vector<std::string> judgeFailure(Clock::time_point started, int rank, collResult_t rc,
+                                      const std::string& message) {
+  std::vector<std::string> problems;
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (seconds > 15) problems.push_back(rankSays(rank, "failed only after " + std::to_string(seconds) + " s"));
+  if (rc != collRemoteError && rc != collTimeout)
+    problems.push_back(rankSays(rank, std::string(collGetErrorString(rc)) + ": " + message));
+  return problems;
+}
+
+// Two ranks broadcast `bytes` from rank 0, with `variable`=`value` in rank `faulty`'s emulator,
+// until a call fails: every rank must fail within 15 s, and rank `witness`'s error must name the
+// other rank and say `what`. 100 broadcasts that succeed are a failure of the test.
+std::vector<std::string> faultyBroadcasts(int faulty, const char* variable, const char* value, size_t bytes,
+                                          int witness, const std::string& what) {
   const auto started = Clock::now();
-  auto judge = [started](int rank, collResult_t rc, const std::string& message) {
-    std::vector<std::string> problems;
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-    if (seconds > 15) problems.push_back(rankSays(rank, "failed only after " + std::to_string(seconds) + " s"));
-    if (rc != collRemoteError && rc != collTimeout)
-      problems.push_back(rankSays(rank, std::string(collGetErrorString(rc)) + ": " + message));
-    if (rank == 0 &&
-        (message.find("rank 1") == std::string::npos ||
-         message.find("data write from the caller's buffer completed with remote access error") == std::string::npos))
-      problems.push_back(rankSays(rank, "the error does not name rank 1 and the zero-copy write: " + message));
+  auto judge = [&](int rank, collResult_t rc, const std::string& message) {
+    std::vector<std::string> problems = judgeFailure(started, rank, rc, message);
+    const std::string other = "rank " + std::to_string(1 - rank);
+    if (rank == witness && (message.find(other) == std::string::npos || message.find(what) == std::string::npos))
+      problems.push_back(rankSays(rank, "the error does not name " + other + " and say \"" + what + "\": " + message));
     return problems;
   };
-  auto failures = runAsProcessesWithSetup(
+  return runAsProcessesWithSetup(
       2,
-      [](int rank) {
+      [&](int rank) {
         setZeroCopyEnvironment("65536");
         setenv("COLL_TIMEOUT_MS", "20000", 1);
-        if (rank == 1) setenv("COLL_VERBS_EMU_CORRUPT_RKEY", "1", 1);
+        if (rank == faulty) setenv(variable, value, 1);
       },
       [&](collComm_t comm, int rank, int) -> std::vector<std::string> {
-        std::vector<uint8_t> data(1 << 20, 7);
+        std::vector<uint8_t> data(bytes, 7);
         for (int i = 0; i < 100; ++i) {
           collResult_t rc = collBroadcast(data.data(), data.data(), data.size(), collUint8, 0, comm, nullptr);
           if (rc != collSuccess) return judge(rank, rc, collGetLastError(comm));
         }
-        return {rankSays(rank, "100 broadcasts succeeded into regions no key opens")};
+        return {rankSays(rank, "100 broadcasts succeeded")};
       },
       judge, 60);
+}
+
+TEST(VerbsZeroCopy, ErrorCompletionOfAZeroCopyWriteNamesThePeer) {
+  // Rank 1's regions advertise a key that opens nothing (the emulator's fault injection): the
+  // root's first write, from its own buffer, fails remotely, and says so as a slot's would.
+  auto failures = faultyBroadcasts(1, "COLL_VERBS_EMU_CORRUPT_RKEY", "1", 1 << 20, 0,
+                                   "data write from the caller's buffer completed with remote access error");
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(VerbsZeroCopy, WriteFlaggedAsLandedOutsideTheOfferFailsEveryRank) {
+  // Rank 0's emulator sets the landed flag (transport/verbs/verbs_landing.h, kVerbsLandedBit) in
+  // the immediate of every data write it makes, into rank 1's slots: rank 1, which offered no
+  // landing for messages this small, must refuse them rather than hand out its buffer's stale
+  // bytes as data, and both ranks must fail, not hang.
+  auto failures = faultyBroadcasts(0, "COLL_VERBS_EMU_IMM_OR", "0x20000000", 4096, 1,
+                                   "written into this rank's receive buffer, but this rank offered no landing");
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

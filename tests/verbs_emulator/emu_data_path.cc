@@ -158,13 +158,15 @@ int postSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       *bad = wr;
       return errno = err, err;
     }
+    ibv_send_wr sent = *wr;
+    if (sent.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) sent.imm_data |= immediateOr();  // fault injection
     if (carriedQp(r, self)) {
-      carriedWrite(r, qp, self, *wr);
+      carriedWrite(r, qp, self, sent);
       continue;
     }
     ibv_wc_status status = self.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
-                           : linkFailed(r)             ? IBV_WC_RETRY_EXC_ERR
-                                                       : rdmaWrite(r, self, *wr);
+                           : linkFailed(r)           ? IBV_WC_RETRY_EXC_ERR
+                                                     : rdmaWrite(r, self, sent);
     if (status != IBV_WC_SUCCESS) self.state = qp->qp.state = IBV_QPS_ERR;
     if (status == IBV_WC_SUCCESS && !qp->signalAll && (wr->send_flags & IBV_SEND_SIGNALED) == 0) continue;
     ibv_wc wc{};

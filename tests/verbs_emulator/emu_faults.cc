@@ -8,11 +8,11 @@
 namespace verbs_emu {
 namespace {
 
-long numberFrom(const char* name) {
+long numberFrom(const char* name, int base = 10) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return -1;
   char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
+  long value = std::strtol(text, &end, base);
   return *end == '\0' && value >= 0 ? value : -1;
 }
 
@@ -31,6 +31,11 @@ long failAfterWrites() {
 long maxMemoryRegions() {
   static const long n = numberFrom("COLL_VERBS_EMU_MAX_MRS");
   return n;
+}
+
+uint32_t immediateOr() {
+  static const long mask = numberFrom("COLL_VERBS_EMU_IMM_OR", 0);
+  return mask > 0 ? static_cast<uint32_t>(mask) : 0;
 }
 
 bool delayedQp(int creationIndex) {

@@ -20,6 +20,11 @@ long failAfterWrites();
 // fails with ENOMEM, as a pinned-memory limit (RLIMIT_MEMLOCK) makes it fail. -1 when unset.
 long maxMemoryRegions();
 
+// COLL_VERBS_EMU_IMM_OR=MASK (decimal, or hex with 0x): the immediate of every write with
+// immediate this process posts has MASK or'ed into it (immediates are carried as the caller gave
+// them), so that a peer's checks meet immediates its writer never meant. 0 when unset.
+uint32_t immediateOr();
+
 // COLL_VERBS_EMU_DELAY_QP=K (0 or 1): the receive completions of QP K of every pair this process
 // creates (creation index i with i % 2 == K; with two QPs per peer, each peer's QP K) are held back
 // and delivered after later ones, so that arrivals across QPs come out of order.

@@ -24,9 +24,9 @@ const uint32_t kImm = htonl(0xC0FFEE01);
 uint8_t pattern(size_t i) { return static_cast<uint8_t>(i * 7 + 3); }
 
 // What the responder is told after the write, and how it answers.
-enum Expect : char { kExpectImmediate = 'i', kExpectNothing = 'n' };
+enum Expect : char { kExpectImmediate = 'i', kExpectNothing = 'n', kExpectUntouched = 'u' };
 
-int respond(Channel* ch, int lastState) {
+int respond(Channel* ch, int lastState, bool deregister) {
   ch->becomeChild();
   VerbsEndpoint ep(loadEmulator(), kBytes);
   ConnectionInfo mine = ep.info(), theirs;
@@ -34,11 +34,19 @@ int respond(Channel* ch, int lastState) {
   ch->receive(&theirs, sizeof(theirs));
   ep.connect(theirs.qpn, lastState);
   if (lastState != IBV_QPS_INIT) ep.postRecv(7);
+  // The writer keeps the key it was given, as a sender keeps a landing's after the receiver withdrew it.
+  if (deregister) ep.deregister();
   char ready = 'r', expect = 0;
   ch->send(&ready, 1);
   ch->receive(&expect, 1, kWaitMs);
   ibv_wc wc{};
   if (expect == kExpectNothing) return ep.pollOne(&wc, 50) ? 10 : 0;
+  if (expect == kExpectUntouched) {
+    if (ep.pollOne(&wc, 50)) return 10;
+    for (size_t i = 0; i < kBytes; i++)
+      if (ep.buffer()[i] != 0) return 15;
+    return 0;
+  }
   if (!ep.pollOne(&wc, kWaitMs)) return 11;
   if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || wc.wr_id != 7) return 12;
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || wc.imm_data != kImm || wc.byte_len != kBytes) return 13;
@@ -49,9 +57,9 @@ int respond(Channel* ch, int lastState) {
 
 // The test's side: a connected writer and a forked responder, ready for the write.
 struct Pair {
-  explicit Pair(int responderState = IBV_QPS_RTS) : writer(loadEmulator(), kBytes) {
+  explicit Pair(int responderState = IBV_QPS_RTS, bool deregistered = false) : writer(loadEmulator(), kBytes) {
     for (size_t i = 0; i < kBytes; i++) writer.buffer()[i] = pattern(i);
-    child = forkChild([this, responderState] { return respond(&ch, responderState); });
+    child = forkChild([this, responderState, deregistered] { return respond(&ch, responderState, deregistered); });
     ch.becomeParent();
     ConnectionInfo mine = writer.info();
     ch.receive(&peer, sizeof(peer));
@@ -108,6 +116,16 @@ TEST(VerbsEmulator, WrongRkeyGivesRemoteAccessError) {
   EXPECT_EQ(pair.writerCompletion().status, IBV_WC_REM_ACCESS_ERR);
   EXPECT_EQ(pair.writer.qp()->state, IBV_QPS_ERR);
   EXPECT_EQ(pair.finish(kExpectNothing), 0);
+}
+
+TEST(VerbsEmulator, WriteUnderADeregisteredKeyGivesRemoteAccessError) {
+  // What the verbs transport's zero-copy receives rely on (verbs_landing.h): once the receiver
+  // deregistered its buffer, a write under the old key fails at the writer and lands nowhere.
+  Pair pair(IBV_QPS_RTS, /*deregistered=*/true);
+  ASSERT_EQ(pair.writer.postWrite(pair.peer, kBytes, &kImm), 0);
+  EXPECT_EQ(pair.writerCompletion().status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(pair.writer.qp()->state, IBV_QPS_ERR);
+  EXPECT_EQ(pair.finish(kExpectUntouched), 0) << "the write consumed a receive or changed the buffer";
 }
 
 TEST(VerbsEmulator, WriteBeyondTheRegionGivesRemoteAccessError) {

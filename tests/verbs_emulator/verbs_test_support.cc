@@ -64,6 +64,12 @@ VerbsEndpoint::~VerbsEndpoint() {
   if (ctx_ != nullptr) api_->closeDevice(ctx_);
 }
 
+void VerbsEndpoint::deregister() {
+  errno = api_->deregMr(mr_);
+  require(errno == 0, "ibv_dereg_mr");
+  mr_ = nullptr;
+}
+
 ConnectionInfo VerbsEndpoint::info() const {
   return ConnectionInfo{qp_->qp_num, reinterpret_cast<uint64_t>(buffer_.data()), mr_->rkey};
 }

@@ -44,6 +44,8 @@ class VerbsEndpoint {
   int postWrite(const ConnectionInfo& to, uint32_t bytes, const uint32_t* imm = nullptr, bool inlineData = false);
   // Polls the CQ until one completion arrives or `timeoutMs` passes (false then).
   bool pollOne(ibv_wc* wc, int timeoutMs);
+  // Deregisters the buffer (ibv_dereg_mr): the key info() gave opens nothing any more.
+  void deregister();
 
   std::vector<uint8_t>& buffer() { return buffer_; }
   ibv_qp* qp() { return qp_; }

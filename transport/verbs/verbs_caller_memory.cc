@@ -31,23 +31,42 @@ int VerbsCallerMemory::cover(const CallerBuffer& buffer) {
   entry.end = end;
   // Only the device reads it (the source of RDMA writes): no local or remote write access, so a
   // read-only buffer registers too.
-  entry.mr = api_->regMr(pd_, const_cast<void*>(buffer.base), buffer.bytes, 0);
-  if (entry.mr != nullptr) {
+  entry.mr = registerCounted(const_cast<void*>(buffer.base), buffer.bytes, 0, "to send from");
+  if (entry.mr != nullptr) return vacant;
+  entry.refused = true;
+  return -1;
+}
+
+ibv_mr* VerbsCallerMemory::registerLanding(void* destination, size_t bytes) {
+  if (pd_ == nullptr) return nullptr;
+  // The peer's device writes into it; verbs requires local write with remote write.
+  ibv_mr* mr = registerCounted(destination, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "to receive into");
+  if (mr != nullptr) ++landingsHeld_;
+  return mr;
+}
+
+bool VerbsCallerMemory::releaseLanding(ibv_mr* mr) {
+  --landingsHeld_;
+  return deregister(mr);
+}
+
+ibv_mr* VerbsCallerMemory::registerCounted(void* base, size_t bytes, int access, const char* purpose) {
+  ibv_mr* mr = api_->regMr(pd_, base, bytes, access);
+  if (mr != nullptr) {
     ++made_;
-    return vacant;
+    return mr;
   }
   const int err = errno;
-  entry.refused = true;
   ++failed_;
   if (!failureLogged_) {
     failureLogged_ = true;
     COLL_INFO(kTransport,
-              "rank %d: verbs transport: ibv_reg_mr of the caller's buffer (%zu bytes at %p) failed: %s; its slices go "
-              "through the registered slots instead (a copy each); pinned-memory limits (ulimit -l) are the usual "
-              "cause (logged once)",
-              rank_, buffer.bytes, buffer.base, std::strerror(err));
+              "rank %d: verbs transport: ibv_reg_mr of the caller's buffer (%zu bytes at %p, %s) failed: %s; its "
+              "slices go through the registered slots instead (a copy each); pinned-memory limits (ulimit -l) are "
+              "the usual cause (logged once)",
+              rank_, bytes, base, purpose, std::strerror(err));
   }
-  return -1;
+  return nullptr;
 }
 
 int VerbsCallerMemory::find(const void* data, size_t bytes) const {
@@ -85,17 +104,23 @@ void VerbsCallerMemory::releaseAll() {
 }
 
 size_t VerbsCallerMemory::live() const {
-  size_t n = 0;
+  size_t n = landingsHeld_;
   for (const Entry& e : entries_) n += e.mr != nullptr ? 1 : 0;
   return n;
 }
 
+bool VerbsCallerMemory::deregister(ibv_mr* mr) {
+  // A send's registration that fails to go leaves the pages pinned until the process ends; the
+  // device reads them no more, so the call goes on. A landing's may still be written: its owner
+  // decides (verbs_landing.cc).
+  if (api_->deregMr(mr) == 0) return true;
+  COLL_INFO(kTransport, "rank %d: verbs transport: ibv_dereg_mr of a caller's buffer failed: %s", rank_,
+            std::strerror(errno));
+  return false;
+}
+
 void VerbsCallerMemory::deregister(Entry& entry) {
-  // A deregistration that fails leaves the pages pinned until the process ends; nothing reads
-  // them any more, so the call goes on.
-  if (api_->deregMr(entry.mr) != 0)
-    COLL_INFO(kTransport, "rank %d: verbs transport: ibv_dereg_mr of a caller's buffer failed: %s", rank_,
-              std::strerror(errno));
+  deregister(entry.mr);
   entry = Entry{};
 }
 

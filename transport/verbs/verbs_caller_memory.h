@@ -20,6 +20,11 @@
 //
 // Registration can fail (pinned-memory limits, RLIMIT_MEMLOCK): the buffer's slices then go
 // through the slots, as below the threshold, and the failure is logged at INFO once per domain.
+//
+// Zero-copy receives (verbs_landing.h) register a destination here too, for remote write, with
+// the same threshold, counts and once-logged refusal; each such registration belongs to the
+// landing that made it, which deregisters it when it is withdrawn (before its call returns), so
+// it is never in the table that sends search.
 // All of it runs under the domain's lock.
 #pragma once
 
@@ -46,6 +51,7 @@ class VerbsCallerMemory {
 
   // The protection domain to register in, once the device is open.
   void usePd(ibv_pd* pd) { pd_ = pd; }
+  size_t threshold() const { return threshold_; }
 
   // The registration that zero-copy sends from `buffer` use during this call, made now if no
   // live one covers it: its index, or -1 when the buffer is below the threshold, the table is
@@ -64,7 +70,12 @@ class VerbsCallerMemory {
   // Deregisters everything, read or not: only once the QPs that could read it are destroyed.
   void releaseAll();
 
-  size_t live() const;  // registrations held now
+  // A landing's destination, registered for the device to write into; nullptr when refused.
+  ibv_mr* registerLanding(void* destination, size_t bytes);
+  // False when ibv_dereg_mr failed: its key may still open the memory.
+  bool releaseLanding(ibv_mr* mr);
+
+  size_t live() const;  // registrations held now, landings' included
   uint64_t made() const { return made_; }
   uint64_t writes() const { return writes_; }  // zero-copy writes posted
   uint64_t failed() const { return failed_; }
@@ -81,6 +92,9 @@ class VerbsCallerMemory {
   };
   // A call touches a send and a receive buffer, or a group's few point-to-point buffers.
   static constexpr size_t kMaxEntries = 16;
+  // ibv_reg_mr, counted; a refusal is counted and logged (once per domain) with what it was for.
+  ibv_mr* registerCounted(void* base, size_t bytes, int access, const char* purpose);
+  bool deregister(ibv_mr* mr);  // false (logged) when it failed
   void deregister(Entry& entry);
 
   std::shared_ptr<const VerbsApi> api_;
@@ -91,6 +105,7 @@ class VerbsCallerMemory {
   uint64_t made_ = 0;
   uint64_t writes_ = 0;
   uint64_t failed_ = 0;
+  size_t landingsHeld_ = 0;
   bool failureLogged_ = false;
 };
 

@@ -9,7 +9,7 @@ namespace transport {
 namespace {
 
 constexpr uint32_t kMagic = 0x76726273;  // "vrbs"
-constexpr uint32_t kVersion = 2;  // 2: several QPs per peer
+constexpr uint32_t kVersion = 3;         // 2: several QPs per peer; 3: landing mailboxes
 
 }  // namespace
 

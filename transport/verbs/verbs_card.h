@@ -1,8 +1,8 @@
 // What a rank publishes for the verbs transport at setup, and its strict parsing: the port it
 // answers on (LID for InfiniBand, GID for RoCE), the settings both ends must share, and per peer
-// the QP that peer must connect to and where that peer writes its slots and credits. The card
-// comes through the bootstrap store from another process: every length, count and rank in it is
-// checked before use.
+// the QP that peer must connect to and where that peer writes its slots, credits and landing
+// records. The card comes through the bootstrap store from another process: every length, count
+// and rank in it is checked before use.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,10 @@ struct VerbsCardEntry {
   uint64_t slotsAddr = 0;   // where that peer writes its data slots
   uint64_t creditAddr = 0;  // where that peer writes how many of the publisher's slots it released
   uint64_t probeAddr = 0;   // where that peer's liveness probes land (never read)
+  // Zero-copy receives (verbs_landing.h): where that peer writes its landing records for the
+  // publisher's sends, and how many of the publisher's records it took.
+  uint64_t mailboxAddr = 0;
+  uint64_t acknowledgementAddr = 0;
 };
 
 struct VerbsCard {

@@ -16,17 +16,21 @@ void decodeVerbsWrId(uint64_t wrId, int* peerIndex, VerbsWork* work, uint32_t* s
   *slot = static_cast<uint32_t>(wrId & 0xffffff);
 }
 
-void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer) {
-  if (peer.creditOutstanding) {
-    peer.creditDirty = true;
+void writeVerbsCount(VerbsLink& link, VerbsPeer& peer, VerbsCountWrite& write, VerbsWork work, uint64_t count) {
+  if (write.outstanding) {
+    write.dirty = true;
     return;
   }
-  // The count is cumulative, so a credit write that reads a newer count than it was posted with
-  // only returns slots sooner.
-  __atomic_store_n(peer.creditOut, peer.released, __ATOMIC_RELEASE);
-  peer.creditDirty = false;
-  peer.creditOutstanding =
-      link.postWriteLocked(peer, 0, VerbsWork::kCredit, 0, peer.creditOut, sizeof(uint64_t), peer.remoteCredit, nullptr);
+  // The count is cumulative, so a write that reads a newer count than it was posted with only
+  // tells the peer sooner.
+  __atomic_store_n(write.source, count, __ATOMIC_RELEASE);
+  write.dirty = false;
+  write.outstanding = link.postWriteLocked(peer, 0, work, 0, write.source, sizeof(uint64_t), write.remote, nullptr);
+}
+
+void verbsCountWritten(VerbsLink& link, VerbsPeer& peer, VerbsCountWrite& write, VerbsWork work, uint64_t count) {
+  write.outstanding = false;
+  if (write.dirty) writeVerbsCount(link, peer, write, work, count);
 }
 
 uint8_t* VerbsSendConnection::nextSlot() const {
@@ -46,7 +50,7 @@ void* VerbsSendConnection::tryAcquire() {
 
 void VerbsSendConnection::post(size_t bytes) {
   std::lock_guard<std::mutex> lock(link_.mutex());
-  postLocked(nextSlot(), 0, -1, bytes);
+  postLocked(nextSlot(), link_.regionLkey(), -1, bytes);
 }
 
 bool VerbsSendConnection::acceptsExternal(const CallerBuffer& buffer) {
@@ -61,7 +65,7 @@ void VerbsSendConnection::postExternal(const void* data, size_t bytes) {
   if (region >= 0) return postLocked(data, memory.lkey(region), region, bytes);
   // Not inside the buffer acceptsExternal() registered: the copy the caller would have made.
   std::memcpy(nextSlot(), data, bytes);
-  postLocked(nextSlot(), 0, -1, bytes);
+  postLocked(nextSlot(), link_.regionLkey(), -1, bytes);
 }
 
 bool VerbsSendConnection::externalPending() const {
@@ -74,19 +78,25 @@ bool VerbsSendConnection::externalPending() const {
 
 void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int region, size_t bytes) {
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
-  const uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
+  uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
   const int lane = static_cast<int>(peer_.posted % peer_.qps.size());
-  const uint64_t remote = peer_.remoteSlots + slot * link_.slotBytes();
+  uint64_t remote = peer_.remoteSlots + slot * link_.slotBytes();
+  uint32_t rkey = peer_.remoteKey;
+  // Into the receiver's own buffer where its landing record covers this slice (verbs_landing.h);
+  // the slot's credit is taken and returned all the same.
+  const bool landed = verbsLandingTarget(peer_, peer_.posted, bytes, &remote, &rkey);
+  if (landed) imm |= kVerbsLandedBit;
   ++peer_.posted;
   peer_.inFlight[slot] = 1;
-  // The same write, immediate and receiver slot either way: the receiver cannot tell them apart.
-  const bool posted = region < 0 ? link_.postWriteLocked(peer_, lane, VerbsWork::kData, slot, local,
-                                                         static_cast<uint32_t>(bytes), remote, &imm)
-                                 : link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey,
-                                                             static_cast<uint32_t>(bytes), remote, &imm);
-  if (!posted) {
+  // From our slot or the caller's buffer alike: the receiver cannot tell them apart.
+  if (!link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey, static_cast<uint32_t>(bytes), remote,
+                                 rkey, &imm)) {
     peer_.inFlight[slot] = 0;
     return;
+  }
+  if (landed) {
+    peer_.landing.landedWrite[slot] = 1;
+    ++peer_.landing.writesInPlace;
   }
   if (region < 0) return;
   peer_.callerRegion[slot] = region;
@@ -100,13 +110,26 @@ const void* VerbsRecvConnection::tryPeek(size_t* bytes) {
   if (peer_.released == peer_.arrived) return nullptr;
   const uint32_t slot = static_cast<uint32_t>(peer_.released % link_.depth());
   *bytes = peer_.sizes[slot];
-  return peer_.recvSlots + slot * link_.slotBytes();
+  // A landed slice is already at its place in the executor's destination: it copies nothing.
+  uint8_t* landed = peer_.landing.landedAt[slot];
+  return landed != nullptr ? landed : peer_.recvSlots + slot * link_.slotBytes();
 }
 
 void VerbsRecvConnection::release() {
   std::lock_guard<std::mutex> lock(link_.mutex());
+  peer_.landing.landedAt[peer_.released % link_.depth()] = nullptr;
   ++peer_.released;
-  sendVerbsCredit(link_, peer_);
+  writeVerbsCount(link_, peer_, peer_.credit, VerbsWork::kCredit, peer_.released);
+}
+
+void VerbsRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  offerVerbsLanding(link_, peer_, destination, totalBytes, sliceBytes);
+}
+
+void VerbsRecvConnection::withdrawLanding() {
+  std::lock_guard<std::mutex> lock(link_.mutex());
+  withdrawVerbsLanding(link_, peer_);
 }
 
 }  // namespace transport

@@ -12,7 +12,9 @@
 // Receive: the peer's writes land in this rank's slots; each consumes one posted receive, whose
 // completion says which sequence number arrived and how many bytes. release() returns the slot
 // by an RDMA write of the count released into the sender's credit word, so the sender never
-// writes into a slot still in use and never meets a receiver that is not ready.
+// writes into a slot still in use and never meets a receiver that is not ready. Large receives
+// may land straight in the executor's destination instead (offerLanding, verbs_landing.h: zero-
+// copy receives), with the same sequence numbers, credits and slots.
 //
 // All state is guarded by the domain's lock (VerbsLink::mutex()): the executor, the health check
 // and the completion handler touch it from whichever thread calls.
@@ -22,21 +24,35 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_api.h"
 #include "transport/verbs/verbs_caller_memory.h"
+#include "transport/verbs/verbs_landing.h"
 
 namespace coll {
 namespace transport {
 
-// What a work request was for, in its wr_id (with the peer's index and the slot).
-enum class VerbsWork : uint32_t { kData = 1, kCredit = 2, kProbe = 3, kNotice = 4, kRecv = 5 };
-// What a write with immediate tells the receiver, in the immediate's top two bits.
-enum class VerbsImm : uint32_t { kData = 0, kGoodbye = 1, kFailed = 2 };
-constexpr uint32_t kVerbsSeqMask = (1u << 30) - 1;
+// What a work request was for, in its wr_id (with the peer's index and the slot; for a landing
+// record, its mailbox entry).
+enum class VerbsWork : uint32_t {
+  kData = 1,
+  kCredit = 2,
+  kProbe = 3,
+  kNotice = 4,
+  kRecv = 5,
+  kLanding = 6,          // a landing record (verbs_landing.h)
+  kAcknowledgement = 7,  // of the peer's landing records
+};
+// What a write with immediate tells the receiver, in the immediate's top two bits. The other 30
+// bits: for kData, the landed flag (kVerbsLandedBit) and the sequence number's low 29 bits; for
+// kLanding, the record's generation's low 30 bits.
+enum class VerbsImm : uint32_t { kData = 0, kGoodbye = 1, kFailed = 2, kLanding = 3 };
+constexpr uint32_t kVerbsImmLowBits = (1u << 30) - 1;
+constexpr uint32_t kVerbsSeqMask = kVerbsLandedBit - 1;
 
 uint64_t verbsWrId(int peerIndex, VerbsWork work, uint32_t slot);
 void decodeVerbsWrId(uint64_t wrId, int* peerIndex, VerbsWork* work, uint32_t* slot);
@@ -69,12 +85,12 @@ struct VerbsPeer {
   std::vector<uint32_t> sizes;    // per slot: bytes of the arrival
   std::vector<uint8_t> present;   // per slot: arrived ahead of an earlier sequence number on another lane
   // At most one of each in flight, so the send queue and the CQ stay bounded.
-  bool creditOutstanding = false;
-  bool creditDirty = false;  // released more while a credit write was in flight
+  VerbsCountWrite credit;  // of `released`, into the peer's credit word
   bool probeOutstanding = false;
   bool noticeOutstanding = false;
   bool departed = false;  // said goodbye: its QP may vanish, and probes to it stop
   Deadline nextProbe{};
+  VerbsLanding landing;  // zero-copy receives, both ways (verbs_landing.h)
 };
 
 // What the connections need from their domain.
@@ -88,17 +104,26 @@ class VerbsLink {
   // a refused post fails the domain (lock held). True when posted.
   virtual bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
-  // The same from memory registered under `lkey` (a caller's buffer) rather than the slots' region.
+  // The same from memory registered under `lkey` (the region's, regionLkey(), or a caller's buffer's)
+  // into the peer's memory that `rkey` opens (its region's, or a landing's).
   virtual bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
-                                   uint32_t lkey, uint32_t bytes, uint64_t remote, const uint32_t* imm) = 0;
-  // The per-call registrations of callers' buffers (zero-copy sends).
+                                   uint32_t lkey, uint32_t bytes, uint64_t remote, uint32_t rkey,
+                                   const uint32_t* imm) = 0;
+  virtual uint32_t regionLkey() const = 0;
+  // Fails the domain with `message` and moves the peer's QPs to the error state, so that nothing
+  // the peer writes lands in this rank's memory any more (lock held).
+  virtual void breakPeerLocked(VerbsPeer& peer, const std::string& message) = 0;
+  // The per-call registrations of callers' buffers (zero-copy sends and receives).
   virtual VerbsCallerMemory& callerMemory() = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 };
 
-// Returns the slots the peer released (lock held): posts the credit write, or notes one is due.
-void sendVerbsCredit(VerbsLink& link, VerbsPeer& peer);
+// Writes `count` into the peer's word (lock held): posts the write, or notes that one is due when
+// a write is in flight (`write.dirty`; its completion calls this again with the count then).
+void writeVerbsCount(VerbsLink& link, VerbsPeer& peer, VerbsCountWrite& write, VerbsWork work, uint64_t count);
+// Its write completed: the next one goes now if the count grew meanwhile (`count`, the current one).
+void verbsCountWritten(VerbsLink& link, VerbsPeer& peer, VerbsCountWrite& write, VerbsWork work, uint64_t count);
 
 class VerbsSendConnection : public SendConnection {
  public:
@@ -115,7 +140,8 @@ class VerbsSendConnection : public SendConnection {
 
  private:
   // Writes the next sequence number's slice from `local` (registered under `lkey`) into the
-  // peer's slot; `region` is the caller registration it reads, or -1 for our own slot.
+  // peer's slot, or into its buffer where its landing record covers the slice; `region` is the
+  // caller registration it reads, or -1 for our own slot.
   void postLocked(const void* local, uint32_t lkey, int region, size_t bytes);
   uint8_t* nextSlot() const;
 
@@ -129,6 +155,11 @@ class VerbsRecvConnection : public RecvConnection {
   const void* tryPeek(size_t* bytes) override;
   void release() override;
   size_t slotBytes() const override { return link_.slotBytes(); }
+  // Zero-copy receives (verbs_landing.h): offers of at least COLL_IB_ZCOPY_BYTES are announced to
+  // the sender, which then writes their slices straight into the destination.
+  bool acceptsLanding() const override { return link_.callerMemory().threshold() > 0; }
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void withdrawLanding() override;
 
  private:
   VerbsLink& link_;

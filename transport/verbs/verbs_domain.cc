@@ -15,9 +15,11 @@ namespace {
 
 constexpr auto kProbeInterval = std::chrono::milliseconds(200);
 constexpr auto kGoodbyeTimeout = std::chrono::seconds(2);  // a closing rank waits this long at most
-constexpr int kExtraRecvs = 2;                             // beyond the slots: a goodbye and a failure notice
-constexpr int kExtraSends = 3;                             // beyond the slots: a credit, a probe, a notice
-constexpr size_t kWordBytes = 64;                          // a credit word, on its own cache line
+// Beyond the slots: a goodbye, a failure notice and the landing records the mailbox holds.
+constexpr int kExtraRecvs = 2 + kVerbsMailboxEntries;
+// Beyond the slots: a credit, a probe, a notice, an acknowledgement and the records in flight.
+constexpr int kExtraSends = 4 + kVerbsMailboxEntries;
+constexpr size_t kWordBytes = 64;  // a credit word, on its own cache line
 
 const VerbsAvailability& availability() {
   static const VerbsAvailability probed = probeVerbs();
@@ -25,8 +27,10 @@ const VerbsAvailability& availability() {
 }
 
 // Per peer: its receive slots, our send slots, then the credit word it writes, the source of ours,
-// and the word its probes land on.
-size_t perPeerBytes(size_t slotBytes, int depth) { return 2 * slotBytes * depth + 3 * kWordBytes; }
+// the word its probes land on, and the landings' mailboxes and words (verbs_landing.h).
+size_t perPeerBytes(size_t slotBytes, int depth) {
+  return 2 * slotBytes * depth + 3 * kWordBytes + verbsLandingBytes();
+}
 
 }  // namespace
 
@@ -112,6 +116,8 @@ std::string VerbsDomain::card(int) {
     p.creditIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_);
     p.creditOut = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + kWordBytes);
     p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + 2 * kWordBytes);
+    p.credit.source = p.creditOut;
+    placeVerbsLanding(p.landing, base + 2 * settings_.slotBytes * depth_ + 3 * kWordBytes, depth_);
     p.inFlight.assign(depth_, 0);
     p.callerRegion.assign(depth_, -1);
     p.sizes.assign(depth_, 0);
@@ -133,6 +139,8 @@ std::string VerbsDomain::card(int) {
       entry.slotsAddr = reinterpret_cast<uint64_t>(p.recvSlots);
       entry.creditAddr = reinterpret_cast<uint64_t>(p.creditIn);
       entry.probeAddr = reinterpret_cast<uint64_t>(p.probeIn);
+      entry.mailboxAddr = reinterpret_cast<uint64_t>(p.landing.mailbox);
+      entry.acknowledgementAddr = reinterpret_cast<uint64_t>(p.landing.acknowledgedIn);
       card.entries.push_back(entry);
     }
   }
@@ -149,6 +157,9 @@ void VerbsDomain::connect(int, const std::vector<std::string>& cards, Deadline) 
     p.remoteSlots = entries[0].slotsAddr;
     p.remoteCredit = entries[0].creditAddr;
     p.remoteProbe = entries[0].probeAddr;
+    p.credit.remote = p.remoteCredit;
+    p.landing.remoteMailbox = entries[0].mailboxAddr;
+    p.landing.acknowledgement.remote = entries[0].acknowledgementAddr;
     p.remoteKey = theirs.header.rkey;
     VerbsPath path;
     path.remoteLid = theirs.header.lid;
@@ -195,11 +206,12 @@ bool VerbsDomain::postRecvLocked(VerbsPeer& peer, int lane) {
 
 bool VerbsDomain::postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                   uint32_t bytes, uint64_t remote, const uint32_t* imm) {
-  return postWriteFromLocked(peer, lane, work, slot, local, mr_->lkey, bytes, remote, imm);
+  return postWriteFromLocked(peer, lane, work, slot, local, mr_->lkey, bytes, remote, peer.remoteKey, imm);
 }
 
 bool VerbsDomain::postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
-                                      uint32_t lkey, uint32_t bytes, uint64_t remote, const uint32_t* imm) {
+                                      uint32_t lkey, uint32_t bytes, uint64_t remote, uint32_t rkey,
+                                      const uint32_t* imm) {
   ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, lkey};
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
@@ -212,7 +224,7 @@ bool VerbsDomain::postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work,
   // error completion is how a failed write is learned.
   wr.send_flags = IBV_SEND_SIGNALED | (bytes > 0 && bytes <= peer.maxInline ? IBV_SEND_INLINE : 0);
   wr.wr.rdma.remote_addr = remote;
-  wr.wr.rdma.rkey = peer.remoteKey;
+  wr.wr.rdma.rkey = rkey;
   int rc = VerbsApi::postSend(peer.qps[lane], &wr, &bad);
   if (rc == 0) return true;
   failLocked(
@@ -244,30 +256,42 @@ void VerbsDomain::completeLocked(const ibv_wc& wc) {
   VerbsPeer& peer = peers_[index]->state;
   // A data write's slot and the caller's buffer it read are free once it completed, whether it
   // succeeded or not: the device reads neither any more.
-  const bool fromCaller = work == VerbsWork::kData && slot < peer.callerRegion.size() && peer.callerRegion[slot] >= 0;
-  if (work == VerbsWork::kData && slot < peer.inFlight.size()) {
+  const bool data = work == VerbsWork::kData && slot < peer.inFlight.size();
+  const bool fromCaller = data && peer.callerRegion[slot] >= 0;
+  const bool intoLanding = data && peer.landing.landedWrite[slot];
+  if (data) {
     peer.inFlight[slot] = 0;
+    peer.landing.landedWrite[slot] = 0;
     if (peer.callerRegion[slot] >= 0) {
       callerMemory_.writeCompleted(peer.callerRegion[slot]);
       peer.callerRegion[slot] = -1;
       --peer.callerWritesInFlight;
     }
   }
+  if (work == VerbsWork::kLanding && peer.landing.recordWritesInFlight > 0) --peer.landing.recordWritesInFlight;
   if (wc.status != IBV_WC_SUCCESS) {
     // A peer that said goodbye may be gone: what fails towards it now means nothing.
     if (peer.departed) return;
-    static const char* const kWhat[] = {"?", "data write", "credit write", "liveness probe", "notice", "receive"};
-    const uint32_t w = static_cast<uint32_t>(work) < 6 ? static_cast<uint32_t>(work) : 0;
-    return failLocked(formatString("verbs connection to rank %d: a %s%s completed with %s", peer.rank, kWhat[w],
+    static const char* const kWhat[] = {"?",      "data write", "credit write",   "liveness probe",
+                                        "notice", "receive",    "landing record", "landing acknowledgement"};
+    const uint32_t w = static_cast<uint32_t>(work) < 8 ? static_cast<uint32_t>(work) : 0;
+    // A write into a landing that fails after its call failed (the landing withdrawn, its key
+    // deregistered) fails here, at the sender (verbs_landing.h).
+    return failLocked(formatString("verbs connection to rank %d: a %s%s completed with %s%s", peer.rank, kWhat[w],
                                    fromCaller ? " from the caller's buffer" : "",
-                                   verbsStatusText(*api_, wc.status).c_str()));
+                                   verbsStatusText(*api_, wc.status).c_str(),
+                                   intoLanding ? " (written into that rank's receive buffer, zero-copy)" : ""));
   }
   switch (work) {
     case VerbsWork::kData:
+    case VerbsWork::kLanding:
       break;
     case VerbsWork::kCredit:
-      peer.creditOutstanding = false;
-      if (peer.creditDirty) sendVerbsCredit(*this, peer);
+      verbsCountWritten(*this, peer, peer.credit, VerbsWork::kCredit, peer.released);
+      break;
+    case VerbsWork::kAcknowledgement:
+      verbsCountWritten(*this, peer, peer.landing.acknowledgement, VerbsWork::kAcknowledgement,
+                        peer.landing.recordsTaken);
       break;
     case VerbsWork::kProbe:
       peer.probeOutstanding = false;
@@ -284,15 +308,22 @@ void VerbsDomain::completeLocked(const ibv_wc& wc) {
   }
 }
 
-bool VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint32_t bytes) {
-  // The immediate holds the low 30 bits of the sequence number; the full one is the first
+std::string VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t imm, uint32_t bytes) {
+  // The immediate holds the low 29 bits of the sequence number; the full one is the first
   // unfilled number plus its distance, which must fall inside the credit window and on the lane
   // the sender stripes that number to.
+  const uint32_t seq = imm & kVerbsSeqMask;
   const uint64_t ahead = (seq - static_cast<uint32_t>(peer.arrived)) & kVerbsSeqMask;
   const uint64_t full = peer.arrived + ahead;
   if (full >= peer.released + static_cast<uint64_t>(depth_) || bytes > settings_.slotBytes ||
       full % peer.qps.size() != static_cast<uint64_t>(lane) || peer.present[full % depth_])
-    return false;
+    return formatString(
+        "slot %u of %u bytes arrived on queue pair %d out of order or beyond its credit (next expected "
+        "slot %llu)",
+        seq, bytes, lane, static_cast<unsigned long long>(peer.arrived));
+  // Flagged as written into our buffer: only where our landing expects it (verbs_landing.h).
+  std::string bad = acceptVerbsArrival(peer, full, bytes, (imm & kVerbsLandedBit) != 0, depth_);
+  if (!bad.empty()) return bad;
   // Counted so that a test can tell reordering across QPs really happened (logged at close).
   if (full != peer.arrived) ++arrivedAhead_;
   peer.sizes[full % depth_] = bytes;
@@ -301,28 +332,37 @@ bool VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint
     peer.present[peer.arrived % depth_] = 0;
     ++peer.arrived;
   }
-  return true;
+  return "";
 }
 
 void VerbsDomain::arrivedLocked(VerbsPeer& peer, int lane, const ibv_wc& wc) {
   const auto kind = static_cast<VerbsImm>(wc.imm_data >> 30);
   if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0)
     return failLocked(formatString("verbs connection to rank %d: a receive without immediate", peer.rank));
+  std::string bad;
   if (kind == VerbsImm::kGoodbye) {
     peer.departed = true;
   } else if (kind == VerbsImm::kFailed) {
     return failLocked(formatString("rank %d failed (its verbs transport said so)", peer.rank));
   } else if (kind == VerbsImm::kData) {
-    // The bytes came from another process: its sequence, lane, size and credit are checked.
-    if (!acceptDataLocked(peer, lane, wc.imm_data & kVerbsSeqMask, wc.byte_len))
-      return failLocked(formatString(
-          "verbs connection to rank %d: slot %u of %u bytes arrived on queue pair %d out of order or "
-          "beyond its credit (next expected slot %llu)",
-          peer.rank, wc.imm_data & kVerbsSeqMask, wc.byte_len, lane, static_cast<unsigned long long>(peer.arrived)));
+    // The bytes came from another process: its sequence, lane, size, credit and landing are checked.
+    bad = acceptDataLocked(peer, lane, wc.imm_data, wc.byte_len);
   } else {
-    return failLocked(formatString("verbs connection to rank %d: an immediate of unknown kind", peer.rank));
+    // A landing record: its receive goes back first, since the acknowledgement lets the peer
+    // write the next record, which needs one.
+    if (!postRecvLocked(peer, lane)) return;
+    bad = takeVerbsLandingRecord(*this, peer, wc.imm_data & kVerbsImmLowBits);
+    if (bad.empty()) return;
   }
+  if (!bad.empty()) return failLocked(formatString("verbs connection to rank %d: %s", peer.rank, bad.c_str()));
   postRecvLocked(peer, lane);
+}
+
+void VerbsDomain::breakPeerLocked(VerbsPeer& peer, const std::string& message) {
+  failLocked(message);
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  for (ibv_qp* qp : peer.qps) api_->modifyQp(qp, &attr, IBV_QP_STATE);
 }
 
 void VerbsDomain::failLocked(const std::string& message) {
@@ -341,6 +381,9 @@ void VerbsDomain::watchLocked() {
     VerbsPeer& p = peer->state;
     if (__atomic_load_n(p.creditIn, __ATOMIC_ACQUIRE) > p.posted)
       return failLocked(formatString("verbs connection to rank %d: it returned more slots than were sent", p.rank));
+    if (__atomic_load_n(p.landing.acknowledgedIn, __ATOMIC_ACQUIRE) > p.landing.recordsSent)
+      return failLocked(
+          formatString("verbs connection to rank %d: it acknowledged more landing records than were sent", p.rank));
     if (p.departed || p.probeOutstanding || now < p.nextProbe) continue;
     // A write into a word the peer never reads: it fails once the peer's QP is gone. It carries
     // bytes, since a zero-byte write may be answered without touching the peer's memory at all.
@@ -371,15 +414,22 @@ DomainUsage VerbsDomain::usage() const {
   DomainUsage usage;
   usage.resourceKind = "queue pairs";
   std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t inPlace = 0, offered = 0, writesInPlace = 0;  // zero-copy receives (verbs_landing.h)
   for (const auto& peer : peers_) {
     usage.sendPeers.push_back(peer->state.rank);
     usage.recvPeers.push_back(peer->state.rank);
     usage.resources += static_cast<int>(peer->state.qps.size());
+    inPlace += peer->state.landing.receivedInPlace;
+    offered += peer->state.landing.recordsSent;
+    writesInPlace += peer->state.landing.writesInPlace;
   }
   usage.counts = {{"zero-copy writes", callerMemory_.writes()},
                   {"caller buffers registered", callerMemory_.made()},
                   {"refused", callerMemory_.failed()},
-                  {"held", callerMemory_.live()}};
+                  {"held", callerMemory_.live()},
+                  {"landings offered", offered},
+                  {"writes into receivers' buffers", writesInPlace},
+                  {kReceivedInPlace, inPlace}};
   return usage;
 }
 
@@ -420,7 +470,9 @@ void VerbsDomain::sayGoodbye() {
   auto quiet = [this] {
     for (auto& peer : peers_) {
       const VerbsPeer& p = peer->state;
-      if (p.creditOutstanding || p.probeOutstanding || p.noticeOutstanding) return false;
+      if (p.credit.outstanding || p.probeOutstanding || p.noticeOutstanding || p.landing.acknowledgement.outstanding ||
+          p.landing.recordWritesInFlight > 0)
+        return false;
       for (uint8_t busy : p.inFlight)
         if (busy) return false;
     }
@@ -438,7 +490,11 @@ void VerbsDomain::sayGoodbye() {
 void VerbsDomain::destroyResources() {
   for (auto& peer : peers_)
     for (ibv_qp* qp : peer->state.qps) api_->destroyQp(qp);
-  // No QP is left to read a caller's buffer; the PD they were registered in goes below.
+  // No QP is left to read a caller's buffer or write into a landing (the executor withdraws every
+  // landing before its call returns: any left are a failed call's); the PD they were registered in
+  // goes below.
+  for (auto& peer : peers_)
+    if (peer->state.landing.mr != nullptr) callerMemory_.releaseLanding(peer->state.landing.mr);
   callerMemory_.releaseAll();
   if (mr_ != nullptr) api_->deregMr(mr_);
   if (cq_ != nullptr) api_->destroyCq(cq_);

@@ -1,9 +1,9 @@
 // The verbs transport of one communicator rank: COLL_IB_QPS_PER_CONNECTION RC queue pairs per member, one completion
-// queue and one registered region for all of them (every member's receive slots, send slots and
-// credit words; callers' buffers are registered per call for zero-copy sends,
-// verbs_caller_memory.h), set up in one round: card() opens the device, makes the QPs (to INIT, receives
-// posted) and publishes them (verbs_card.h); connect() takes each to RTR and RTS towards the
-// member's QP.
+// queue and one registered region for all of them (every member's receive slots, send slots,
+// credit words and landing mailboxes; callers' buffers are registered per call for zero-copy
+// sends, verbs_caller_memory.h, and receives, verbs_landing.h), set up in one round: card() opens
+// the device, makes the QPs (to INIT, receives posted) and publishes them (verbs_card.h);
+// connect() takes each to RTR and RTS towards the member's QP.
 //
 // Completions are polled by whoever calls (the executor's connections, its idle rounds through
 // progressOnce, the health check): no thread. A sleeping executor wakes every few milliseconds
@@ -65,7 +65,9 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
                        uint64_t remote, const uint32_t* imm) override;
   bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t lkey,
-                           uint32_t bytes, uint64_t remote, const uint32_t* imm) override;
+                           uint32_t bytes, uint64_t remote, uint32_t rkey, const uint32_t* imm) override;
+  uint32_t regionLkey() const override { return mr_->lkey; }
+  void breakPeerLocked(VerbsPeer& peer, const std::string& message) override;
   VerbsCallerMemory& callerMemory() override { return callerMemory_; }
   size_t slotBytes() const override { return settings_.slotBytes; }
   int depth() const override { return depth_; }
@@ -79,8 +81,9 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   VerbsPeer* peerOf(int rank) const;
   void makeResources();
   bool postRecvLocked(VerbsPeer& peer, int lane);
-  // A data arrival with sequence bits `seq` on `lane`: false when it is out of its window.
-  bool acceptDataLocked(VerbsPeer& peer, int lane, uint32_t seq, uint32_t bytes);
+  // A data arrival with immediate `imm` on `lane`: "" when accepted, else what is wrong with it
+  // (out of its window, or landed where this rank offered no landing).
+  std::string acceptDataLocked(VerbsPeer& peer, int lane, uint32_t imm, uint32_t bytes);
   void completeLocked(const ibv_wc& wc);
   void arrivedLocked(VerbsPeer& peer, int lane, const ibv_wc& wc);
   void failLocked(const std::string& message);
