@@ -332,6 +332,25 @@ else
   fi
 fi
 
+# 9. RDMA devices (the IB verbs transport, docs/transports.md): whether this machine has any, and
+# if so all_reduce_perf on host memory with the transports forced to verbs, 2 ranks through the
+# device's loopback. Neither the build machine nor CI has an RDMA device; this is where one may be.
+rdma_devices=$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+if [[ -z $rdma_devices ]]; then
+  row "RDMA devices" NONE "/sys/class/infiniband is empty or absent: no verbs device to run on"
+elif [[ -x $perf && -x $collrun ]]; then
+  step 60 "$LOG_DIR/verbs_perf.log" env COLL_TRANSPORTS=verbs COLL_DEBUG=INFO "$collrun" -n 2 "$perf" \
+    -b 8 -e 64M -f 8 -n 20 -w 5 -c 1
+  status=$?
+  if [[ $status == 0 ]]; then
+    row "all_reduce_perf over verbs n=2 ($rdma_devices)" PASS "$(grep 'Avg bus bandwidth' "$LOG_DIR/verbs_perf.log")"
+  else
+    row "all_reduce_perf over verbs n=2 ($rdma_devices)" FAIL "$(why $status "$LOG_DIR/verbs_perf.log"): $(grep -m1 -i 'failed\|error' "$LOG_DIR/verbs_perf.log" | cut -c1-150)"
+  fi
+else
+  row "RDMA devices" SKIPPED "devices $rdma_devices, but all_reduce_perf or collrun not built"
+fi
+
 echo
 echo "| check | result | detail |"
 echo "| --- | --- | --- |"
