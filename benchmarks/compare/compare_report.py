@@ -3,6 +3,7 @@ results.json, from the combined times. Every ratio is the peer's time divided by
 means libcollective is faster (the same as our busbw divided by the peer's)."""
 import json
 import os
+import statistics
 
 from collectives import COLLECTIVES, MISSING, REDUCING, ROOTED, busbw, effective_size
 
@@ -68,6 +69,33 @@ def summary(med_by_coll, colls, n, requested, peer):
         row = [human(size)]
         for c in colls:
             r = ratio(per_rank(med_by_coll[c], n), peer, effective_size(c, size, n))
+            if not offered(peer, c):
+                row.append("n/a")
+            else:
+                row.append("-" if r is None else (f"**{fmt_ratio(r)}**" if r < 1 else fmt_ratio(r)))
+        body.append(row)
+    return head, body
+
+
+def paired_ratio(raw_coll, n, peer, size):
+    """The median over runs of run r's peer time / run r's ours time at one size (the two measured
+    within seconds of each other in the same round), or None. On a machine whose speed drifts from
+    minute to minute, this compares each pair under the same conditions, where the ratio of the
+    two medians can pair a fast phase of one library with a slow phase of the other."""
+    ours = raw_coll.get("ours", {}).get(n, [])
+    theirs = raw_coll.get(peer, {}).get(n, [])
+    ratios = [t[size] / o[size] for o, t in zip(ours, theirs) if o.get(size) and t.get(size)]
+    return statistics.median(ratios) if ratios else None
+
+
+def paired_summary(raw_by_coll, colls, n, requested, peer):
+    """As summary(), from paired_ratio()."""
+    head = ["size"] + colls
+    body = []
+    for size in requested:
+        row = [human(size)]
+        for c in colls:
+            r = paired_ratio(raw_by_coll[c], n, peer, effective_size(c, size, n))
             if not offered(peer, c):
                 row.append("n/a")
             else:
@@ -179,6 +207,14 @@ def write(out_dir, med, raw, meta, a, libs, sizes_for, errors, transport):
             head, body = summary(med, a.colls, n, a.sizes, p)
             md += [f"## {SHORT[p]}'s time / ours, {n} ranks (bold: {LABELS[p]} is faster)", "",
                    render_md(head, body), ""]
+    for p in peers if a.runs > 1 else []:
+        for n in a.ranks:
+            head, body = paired_summary(raw, a.colls, n, a.sizes, p)
+            md += [f"## Paired: the median of each run's {SHORT[p]} time / ours, {n} ranks (bold: below 1)", "",
+                   "Each run measures both libraries within seconds of each other; the median of those "
+                   "per-run ratios compares them under the same machine conditions, where the tables above "
+                   "divide one library's median by the other's, which may come from different phases of a "
+                   "machine whose speed drifts.", "", render_md(head, body), ""]
     if peers and any(effective_size(c, s, n) != s for c in a.colls for s in a.sizes for n in a.ranks):
         md += ["Sizes the rank count does not divide into whole float32 blocks are measured rounded as the "
                "collective's own table shows (at least one element per rank).", ""]
