@@ -154,6 +154,12 @@ bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
          ctx.nranks <= kernels::kMaxReduceSources;
 }
 
+bool directReadPreferred(const CollCall& call, const PlanContext& ctx) {
+  const size_t bytes = oneshotInputBytes(call, ctx.nranks);
+  return call.type == CollType::kBroadcast && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
+         bytes >= kDirectReadBroadcastBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
+}
+
 double modelDirectRead(const CollCall& call, const PlanContext& ctx) {
   // Every byte a rank needs from a peer is read once, straight from the peer's buffer; a few
   // flag round trips between the stages.

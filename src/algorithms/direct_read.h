@@ -54,6 +54,15 @@ class DirectRead : public NativeRunner {
 bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
 // Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks.
 bool directReadEligible(const CollCall& call, const PlanContext& ctx);
+// A broadcast between two ranks from kDirectReadBroadcastBytes up to COLL_DIRECT_READ_BYTES takes
+// direct reads outright, before the one-shot shortcut and without the tuner: the other rank reads
+// the root's buffer once, which costs the same whether or not the two cores share a cache, where
+// the chain's and the one-shot path's two copies hand every line across and ran 3-4x slower when
+// they do not (docs/algorithms.md). Below the window the one-shot path's single synchronisation
+// wins; on 4 ranks sharing 2 cores the binomial tree was 2.7x faster than direct reads at 64 KiB
+// while the cores shared a cache, so more ranks keep the usual plan.
+constexpr size_t kDirectReadBroadcastBytes = 32 * 1024;
+bool directReadPreferred(const CollCall& call, const PlanContext& ctx);
 double modelDirectRead(const CollCall& call, const PlanContext& ctx);
 std::unique_ptr<NativeRunner> makeDirectRead(const NativeArgs& args);
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "src/algorithms/direct_read.h"
 
 namespace coll {
 namespace {
@@ -68,6 +69,8 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
   plan.algo = chosen->id;
   if (alternative != nullptr) plan.alternative = alternative->id;
   if (shortcut != nullptr) plan.algo = shortcut->id;
+  if (directReadPreferred(call, ctx) && runnable(algorithmRow(Algo::kDirectRead), call, ctx, nullptr))
+    plan.algo = Algo::kDirectRead, plan.alternative = Algo::kAuto;
   return plan;
 }
 

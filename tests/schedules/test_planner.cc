@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "src/algorithms/algorithms.h"
+#include "src/algorithms/direct_read.h"
 #include "src/params.h"
 #include "src/plan/planner.h"
 #include "tests/schedules/simulator.h"
@@ -50,6 +51,44 @@ TEST(Planner, PicksOneShotForTinyInputsWhenAvailable) {
         Plan plan = planCall(makeCall(type, count), makeContext(n, true));
         EXPECT_EQ(plan.algo, Algo::kOneShot) << what(type, n, count) << ": got " << algoName(plan.algo);
       }
+}
+
+// 2-rank broadcasts from 32 KiB up to COLL_DIRECT_READ_BYTES take direct reads outright where ranks can
+// read each other's memory, and nowhere else: not below the window (one-shot or a pipeline), not from
+// COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct reads off, not on device memory,
+// and never another collective.
+TEST(Planner, BroadcastTakesDirectReadsInItsWindowOnly) {
+  PlanContext ctx = makeContext(4, true);
+  ctx.directReadAvailable = true;
+  ctx.directReadBytes = 1 << 20;
+  const size_t window = kDirectReadBroadcastBytes / 4;  // float32 elements
+  for (int n = 2; n <= 16; ++n) {
+    ctx.nranks = n;
+    if (n > 2) {  // more ranks keep the usual plan
+      EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), ctx).algo, Algo::kDirectRead) << "n=" << n;
+      continue;
+    }
+    for (size_t count : {window, window * 2, ctx.directReadBytes / 4 - 1}) {
+      Plan plan = planCall(makeCall(CollType::kBroadcast, count), ctx);
+      EXPECT_EQ(plan.algo, Algo::kDirectRead) << what(CollType::kBroadcast, n, count);
+      EXPECT_EQ(plan.alternative, Algo::kAuto) << what(CollType::kBroadcast, n, count);
+    }
+    EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window - 1), ctx).algo, Algo::kDirectRead) << "n=" << n;
+    Plan large = planCall(makeCall(CollType::kBroadcast, ctx.directReadBytes / 4), ctx);
+    EXPECT_NE(large.algo, Algo::kDirectRead) << "n=" << n;
+    EXPECT_EQ(large.alternative, Algo::kDirectRead) << "n=" << n;
+    for (CollType type : {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce})
+      EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
+  }
+  PlanContext off = ctx;
+  off.directReadBytes = 0;
+  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), off).algo, Algo::kDirectRead);
+  PlanContext unreadable = ctx;
+  unreadable.directReadAvailable = false;
+  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), unreadable).algo, Algo::kDirectRead);
+  PlanContext device = ctx;
+  device.deviceMemory = true;
+  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), device).algo, Algo::kDirectRead);
 }
 
 TEST(Planner, NeverOneShotWhenUnavailable) {
