@@ -88,6 +88,14 @@ row() {  # check, result, detail
   printf '== %-34s %-8s %s\n' "$1" "$2" "$3"
 }
 
+perf_row() {  # check, status of the perf program's step, its log: its bus bandwidth or why it failed
+  if [[ $2 == 0 ]]; then
+    row "$1" PASS "$(grep 'Avg bus bandwidth' "$3")"
+  else
+    row "$1" FAIL "$(why "$2" "$3"): $(grep -m1 -i 'failed\|error' "$3" | cut -c1-150)"
+  fi
+}
+
 have_gpu=0
 gpu_name="none"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
@@ -278,12 +286,7 @@ collrun=$BUILD_DIR/tools/collrun/collrun
 if [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then
   step 60 "$LOG_DIR/all_reduce_perf.log" "$collrun" -n 4 "$perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" \
     -n 10 -w 3 -c 1
-  status=$?
-  if [[ $status == 0 ]]; then
-    row "all_reduce_perf -m device n=4" PASS "$(grep 'Avg bus bandwidth' "$LOG_DIR/all_reduce_perf.log")"
-  else
-    row "all_reduce_perf -m device n=4" FAIL "$(why $status "$LOG_DIR/all_reduce_perf.log"): $(grep -m1 -i 'failed\|error' "$LOG_DIR/all_reduce_perf.log" | cut -c1-150)"
-  fi
+  perf_row "all_reduce_perf -m device n=4" $? "$LOG_DIR/all_reduce_perf.log"
 else
   row "all_reduce_perf -m device n=4" SKIPPED "no GPU, or not built"
 fi
@@ -341,12 +344,7 @@ if [[ -z $rdma_devices ]]; then
 elif [[ -x $perf && -x $collrun ]]; then
   step 60 "$LOG_DIR/verbs_perf.log" env COLL_TRANSPORTS=verbs COLL_DEBUG=INFO "$collrun" -n 2 "$perf" \
     -b 8 -e 64M -f 8 -n 20 -w 5 -c 1
-  status=$?
-  if [[ $status == 0 ]]; then
-    row "all_reduce_perf over verbs n=2 ($rdma_devices)" PASS "$(grep 'Avg bus bandwidth' "$LOG_DIR/verbs_perf.log")"
-  else
-    row "all_reduce_perf over verbs n=2 ($rdma_devices)" FAIL "$(why $status "$LOG_DIR/verbs_perf.log"): $(grep -m1 -i 'failed\|error' "$LOG_DIR/verbs_perf.log" | cut -c1-150)"
-  fi
+  perf_row "all_reduce_perf over verbs n=2 ($rdma_devices)" $? "$LOG_DIR/verbs_perf.log"
 else
   row "RDMA devices" SKIPPED "devices $rdma_devices, but all_reduce_perf or collrun not built"
 fi

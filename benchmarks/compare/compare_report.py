@@ -63,12 +63,18 @@ def table(med, coll, n, sizes, libs):
 def summary(med_by_coll, colls, n, requested, peer):
     """Ratios against one peer: a row per requested size, a column per collective; cells where
     the peer is faster are bold."""
+    return ratio_table(colls, n, requested, peer, lambda c, size: ratio(per_rank(med_by_coll[c], n), peer, size))
+
+
+def ratio_table(colls, n, requested, peer, cell_ratio):
+    """A row per requested size, a column per collective, each cell cell_ratio(coll, measured
+    size) against `peer` (None: not measured), bold below 1."""
     head = ["size"] + colls
     body = []
     for size in requested:
         row = [human(size)]
         for c in colls:
-            r = ratio(per_rank(med_by_coll[c], n), peer, effective_size(c, size, n))
+            r = cell_ratio(c, effective_size(c, size, n))
             if not offered(peer, c):
                 row.append("n/a")
             else:
@@ -90,18 +96,7 @@ def paired_ratio(raw_coll, n, peer, size):
 
 def paired_summary(raw_by_coll, colls, n, requested, peer):
     """As summary(), from paired_ratio()."""
-    head = ["size"] + colls
-    body = []
-    for size in requested:
-        row = [human(size)]
-        for c in colls:
-            r = paired_ratio(raw_by_coll[c], n, peer, effective_size(c, size, n))
-            if not offered(peer, c):
-                row.append("n/a")
-            else:
-                row.append("-" if r is None else (f"**{fmt_ratio(r)}**" if r < 1 else fmt_ratio(r)))
-        body.append(row)
-    return head, body
+    return ratio_table(colls, n, requested, peer, lambda c, size: paired_ratio(raw_by_coll[c], n, peer, size))
 
 
 def per_rank(med_coll, n):
