@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "common/sanitizer_sync.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/streaming.h"
 #include "src/algorithms/cost_model.h"
@@ -34,6 +35,7 @@ void DirectRead::publish(uint64_t seq, const CollCall& call) {
 }
 
 void DirectRead::announce(Stage stage, uint64_t seq) {
+  nameHandOffToSanitizer(/*release=*/true);
   stageWord(areas_[rank_], static_cast<int>(stage)).store(seq, std::memory_order_release);
   memory_.ringPeers();
 }
@@ -41,7 +43,23 @@ void DirectRead::announce(Stage stage, uint64_t seq) {
 void DirectRead::waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter) {
   std::atomic<uint64_t>& word = stageWord(areas_[peer], static_cast<int>(stage));
   while (word.load(std::memory_order_acquire) < seq) waiter.idle();
+  nameHandOffToSanitizer(/*release=*/false);
   waiter.progressed();
+}
+
+void DirectRead::nameHandOffToSanitizer(bool release) {
+  if (!kSanitizerSync) return;
+  // Every buffer any rank published: a peer's may still hold last call's address before it posts,
+  // which only adds a harmless release.
+  for (transport::NativeArea* area : areas_)
+    for (uint64_t address : {area->directSendAddr, area->directRecvAddr}) {
+      if (address == 0) continue;
+      if (release) {
+        sanitizerRelease(address);
+      } else {
+        sanitizerAcquire(address);
+      }
+    }
 }
 
 void DirectRead::readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes) {

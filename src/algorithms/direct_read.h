@@ -35,6 +35,9 @@ class DirectRead : public NativeRunner {
   void publish(uint64_t seq, const CollCall& call);
   void announce(Stage stage, uint64_t seq);
   void waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter);
+  // ThreadSanitizer builds only (common/sanitizer_sync.h): the flag hand-offs, named on the
+  // buffers' addresses, which ranks that are threads of one process share.
+  void nameHandOffToSanitizer(bool release);
   // Reduces element range [first, first+count) of every rank's send buffer (at sendOffset) into
   // dst, reading peers chunk by chunk.
   void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
