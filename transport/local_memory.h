@@ -12,10 +12,21 @@
 namespace coll {
 namespace transport {
 
+// A tiny one-shot input and the call it belongs to, on one cache line: a reader that sees the
+// stamp reads the input from the line it already has, one cache-line transfer instead of two (the
+// flag's, then the data's). The stamp is written after the data, with release order.
+struct alignas(64) InlineInput {
+  std::atomic<uint64_t> stamp{0};  // the call whose input `data` holds; 0: none yet
+  uint8_t data[56];
+};
+static_assert(sizeof(InlineInput) == 64, "an inline input is one cache line");
+
 // The words one rank publishes to the native algorithms, in memory every member maps. Addresses
 // are in the publishing rank's process: peers only read through them with readMemory().
 struct alignas(64) NativeArea {
+  static constexpr int kInlineInputs = 512;         // call s uses line s % kInlineInputs
   alignas(64) std::atomic<uint64_t> oneshotSeq{0};  // last one-shot call whose input is published
+  InlineInput inlineInputs[kInlineInputs];          // one-shot calls of at most 56 input bytes
   // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
   alignas(64) std::atomic<uint64_t> directPostedSeq{0};
   uint64_t directSendAddr = 0;

@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     double algbw = sec > 0 ? (double)(c.count * 4) / 1e9 / sec : 0;
     double busbw = algbw * busFactor(c.coll, nranks);
     if (rank == 0) {
-      printf("%12zu  %12zu  %8zu  %10.2f  %11.3f  %11.3f  %6lld\n", c.count * 4, paramCount(&c), it, sec * 1e6, algbw,
+      printf("%12zu  %12zu  %8zu  %10.3f  %11.3f  %11.3f  %6lld\n", c.count * 4, paramCount(&c), it, sec * 1e6, algbw,
              busbw, wrong);
       fflush(stdout);
     }

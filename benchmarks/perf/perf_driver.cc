@@ -83,8 +83,10 @@ std::string formatTime(double us) {
     snprintf(buf, sizeof(buf), "%7.0f", us);
   } else if (us >= 100.0) {
     snprintf(buf, sizeof(buf), "%7.1f", us);
-  } else {
+  } else if (us >= 1.0) {
     snprintf(buf, sizeof(buf), "%7.2f", us);
+  } else {
+    snprintf(buf, sizeof(buf), "%7.3f", us);  // small calls differ by tens of nanoseconds
   }
   return buf;
 }

@@ -62,34 +62,62 @@ OneShot::Region OneShot::chooseRegion(const CollCall& call, uint64_t seq) {
 
 void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
   if (lastUse == 0) return;  // never written
-  for (int r = 0; r < nranks_; ++r)
-    if (seen_[r] <= lastUse) waitForRanks(lastUse + 1, r, waiter);
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_ || seen_[r] > lastUse) continue;  // this rank is past it: it runs call seq_
+    while ((seen_[r] = progressOf(r, lastUse + 1)) <= lastUse) waiter.idle();
+    waiter.progressed();
+  }
+}
+
+uint64_t OneShot::progressOf(int rank, uint64_t target) const {
+  // A rank that started call t raised its flag to t (a call in a region) or stamped line
+  // t % kInlineInputs with t (an inline call); either word only grows, and each is a lower bound
+  // of the call it runs.
+  const transport::NativeArea* area = areas_[rank];
+  const uint64_t flag = area->oneshotSeq.load(std::memory_order_acquire);
+  if (flag >= target) return flag;
+  return std::max(flag, area->inlineInputs[target % kInlineInputs].stamp.load(std::memory_order_acquire));
+}
+
+bool OneShot::fitsInline(const CollCall& call) const {
+  return call.type != CollType::kBarrier && oneshotInputBytes(call, nranks_) <= sizeof(transport::InlineInput::data);
 }
 
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
-  uint64_t seq = ++seq_;
-  const Region region = chooseRegion(call, seq);
-  if (publishes(call)) {
-    // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already say
-    // they are done with the region; where it does not (a broadcast's root), this wait does.
-    waitForReaders(region.lastUse, waiter);
-    size_t bytes = oneshotInputBytes(call, nranks_);
-    if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
+  const uint64_t seq = ++seq_;
+  Region region;
+  if (fitsInline(call)) {
+    region.inlineLine = static_cast<int>(seq % kInlineInputs);
+    transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
+    // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
+    if (seq > kInlineInputs) waitForReaders(seq - kInlineInputs, waiter);
+    const size_t bytes = oneshotInputBytes(call, nranks_);
+    if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
+    line.stamp.store(seq, std::memory_order_release);
+  } else {
+    region = chooseRegion(call, seq);
+    if (publishes(call)) {
+      // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already
+      // say they are done with the region; where it does not (a broadcast's root), this wait does.
+      waitForReaders(region.lastUse, waiter);
+      size_t bytes = oneshotInputBytes(call, nranks_);
+      if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
+    }
+    areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   }
-  areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   memory_.ringPeers();
   // Then only the ranks whose input this rank reads.
   switch (call.type) {
     case CollType::kBroadcast:
     case CollType::kScatter:
-      if (rank_ != call.root) waitForRanks(seq, call.root, waiter);
+      if (rank_ != call.root) waitForRanks(seq, call.root, region, waiter);
       break;
     case CollType::kReduce:
     case CollType::kGather:
-      if (rank_ == call.root) waitForRanks(seq, -1, waiter);
+      if (rank_ == call.root) waitForRanks(seq, -1, region, waiter);
       break;
     default:
-      waitForRanks(seq, -1, waiter);
+      waitForRanks(seq, -1, region, waiter);
       break;
   }
   computeOutput(call, region);
@@ -107,11 +135,13 @@ bool OneShot::publishes(const CollCall& call) const {
   }
 }
 
-void OneShot::waitForRanks(uint64_t seq, int only, PeerWaiter& waiter) {
+void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter) {
   int next = only >= 0 ? only : 0;
   const int end = only >= 0 ? only + 1 : nranks_;
   while (next < end) {
-    if ((seen_[next] = areas_[next]->oneshotSeq.load(std::memory_order_acquire)) >= seq) {
+    const std::atomic<uint64_t>& word =
+        region.inlineLine >= 0 ? areas_[next]->inlineInputs[region.inlineLine].stamp : areas_[next]->oneshotSeq;
+    if ((seen_[next] = word.load(std::memory_order_acquire)) >= seq) {
       ++next;
       waiter.progressed();
     } else {
