@@ -13,12 +13,13 @@
 # usage: tools/sanitize.sh [-h|--help] [--fuzz-only | --thread-only | --no-thread] [FUZZ_TARGET...]
 #        (default: all three steps, every fuzz target)
 # environment: FUZZ_SECONDS (default 15), SANITIZE_BUILD_DIR (default build-sanitize),
-#              TSAN_BUILD_DIR (default build-tsan), JOBS (default nproc)
+#              TSAN_BUILD_DIR (default build-tsan), JOBS (default nproc: the build's jobs, and how
+#              many test programs and fuzzers of a step run side by side)
 set -euo pipefail
 
 runAsan=1 runFuzz=1 runThread=1
 case "${1:-}" in
-  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --fuzz-only) runAsan=0; runThread=0; shift ;;
   --thread-only) runAsan=0; runFuzz=0; shift ;;
   --no-thread) runThread=0; shift ;;
@@ -49,18 +50,50 @@ buildWith() {
   cmake --build "$buildDir" --parallel "${JOBS:-$(nproc)}" --target "$@"
   echo "sanitize: built $* with $sanitizers in $(( $(date +%s) - t0 )) s"
 }
-# runTest DIR BINARY [GTEST_FILTER]: a report fails the test process, hence the run.
-runTest() {
-  local buildDir=$1 binary=$2 filter=${3:-*} t0 log
+# The test programs and fuzzers of a step run side by side, JOBS at a time (each is one process
+# that mostly keeps one core busy); their summaries are printed in the order they were started.
+parallel=${JOBS:-$(nproc)}
+summaries=()
+# startJob SUMMARY COMMAND...: runs COMMAND in the background, its output to SUMMARY and its exit
+# status to SUMMARY.rc, once fewer than $parallel jobs run.
+startJob() {
+  local summary=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  (
+    rc=0
+    "$@" >"$summary" 2>&1 || rc=$?
+    echo "$rc" >"$summary.rc"
+  ) &
+  summaries+=("$summary")
+}
+# finishJobs: waits for every job, prints their summaries; a failed one fails the run.
+finishJobs() {
+  wait || true
+  local summary
+  for summary in "${summaries[@]}"; do
+    cat "$summary"
+    [ "$(cat "$summary.rc" 2>/dev/null)" = 0 ] || status=1
+  done
+  summaries=()
+}
+# testJob DIR BINARY FILTER LOG: one test program; a sanitizer report fails its process.
+testJob() {
+  local buildDir=$1 binary=$2 filter=$3 log=$4 t0
   t0=$(date +%s)
-  log="$buildDir/$(basename "$binary").log"
   if "$buildDir/tests/$binary" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1; then
     echo "sanitize: ok   $binary ($(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$log" | tail -1)) in $(( $(date +%s) - t0 )) s"
   else
-    status=1
     echo "sanitize: FAIL $binary ($filter); the end of its output:"
     tail -60 "$log"
+    return 1
   fi
+}
+# runTest DIR BINARY [GTEST_FILTER]: starts testJob.
+runTest() {
+  local buildDir=$1 binary=$2 filter=${3:-*} log
+  log="$buildDir/$(basename "$binary").log"
+  startJob "$log.summary" testJob "$buildDir" "$binary" "$filter" "$log"
 }
 
 # 1 and 2: AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers on the same build.
@@ -74,33 +107,37 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 if [ $runAsan -eq 1 ]; then
+  runTest "$dir" kernels/test_kernels  # the longest first: the others fit beside it
   runTest "$dir" common/test_common
   # Left out: the store's memory-cap test measures the process's RSS, which ASan's quarantine of
   # freed blocks inflates (it grew by 400 MiB there against under 400 in a plain build).
   runTest "$dir" bootstrap/test_bootstrap '-TcpStoreLimits.AFloodingClientIsRefusedAtTheStoresLimit'
   runTest "$dir" transport/test_transport
-  runTest "$dir" kernels/test_kernels
   runTest "$dir" faults/test_faults
   # Multi-rank: every algorithm forced on one host, ranks as processes.
   runTest "$dir" multirank/test_every_algorithm 'Table/EveryAlgorithm.ForcedOnOneHost/*'
 fi
 
 if [ ${#fuzzers[@]} -gt 0 ]; then mkdir -p "$dir/findings"; fi
-for target in "${fuzzers[@]}"; do
-  corpus="$dir/corpus/$target"
-  mkdir -p "$corpus"
-  cp -n tests/fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
-  log="$dir/$target.log"
+# fuzzJob TARGET: one fuzzer for $seconds from its corpus; a crash, report or leak fails it.
+fuzzJob() {
+  local target=$1 corpus="$dir/corpus/$1" log="$dir/$1.log" runs
   if "$dir/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$dir/findings/$target-" "$corpus" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     echo "sanitize: ok   $target: $runs inputs in $seconds s, corpus $(find "$corpus" -type f | wc -l) inputs"
   else
-    status=1
     echo "sanitize: FAIL $target (its input is in $dir/findings/); the end of its log:"
     tail -40 "$log"
+    return 1
   fi
+}
+for target in "${fuzzers[@]}"; do
+  mkdir -p "$dir/corpus/$target"
+  cp -n tests/fuzz/corpus/"$target"/* "$dir/corpus/$target"/ 2>/dev/null || true
+  startJob "$dir/$target.summary" fuzzJob "$target"
 done
+finishJobs
 
 # 3: ThreadSanitizer on the suites whose threads share memory. No suppressions: the hand-offs
 # between threads are C++ atomics and mutexes, which TSan models. What it cannot see is said in
@@ -115,12 +152,13 @@ if [ $runThread -eq 1 ]; then
   # really outlive their communicator are caught by LifecycleLeaks.* in the plain build.
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:report_thread_leaks=0:second_deadlock_stack=1}
   # Left out: the memory-cap test (TSan's shadow memory inflates RSS, as ASan's quarantine does).
+  runTest "$tdir" multirank/test_collectives 'Ranks/CollectivesAsThreads*'  # the longest first
   runTest "$tdir" bootstrap/test_bootstrap '-TcpStoreLimits.AFloodingClientIsRefusedAtTheStoresLimit'
   runTest "$tdir" transport/test_transport
   runTest "$tdir" faults/test_faults
   # Left out: Fork.* (TSan refuses to start threads in a child forked from a threaded process).
   runTest "$tdir" api/test_api '-Fork.*'
-  runTest "$tdir" multirank/test_collectives 'Ranks/CollectivesAsThreads*'
+  finishJobs
 fi
 echo "sanitize: $( [ $status -eq 0 ] && echo passed || echo FAILED ) in $(( $(date +%s) - start )) s"
 exit $status

@@ -22,14 +22,15 @@ class PlanTuner {
 
  private:
   static constexpr int kSizeClasses = 48;  // log2 of the byte count
-  static constexpr int kExploreEvery = 16;
+  static constexpr int kExploreEvery = 32;
+  static constexpr double kMaxSlowdown = 64;  // retries at least every 2048 calls
   struct Estimate {
     double secondsPerByte = 0;  // 0: never measured
   };
   struct SizeClass {
     Algo algos[2] = {Algo::kAuto, Algo::kAuto};
     Estimate estimates[2];
-    uint32_t calls = 0;
+    uint32_t sinceRetry = 0;  // calls since the slower one was last retried
   };
   static int sizeClassOf(size_t bytes);
   SizeClass classes_[kSizeClasses];
