@@ -21,11 +21,10 @@ OneShot::OneShot(const NativeArgs& args)
   }
 }
 
-OneShot::Region OneShot::chooseRegion(const CollCall& call, uint64_t seq) {
+OneShot::Region OneShot::chooseRegion(const CollCall& call, size_t bytes, uint64_t seq) {
   Region region;
   if (call.type == CollType::kBarrier) return region;  // nobody writes
   int first, count;
-  const size_t bytes = oneshotInputBytes(call, nranks_);
   const size_t packed = std::max<size_t>(1, (bytes + kPackedAlignBytes - 1) / kPackedAlignBytes) * kPackedAlignBytes;
   const bool packs = bytes <= kPackedMaxBytes && 2 * packed <= slotBytes_;
   if (packs && packedEnd_ > 0 && packedEnd_ + packed <= slotBytes_) {
@@ -79,28 +78,27 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
   return std::max(flag, area->inlineInputs[target % kInlineInputs].stamp.load(std::memory_order_acquire));
 }
 
-bool OneShot::fitsInline(const CollCall& call) const {
-  return call.type != CollType::kBarrier && oneshotInputBytes(call, nranks_) <= sizeof(transport::InlineInput::data);
+bool OneShot::fitsInline(const CollCall& call, size_t inputBytes) const {
+  return call.type != CollType::kBarrier && inputBytes <= sizeof(transport::InlineInput::data);
 }
 
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
+  const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
-  if (fitsInline(call)) {
+  if (fitsInline(call, bytes)) {
     region.inlineLine = static_cast<int>(seq % kInlineInputs);
     transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
     // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
     if (seq > kInlineInputs) waitForReaders(seq - kInlineInputs, waiter);
-    const size_t bytes = oneshotInputBytes(call, nranks_);
     if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
     line.stamp.store(seq, std::memory_order_release);
   } else {
-    region = chooseRegion(call, seq);
+    region = chooseRegion(call, bytes, seq);
     if (publishes(call)) {
       // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already
       // say they are done with the region; where it does not (a broadcast's root), this wait does.
       waitForReaders(region.lastUse, waiter);
-      size_t bytes = oneshotInputBytes(call, nranks_);
       if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
     }
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);

@@ -51,15 +51,15 @@ class OneShot : public NativeRunner {
  private:
   // Whether this rank's input goes into its buffer for this call.
   bool publishes(const CollCall& call) const;
-  // Where call `seq`'s input lies in every rank's buffers (offset from buffer 0's start, as a
-  // buffer index and offset within it), and the last call that used any part of it.
+  // Where call `seq`'s input (`bytes` per rank) lies in every rank's buffers (offset from buffer
+  // 0's start, as a buffer index and offset within it), and the last call that used any part of it.
   struct Region {
     int buffer = 0;
     size_t offset = 0;
     uint64_t lastUse = 0;
     int inlineLine = -1;  // an inline call's line in every rank's area (then the rest is unused)
   };
-  Region chooseRegion(const CollCall& call, uint64_t seq);
+  Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
   // Waits until every peer's flag has passed `lastUse` (from the flags seen before where it can).
   void waitForReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline call,
@@ -68,7 +68,7 @@ class OneShot : public NativeRunner {
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
   // Whether the call's input goes on one line with its stamp (transport::InlineInput).
-  bool fitsInline(const CollCall& call) const;
+  bool fitsInline(const CollCall& call, size_t inputBytes) const;
   void computeOutput(const CollCall& call, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);

@@ -81,7 +81,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   const Step& step = *active.step;
   size_t slice = step.count - active.done;
   bool usesPeers = step.nrecv + step.nsend > 0;
-  if (!usesPeers && batch_.size() > 1) slice = std::min(slice, std::max<size_t>(1, kLocalSliceBytes / b.elemSize));
+  if (yieldsToTransfers(step)) slice = std::min(slice, std::max<size_t>(1, kLocalSliceBytes / b.elemSize));
   transport::SendConnection* sends[kMaxStepPeers];
   transport::RecvConnection* recvs[kMaxStepPeers];
   const void* srcs[kMaxStepPeers + 1];
@@ -276,9 +276,8 @@ void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, Progres
         if (a.done == a.step->count) continue;
         if (batch_.size() > 1 && !claim(*a.step)) continue;
         // Keep moving one step while it can: fewer rounds, longer streams through one connection.
-        // A local copy beside transfers yields after each slice instead (advance), so that the
-        // transfers, which this thread drives (sockets), keep moving while it copies.
-        const bool yields = batch_.size() > 1 && a.step->nsend + a.step->nrecv == 0;
+        // A local copy beside transfers moves one slice per round instead (yieldsToTransfers).
+        const bool yields = yieldsToTransfers(*a.step);
         while (a.done < a.step->count && advance(a, buffers)) {
           moved = true;
           if (yields) break;

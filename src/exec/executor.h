@@ -81,7 +81,10 @@ class Executor {
 
   ConnectionSource& connections_;
   std::vector<ActiveStep> batch_;
-  // A local copy that shares its batch with transfers moves this much per round (run()).
+  // A step that only copies locally, in a batch with transfers, moves kLocalSliceBytes per round
+  // (advance, run) instead of all at once: the transfers, which this thread drives (sockets),
+  // keep moving while it copies.
+  bool yieldsToTransfers(const Step& step) const { return batch_.size() > 1 && step.nsend + step.nrecv == 0; }
   static constexpr size_t kLocalSliceBytes = 64 << 10;
   std::vector<uint32_t> sendClaim_;  // round number that claimed each send connection
   std::vector<uint32_t> recvClaim_;
