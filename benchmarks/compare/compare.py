@@ -11,7 +11,7 @@ to back, average per call, maximum over ranks; busbw = algbw times the collectiv
 nccl-tests). The libraries' runs are interleaved --runs times, rotating their order, and the
 medians (or with --stat min, the best runs) are reported, so that a noisy neighbour hurts all
 alike. Iterations shrink with the size so that one size takes about --budget seconds in the
-slowest library (Gloo).
+slowest library run (Gloo when it is among --libs).
 
 Writes to --out-dir: results.json (every run and the combined times), results.md (every table:
 first each peer's time / ours per collective and size, then a section per collective) and, per
@@ -131,10 +131,17 @@ def measured_sizes(coll, n, sizes):
     return sorted({effective_size(coll, s, n) for s in sizes})
 
 
-def plan(size, nranks, a):
-    """(iters, warmups) for a size: about --budget seconds in Gloo, whose cost on this kind of
-    host is roughly 250 us per rank per call plus 1 ns per byte per rank (TCP loopback)."""
-    est = 2.5e-4 * nranks + size * nranks / 1e9
+def plan(size, nranks, a, transport):
+    """(iters, warmups) for a size: about --budget seconds in the slowest library run. Gloo costs
+    on this kind of host roughly 250 us per rank per call plus 1 ns per byte per rank (TCP
+    loopback); without Gloo, Open MPI and ours take at most about 10 us per rank per call over
+    TCP (1 us on shared memory) plus 0.5 ns per byte per rank. Sizing by Gloo when it is not run
+    left an 8-byte cell at 1000 calls, a few milliseconds: one hiccup moved its median."""
+    if "gloo" in a.libs:
+        est = 2.5e-4 * nranks + size * nranks / 1e9
+    else:
+        per_call = 1e-5 if transport == "sockets" else 1e-6
+        est = per_call * nranks + size * nranks / 2e9
     iters = max(a.min_iters, min(a.iters, int(a.budget / est)))
     return iters, max(1, min(a.warmups, iters // 2))
 
@@ -288,7 +295,7 @@ class Job:
     def __init__(self, a, transport, n, coll):
         self.transport, self.n, self.coll = transport, n, coll
         self.sizes = measured_sizes(coll, n, a.sizes)
-        self.plans = [plan(s, n, a) for s in self.sizes]
+        self.plans = [plan(s, n, a, transport) for s in self.sizes]
 
 
 def versions(a):
@@ -380,7 +387,7 @@ def main(argv=None):
     print()
     for t in a.transports:
         med = {c: combine(raw[t][c], a) for c in a.colls}
-        meta_t = dict(meta, mpi_args=mpi_args(a, t), plans={c: {n: {s: plan(s, n, a) for s in measured_sizes(
+        meta_t = dict(meta, mpi_args=mpi_args(a, t), plans={c: {n: {s: plan(s, n, a, t) for s in measured_sizes(
             c, n, a.sizes)} for n in a.ranks} for c in a.colls})
         written = compare_report.write(a.out_dirs[t], med, raw[t], meta_t, a, libs,
                                        lambda c, n: measured_sizes(c, n, a.sizes),

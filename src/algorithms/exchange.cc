@@ -81,12 +81,14 @@ bool exchangeEligible(const CollCall&, const PlanContext& ctx) {
 double modelExchange(const CollCall& call, const PlanContext& ctx) {
   const int n = ctx.nranks;
   if (n <= 1) return 0;
-  // One message's latency and the extra sends; each rank's link carries n-1 copies of its input,
-  // and the rank reduces n inputs.
+  // One message's latency and the extra sends; each rank's link carries n-1 copies of its input.
+  // The reduction is not charged: it runs slice by slice as the inputs arrive, behind the link,
+  // as the ring's does (whose model charges none either). Charging all n inputs made the ring win
+  // from 40 KiB at 2 ranks, where measurement says otherwise: 2 ranks over sockets, 256 KiB
+  // 97 us (ring) against 68 (exchange), 1 MiB 290 against 222 (docs/performance.md).
   const LinkCost& link = slowestLink(ctx);
   const double bytes = static_cast<double>(callBytes(call));
-  return link.latencyUs * (1 + kExtraSendInHops * (n - 2)) + (n - 1) * bytes / link.bytesPerUs +
-         n * bytes / kCopyBytesPerUs;
+  return link.latencyUs * (1 + kExtraSendInHops * (n - 2)) + (n - 1) * bytes / link.bytesPerUs;
 }
 
 Schedule buildExchange(const CollCall& call, const Plan&, int rank, const PlanContext& ctx) {

@@ -360,7 +360,10 @@ TEST(Planner, EveryCollectiveTakesTheCheapestEligibleRow) {
           const AlgorithmRow& chosen = algorithmRow(plan.algo);
           std::string why;
           for (const AlgorithmRow& row : algorithmTable()) {
-            if (row.selection != Selection::kModel || !serves(row, type) || !row.eligible(call, ctx)) continue;
+            // A row that cannot run the call (exchange beyond half a FIFO) is no candidate.
+            if (row.selection != Selection::kModel || !serves(row, type) || !row.eligible(call, ctx) ||
+                !row.canRun(call, ctx, nullptr))
+              continue;
             EXPECT_LE(chosen.modelUs(call, ctx), row.modelUs(call, ctx))
                 << collTypeName(type) << " " << bytes << " B, " << perHost << " per host, across " << acrossHosts
                 << ": chose " << chosen.name << " over " << row.name;
@@ -400,6 +403,18 @@ TEST(Planner, AcrossHostsSmallAllReducesTakeALatencyAlgorithmAndLargeOnesAvoidIt
     Algo large = planCall(makeCall(CollType::kAllReduce, 16 << 20), ctx).algo;
     EXPECT_TRUE(large == Algo::kRing || large == Algo::kHier) << algoName(large);
   }
+}
+
+// Two ranks across a network send the same bytes either way, the exchange in one message latency
+// where the ring takes two and waits at its phase boundary: the exchange up to the largest input it
+// can run (half a FIFO). Measured over sockets: 256 KiB 68 us against the ring's 97, 1 MiB 222
+// against 290 (docs/performance.md).
+TEST(Planner, TwoRanksAcrossANetworkTakeTheExchangeUpToHalfAFifo) {
+  PlanContext ctx = twoHostContext(1);
+  const size_t largest = stepBytes(ctx);
+  for (size_t bytes : {size_t{8}, size_t{64} << 10, largest / 2, largest})
+    EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, bytes / 4), ctx).algo, Algo::kExchange) << bytes << " B";
+  EXPECT_NE(planCall(makeCall(CollType::kAllReduce, 2 * largest / 4), ctx).algo, Algo::kExchange);
 }
 
 TEST(Planner, OnOneHostTheHostAwareAlgorithmsOnlyRunWhenForced) {
