@@ -23,7 +23,13 @@ class PlanTuner {
  private:
   static constexpr int kSizeClasses = 48;  // log2 of the byte count
   static constexpr int kExploreEvery = 32;
-  static constexpr double kMaxSlowdown = 64;  // retries at least every 2048 calls
+  static constexpr double kMaxSlowdown = 64;  // retries at least every 32 x 3 x 64 calls
+  // A plan is tried as a run of this many calls, and the first call of each run is not recorded:
+  // it pays for how far the ranks drifted apart under the other plan (rank 0 may start a ring
+  // while its peers still finish direct reads), so a single retry timed only the switch. With 4
+  // ranks on 2 cores that made the ring look 2x slower than direct reads at 1 MiB all-reduce, when
+  // back to back it is 2x faster (167 against 372 us, docs/performance.md).
+  static constexpr int kRunCalls = 3;
   struct Estimate {
     double secondsPerByte = 0;  // 0: never measured
   };
@@ -31,7 +37,12 @@ class PlanTuner {
     Algo algos[2] = {Algo::kAuto, Algo::kAuto};
     Estimate estimates[2];
     uint32_t sinceRetry = 0;  // calls since the slower one was last retried
+    int runOf = -1;           // the plan of the current run of tries (index into algos), or -1
+    int runLeft = 0;          // calls left in that run
+    int lastReported = -1;    // the plan of the previous call reported, or -1: none yet
   };
+  // Starts a run of kRunCalls calls of plan `index` and returns it.
+  static Algo startRun(SizeClass& c, int index);
   static int sizeClassOf(size_t bytes);
   SizeClass classes_[kSizeClasses];
 };
