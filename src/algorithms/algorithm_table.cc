@@ -14,6 +14,7 @@ using namespace algorithms;
 
 bool anywhere(const CollCall&, const PlanContext&, std::string*) { return true; }
 bool always(const CollCall&, const PlanContext&) { return true; }
+constexpr bool (*nowhere)(const CollCall&, const PlanContext&) = nullptr;
 // The host-aware algorithms: modelled, and measured, where some pair of ranks crosses a network.
 bool acrossHosts(const CollCall&, const PlanContext& ctx) { return ctx.crossesNetwork; }
 int onePeer(const PlanContext&) { return 1; }
@@ -35,7 +36,7 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        kAllButPointToPoint, Selection::kShortcut,
        "whenever every rank shares one host, the input fits COLL_ONESHOT_BYTES and its model beats a pipeline's; "
        "always for a barrier",
-       oneshotCanRun, oneshotEligible, modelOneShot, noSteps, nullptr, makeOneShot},
+       oneshotCanRun, oneshotEligible, nowhere, modelOneShot, noSteps, nullptr, makeOneShot},
       {Algo::kDirectRead, "cma",
        "one host, large inputs: single-copy reads straight from the peers' buffers (cross-memory attach)",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather) |
@@ -43,48 +44,48 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        Selection::kAlternative,
        "beside the choice from COLL_DIRECT_READ_BYTES of input per rank on one host, up to 16 ranks: rank 0 times both "
        "and keeps the faster; a 2-rank broadcast from 32 KiB up to COLL_DIRECT_READ_BYTES always",
-       directReadCanRun, directReadEligible, modelDirectRead, noSteps, nullptr, makeDirectRead},
+       directReadCanRun, directReadEligible, directReadPreferred, modelDirectRead, noSteps, nullptr, makeDirectRead},
       {Algo::kRing, "ring", "pipelined ring in host order: bandwidth-optimal, n-1 steps per phase",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather),
        Selection::kModel,
        "all-gather and reduce-scatter; all-reduce on one host, and across hosts where its model is cheapest", anywhere,
-       always, modelRing, onePeer, buildRing, nullptr},
+       always, nowhere, modelRing, onePeer, buildRing, nullptr},
       {Algo::kDoubleTree, "dbtree",
        "two complementary binary trees, each carrying half of the data: log-depth and every link busy",
        collBit(CollType::kAllReduce), Selection::kModel, "all-reduce across hosts, where its model is cheapest",
-       anywhere, acrossHosts, modelDoubleTree, twoPeers, buildDoubleTree, nullptr},
+       anywhere, acrossHosts, nowhere, modelDoubleTree, twoPeers, buildDoubleTree, nullptr},
       {Algo::kTree, "tree", "binomial tree: log2(n) rounds to or from a root, the latency optimum",
        collBit(CollType::kAllReduce) | collBit(CollType::kBroadcast) | collBit(CollType::kReduce) |
            collBit(CollType::kBarrier),
        Selection::kModel,
        "reduce and barrier; broadcast on 4 or more ranks below 1 MiB; all-reduce across hosts where its model is "
        "cheapest",
-       anywhere, treeEligible, modelTree, treePeersPerStep, buildTree, nullptr},
+       anywhere, treeEligible, nowhere, modelTree, treePeersPerStep, buildTree, nullptr},
       {Algo::kHier, "hier",
        "two levels: reduce within each host, ring among the hosts' leaders, broadcast within each host",
        collBit(CollType::kAllReduce), Selection::kModel, "all-reduce across hosts, where its model is cheapest",
-       anywhere, acrossHosts, modelHier, hierPeersPerStep, buildHier, nullptr},
+       anywhere, acrossHosts, nowhere, modelHier, hierPeersPerStep, buildHier, nullptr},
       {Algo::kChain, "chain", "pipelined chain from the root: one hop per step, the bandwidth optimum for broadcast",
        collBit(CollType::kBroadcast), Selection::kModel, "broadcast on up to 3 ranks, and from 1 MiB", anywhere,
-       chainEligible, modelChain, onePeer, buildChain, nullptr},
+       chainEligible, nowhere, modelChain, onePeer, buildChain, nullptr},
       {Algo::kDirect, "direct", "every rank sends to (or receives from) the root directly, all at once",
        collBit(CollType::kGather) | collBit(CollType::kScatter), Selection::kModel, "gather and scatter", anywhere,
-       always, modelDirect, onePeer, buildDirect, nullptr},
+       always, nowhere, modelDirect, onePeer, buildDirect, nullptr},
       {Algo::kPairwise, "pairwise", "every pair of ranks exchanges its blocks directly, all at once",
-       collBit(CollType::kAllToAll), Selection::kModel, "all-to-all", anywhere, always, modelPairwise, onePeer,
+       collBit(CollType::kAllToAll), Selection::kModel, "all-to-all", anywhere, always, nowhere, modelPairwise, onePeer,
        buildPairwise, nullptr},
       {Algo::kBruck, "bruck",
        "Bruck's all-gather: ceil(log2 n) rounds of doubling block ranges instead of n-1 ring steps",
        collBit(CollType::kAllGather), Selection::kModel,
        "all-gather across hosts, where its model (fewer rounds, but more blocks on a host's link) beats the ring's",
-       anywhere, acrossHosts, modelBruck, onePeer, buildBruck, nullptr},
+       anywhere, acrossHosts, nowhere, modelBruck, onePeer, buildBruck, nullptr},
       {Algo::kExchange, "exchange",
        "every rank sends its whole input to every other rank and reduces all n inputs in rank order: one message "
        "latency",
        collBit(CollType::kAllReduce), Selection::kModel,
        "small all-reduce among up to 4 ranks that do not all share memory (sockets, or across hosts), where its "
        "model is cheapest",
-       exchangeCanRun, exchangeEligible, modelExchange, exchangePeersPerStep, buildExchange, nullptr},
+       exchangeCanRun, exchangeEligible, nowhere, modelExchange, exchangePeersPerStep, buildExchange, nullptr},
   };
   return table;
 }

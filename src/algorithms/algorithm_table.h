@@ -63,6 +63,9 @@ struct AlgorithmRow {
   bool (*canRun)(const CollCall& call, const PlanContext& ctx, std::string* why);
   // Whether the planner may pick it on its own here: where it was measured or modelled to win.
   bool (*eligible)(const CollCall& call, const PlanContext& ctx);
+  // Where it is taken outright, over every other row's choice and without the tuner (nullptr:
+  // nowhere): a window where measurement showed it wins however the machine behaves.
+  bool (*preferred)(const CollCall& call, const PlanContext& ctx);
   // The modelled time of the call, in microseconds.
   double (*modelUs)(const CollCall& call, const PlanContext& ctx);
   // The most peers one step of its schedule receives from, or sends to (0 for native rows): the

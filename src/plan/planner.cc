@@ -4,7 +4,6 @@
 #include <string>
 
 #include "common/error.h"
-#include "src/algorithms/direct_read.h"
 
 namespace coll {
 namespace {
@@ -40,15 +39,19 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
     return plan;
   }
   // One pass over the table: the cheapest eligible modelled row, and the first eligible
-  // alternative and shortcut. Where no eligible modelled row can run here (the device's peer
-  // limit ruled out the one the measurements prefer), a second pass takes every runnable one.
+  // alternative, shortcut and preferred row (which wins over all: the table says where). Where no
+  // eligible modelled row can run here (the device's peer limit ruled out the one the measurements
+  // prefer), a second pass takes every runnable one.
   const AlgorithmRow* chosen = nullptr;
   const AlgorithmRow* alternative = nullptr;
   const AlgorithmRow* shortcut = nullptr;
+  const AlgorithmRow* preferred = nullptr;
   double chosenUs = 0;
   for (bool onlyEligible : {true, false}) {
     for (const AlgorithmRow& row : algorithmTable()) {
       if (!runnable(row, call, ctx, nullptr)) continue;
+      if (onlyEligible && preferred == nullptr && row.preferred != nullptr && row.preferred(call, ctx))
+        preferred = &row;
       bool eligible = row.eligible(call, ctx);
       if (row.selection == Selection::kAlternative) {
         if (eligible && alternative == nullptr && onlyEligible) alternative = &row;
@@ -69,8 +72,7 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
   plan.algo = chosen->id;
   if (alternative != nullptr) plan.alternative = alternative->id;
   if (shortcut != nullptr) plan.algo = shortcut->id;
-  if (directReadPreferred(call, ctx) && runnable(algorithmRow(Algo::kDirectRead), call, ctx, nullptr))
-    plan.algo = Algo::kDirectRead, plan.alternative = Algo::kAuto;
+  if (preferred != nullptr) plan.algo = preferred->id, plan.alternative = Algo::kAuto;
   return plan;
 }
 
