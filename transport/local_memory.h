@@ -25,7 +25,9 @@ static_assert(sizeof(InlineInput) == 64, "an inline input is one cache line");
 // are in the publishing rank's process: peers only read through them with readMemory().
 struct alignas(64) NativeArea {
   static constexpr int kInlineInputs = 512;         // call s uses line s % kInlineInputs
-  alignas(64) std::atomic<uint64_t> oneshotSeq{0};  // last one-shot call whose input is published
+  // The last one-shot call whose input is published in a region; inline calls raise it every
+  // 64th call (algorithms/oneshot.h), so it is a lower bound of the call this rank runs.
+  alignas(64) std::atomic<uint64_t> oneshotSeq{0};
   InlineInput inlineInputs[kInlineInputs];          // one-shot calls of at most 56 input bytes
   // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
   alignas(64) std::atomic<uint64_t> directPostedSeq{0};

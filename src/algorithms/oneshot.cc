@@ -69,9 +69,9 @@ void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
 }
 
 uint64_t OneShot::progressOf(int rank, uint64_t target) const {
-  // A rank that started call t raised its flag to t (a call in a region) or stamped line
-  // t % kInlineInputs with t (an inline call); either word only grows, and each is a lower bound
-  // of the call it runs.
+  // A rank that started call t raised its flag to t (a call in a region, and every
+  // kProgressEvery-th inline call) or stamped line t % kInlineInputs with t (an inline call);
+  // either word only grows, and each is a lower bound of the call it runs.
   const transport::NativeArea* area = areas_[rank];
   const uint64_t flag = area->oneshotSeq.load(std::memory_order_acquire);
   if (flag >= target) return flag;
@@ -93,6 +93,11 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
     if (seq > kInlineInputs) waitForReaders(seq - kInlineInputs, waiter);
     if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
     line.stamp.store(seq, std::memory_order_release);
+    // A line's stamp tells a rank running ahead only that this rank reached that call, so it
+    // would read one of this rank's lines on every call (a line between the cores each time, and
+    // this rank's next stamp then takes it back). Every kProgressEvery calls the flag says how far
+    // this rank is, and the rank ahead reads again only that many calls later.
+    if (seq % kProgressEvery == 0) areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   } else {
     region = chooseRegion(call, bytes, seq);
     if (publishes(call)) {

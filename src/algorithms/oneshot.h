@@ -77,6 +77,9 @@ class OneShot : public NativeRunner {
     return buffers_[2 * rank + region.buffer] + region.offset;
   }
   static constexpr int kInlineInputs = transport::NativeArea::kInlineInputs;
+  // How often an inline call also raises the flag (run): a divisor of kInlineInputs, small enough
+  // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
+  static constexpr uint64_t kProgressEvery = 64;
 
   transport::LocalMemory& memory_;
   // Every rank's area and two buffers, looked up once: a small call's latency is a few hundred
