@@ -120,6 +120,9 @@ class Communicator : public ConnectionSource {
   void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();
+  // The ranks on this rank's machine (one kernel), whatever connects them: more than its cores
+  // means ranks share cores.
+  int ranksOnThisMachine() const;
   Deadline initDeadline() const;
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;

@@ -158,6 +158,8 @@ const Params& processParams() {
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
     p.shmSingleCopyBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_BYTES", 0, 1LL << 50, p.shmSingleCopyBytes));
+    p.shmSingleCopyBytesSet =
+        getenv("COLL_SHM_SINGLE_COPY_BYTES") != nullptr && *getenv("COLL_SHM_SINGLE_COPY_BYTES") != '\0';
     p.shmSingleCopyMaxBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_MAX_BYTES", 0, 1LL << 50, p.shmSingleCopyMaxBytes));
     p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
