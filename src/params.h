@@ -26,9 +26,10 @@ struct Params {
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
   int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
   size_t shmSingleCopyBytes = 32 << 10;                        // COLL_SHM_SINGLE_COPY_BYTES (0: never)
-  bool shmSingleCopyBytesSet = false;  // COLL_SHM_SINGLE_COPY_BYTES given: used even where ranks share cores
-  size_t shmSingleCopyMaxBytes = 64 << 10;                     // COLL_SHM_SINGLE_COPY_MAX_BYTES
-  int netFifoDepth = 8;                                        // COLL_NET_FIFO_DEPTH
+  // COLL_SHM_SINGLE_COPY_BYTES given: single copies even where ranks share cores.
+  bool shmSingleCopyBytesSet = false;
+  size_t shmSingleCopyMaxBytes = 64 << 10;  // COLL_SHM_SINGLE_COPY_MAX_BYTES
+  int netFifoDepth = 8;                     // COLL_NET_FIFO_DEPTH
   // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
   // cuts a step into slices of one size on both ends of every connection.
   size_t slotBytes = 128 << 10;

@@ -83,8 +83,8 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        "every rank sends its whole input to every other rank and reduces all n inputs in rank order: one message "
        "latency",
        collBit(CollType::kAllReduce), Selection::kModel,
-       "small all-reduce among up to 4 ranks that do not all share memory (sockets, or across hosts), where its "
-       "model is cheapest",
+       "all-reduce among up to 4 ranks that do not all share memory (sockets, or across hosts), where its model "
+       "is cheapest: small inputs, and between 2 ranks any input up to half a FIFO",
        exchangeCanRun, exchangeEligible, nowhere, modelExchange, exchangePeersPerStep, buildExchange, nullptr},
   };
   return table;
