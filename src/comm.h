@@ -120,9 +120,11 @@ class Communicator : public ConnectionSource {
   void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();
-  // The ranks on this rank's machine (one kernel), whatever connects them: more than its cores
-  // means ranks share cores.
+  // The ranks on this rank's machine (one kernel), whatever connects them.
   int ranksOnThisMachine() const;
+  // More of them than the machine has cores. Every rank of a machine counts the same ranks and
+  // cores, so all decide alike.
+  bool ranksShareCores() const;
   Deadline initDeadline() const;
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;

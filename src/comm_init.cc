@@ -142,11 +142,9 @@ void Communicator::setupTransports() {
   // A single copy makes the sender wait until its receiver has read its buffer. Where ranks
   // outnumber the cores the receiver is often not running then, and the FIFO's copy, after which
   // the sender goes on, was faster: 4 ranks on 2 cores, 64 KiB sendrecv 18.9 -> 13.4 us (with a
-  // core each, 2 ranks, the single copy wins: 8.8 -> 6.7 us; docs/performance.md). Every rank of
-  // a machine counts the same ranks and cores, so all choose alike.
-  const bool ranksShareCores = ranksOnThisMachine() > sysconf(_SC_NPROCESSORS_ONLN);
+  // core each, 2 ranks, the single copy wins: 8.8 -> 6.7 us; docs/performance.md).
   transportSettings_.shmSingleCopyBytes =
-      params_.shmSingleCopyBytesSet || !ranksShareCores ? params_.shmSingleCopyBytes : 0;
+      params_.shmSingleCopyBytesSet || !ranksShareCores() ? params_.shmSingleCopyBytes : 0;
   if (transportSettings_.shmSingleCopyBytes != params_.shmSingleCopyBytes)
     COLL_INFO(kInit, "rank %d: %d ranks share this machine's %ld cores: shared-memory single copies off", rank_,
               ranksOnThisMachine(), sysconf(_SC_NPROCESSORS_ONLN));
@@ -253,16 +251,16 @@ int Communicator::ranksOnThisMachine() const {
   return ranks;
 }
 
+bool Communicator::ranksShareCores() const { return ranksOnThisMachine() > sysconf(_SC_NPROCESSORS_ONLN); }
+
 void Communicator::startEngines() {
-  const int localRanks = ranksOnThisMachine();  // ranks that share this machine's cores
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
   // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
   // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
   // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
   // both gave 0.20 us (docs/performance.md).
   const int64_t spinNs =
-      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (localRanks <= cpus ? 5000 : 0);
+      params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (ranksShareCores() ? 0 : 5000);
   HostEngineArgs args;
   args.rank = rank_;
   args.nranks = nranks_;
@@ -282,8 +280,8 @@ void Communicator::startEngines() {
   COLL_INFO(kInit,
             "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns; "
             "host kernels: %s",
-            options_.name.c_str(), rank_, nranks_, transports.c_str(), localRanks, static_cast<long long>(spinNs),
-            kernels::activeHostKernels().name);
+            options_.name.c_str(), rank_, nranks_, transports.c_str(), ranksOnThisMachine(),
+            static_cast<long long>(spinNs), kernels::activeHostKernels().name);
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) { return routeTo_[peer]->sendConnection(peer); }

@@ -12,9 +12,15 @@
 namespace coll {
 namespace {
 
-long long parseInteger(const char* name, long long minValue, long long maxValue, long long fallback) {
+// Set, and not to the empty string (which means unset, as for every variable here).
+bool isSet(const char* name) {
   const char* text = getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
+  return text != nullptr && *text != '\0';
+}
+
+long long parseInteger(const char* name, long long minValue, long long maxValue, long long fallback) {
+  if (!isSet(name)) return fallback;
+  const char* text = getenv(name);
   char* end = nullptr;
   long long value = strtoll(text, &end, 0);
   if (end != nullptr && (*end == 'k' || *end == 'K'))
@@ -28,8 +34,8 @@ long long parseInteger(const char* name, long long minValue, long long maxValue,
 }
 
 bool parseBool(const char* name, bool fallback) {
+  if (!isSet(name)) return fallback;
   const char* text = getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
   if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on"))
     return true;
   if (!strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcasecmp(text, "off"))
@@ -158,14 +164,13 @@ const Params& processParams() {
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
     p.shmSingleCopyBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_BYTES", 0, 1LL << 50, p.shmSingleCopyBytes));
-    p.shmSingleCopyBytesSet =
-        getenv("COLL_SHM_SINGLE_COPY_BYTES") != nullptr && *getenv("COLL_SHM_SINGLE_COPY_BYTES") != '\0';
+    p.shmSingleCopyBytesSet = isSet("COLL_SHM_SINGLE_COPY_BYTES");
     p.shmSingleCopyMaxBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_MAX_BYTES", 0, 1LL << 50, p.shmSingleCopyMaxBytes));
     p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
     p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
     p.slotBytes = (p.slotBytes + 63) / 64 * 64;
-    p.slotBytesSet = getenv("COLL_SHM_SLOT_BYTES") != nullptr && *getenv("COLL_SHM_SLOT_BYTES") != '\0';
+    p.slotBytesSet = isSet("COLL_SHM_SLOT_BYTES");
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
     p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);
