@@ -40,10 +40,11 @@ const std::vector<AlgorithmRow>& algorithmTable() {
       {Algo::kDirectRead, "cma",
        "one host, large inputs: single-copy reads straight from the peers' buffers (cross-memory attach)",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather) |
-           collBit(CollType::kBroadcast),
+           collBit(CollType::kBroadcast) | collBit(CollType::kAllToAll) | collBit(CollType::kGather) |
+           collBit(CollType::kScatter),
        Selection::kAlternative,
        "beside the choice from COLL_DIRECT_READ_BYTES of input per rank on one host, up to 16 ranks: rank 0 times both "
-       "and keeps the faster; a 2-rank broadcast from 32 KiB up to COLL_DIRECT_READ_BYTES always",
+       "and keeps the faster; a 2-rank broadcast or all-to-all from 32 KiB up to COLL_DIRECT_READ_BYTES always",
        directReadCanRun, directReadEligible, directReadPreferred, modelDirectRead, noSteps, nullptr, makeDirectRead},
       {Algo::kRing, "ring", "pipelined ring in host order: bandwidth-optimal, n-1 steps per phase",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather),

@@ -141,6 +141,46 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
         }
       }
       break;
+    case CollType::kAllToAll:
+      // Block r of every peer's send buffer is ours; each peer's is read by its owner alone, so
+      // the ranks' reads run side by side.
+      for (int k = 0; k < nranks_; ++k) {
+        int p = (rank_ + k) % nranks_;
+        unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
+        size_t mineAtPeer = static_cast<size_t>(rank_) * bytes;
+        if (p == rank_) {
+          const unsigned char* own = static_cast<const unsigned char*>(call.sendbuff) + mineAtPeer;
+          if (out != own) kernels::copyBytes(out, own, bytes);
+        } else {
+          readFrom(p, /*peerRecvBuffer=*/false, mineAtPeer, out, bytes);
+        }
+      }
+      break;
+    case CollType::kGather:
+      if (rank_ == call.root) {
+        for (int k = 0; k < nranks_; ++k) {
+          int p = (rank_ + k) % nranks_;
+          unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
+          if (p != rank_) {
+            readFrom(p, /*peerRecvBuffer=*/false, 0, out, bytes);
+          } else if (out != call.sendbuff) {
+            kernels::copyBytes(out, call.sendbuff, bytes);
+          }
+        }
+      }
+      break;
+    case CollType::kScatter: {
+      // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
+      // after another.
+      size_t mine = static_cast<size_t>(rank_) * bytes;
+      if (rank_ != call.root) {
+        readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, bytes);
+      } else {
+        const unsigned char* own = static_cast<const unsigned char*>(call.sendbuff) + mine;
+        if (call.recvbuff != own) kernels::copyBytes(call.recvbuff, own, bytes);
+      }
+      break;
+    }
     case CollType::kBroadcast:
       if (rank_ == call.root) {
         if (call.recvbuff != call.sendbuff) kernels::copyBytes(call.recvbuff, call.sendbuff, bytes);
@@ -174,8 +214,9 @@ bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
 
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx) {
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
-  return call.type == CollType::kBroadcast && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
-         bytes >= kDirectReadBroadcastBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
+  const bool oneCopyWins = call.type == CollType::kBroadcast || call.type == CollType::kAllToAll;
+  return oneCopyWins && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
+         bytes >= kDirectReadTwoRankBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
 }
 
 double modelDirectRead(const CollCall& call, const PlanContext& ctx) {
@@ -183,7 +224,11 @@ double modelDirectRead(const CollCall& call, const PlanContext& ctx) {
   // flag round trips between the stages.
   const int n = ctx.nranks;
   const double bytes = static_cast<double>(oneshotInputBytes(call, n));
-  const double reads = call.type == CollType::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+  // As fractions of one rank's input: all-reduce reads n-1 of n blocks twice, a gather's root
+  // every other rank's whole input, and the others n-1 of n blocks (or, scatter, one).
+  double reads = static_cast<double>(n - 1) / n;
+  if (call.type == CollType::kAllReduce) reads *= 2;
+  if (call.type == CollType::kGather) reads = n - 1;
   return 3 * kOneshotLatencyUs + reads * bytes / kCopyBytesPerUs;
 }
 

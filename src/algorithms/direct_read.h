@@ -6,8 +6,9 @@
 // a time into cache-sized scratch, and reduce it with our own block into our receive buffer
 // (streaming stores past the caches for large buffers); announce the block final; then (all-
 // reduce) read every peer's final block straight into our receive buffer. All-gather and
-// broadcast are the second half alone. A last handshake keeps every rank in the call until no
-// peer still reads its buffers.
+// broadcast are the second half alone; all-to-all, gather and scatter read each block once from
+// the rank that holds it into the rank that needs it. A last handshake keeps every rank in the
+// call until no peer still reads its buffers.
 //
 // Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
 // every byte read from a peer is its user buffer, read once. That matters most when the two
@@ -27,7 +28,7 @@ namespace coll {
 class DirectRead : public NativeRunner {
  public:
   explicit DirectRead(const NativeArgs& args);
-  // AllReduce, ReduceScatter, AllGather and Broadcast.
+  // AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll, Gather and Scatter.
   void run(const CollCall& call, PeerWaiter& waiter) override;
 
  private:
@@ -57,14 +58,15 @@ class DirectRead : public NativeRunner {
 bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
 // Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks.
 bool directReadEligible(const CollCall& call, const PlanContext& ctx);
-// A broadcast between two ranks from kDirectReadBroadcastBytes up to COLL_DIRECT_READ_BYTES takes
-// direct reads outright, before the one-shot shortcut and without the tuner: the other rank reads
-// the root's buffer once, which costs the same whether or not the two cores share a cache, where
-// the chain's and the one-shot path's two copies hand every line across and ran 3-4x slower when
-// they do not (docs/algorithms.md). Below the window the one-shot path's single synchronisation
-// wins; on 4 ranks sharing 2 cores the binomial tree was 2.7x faster than direct reads at 64 KiB
-// while the cores shared a cache, so more ranks keep the usual plan.
-constexpr size_t kDirectReadBroadcastBytes = 32 * 1024;
+// A broadcast or an all-to-all between two ranks from kDirectReadTwoRankBytes up to
+// COLL_DIRECT_READ_BYTES takes direct reads outright, before the one-shot shortcut and without the
+// tuner: each rank reads what it needs from the other's buffer once, which costs the same whether
+// or not the two cores share a cache, where the chain's, the pairwise FIFO's and the one-shot
+// path's two copies hand every line across and ran 3-5x slower when they do not
+// (docs/algorithms.md). Below the window the one-shot path's single synchronisation wins; on 4
+// ranks sharing 2 cores the binomial tree and the pairwise exchange were 1.8-2.7x faster than
+// direct reads at 64 KiB while the cores shared a cache, so more ranks keep the usual plan.
+constexpr size_t kDirectReadTwoRankBytes = 32 * 1024;
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx);
 double modelDirectRead(const CollCall& call, const PlanContext& ctx);
 std::unique_ptr<NativeRunner> makeDirectRead(const NativeArgs& args);

@@ -53,42 +53,49 @@ TEST(Planner, PicksOneShotForTinyInputsWhenAvailable) {
       }
 }
 
-// 2-rank broadcasts from 32 KiB up to COLL_DIRECT_READ_BYTES take direct reads outright where ranks can
-// read each other's memory, and nowhere else: not below the window (one-shot or a pipeline), not from
-// COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct reads off, not on device memory,
-// and never another collective.
-TEST(Planner, BroadcastTakesDirectReadsInItsWindowOnly) {
+// 2-rank broadcasts and all-to-alls from 32 KiB of input up to COLL_DIRECT_READ_BYTES take direct
+// reads outright where ranks can read each other's memory, and nowhere else: not below the window
+// (one-shot or a pipeline), not from COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct
+// reads off, not on device memory, and never another collective.
+TEST(Planner, TwoRankBroadcastAndAllToAllTakeDirectReadsInTheirWindowOnly) {
   PlanContext ctx = makeContext(4, true);
   ctx.directReadAvailable = true;
   ctx.directReadBytes = 1 << 20;
-  const size_t window = kDirectReadBroadcastBytes / 4;  // float32 elements
   for (int n = 2; n <= 16; ++n) {
     ctx.nranks = n;
-    if (n > 2) {  // more ranks keep the usual plan
-      EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), ctx).algo, Algo::kDirectRead) << "n=" << n;
-      continue;
+    for (CollType type : {CollType::kBroadcast, CollType::kAllToAll}) {
+      // float32 elements per block: an all-to-all's input is n blocks.
+      const size_t blocks = type == CollType::kAllToAll ? static_cast<size_t>(n) : 1;
+      const size_t window = kDirectReadTwoRankBytes / 4 / blocks;
+      const size_t large = ctx.directReadBytes / 4 / blocks;
+      if (n > 2) {  // more ranks keep the usual plan
+        EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
+        continue;
+      }
+      for (size_t count : {window, window * 2, large - 1}) {
+        Plan plan = planCall(makeCall(type, count), ctx);
+        EXPECT_EQ(plan.algo, Algo::kDirectRead) << what(type, n, count);
+        EXPECT_EQ(plan.alternative, Algo::kAuto) << what(type, n, count);
+      }
+      EXPECT_NE(planCall(makeCall(type, window - 1), ctx).algo, Algo::kDirectRead) << what(type, n, window - 1);
+      Plan largePlan = planCall(makeCall(type, large), ctx);
+      EXPECT_NE(largePlan.algo, Algo::kDirectRead) << what(type, n, large);
+      EXPECT_EQ(largePlan.alternative, Algo::kDirectRead) << what(type, n, large);
+      PlanContext off = ctx;
+      off.directReadBytes = 0;
+      EXPECT_NE(planCall(makeCall(type, window * 2), off).algo, Algo::kDirectRead) << what(type, n, window * 2);
+      PlanContext unreadable = ctx;
+      unreadable.directReadAvailable = false;
+      EXPECT_NE(planCall(makeCall(type, window * 2), unreadable).algo, Algo::kDirectRead) << what(type, n, window * 2);
+      PlanContext device = ctx;
+      device.deviceMemory = true;
+      EXPECT_NE(planCall(makeCall(type, window * 2), device).algo, Algo::kDirectRead) << what(type, n, window * 2);
     }
-    for (size_t count : {window, window * 2, ctx.directReadBytes / 4 - 1}) {
-      Plan plan = planCall(makeCall(CollType::kBroadcast, count), ctx);
-      EXPECT_EQ(plan.algo, Algo::kDirectRead) << what(CollType::kBroadcast, n, count);
-      EXPECT_EQ(plan.alternative, Algo::kAuto) << what(CollType::kBroadcast, n, count);
-    }
-    EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window - 1), ctx).algo, Algo::kDirectRead) << "n=" << n;
-    Plan large = planCall(makeCall(CollType::kBroadcast, ctx.directReadBytes / 4), ctx);
-    EXPECT_NE(large.algo, Algo::kDirectRead) << "n=" << n;
-    EXPECT_EQ(large.alternative, Algo::kDirectRead) << "n=" << n;
-    for (CollType type : {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce})
+    const size_t window = kDirectReadTwoRankBytes / 4;
+    for (CollType type : {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce,
+                          CollType::kGather, CollType::kScatter})
       EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
   }
-  PlanContext off = ctx;
-  off.directReadBytes = 0;
-  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), off).algo, Algo::kDirectRead);
-  PlanContext unreadable = ctx;
-  unreadable.directReadAvailable = false;
-  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), unreadable).algo, Algo::kDirectRead);
-  PlanContext device = ctx;
-  device.deviceMemory = true;
-  EXPECT_NE(planCall(makeCall(CollType::kBroadcast, window * 2), device).algo, Algo::kDirectRead);
 }
 
 TEST(Planner, NeverOneShotWhenUnavailable) {
