@@ -8,6 +8,14 @@
 #include "src/algorithms/cost_model.h"
 
 namespace coll {
+namespace {
+
+// In place, a rank's own block is already where its output goes.
+void copyUnlessSame(uint8_t* dst, const uint8_t* src, size_t bytes) {
+  if (dst != src) kernels::copyBytes(dst, src, bytes);
+}
+
+}  // namespace
 
 OneShot::OneShot(const NativeArgs& args)
     : memory_(*args.memory),
@@ -163,11 +171,17 @@ void OneShot::reduceAll(const CollCall& call, const Region& region, size_t offse
     int nsrcs = 0;
     if (folded) srcs[nsrcs++] = dst;
     while (first < nranks_ && nsrcs < kernels::kMaxReduceSources)
-      srcs[nsrcs++] = inputOf(first++, region) + offset * call.elemSize;
+      srcs[nsrcs++] = sourceOf(first++, call, region) + offset * call.elemSize;
     int avgDivisor = (call.op == collAvg && first == nranks_ && nranks_ > 1) ? nranks_ : 0;
     kernels::reduceCopy(call.datatype, call.op, srcs, nsrcs, dsts, 1, count, avgDivisor);
     folded = true;
   }
+}
+
+const uint8_t* OneShot::sourceOf(int rank, const CollCall& call, const Region& region) const {
+  const bool folds = nranks_ > kernels::kMaxReduceSources;
+  if (rank == rank_ && publishes(call) && !folds) return static_cast<const uint8_t*>(call.sendbuff);
+  return inputOf(rank, region);
 }
 
 void OneShot::computeOutput(const CollCall& call, const Region& region) {
@@ -184,20 +198,21 @@ void OneShot::computeOutput(const CollCall& call, const Region& region) {
       reduceAll(call, region, static_cast<size_t>(rank_) * call.count, call.count, out);
       break;
     case CollType::kBroadcast:
-      if (out != call.sendbuff || rank_ != call.root) kernels::copyBytes(out, inputOf(call.root, region), bytes);
+      if (out != call.sendbuff || rank_ != call.root) kernels::copyBytes(out, sourceOf(call.root, call, region), bytes);
       break;
     case CollType::kAllGather:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region), bytes);
+      for (int r = 0; r < nranks_; ++r) copyUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
       break;
     case CollType::kGather:
       if (rank_ == call.root)
-        for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region), bytes);
+        for (int r = 0; r < nranks_; ++r) copyUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
       break;
     case CollType::kScatter:
-      kernels::copyBytes(out, inputOf(call.root, region) + rank_ * bytes, bytes);
+      copyUnlessSame(out, sourceOf(call.root, call, region) + rank_ * bytes, bytes);
       break;
     case CollType::kAllToAll:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytes(out + r * bytes, inputOf(r, region) + rank_ * bytes, bytes);
+      for (int r = 0; r < nranks_; ++r)
+        kernels::copyBytes(out + r * bytes, sourceOf(r, call, region) + rank_ * bytes, bytes);
       break;
     default:
       break;

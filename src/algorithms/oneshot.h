@@ -76,6 +76,14 @@ class OneShot : public NativeRunner {
     if (region.inlineLine >= 0) return areas_[rank]->inlineInputs[region.inlineLine].data;
     return buffers_[2 * rank + region.buffer] + region.offset;
   }
+  // Where this call reads `rank`'s input: its own from the caller's buffer, not from the copy it
+  // has just published. That copy's lines were last read by the peers, so its stores wait for the
+  // lines to come back, and a load that the store buffer cannot serve (the kernels' wider or
+  // masked loads) waits with them: 2 ranks, 8 B scatter, the root spent a fifth of each call
+  // there. Where a reduction folds in several passes (reduceAll, more ranks than the kernel's
+  // sources), an output in place, which may be any part of the caller's input (reduce-scatter),
+  // is written before the last pass: there every input is read from the published copies.
+  const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
   static constexpr int kInlineInputs = transport::NativeArea::kInlineInputs;
   // How often an inline call also raises the flag (run): a divisor of kInlineInputs, small enough
   // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
@@ -90,9 +98,9 @@ class OneShot : public NativeRunner {
   int nranks_;
   uint64_t seq_ = 0;
   static constexpr int kSlotsPerBuffer = 8;
-  static constexpr size_t kPackedMaxBytes = 256;    // the largest input packed with others in a slot
-  static constexpr size_t kPackedAlignBytes = 64;   // each packed input starts a cache line
-  size_t slotBytes_;                                // a small input's slot: an eighth of a buffer
+  static constexpr size_t kPackedMaxBytes = 256;   // the largest input packed with others in a slot
+  static constexpr size_t kPackedAlignBytes = 64;  // each packed input starts a cache line
+  size_t slotBytes_;                               // a small input's slot: an eighth of a buffer
   // Bytes of the previous call's slot packed so far; 0: not packing.
   size_t packedEnd_ = 0;
   uint64_t slotLastUse_[2 * kSlotsPerBuffer] = {};  // the last call that wrote into each slot

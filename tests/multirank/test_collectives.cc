@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "collective_cases.h"
 #include "rank_launcher.h"
@@ -68,6 +69,27 @@ TEST_P(CollectivesOnTwoSimulatedHosts, AllCasesMatchReference) {
   auto failures = runAsProcessesWithSetup(
       GetParam(), [](int rank) { setenv("COLL_HOSTID", rank % 2 ? "odd-host" : "even-host", 1); }, standardBody(),
       initMustSucceed());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// More ranks than the host kernel's sources (kernels::kMaxReduceSources, 16): the one-shot path
+// reduces in several passes, folding each pass's result into the output. In place, the output is
+// the rank's own input, which the first pass overwrites, so the later passes must read the copy
+// the rank published (OneShot::sourceOf). Reductions only, small counts (the one-shot path).
+TEST(CollectivesAsThreads, ReductionsFoldedOverSeveralKernelPasses) {
+  constexpr int kRanks = 18;
+  std::vector<Case> cases;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduce, Coll::kReduceScatter})
+    for (collDataType_t type : {collFloat32, collInt32})
+      for (collRedOp_t op : {collSum, collProd, collMax, collAvg})
+        for (size_t count : {1, 7})
+          for (int root : {0, kRanks - 1})
+            for (bool inPlace : {false, true}) {
+              if (coll != Coll::kReduce && root != 0) continue;
+              cases.push_back({coll, type, op, count, root, inPlace});
+            }
+  auto failures =
+      runAsThreads(kRanks, [&](collComm_t comm, int rank, int nranks) { return runCases(comm, rank, nranks, cases); });
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
