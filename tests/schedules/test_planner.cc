@@ -53,19 +53,20 @@ TEST(Planner, PicksOneShotForTinyInputsWhenAvailable) {
       }
 }
 
-// 2-rank broadcasts, all-gathers and all-to-alls from 32 KiB of input up to COLL_DIRECT_READ_BYTES take direct
-// reads outright where ranks can read each other's memory, and nowhere else: not below the window
-// (one-shot or a pipeline), not from COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct
-// reads off, not on device memory, and never another collective.
-TEST(Planner, TwoRankBroadcastAllGatherAndAllToAllTakeDirectReadsInTheirWindowOnly) {
+// 2-rank broadcasts, all-gathers, all-to-alls and scatters from 32 KiB of input up to COLL_DIRECT_READ_BYTES take
+// direct reads outright where ranks can read each other's memory, and nowhere else: not below the window (one-shot or a
+// pipeline), not from COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct reads off, not on device memory,
+// and never another collective.
+TEST(Planner, TwoRankCopiesTakeDirectReadsInTheirWindowOnly) {
   PlanContext ctx = makeContext(4, true);
   ctx.directReadAvailable = true;
   ctx.directReadBytes = 1 << 20;
   for (int n = 2; n <= 16; ++n) {
     ctx.nranks = n;
-    for (CollType type : {CollType::kBroadcast, CollType::kAllGather, CollType::kAllToAll}) {
-      // float32 elements per block: an all-to-all's input is n blocks.
-      const size_t blocks = type == CollType::kAllToAll ? static_cast<size_t>(n) : 1;
+    for (CollType type : {CollType::kBroadcast, CollType::kAllGather, CollType::kAllToAll, CollType::kScatter}) {
+      // float32 elements per block: an all-to-all's and a scatter's input is n blocks.
+      const bool blocked = type == CollType::kAllToAll || type == CollType::kScatter;
+      const size_t blocks = blocked ? static_cast<size_t>(n) : 1;
       const size_t window = kDirectReadTwoRankBytes / 4 / blocks;
       const size_t large = ctx.directReadBytes / 4 / blocks;
       if (n > 2) {  // more ranks keep the usual plan
@@ -92,8 +93,7 @@ TEST(Planner, TwoRankBroadcastAllGatherAndAllToAllTakeDirectReadsInTheirWindowOn
       EXPECT_NE(planCall(makeCall(type, window * 2), device).algo, Algo::kDirectRead) << what(type, n, window * 2);
     }
     const size_t window = kDirectReadTwoRankBytes / 4;
-    for (CollType type :
-         {CollType::kAllReduce, CollType::kReduceScatter, CollType::kReduce, CollType::kGather, CollType::kScatter})
+    for (CollType type : {CollType::kAllReduce, CollType::kReduceScatter, CollType::kReduce, CollType::kGather})
       EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
   }
 }
