@@ -60,6 +60,16 @@ IoStatus recvAll(int fd, void* data, size_t size, Deadline deadline);
 void setNoDelay(int fd);
 void setNonBlocking(int fd, bool nonBlocking);
 
+// Whether this kernel lets a socket fix its send and receive buffers at `bytes` each:
+// net.core.wmem_max and rmem_max (/proc/sys) are at least that. The kernel clamps larger requests
+// to them, and a fixed buffer, which turns off the kernel's autotuning for that socket, clamped to a
+// stock maximum (208 KiB) would be smaller than what autotuning reaches (tcp_wmem's and tcp_rmem's
+// maximum, MiBs). False where the files cannot be read.
+bool kernelAllowsSocketBuffers(size_t bytes);
+// Fixes a socket's send and receive buffers at `bytes` each (SO_SNDBUF, SO_RCVBUF; the kernel
+// doubles the figure for its bookkeeping). Throws collSystemError when the kernel refuses.
+void setSocketBuffers(int fd, size_t bytes);
+
 // A listening TCP socket on host:port (port 0: the kernel picks one; empty host, "*", "0.0.0.0"
 // or "::": every interface, IPv6 dual-stack where the kernel allows, else IPv4). Non-blocking and
 // close-on-exec. Throws collSystemError (naming the address) when it cannot bind.

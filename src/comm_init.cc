@@ -153,6 +153,7 @@ void Communicator::setupTransports() {
   transportSettings_.oneshotBytes = params_.oneshotBytes;
   transportSettings_.shmNamedSegments = params_.shmNamedSegments;
   transportSettings_.socketsPerPeer = params_.socketsPerPeer;
+  transportSettings_.socketBufferBytes = params_.socketBufferBytes;
   transportSettings_.ibTimeout = params_.ibTimeout;
   transportSettings_.ibRetryCount = params_.ibRetryCount;
   transportSettings_.ibHca = params_.ibHca;

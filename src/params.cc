@@ -179,6 +179,8 @@ const Params& processParams() {
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
     if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
     p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
+    p.socketBufferBytes =
+        static_cast<size_t>(parseInteger("COLL_SOCKET_BUFFER_BYTES", 0, 1LL << 30, p.socketBufferBytes));
     if (const char* exchange = getenv("COLL_BOOTSTRAP_EXCHANGE"); exchange != nullptr && *exchange != '\0') {
       const std::string value = exchange;
       if (value != "ranks" && value != "store")

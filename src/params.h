@@ -33,15 +33,16 @@ struct Params {
   // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
   // cuts a step into slices of one size on both ends of every connection.
   size_t slotBytes = 128 << 10;
-  bool slotBytesSet = false;         // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
-  size_t oneshotBytes = 64 << 10;    // COLL_ONESHOT_BYTES (per rank, per buffer)
-  int spinMicros = -1;               // COLL_SPIN_US (-1: chosen from ranks per core)
-  size_t directReadBytes = 1 << 20;  // COLL_DIRECT_READ_BYTES (0: never)
-  bool shmNamedSegments = false;     // COLL_SHM_NAMED
-  size_t streamingBytes = 0;         // COLL_STREAMING_BYTES (0: never)
-  std::string hostId;                // COLL_HOSTID (overrides host detection; tests simulate hosts)
-  std::string socketIfname;          // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
-  int socketsPerPeer = 2;            // COLL_SOCKET_NSOCKS
+  bool slotBytesSet = false;           // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
+  size_t oneshotBytes = 64 << 10;      // COLL_ONESHOT_BYTES (per rank, per buffer)
+  int spinMicros = -1;                 // COLL_SPIN_US (-1: chosen from ranks per core)
+  size_t directReadBytes = 1 << 20;    // COLL_DIRECT_READ_BYTES (0: never)
+  bool shmNamedSegments = false;       // COLL_SHM_NAMED
+  size_t streamingBytes = 0;           // COLL_STREAMING_BYTES (0: never)
+  std::string hostId;                  // COLL_HOSTID (overrides host detection; tests simulate hosts)
+  std::string socketIfname;            // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
+  int socketsPerPeer = 2;              // COLL_SOCKET_NSOCKS
+  size_t socketBufferBytes = 2 << 20;  // COLL_SOCKET_BUFFER_BYTES (0: the kernel's autotuning)
   // COLL_BOOTSTRAP_EXCHANGE: false (store) sends init's all-gathers through the rendezvous store
   // instead of between the ranks (bootstrap/rank_exchange.h).
   bool bootstrapBetweenRanks = true;

@@ -109,6 +109,7 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   int myRank_;
   const std::vector<PeerInfo>& peerInfo_;
   const TransportSettings& settings_;  // the communicator's; outlives the domain
+  size_t bufferBytes_ = 0;             // each data socket's fixed buffers (0: autotuned)
   std::vector<int> members_;
   std::function<void(const std::vector<int>&)> setupWatch_;
   mutable std::atomic<int64_t> nextWatchNs_{0};
