@@ -208,14 +208,17 @@ bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why)
 
 bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
   // run() reduces every rank's block in one pass of the kernel, which takes this many sources.
-  return ctx.directReadBytes > 0 && oneshotInputBytes(call, ctx.nranks) >= ctx.directReadBytes &&
+  const size_t bytes = oneshotInputBytes(call, ctx.nranks);
+  const bool twoRankAllGather =
+      call.type == CollType::kAllGather && ctx.nranks == 2 && bytes >= kDirectReadTwoRankBytes;
+  return ctx.directReadBytes > 0 && (bytes >= ctx.directReadBytes || twoRankAllGather) &&
          ctx.nranks <= kernels::kMaxReduceSources;
 }
 
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx) {
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
-  const bool oneCopyWins = call.type == CollType::kBroadcast || call.type == CollType::kAllGather ||
-                           call.type == CollType::kAllToAll || call.type == CollType::kScatter;
+  const bool oneCopyWins =
+      call.type == CollType::kBroadcast || call.type == CollType::kAllToAll || call.type == CollType::kScatter;
   return oneCopyWins && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
          bytes >= kDirectReadTwoRankBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
 }

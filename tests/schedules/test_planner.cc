@@ -53,7 +53,7 @@ TEST(Planner, PicksOneShotForTinyInputsWhenAvailable) {
       }
 }
 
-// 2-rank broadcasts, all-gathers, all-to-alls and scatters from 32 KiB of input up to COLL_DIRECT_READ_BYTES take
+// 2-rank broadcasts, all-to-alls and scatters from 32 KiB of input up to COLL_DIRECT_READ_BYTES take
 // direct reads outright where ranks can read each other's memory, and nowhere else: not below the window (one-shot or a
 // pipeline), not from COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct reads off, not on device memory,
 // and never another collective.
@@ -63,7 +63,7 @@ TEST(Planner, TwoRankCopiesTakeDirectReadsInTheirWindowOnly) {
   ctx.directReadBytes = 1 << 20;
   for (int n = 2; n <= 16; ++n) {
     ctx.nranks = n;
-    for (CollType type : {CollType::kBroadcast, CollType::kAllGather, CollType::kAllToAll, CollType::kScatter}) {
+    for (CollType type : {CollType::kBroadcast, CollType::kAllToAll, CollType::kScatter}) {
       // float32 elements per block: an all-to-all's and a scatter's input is n blocks.
       const bool blocked = type == CollType::kAllToAll || type == CollType::kScatter;
       const size_t blocks = blocked ? static_cast<size_t>(n) : 1;
@@ -93,9 +93,34 @@ TEST(Planner, TwoRankCopiesTakeDirectReadsInTheirWindowOnly) {
       EXPECT_NE(planCall(makeCall(type, window * 2), device).algo, Algo::kDirectRead) << what(type, n, window * 2);
     }
     const size_t window = kDirectReadTwoRankBytes / 4;
-    for (CollType type : {CollType::kAllReduce, CollType::kReduceScatter, CollType::kReduce, CollType::kGather})
+    for (CollType type :
+         {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce, CollType::kGather})
       EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
   }
+}
+
+// A 2-rank all-gather from 32 KiB of input is offered direct reads as the tuner's alternative (the
+// faster of ring and direct reads depends on whether the cores share a cache), below the window
+// and on more ranks only from COLL_DIRECT_READ_BYTES.
+TEST(Planner, TwoRankAllGatherOffersDirectReadsToTheTunerFrom32KiB) {
+  PlanContext ctx = makeContext(2, true);
+  ctx.directReadAvailable = true;
+  ctx.directReadBytes = 1 << 20;
+  const size_t window = kDirectReadTwoRankBytes / 4;  // float32 elements per rank
+  const size_t large = ctx.directReadBytes / 4;
+  for (size_t count : {window, window * 2, large - 1, large}) {
+    Plan plan = planCall(makeCall(CollType::kAllGather, count), ctx);
+    EXPECT_NE(plan.algo, Algo::kDirectRead) << what(CollType::kAllGather, 2, count);
+    EXPECT_EQ(plan.alternative, Algo::kDirectRead) << what(CollType::kAllGather, 2, count);
+  }
+  EXPECT_NE(planCall(makeCall(CollType::kAllGather, window - 1), ctx).alternative, Algo::kDirectRead);
+  PlanContext four = ctx;
+  four.nranks = 4;
+  EXPECT_NE(planCall(makeCall(CollType::kAllGather, window * 2), four).alternative, Algo::kDirectRead);
+  EXPECT_EQ(planCall(makeCall(CollType::kAllGather, large), four).alternative, Algo::kDirectRead);
+  PlanContext off = ctx;
+  off.directReadBytes = 0;
+  EXPECT_NE(planCall(makeCall(CollType::kAllGather, window * 2), off).alternative, Algo::kDirectRead);
 }
 
 TEST(Planner, NeverOneShotWhenUnavailable) {
