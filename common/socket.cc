@@ -125,10 +125,10 @@ bool kernelAllowsSocketBuffers(size_t bytes) {
          readProcSysValue("/proc/sys/net/core/rmem_max") >= want;
 }
 
-void setSocketBuffers(int fd, size_t bytes) {
+bool setSocketBuffers(int fd, size_t bytes) {
   const int value = static_cast<int>(bytes);
-  COLL_SYSCHECK(setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value)), "setsockopt(SO_SNDBUF)");
-  COLL_SYSCHECK(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)), "setsockopt(SO_RCVBUF)");
+  return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value)) == 0 &&
+         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)) == 0;
 }
 
 void setNonBlocking(int fd, bool nonBlocking) {

@@ -67,8 +67,9 @@ void setNonBlocking(int fd, bool nonBlocking);
 // maximum, MiBs). False where the files cannot be read.
 bool kernelAllowsSocketBuffers(size_t bytes);
 // Fixes a socket's send and receive buffers at `bytes` each (SO_SNDBUF, SO_RCVBUF; the kernel
-// doubles the figure for its bookkeeping). Throws collSystemError when the kernel refuses.
-void setSocketBuffers(int fd, size_t bytes);
+// doubles the figure for its bookkeeping). False when the kernel refuses either: the buffers are
+// a matter of speed, and the socket works as it was.
+bool setSocketBuffers(int fd, size_t bytes);
 
 // A listening TCP socket on host:port (port 0: the kernel picks one; empty host, "*", "0.0.0.0"
 // or "::": every interface, IPv6 dual-stack where the kernel allows, else IPv4). Non-blocking and

@@ -149,7 +149,7 @@ TEST(SocketUtil, FixedSocketBuffersWhereTheKernelAllowsThem) {
   Fd client = connectWithDeadline("127.0.0.1", localAddressOf(listener.get()).port(), in(2000));
   const size_t bytes = static_cast<size_t>(std::min<long long>(both, 96 << 10));
   ASSERT_NE(socketOption(client.get(), SO_SNDBUF), static_cast<int>(2 * bytes)) << "pick another size";
-  setSocketBuffers(client.get(), bytes);
+  EXPECT_TRUE(setSocketBuffers(client.get(), bytes));
   EXPECT_EQ(socketOption(client.get(), SO_SNDBUF), static_cast<int>(2 * bytes));
   EXPECT_EQ(socketOption(client.get(), SO_RCVBUF), static_cast<int>(2 * bytes));
   // Still a working connection.

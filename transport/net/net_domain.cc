@@ -36,7 +36,9 @@ void tuneSocket(int fd, size_t bufferBytes) {
   int one = 1;
   // Notices a silent peer host between collectives too (a wait inside one has its own deadline).
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-  if (bufferBytes > 0) setSocketBuffers(fd, bufferBytes);
+  if (bufferBytes > 0 && !setSocketBuffers(fd, bufferBytes))
+    COLL_INFO(kTransport, "setsockopt(SO_SNDBUF/SO_RCVBUF, %zu) refused: %s; this socket's buffers stay autotuned",
+              bufferBytes, strerror(errno));
 }
 
 }  // namespace
@@ -54,7 +56,7 @@ NetDomain::NetDomain(const DomainArgs& args)
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
   // Buffers that hold a few whole frames: a sender queues a 512 KiB frame in one sendmsg instead
   // of waiting, frame by frame, for the autotuned buffer to grow or drain (2 ranks over loopback,
-  // 1 MiB all-to-all and all-gather: 1.25-1.34x; docs/performance.md).
+  // 1 MiB all-to-all and all-gather: 1.2-1.3x; docs/performance.md).
   if (settings_.socketBufferBytes > 0 && kernelAllowsSocketBuffers(settings_.socketBufferBytes)) {
     bufferBytes_ = settings_.socketBufferBytes;
   } else if (settings_.socketBufferBytes > 0) {
