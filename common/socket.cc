@@ -13,7 +13,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #include "common/error.h"
@@ -105,24 +104,6 @@ std::vector<SocketAddress> resolveAddresses(const std::string& host, uint16_t po
 void setNoDelay(int fd) {
   int one = 1;
   COLL_SYSCHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)), "setsockopt(TCP_NODELAY)");
-}
-
-namespace {
-
-// A /proc/sys value, or -1 where it cannot be read.
-long long readProcSysValue(const char* path) {
-  std::ifstream file(path);
-  long long value = -1;
-  if (!(file >> value)) return -1;
-  return value;
-}
-
-}  // namespace
-
-bool kernelAllowsSocketBuffers(size_t bytes) {
-  const long long want = static_cast<long long>(bytes);
-  return readProcSysValue("/proc/sys/net/core/wmem_max") >= want &&
-         readProcSysValue("/proc/sys/net/core/rmem_max") >= want;
 }
 
 bool setSocketBuffers(int fd, size_t bytes) {

@@ -60,12 +60,6 @@ IoStatus recvAll(int fd, void* data, size_t size, Deadline deadline);
 void setNoDelay(int fd);
 void setNonBlocking(int fd, bool nonBlocking);
 
-// Whether this kernel lets a socket fix its send and receive buffers at `bytes` each:
-// net.core.wmem_max and rmem_max (/proc/sys) are at least that. The kernel clamps larger requests
-// to them, and a fixed buffer, which turns off the kernel's autotuning for that socket, clamped to a
-// stock maximum (208 KiB) would be smaller than what autotuning reaches (tcp_wmem's and tcp_rmem's
-// maximum, MiBs). False where the files cannot be read.
-bool kernelAllowsSocketBuffers(size_t bytes);
 // Fixes a socket's send and receive buffers at `bytes` each (SO_SNDBUF, SO_RCVBUF; the kernel
 // doubles the figure for its bookkeeping). False when the kernel refuses either: the buffers are
 // a matter of speed, and the socket works as it was.

@@ -32,6 +32,10 @@ inline void copyBytes(void* dst, const void* src, size_t bytes) {
   void* dsts[1] = {dst};
   reduceCopy(collUint8, collSum, srcs, 1, dsts, 1, bytes, 0);
 }
+// copyBytes, and nothing where dst is src: a rank's own block of a call in place.
+inline void copyBytesUnlessSame(void* dst, const void* src, size_t bytes) {
+  if (dst != src) copyBytes(dst, src, bytes);
+}
 
 }  // namespace kernels
 }  // namespace coll

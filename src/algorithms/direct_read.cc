@@ -100,6 +100,18 @@ void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t cou
   }
 }
 
+void DirectRead::collectBlocks(const CollCall& call, size_t blockOffset, size_t bytes) {
+  for (int k = 0; k < nranks_; ++k) {
+    int p = (rank_ + k) % nranks_;  // start with different peers on different ranks
+    unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
+    if (p == rank_) {
+      kernels::copyBytesUnlessSame(out, static_cast<const unsigned char*>(call.sendbuff) + blockOffset, bytes);
+    } else {
+      readFrom(p, /*peerRecvBuffer=*/false, blockOffset, out, bytes);
+    }
+  }
+}
+
 void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
   if (nranks_ > kernels::kMaxReduceSources)
     throwError(collInternalError, "direct read supports at most %d ranks", kernels::kMaxReduceSources);
@@ -131,43 +143,15 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff);
       break;
     case CollType::kAllGather:
-      for (int k = 0; k < nranks_; ++k) {
-        int p = (rank_ + k) % nranks_;
-        unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
-        if (p == rank_) {
-          if (out != call.sendbuff) kernels::copyBytes(out, call.sendbuff, bytes);
-        } else {
-          readFrom(p, /*peerRecvBuffer=*/false, 0, out, bytes);
-        }
-      }
+      collectBlocks(call, 0, bytes);
       break;
     case CollType::kAllToAll:
       // Block r of every peer's send buffer is ours; each peer's is read by its owner alone, so
       // the ranks' reads run side by side.
-      for (int k = 0; k < nranks_; ++k) {
-        int p = (rank_ + k) % nranks_;
-        unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
-        size_t mineAtPeer = static_cast<size_t>(rank_) * bytes;
-        if (p == rank_) {
-          const unsigned char* own = static_cast<const unsigned char*>(call.sendbuff) + mineAtPeer;
-          if (out != own) kernels::copyBytes(out, own, bytes);
-        } else {
-          readFrom(p, /*peerRecvBuffer=*/false, mineAtPeer, out, bytes);
-        }
-      }
+      collectBlocks(call, static_cast<size_t>(rank_) * bytes, bytes);
       break;
     case CollType::kGather:
-      if (rank_ == call.root) {
-        for (int k = 0; k < nranks_; ++k) {
-          int p = (rank_ + k) % nranks_;
-          unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
-          if (p != rank_) {
-            readFrom(p, /*peerRecvBuffer=*/false, 0, out, bytes);
-          } else if (out != call.sendbuff) {
-            kernels::copyBytes(out, call.sendbuff, bytes);
-          }
-        }
-      }
+      if (rank_ == call.root) collectBlocks(call, 0, bytes);
       break;
     case CollType::kScatter: {
       // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
@@ -176,14 +160,13 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       if (rank_ != call.root) {
         readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, bytes);
       } else {
-        const unsigned char* own = static_cast<const unsigned char*>(call.sendbuff) + mine;
-        if (call.recvbuff != own) kernels::copyBytes(call.recvbuff, own, bytes);
+        kernels::copyBytesUnlessSame(call.recvbuff, static_cast<const unsigned char*>(call.sendbuff) + mine, bytes);
       }
       break;
     }
     case CollType::kBroadcast:
       if (rank_ == call.root) {
-        if (call.recvbuff != call.sendbuff) kernels::copyBytes(call.recvbuff, call.sendbuff, bytes);
+        kernels::copyBytesUnlessSame(call.recvbuff, call.sendbuff, bytes);
       } else {
         readFrom(call.root, /*peerRecvBuffer=*/false, 0, call.recvbuff, bytes);
       }

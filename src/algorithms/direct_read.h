@@ -42,6 +42,9 @@ class DirectRead : public NativeRunner {
   // Reduces element range [first, first+count) of every rank's send buffer (at sendOffset) into
   // dst, reading peers chunk by chunk.
   void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
+  // Block p of the receive buffer from the `bytes` at blockOffset of rank p's send buffer, for
+  // every rank p (all-gather, gather's root, all-to-all); this rank's own copied, unless in place.
+  void collectBlocks(const CollCall& call, size_t blockOffset, size_t bytes);
   // Copies `bytes` at `remoteOffset` of peer's receive (or send) buffer into local memory.
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
 

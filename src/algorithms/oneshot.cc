@@ -8,14 +8,6 @@
 #include "src/algorithms/cost_model.h"
 
 namespace coll {
-namespace {
-
-// In place, a rank's own block is already where its output goes.
-void copyUnlessSame(uint8_t* dst, const uint8_t* src, size_t bytes) {
-  if (dst != src) kernels::copyBytes(dst, src, bytes);
-}
-
-}  // namespace
 
 OneShot::OneShot(const NativeArgs& args)
     : memory_(*args.memory),
@@ -201,14 +193,15 @@ void OneShot::computeOutput(const CollCall& call, const Region& region) {
       if (out != call.sendbuff || rank_ != call.root) kernels::copyBytes(out, sourceOf(call.root, call, region), bytes);
       break;
     case CollType::kAllGather:
-      for (int r = 0; r < nranks_; ++r) copyUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
+      for (int r = 0; r < nranks_; ++r) kernels::copyBytesUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
       break;
     case CollType::kGather:
       if (rank_ == call.root)
-        for (int r = 0; r < nranks_; ++r) copyUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
+        for (int r = 0; r < nranks_; ++r)
+          kernels::copyBytesUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
       break;
     case CollType::kScatter:
-      copyUnlessSame(out, sourceOf(call.root, call, region) + rank_ * bytes, bytes);
+      kernels::copyBytesUnlessSame(out, sourceOf(call.root, call, region) + rank_ * bytes, bytes);
       break;
     case CollType::kAllToAll:
       for (int r = 0; r < nranks_; ++r)

@@ -80,7 +80,7 @@ void allGatherRange(const void* shard, size_t begin, size_t count, void* out, co
     const size_t n = hi - lo;
     if (owner == p.rank) {
       const void* mine = at(shard, lo - p.shardOffset, es);
-      if (mine != piece) kernels::copyBytes(piece, mine, n * es);
+      kernels::copyBytesUnlessSame(piece, mine, n * es);
     }
     checkInnerCall(collBroadcast(piece, piece, n, datatype, owner, comm, nullptr));
   });

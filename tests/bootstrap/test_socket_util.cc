@@ -2,8 +2,6 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include <algorithm>
-#include <cstdio>
 #include <thread>
 
 #include "bootstrap/unique_id.h"
@@ -117,16 +115,6 @@ TEST(SocketUtil, SendRecvRoundTripAndTimeouts) {
   EXPECT_EQ(recvAll(server.get(), &byte, 1, in(2000)), IoStatus::kClosed);
 }
 
-// The kernel's maxima, read here by hand: the reference for kernelAllowsSocketBuffers.
-long long procSysValue(const char* path) {
-  FILE* file = fopen(path, "r");
-  if (file == nullptr) return -1;
-  long long value = -1;
-  if (fscanf(file, "%lld", &value) != 1) value = -1;
-  fclose(file);
-  return value;
-}
-
 int socketOption(int fd, int option) {
   int value = 0;
   socklen_t length = sizeof(value);
@@ -134,25 +122,17 @@ int socketOption(int fd, int option) {
   return value;
 }
 
-// Fixed buffers where the kernel's maxima allow them: the kernel reports twice the figure asked
-// for (its bookkeeping), on both sides. Above the maxima kernelAllowsSocketBuffers says no.
-TEST(SocketUtil, FixedSocketBuffersWhereTheKernelAllowsThem) {
-  const long long wmemMax = procSysValue("/proc/sys/net/core/wmem_max");
-  const long long rmemMax = procSysValue("/proc/sys/net/core/rmem_max");
-  ASSERT_GT(wmemMax, 0) << "cannot read /proc/sys/net/core/wmem_max";
-  ASSERT_GT(rmemMax, 0) << "cannot read /proc/sys/net/core/rmem_max";
-  const long long both = std::min(wmemMax, rmemMax);
-  EXPECT_TRUE(kernelAllowsSocketBuffers(static_cast<size_t>(both)));
-  EXPECT_FALSE(kernelAllowsSocketBuffers(static_cast<size_t>(both) + 1));
-
+// Fixed buffers: the kernel reports twice the figure asked for (its bookkeeping), on both sides,
+// and the connection still works. 96 KiB is within any kernel's maxima we run on (stock: 208 KiB;
+// the socket transport asks only where they allow it, tests/transport/test_net_socket_buffers.cc).
+TEST(SocketUtil, FixedSocketBuffers) {
   Fd listener = listenOn("127.0.0.1", 0);
   Fd client = connectWithDeadline("127.0.0.1", localAddressOf(listener.get()).port(), in(2000));
-  const size_t bytes = static_cast<size_t>(std::min<long long>(both, 96 << 10));
+  const size_t bytes = 96 << 10;
   ASSERT_NE(socketOption(client.get(), SO_SNDBUF), static_cast<int>(2 * bytes)) << "pick another size";
   EXPECT_TRUE(setSocketBuffers(client.get(), bytes));
   EXPECT_EQ(socketOption(client.get(), SO_SNDBUF), static_cast<int>(2 * bytes));
   EXPECT_EQ(socketOption(client.get(), SO_RCVBUF), static_cast<int>(2 * bytes));
-  // Still a working connection.
   setNonBlocking(listener.get(), false);
   Fd server(accept(listener.get(), nullptr, nullptr));
   ASSERT_TRUE(server.valid());

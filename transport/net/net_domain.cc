@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "common/random.h"
 #include "common/socket.h"
+#include "src/topo/sysfs_read.h"
 
 namespace coll {
 namespace transport {
@@ -42,6 +43,12 @@ void tuneSocket(int fd, size_t bufferBytes) {
 }
 
 }  // namespace
+
+bool kernelAllowsSocketBuffers(size_t bytes) {
+  const long want = static_cast<long>(bytes);
+  return topo::readNumber("/proc/sys/net/core/wmem_max", -1) >= want &&
+         topo::readNumber("/proc/sys/net/core/rmem_max", -1) >= want;
+}
 
 NetDomain::NetDomain(const DomainArgs& args)
     : myRank_(args.rank),

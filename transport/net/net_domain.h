@@ -40,6 +40,13 @@
 namespace coll {
 namespace transport {
 
+// Whether this kernel lets a socket fix its send and receive buffers at `bytes` each:
+// net.core.wmem_max and rmem_max (/proc/sys) are at least that. The kernel clamps larger requests
+// to them, and a fixed buffer, which turns off the kernel's autotuning for that socket, clamped to a
+// stock maximum (208 KiB) would be smaller than what autotuning reaches (tcp_wmem's and tcp_rmem's
+// maximum, MiBs). False where the files cannot be read.
+bool kernelAllowsSocketBuffers(size_t bytes);
+
 class NetDomain : public Domain, public NetConnectionOwner, public ProgressDriver {
  public:
   explicit NetDomain(const DomainArgs& args);
