@@ -5,9 +5,11 @@
 // thread, or the executor itself when it finds the mutex free (a small message then goes out or
 // comes in without waking another thread).
 //
-// With several sockets per peer, slot k travels on socket k mod S. Each socket keeps its frames in
-// order, so both ends know which slot a frame belongs to without any extra bookkeeping, and the
-// receiver checks each frame's sequence number anyway.
+// A direction holds the sockets that carry its frames (netSocketsCarrying: its own between ranks
+// of one host, every socket of the pair across hosts); with S of them, slot k travels on its
+// socket k mod S. Each socket keeps its frames in order, so both ends know which slot a frame
+// belongs to without any extra bookkeeping, and the receiver checks each frame's sequence number
+// anyway.
 #pragma once
 
 #include <sys/types.h>
@@ -77,8 +79,8 @@ class NetSendConnection : public SendConnection {
 
   // Writes what the sockets accept. Caller holds mutex(). Errors also go to the owner.
   PumpResult pump();
-  // Whether socket index s has a frame waiting for room (the progress thread polls POLLOUT). Call
-  // with mutex() held: pump() changes what it reads.
+  // Whether its socket s (an index among this connection's sockets) has a frame waiting for room
+  // (the progress thread polls POLLOUT). Call with mutex() held: pump() changes what it reads.
   bool wantsWrite(int s) const;
   // Every posted slot has gone out.
   bool drained() const { return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire); }

@@ -104,6 +104,9 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     // The lower rank of a pair only accepts; it reads the dialler's card just for messages.
     if (rank < myRank_ || !cards.at(rank).empty()) peer->card = parseNetCard(cards.at(rank), rank);
     peer->sockets.resize(settings_.socketsPerPeer);
+    const bool sameHost = peerInfo_.at(rank).hostHash == peerInfo_.at(myRank_).hostHash;
+    peer->sendSockets = netSocketsCarrying(myRank_, rank, settings_.socketsPerPeer, sameHost);
+    peer->recvSockets = netSocketsCarrying(rank, myRank_, settings_.socketsPerPeer, sameHost);
     peerIndex_[rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
   }
@@ -126,10 +129,11 @@ void NetDomain::activate(Peer& peer) {
   {
     std::lock_guard<std::mutex> lock(activeMutex_);
     if (peer.active.load()) return;
-    const std::vector<int> none(settings_.socketsPerPeer, -1);
     const int depth = settings_.netFifoDepth;
-    peer.send = std::make_unique<NetSendConnection>(peer.rank, none, depth, settings_.slotBytes, *this);
-    peer.recv = std::make_unique<NetRecvConnection>(peer.rank, none, depth, settings_.slotBytes, *this);
+    peer.send = std::make_unique<NetSendConnection>(peer.rank, std::vector<int>(peer.sendSockets.size(), -1), depth,
+                                                    settings_.slotBytes, *this);
+    peer.recv = std::make_unique<NetRecvConnection>(peer.rank, std::vector<int>(peer.recvSockets.size(), -1), depth,
+                                                    settings_.slotBytes, *this);
     if (peer.rank < myRank_) dialQueue_.push_back(peer.rank);
     unattached_.fetch_add(1);
     const size_t n = activeCount_.load(std::memory_order_relaxed);
@@ -189,15 +193,18 @@ bool NetDomain::pumpConnector() {
     tuneSocket(e.fd.get(), bufferBytes_);
     peer.sockets[e.socketIndex] = std::move(e.fd);
     if (++peer.connected < settings_.socketsPerPeer) continue;
-    std::vector<int> fds;
-    for (const Fd& s : peer.sockets) fds.push_back(s.get());
+    auto fdsOf = [&peer](const std::vector<int>& indices) {
+      std::vector<int> fds;
+      for (int s : indices) fds.push_back(peer.sockets[s].get());
+      return fds;
+    };
     {
       std::lock_guard<std::mutex> sendLock(peer.send->mutex());
-      peer.send->attach(fds);
+      peer.send->attach(fdsOf(peer.sendSockets));
     }
     {
       std::lock_guard<std::mutex> recvLock(peer.recv->mutex());
-      peer.recv->attach(fds);
+      peer.recv->attach(fdsOf(peer.recvSockets));
     }
     unattached_.fetch_sub(1);
     COLL_TRACE(kTransport, "rank %d: %d socket(s) to rank %d connected", myRank_, settings_.socketsPerPeer, e.rank);
@@ -304,16 +311,18 @@ bool NetDomain::pumpAll(std::vector<short>* events, bool always) {
     if (peer.send->mutex().try_lock()) {
       moved = peer.send->pump().moved || moved;
       // What to poll for is read here, under the lock: the executor's pumps change it.
-      for (int s = 0; events != nullptr && s < settings_.socketsPerPeer; ++s)
-        (*events)[p * settings_.socketsPerPeer + s] |= peer.send->wantsWrite(s) ? POLLOUT : 0;
+      for (size_t i = 0; events != nullptr && i < peer.sendSockets.size(); ++i)
+        (*events)[p * settings_.socketsPerPeer + peer.sendSockets[i]] |=
+            peer.send->wantsWrite(static_cast<int>(i)) ? POLLOUT : 0;
       peer.send->mutex().unlock();
     } else {
       moved = true;
     }
     if (peer.recv->mutex().try_lock()) {
       moved = peer.recv->pump().moved || moved;
-      for (int s = 0; events != nullptr && s < settings_.socketsPerPeer; ++s)
-        (*events)[p * settings_.socketsPerPeer + s] |= peer.recv->wantsRead(s) ? POLLIN : 0;
+      for (size_t i = 0; events != nullptr && i < peer.recvSockets.size(); ++i)
+        (*events)[p * settings_.socketsPerPeer + peer.recvSockets[i]] |=
+            peer.recv->wantsRead(static_cast<int>(i)) ? POLLIN : 0;
       peer.recv->mutex().unlock();
     } else {
       moved = true;
@@ -411,10 +420,11 @@ void NetDomain::flushAndSayGoodbye() {
   for (size_t p = 0; p < n; ++p) {
     Peer* peer = active_[p];
     if (!peer->send->attached()) continue;
-    for (int s = 0; s < settings_.socketsPerPeer; ++s) {
+    for (size_t i = 0; i < peer->sendSockets.size(); ++i) {
+      const int s = peer->sendSockets[i];
       NetFrameHeader bye;
       bye.kind = kNetFrameBye;
-      bye.seq = static_cast<uint32_t>(peer->send->nextSeq(s));
+      bye.seq = static_cast<uint32_t>(peer->send->nextSeq(static_cast<int>(i)));
       bye.bytes = 0;
       // A peer that already left resets the connection; that is fine at this point.
       if (sendAll(peer->sockets[s].get(), &bye, sizeof(bye), byeDeadline) == IoStatus::kOk)

@@ -93,7 +93,11 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
     int rank = -1;
     NetCard card;
     std::vector<Fd> sockets;  // set by the connector, under connectorMutex_
-    int connected = 0;        // valid sockets
+    // Indices into `sockets` of those carrying our frames to the peer, and the peer's to us
+    // (netSocketsCarrying): the send and receive connections hold these, in this order.
+    std::vector<int> sendSockets;
+    std::vector<int> recvSockets;
+    int connected = 0;  // valid sockets
     std::unique_ptr<NetSendConnection> send;
     std::unique_ptr<NetRecvConnection> recv;
     std::atomic<bool> active{false};  // send and recv exist (made by activate())

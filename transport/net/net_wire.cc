@@ -7,6 +7,15 @@
 namespace coll {
 namespace transport {
 
+std::vector<int> netSocketsCarrying(int from, int to, int socketsPerPeer, bool sameHost) {
+  std::vector<int> sockets;
+  const bool ownLanes = sameHost && socketsPerPeer >= 2;
+  const int parity = from < to ? 0 : 1;
+  for (int s = 0; s < socketsPerPeer; ++s)
+    if (!ownLanes || s % 2 == parity) sockets.push_back(s);
+  return sockets;
+}
+
 std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int socketsPerPeer, int depth,
                           uint64_t slotBytes) {
   if (hello.magic != kNetHelloMagic) return "not a libcollective hello";

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/hmac.h"
 
@@ -73,6 +74,16 @@ static_assert(sizeof(NetFrameHeader) == 16, "NetFrameHeader is a fixed-size reco
 // Why a hello is refused, or "" when it is acceptable. Expected values are the listener's own.
 std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int socketsPerPeer, int depth,
                           uint64_t slotBytes);
+
+// The indices, among a pair's `socketsPerPeer` sockets, of those that carry the frames rank `from`
+// sends to rank `to`; both ends compute the same. Between ranks of one host each direction has
+// sockets of its own (even indices from the lower rank, odd from the higher): over loopback one
+// direction moved faster on one socket than striped over two, and two directions faster on two
+// sockets than sharing one (2 ranks, 16 MiB: broadcast 3.1 against 3.6 ms striped, all-reduce 6.3
+// against 7.2 ms on one socket; docs/performance.md, seventh pass). Across hosts every socket
+// carries both directions, striped, as NCCL's several sockets per peer do to fill a real link.
+// With one socket, it carries both.
+std::vector<int> netSocketsCarrying(int from, int to, int socketsPerPeer, bool sameHost);
 
 // Why a frame header is refused, or "" when it is acceptable.
 std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes);
