@@ -243,6 +243,7 @@ void Executor::offerLanding(const Step& step, transport::RecvConnection* recv, c
       !recv->acceptsLanding())
     return;
   recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize);
+  recv->holdFramesPastLanding(batchSends_);
   landings_.push_back(recv);
 }
 
@@ -262,8 +263,10 @@ void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, Progres
   while (next < steps.size()) {
     if (steps[next].afterSends) awaitExternalSends(waiter);
     batch_.clear();
+    batchSends_ = false;
     do {
       batch_.push_back({&steps[next], 0, false});
+      batchSends_ = batchSends_ || steps[next].nsend > 0;
     } while (steps[next++].joinNext && next < steps.size());
     size_t remaining = batch_.size();
     // Zero-count steps exchange nothing on either side.

@@ -127,6 +127,57 @@ TEST_F(NetLanding, FramesBeyondTheOfferGoToSlots) {
   recv_->withdrawLanding();
 }
 
+// A landing that holds later frames back (holdFramesPastLanding): the frame past it stays in the
+// socket while the landing's own frame is untaken, and lands in the next offer, not in a slot.
+TEST_F(NetLanding, HeldFramesWaitAndLandInTheNextOffer) {
+  std::vector<uint8_t> first(1024, 0xEE), second(1024, 0xEE);
+  recv_->offerLanding(first.data(), first.size(), kSlotBytes);
+  recv_->holdFramesPastLanding(true);
+  sendFrame(1024, 1);
+  sendFrame(1024, 2);  // the next call's
+  pumpReceiver();
+  pumpReceiver();
+  EXPECT_EQ(take(1024, 1), first.data());
+  recv_->withdrawLanding();
+  // Held back: not read into a slot while the first landing was open.
+  recv_->offerLanding(second.data(), second.size(), kSlotBytes);
+  recv_->holdFramesPastLanding(true);
+  pumpReceiver();
+  EXPECT_EQ(take(1024, 2), second.data()) << "the held frame must land in the offer made for it";
+  recv_->withdrawLanding();
+}
+
+// Once every frame of the landing is taken, frames past it are read again (into slots where no
+// offer covers them): holding back never stalls a later step that reads from slots.
+TEST_F(NetLanding, HoldingEndsWhenTheLandingIsTaken) {
+  std::vector<uint8_t> output(1024, 0xEE);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->holdFramesPastLanding(true);
+  sendFrame(1024, 1);
+  sendFrame(512, 2);  // a later step of the same call, which reduces from its slot
+  pumpReceiver();
+  EXPECT_EQ(take(1024, 1), output.data());
+  const uint8_t* later = take(512, 2);  // tryPeek pumps again, now past the landing
+  EXPECT_NE(later, output.data());
+  for (uint8_t b : output) ASSERT_EQ(b, 1);
+  recv_->withdrawLanding();
+}
+
+// Without the request, frames past the landing are read ahead into slots, as before.
+TEST_F(NetLanding, WithoutHoldingLaterFramesAreReadAhead) {
+  std::vector<uint8_t> first(1024, 0xEE), second(1024, 0xEE);
+  recv_->offerLanding(first.data(), first.size(), kSlotBytes);
+  sendFrame(1024, 1);
+  sendFrame(1024, 2);
+  pumpReceiver();
+  EXPECT_EQ(take(1024, 1), first.data());
+  recv_->withdrawLanding();
+  recv_->offerLanding(second.data(), second.size(), kSlotBytes);
+  EXPECT_NE(take(1024, 2), second.data()) << "read ahead before its offer: it comes from its slot";
+  for (uint8_t b : second) ASSERT_EQ(b, 0xEE);
+  recv_->withdrawLanding();
+}
+
 TEST_F(NetLanding, WithdrawMovesWhatLandedAndStopsWriting) {
   std::vector<uint8_t> output(3072, 0xEE);
   recv_->offerLanding(output.data(), output.size(), kSlotBytes);

@@ -153,6 +153,7 @@ const void* NetRecvConnection::tryPeek(size_t* bytes) {
 void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   landing_.set(destination, totalBytes, sliceBytes, consumed_.load(std::memory_order_relaxed));
+  holdPastLanding_ = false;
 }
 
 void NetRecvConnection::withdrawLanding() {
@@ -174,6 +175,12 @@ void NetRecvConnection::withdrawLanding() {
     landedAt_[i] = nullptr;
   }
   landing_ = LandingOffer{};
+  holdPastLanding_ = false;
+}
+
+void NetRecvConnection::holdFramesPastLanding(bool hold) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holdPastLanding_ = hold && landing_.destination != nullptr;
 }
 
 void NetRecvConnection::release() {
@@ -190,7 +197,15 @@ bool NetRecvConnection::hasRoom(const SocketState& s) const {
   return slots_.fits(s.seq, consumed_.load(std::memory_order_seq_cst));
 }
 
-bool NetRecvConnection::wantsRead(int s) const { return attached() && !sockets_[s].closed && hasRoom(sockets_[s]); }
+bool NetRecvConnection::holdsBack(const SocketState& s) const {
+  // At a frame's start only: a frame begun is finished wherever it goes.
+  return holdPastLanding_ && s.headerGot == 0 && s.seq >= landing_.end &&
+         consumed_.load(std::memory_order_acquire) < landing_.end;
+}
+
+bool NetRecvConnection::wantsRead(int s) const {
+  return attached() && !sockets_[s].closed && hasRoom(sockets_[s]) && !holdsBack(sockets_[s]);
+}
 
 ssize_t NetRecvConnection::receive(SocketState& s, uint8_t* to, size_t want) {
   if (s.stashBegin == s.stashEnd && want < kStashBytes) {
@@ -213,6 +228,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
       if (!hasRoom(s)) return "";
       stalled_.store(false, std::memory_order_relaxed);
     }
+    if (holdsBack(s)) return "";
     ssize_t n;
     bool inHeader = s.headerGot < sizeof(NetFrameHeader);
     if (inHeader) {

@@ -128,6 +128,7 @@ class NetRecvConnection : public RecvConnection {
   bool acceptsLanding() const override { return true; }
   void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
   void withdrawLanding() override;
+  void holdFramesPastLanding(bool hold) override;
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
   // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
@@ -160,6 +161,13 @@ class NetRecvConnection : public RecvConnection {
   // through the stash; else straight from the socket. recv()'s result convention.
   ssize_t receive(SocketState& s, uint8_t* to, size_t want);
   bool hasRoom(const SocketState& s) const;
+  // Where the executor asked it (holdFramesPastLanding), while it has frames of its landing still
+  // to take, a socket whose next frame lies past the landing is not read: that frame belongs to a
+  // later step or call, and left in the kernel until then it may land in place too, where read
+  // now it would wait in a slot to be copied (2 ranks over loopback, 1 MiB sendrecv: half the
+  // later rank's slices). On each socket the landing's frames come first, so the landing itself
+  // always completes.
+  bool holdsBack(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);
 
@@ -171,6 +179,7 @@ class NetRecvConnection : public RecvConnection {
   // before the frame counts as arrived, read by tryPeek after, cleared by release().
   std::vector<uint8_t*> landedAt_;
   LandingOffer landing_;                      // guarded by mutex_
+  bool holdPastLanding_ = false;              // holdFramesPastLanding; guarded by mutex_
   std::atomic<uint64_t> receivedInPlace_{0};  // frames read into a landing (usage())
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order

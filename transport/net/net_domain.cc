@@ -279,6 +279,10 @@ void NetDomain::announceFailure(const std::string&) {
 
 void NetDomain::wakeProgress() {
   if (!sleeping_.load(std::memory_order_seq_cst) && !stop_.load()) return;
+  // While the executor drives, the thread has nothing to do until it is handed the sockets back
+  // (executorState wakes it then): a wake now would only preempt the executor on its own core
+  // for a thread that goes back to sleep.
+  if (executorDriving_.load(std::memory_order_seq_cst) && !stop_.load()) return;
   uint64_t one = 1;
   ssize_t ignored = write(wakeFd_.get(), &one, sizeof(one));
   (void)ignored;
