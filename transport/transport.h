@@ -79,18 +79,17 @@ class RecvConnection {
   // in before the offer stay in their slots. withdrawLanding() ends the offer before the call
   // returns, whether it succeeded or not: from then on nothing writes into `destination`, and any
   // frame already read there but not yet taken is moved into its slot.
+  // holdLater: until the executor has taken every frame of this landing, frames past it may stay
+  // in the transport instead of being read ahead into slots, so that they can land in place in
+  // their own step or call. The executor asks it in a batch that also sends: there a frame read
+  // ahead costs a copy on a rank that is busy; a rank that only receives reads ahead while the
+  // bytes are fresh (sockets, 2 ranks, 1 MiB: sendrecv 1.5x faster holding back, broadcast 10%
+  // slower). Transports that read nothing ahead ignore it.
   virtual bool acceptsLanding() const { return false; }
-  virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
-    (void)destination, (void)totalBytes, (void)sliceBytes;
+  virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) {
+    (void)destination, (void)totalBytes, (void)sliceBytes, (void)holdLater;
   }
   virtual void withdrawLanding() {}
-  // Whether, until the executor has taken every frame of the current landing, frames past it may
-  // stay in the transport instead of being read ahead into slots, so that they can land in place
-  // in their own step or call. The executor asks it for a landing in a batch that also sends:
-  // there a frame read ahead costs a copy on a rank that is busy; a rank that only receives reads
-  // ahead while the bytes are fresh (sockets, 2 ranks, 1 MiB: sendrecv 1.5x faster holding back,
-  // broadcast 10% slower). Ends with the offer.
-  virtual void holdFramesPastLanding(bool hold) { (void)hold; }
 };
 
 // A transport whose bytes must be moved by someone (sockets): while a collective runs, the

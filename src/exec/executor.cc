@@ -242,8 +242,9 @@ void Executor::offerLanding(const Step& step, transport::RecvConnection* recv, c
   if (step.src.buffer != BufferId::kNone || step.dst.buffer == BufferId::kNone || step.count == 0 ||
       !recv->acceptsLanding())
     return;
-  recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize);
-  recv->holdFramesPastLanding(batchSends_);
+  const bool batchSends =
+      std::any_of(batch_.begin(), batch_.end(), [](const ActiveStep& a) { return a.step->nsend > 0; });
+  recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize, batchSends);
   landings_.push_back(recv);
 }
 
@@ -263,10 +264,8 @@ void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, Progres
   while (next < steps.size()) {
     if (steps[next].afterSends) awaitExternalSends(waiter);
     batch_.clear();
-    batchSends_ = false;
     do {
       batch_.push_back({&steps[next], 0, false});
-      batchSends_ = batchSends_ || steps[next].nsend > 0;
     } while (steps[next++].joinNext && next < steps.size());
     size_t remaining = batch_.size();
     // Zero-count steps exchange nothing on either side.

@@ -81,7 +81,6 @@ class Executor {
 
   ConnectionSource& connections_;
   std::vector<ActiveStep> batch_;
-  bool batchSends_ = false;  // some step of batch_ sends
   // A step that only copies locally, in a batch with transfers, moves kLocalSliceBytes per round
   // (advance, run) instead of all at once: the transfers, which this thread drives (sockets),
   // keep moving while it copies.

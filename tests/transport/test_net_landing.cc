@@ -78,7 +78,7 @@ class NetLanding : public ::testing::Test {
 TEST_F(NetLanding, OfferedFramesAreReadIntoPlace) {
   // 2.5 slices: 1024 + 1024 + 512 bytes.
   std::vector<uint8_t> output(2560, 0xEE);
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1024, 1);
   sendFrame(1024, 2);
   sendFrame(512, 3);
@@ -93,7 +93,7 @@ TEST_F(NetLanding, FramesBeforeTheOfferComeFromSlots) {
   std::vector<uint8_t> output(2048, 0xEE);
   sendFrame(1024, 1);
   pumpReceiver();  // read ahead into its slot before the executor knew where it goes
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1024, 2);
   pumpReceiver();
   const uint8_t* first = take(1024, 1);
@@ -105,7 +105,7 @@ TEST_F(NetLanding, FramesBeforeTheOfferComeFromSlots) {
 
 TEST_F(NetLanding, AFrameOfAnotherSizeDoesNotLand) {
   std::vector<uint8_t> output(2048, 0xEE);
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1000, 7);  // the executor expects 1024 here: a peer's mistake, reported by the executor
   pumpReceiver();
   const uint8_t* data = take(1000, 7);
@@ -116,7 +116,7 @@ TEST_F(NetLanding, AFrameOfAnotherSizeDoesNotLand) {
 
 TEST_F(NetLanding, FramesBeyondTheOfferGoToSlots) {
   std::vector<uint8_t> output(1024, 0xEE);
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1024, 1);
   sendFrame(1024, 2);  // the next step's: not covered
   pumpReceiver();
@@ -127,12 +127,11 @@ TEST_F(NetLanding, FramesBeyondTheOfferGoToSlots) {
   recv_->withdrawLanding();
 }
 
-// A landing that holds later frames back (holdFramesPastLanding): the frame past it stays in the
+// A landing that holds later frames back (offerLanding with holdLater): the frame past it stays in the
 // socket while the landing's own frame is untaken, and lands in the next offer, not in a slot.
 TEST_F(NetLanding, HeldFramesWaitAndLandInTheNextOffer) {
   std::vector<uint8_t> first(1024, 0xEE), second(1024, 0xEE);
-  recv_->offerLanding(first.data(), first.size(), kSlotBytes);
-  recv_->holdFramesPastLanding(true);
+  recv_->offerLanding(first.data(), first.size(), kSlotBytes, /*holdLater=*/true);
   sendFrame(1024, 1);
   sendFrame(1024, 2);  // the next call's
   pumpReceiver();
@@ -140,8 +139,7 @@ TEST_F(NetLanding, HeldFramesWaitAndLandInTheNextOffer) {
   EXPECT_EQ(take(1024, 1), first.data());
   recv_->withdrawLanding();
   // Held back: not read into a slot while the first landing was open.
-  recv_->offerLanding(second.data(), second.size(), kSlotBytes);
-  recv_->holdFramesPastLanding(true);
+  recv_->offerLanding(second.data(), second.size(), kSlotBytes, /*holdLater=*/true);
   pumpReceiver();
   EXPECT_EQ(take(1024, 2), second.data()) << "the held frame must land in the offer made for it";
   recv_->withdrawLanding();
@@ -151,8 +149,7 @@ TEST_F(NetLanding, HeldFramesWaitAndLandInTheNextOffer) {
 // offer covers them): holding back never stalls a later step that reads from slots.
 TEST_F(NetLanding, HoldingEndsWhenTheLandingIsTaken) {
   std::vector<uint8_t> output(1024, 0xEE);
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
-  recv_->holdFramesPastLanding(true);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/true);
   sendFrame(1024, 1);
   sendFrame(512, 2);  // a later step of the same call, which reduces from its slot
   pumpReceiver();
@@ -166,13 +163,13 @@ TEST_F(NetLanding, HoldingEndsWhenTheLandingIsTaken) {
 // Without the request, frames past the landing are read ahead into slots, as before.
 TEST_F(NetLanding, WithoutHoldingLaterFramesAreReadAhead) {
   std::vector<uint8_t> first(1024, 0xEE), second(1024, 0xEE);
-  recv_->offerLanding(first.data(), first.size(), kSlotBytes);
+  recv_->offerLanding(first.data(), first.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1024, 1);
   sendFrame(1024, 2);
   pumpReceiver();
   EXPECT_EQ(take(1024, 1), first.data());
   recv_->withdrawLanding();
-  recv_->offerLanding(second.data(), second.size(), kSlotBytes);
+  recv_->offerLanding(second.data(), second.size(), kSlotBytes, /*holdLater=*/false);
   EXPECT_NE(take(1024, 2), second.data()) << "read ahead before its offer: it comes from its slot";
   for (uint8_t b : second) ASSERT_EQ(b, 0xEE);
   recv_->withdrawLanding();
@@ -180,7 +177,7 @@ TEST_F(NetLanding, WithoutHoldingLaterFramesAreReadAhead) {
 
 TEST_F(NetLanding, WithdrawMovesWhatLandedAndStopsWriting) {
   std::vector<uint8_t> output(3072, 0xEE);
-  recv_->offerLanding(output.data(), output.size(), kSlotBytes);
+  recv_->offerLanding(output.data(), output.size(), kSlotBytes, /*holdLater=*/false);
   sendFrame(1024, 1);  // lands whole, not taken before the withdrawal
   // Half of the second frame: header and 500 payload bytes, written by hand.
   NetFrameHeader header;

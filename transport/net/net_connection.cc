@@ -150,10 +150,10 @@ const void* NetRecvConnection::tryPeek(size_t* bytes) {
   return landed != nullptr ? landed : slots_.at(consumed);
 }
 
-void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) {
   std::lock_guard<std::mutex> lock(mutex_);
   landing_.set(destination, totalBytes, sliceBytes, consumed_.load(std::memory_order_relaxed));
-  holdPastLanding_ = false;
+  holdPastLanding_ = holdLater && landing_.destination != nullptr;
 }
 
 void NetRecvConnection::withdrawLanding() {
@@ -176,11 +176,6 @@ void NetRecvConnection::withdrawLanding() {
   }
   landing_ = LandingOffer{};
   holdPastLanding_ = false;
-}
-
-void NetRecvConnection::holdFramesPastLanding(bool hold) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  holdPastLanding_ = hold && landing_.destination != nullptr;
 }
 
 void NetRecvConnection::release() {

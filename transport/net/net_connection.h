@@ -126,9 +126,8 @@ class NetRecvConnection : public RecvConnection {
   void release() override;
   size_t slotBytes() const override { return slots_.slotBytes; }
   bool acceptsLanding() const override { return true; }
-  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) override;
   void withdrawLanding() override;
-  void holdFramesPastLanding(bool hold) override;
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
   // Reads what the sockets have, as long as there are free slots. Caller holds mutex(). Errors
@@ -161,7 +160,7 @@ class NetRecvConnection : public RecvConnection {
   // through the stash; else straight from the socket. recv()'s result convention.
   ssize_t receive(SocketState& s, uint8_t* to, size_t want);
   bool hasRoom(const SocketState& s) const;
-  // Where the executor asked it (holdFramesPastLanding), while it has frames of its landing still
+  // Where the executor asked it (offerLanding's holdLater), while it has frames of its landing still
   // to take, a socket whose next frame lies past the landing is not read: that frame belongs to a
   // later step or call, and left in the kernel until then it may land in place too, where read
   // now it would wait in a slot to be copied (2 ranks over loopback, 1 MiB sendrecv: half the
@@ -179,7 +178,7 @@ class NetRecvConnection : public RecvConnection {
   // before the frame counts as arrived, read by tryPeek after, cleared by release().
   std::vector<uint8_t*> landedAt_;
   LandingOffer landing_;                      // guarded by mutex_
-  bool holdPastLanding_ = false;              // holdFramesPastLanding; guarded by mutex_
+  bool holdPastLanding_ = false;              // the offer's holdLater; guarded by mutex_
   std::atomic<uint64_t> receivedInPlace_{0};  // frames read into a landing (usage())
   std::vector<SocketState> sockets_;
   std::atomic<uint64_t> arrived_{0};   // written by pump: slots below are complete, in order

@@ -100,7 +100,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   return to;
 }
 
-void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool) {
   landing_.set(destination, totalBytes, sliceBytes, tail_);
 }
 

@@ -96,7 +96,7 @@ class ShmRecvConnection : public RecvConnection {
   // A single-copy slot is read straight into its place in the caller's memory when an offer
   // covers it; other slots are consumed where they are, as always.
   bool acceptsLanding() const override { return true; }
-  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) override;
   void withdrawLanding() override { landing_ = LandingOffer{}; }
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 

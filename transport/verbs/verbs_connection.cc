@@ -122,7 +122,7 @@ void VerbsRecvConnection::release() {
   writeVerbsCount(link_, peer_, peer_.credit, VerbsWork::kCredit, peer_.released);
 }
 
-void VerbsRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+void VerbsRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool) {
   std::lock_guard<std::mutex> lock(link_.mutex());
   offerVerbsLanding(link_, peer_, destination, totalBytes, sliceBytes);
 }

@@ -158,7 +158,7 @@ class VerbsRecvConnection : public RecvConnection {
   // Zero-copy receives (verbs_landing.h): offers of at least COLL_IB_ZCOPY_BYTES are announced to
   // the sender, which then writes their slices straight into the destination.
   bool acceptsLanding() const override { return link_.callerMemory().threshold() > 0; }
-  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) override;
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) override;
   void withdrawLanding() override;
 
  private:
