@@ -241,6 +241,39 @@ TEST(Schedules, BinomialTreeShape) {
     }
 }
 
+TEST(Schedules, TwoRankRingAllGatherReceivesBesideItsSends) {
+  // Between 2 ranks each receive shares a batch with the send of its loop, so its landing is
+  // offered while the own block goes out; batches hold at most 8 loops (16 transfers, within the
+  // device path's limit per launch). On 3 ranks a loop's steps stay apart.
+  const size_t maxStep = 5;
+  for (size_t count : {static_cast<size_t>(1), maxStep, 3 * maxStep + 1, 19 * maxStep + 2}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      Schedule s = algorithms::ringAllGather(2, rank, count, maxStep);
+      const size_t loops = (count + maxStep - 1) / maxStep;
+      ASSERT_EQ(s.steps.size(), 2 * loops) << "count " << count;
+      size_t batch = 0;
+      for (size_t i = 0; i < s.steps.size(); ++i) {
+        const Step& step = s.steps[i];
+        EXPECT_EQ(step.nsend, i % 2 == 0 ? 1 : 0) << "count " << count << ", step " << i;
+        EXPECT_EQ(step.nrecv, i % 2 == 0 ? 0 : 1) << "count " << count << ", step " << i;
+        if (i % 2 == 0) {
+          EXPECT_TRUE(step.joinNext) << "count " << count << ": loop " << i / 2 << " apart";
+        }
+        ++batch;
+        EXPECT_LE(batch, 16u) << "count " << count;
+        if (!step.joinNext) batch = 0;
+      }
+      EXPECT_FALSE(s.steps.back().joinNext);
+      if (s.steps.size() > 16) {
+        EXPECT_FALSE(s.steps[15].joinNext) << "count " << count << ": 8 loops end a batch";
+        EXPECT_TRUE(s.steps[13].joinNext) << "count " << count << ": loops share a batch";
+      }
+    }
+  }
+  Schedule three = algorithms::ringAllGather(3, 0, 3 * maxStep, maxStep);
+  for (const Step& step : three.steps) EXPECT_FALSE(step.joinNext);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The simulator itself must catch broken schedules.
 
