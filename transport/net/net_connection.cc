@@ -269,6 +269,10 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     s.headerGot = 0;
     s.payloadGot = 0;
     s.payloadTo = nullptr;
+    // A frame is complete: hand it over rather than ask the socket for more first. With nothing
+    // stashed that read is a system call, and for small messages it usually finds nothing; the
+    // next pump reads on (the progress thread's poll() is level-triggered).
+    if (s.stashBegin == s.stashEnd) return "";
   }
   return "";
 }
