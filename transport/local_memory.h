@@ -22,7 +22,7 @@ struct alignas(64) InlineInput {
 static_assert(sizeof(InlineInput) == 64, "an inline input is one cache line");
 
 // The words one rank publishes to the native algorithms, in memory every member maps. Addresses
-// are in the publishing rank's process: peers only read through them with readMemory().
+// are in the publishing rank's process: peers reach them only through readMemory() and writeMemory().
 struct alignas(64) NativeArea {
   static constexpr int kInlineInputs = 512;         // call s uses line s % kInlineInputs
   // The last one-shot call whose input is published in a region; inline calls raise it every
@@ -53,6 +53,9 @@ class LocalMemory {
   // Copies `bytes` at `address` in rank's process into `local`; throws CollError(collRemoteError)
   // when the rank is gone or the read fails part way.
   virtual void readMemory(int rank, uint64_t address, void* local, size_t bytes) const = 0;
+  // Copies `bytes` from `local` to `address` in rank's process (the same right as a read); throws
+  // as readMemory.
+  virtual void writeMemory(int rank, uint64_t address, const void* local, size_t bytes) const = 0;
 };
 
 }  // namespace transport

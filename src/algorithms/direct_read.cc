@@ -15,6 +15,9 @@ namespace {
 // copy, small enough that every peer's chunk and the result stay in L2 while they are reduced.
 constexpr size_t kChunkBytes = 256 << 10;
 constexpr size_t kScratchBytes = 1 << 20;
+// A broadcast's split between the root's writes and the other ranks' reads falls on page bounds:
+// neither copy then pins a page the other also pins.
+constexpr size_t kSplitAlignBytes = 4096;
 
 std::atomic<uint64_t>& stageWord(transport::NativeArea* h, int stage) {
   return stage == 0 ? h->directPostedSeq : stage == 1 ? h->directReducedSeq : h->directDoneSeq;
@@ -66,6 +69,17 @@ void DirectRead::readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, vo
   transport::NativeArea* h = areas_[peer];
   uint64_t base = peerRecvBuffer ? h->directRecvAddr : h->directSendAddr;
   memory_.readMemory(peer, base + remoteOffset, local, bytes);
+}
+
+void DirectRead::writeTo(int peer, size_t remoteOffset, const void* local, size_t bytes) {
+  memory_.writeMemory(peer, areas_[peer]->directRecvAddr + remoteOffset, local, bytes);
+}
+
+size_t DirectRead::rootWrittenBytes(const CollCall& call, size_t bytes) const {
+  // Every rank decides from the root's published addresses, so both ends agree on the split.
+  const transport::NativeArea* root = areas_[call.root];
+  if (root->directSendAddr != root->directRecvAddr) return 0;  // the root copies its own output
+  return bytes / static_cast<size_t>(nranks_) / kSplitAlignBytes * kSplitAlignBytes;
 }
 
 void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst) {
@@ -164,13 +178,22 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       }
       break;
     }
-    case CollType::kBroadcast:
+    case CollType::kBroadcast: {
+      // The back share of every other rank's buffer comes from the root's writes, the rest from
+      // that rank's own read: the copies run side by side.
+      const size_t written = rootWrittenBytes(call, bytes);
+      const size_t read = bytes - written;
       if (rank_ == call.root) {
         kernels::copyBytesUnlessSame(call.recvbuff, call.sendbuff, bytes);
+        for (int k = 1; k < nranks_ && written > 0; ++k) {
+          int p = (rank_ + k) % nranks_;
+          writeTo(p, read, static_cast<const unsigned char*>(call.sendbuff) + read, written);
+        }
       } else {
-        readFrom(call.root, /*peerRecvBuffer=*/false, 0, call.recvbuff, bytes);
+        readFrom(call.root, /*peerRecvBuffer=*/false, 0, call.recvbuff, read);
       }
       break;
+    }
     default:
       throwError(collInternalError, "direct read cannot run %s", collTypeName(call.type));
   }

@@ -52,6 +52,11 @@ void SelfDomain::readMemory(int rank, uint64_t address, void* local, size_t byte
   memcpy(local, reinterpret_cast<const void*>(address), bytes);
 }
 
+void SelfDomain::writeMemory(int rank, uint64_t address, const void* local, size_t bytes) const {
+  requireSelf(rank);
+  memcpy(reinterpret_cast<void*>(address), local, bytes);
+}
+
 std::unique_ptr<Domain> makeSelfDomain(const DomainArgs& args) { return std::make_unique<SelfDomain>(args); }
 
 }  // namespace transport

@@ -36,6 +36,7 @@ class SelfDomain : public Domain, public LocalMemory {
   void ringPeers() const override {}
   bool crossMemoryReads() const override { return true; }  // its own memory
   void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;
+  void writeMemory(int rank, uint64_t address, const void* local, size_t bytes) const override;
 
  private:
   // Throws collInternalError unless `rank` is this rank: the only one the domain reaches.

@@ -12,25 +12,46 @@
 namespace coll {
 namespace transport {
 
-void readPeerMemory(pid_t pid, uint64_t remote, void* local, size_t bytes) {
+namespace {
+
+// One direction of a cross-memory copy, repeated until every byte moved: the kernel may move
+// fewer than asked.
+void copyWithPeer(pid_t pid, uint64_t remote, void* local, size_t bytes, bool write) {
   if (bytes == 0) return;
   if (pid == getpid()) {
-    memcpy(local, reinterpret_cast<const void*>(remote), bytes);
+    if (write) {
+      memcpy(reinterpret_cast<void*>(remote), local, bytes);
+    } else {
+      memcpy(local, reinterpret_cast<const void*>(remote), bytes);
+    }
     return;
   }
   size_t done = 0;
   while (done < bytes) {
     struct iovec localIov = {static_cast<char*>(local) + done, bytes - done};
     struct iovec remoteIov = {reinterpret_cast<void*>(remote + done), bytes - done};
-    ssize_t got = process_vm_readv(pid, &localIov, 1, &remoteIov, 1, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
+    ssize_t moved = write ? process_vm_writev(pid, &localIov, 1, &remoteIov, 1, 0)
+                          : process_vm_readv(pid, &localIov, 1, &remoteIov, 1, 0);
+    if (moved < 0 && errno == EINTR) continue;
+    if (moved <= 0) {
       int saved = errno;
-      throwError(collRemoteError, "reading %zu bytes from process %d failed after %zu: %s (did it exit?)", bytes,
-                 static_cast<int>(pid), done, got < 0 ? strerror(saved) : "no progress");
+      throwError(collRemoteError, "%s %zu bytes %s process %d failed after %zu: %s (did it exit?)",
+                 write ? "writing" : "reading", bytes, write ? "to" : "from", static_cast<int>(pid), done,
+                 moved < 0 ? strerror(saved) : "no progress");
     }
-    done += static_cast<size_t>(got);
+    done += static_cast<size_t>(moved);
   }
+}
+
+}  // namespace
+
+void readPeerMemory(pid_t pid, uint64_t remote, void* local, size_t bytes) {
+  copyWithPeer(pid, remote, local, bytes, /*write=*/false);
+}
+
+void writePeerMemory(pid_t pid, uint64_t remote, const void* local, size_t bytes) {
+  // process_vm_writev only reads the local iovec; it is declared non-const.
+  copyWithPeer(pid, remote, const_cast<void*>(local), bytes, /*write=*/true);
 }
 
 bool probeCrossMemory(pid_t pid, uint64_t remote, const void* expected, size_t bytes) {

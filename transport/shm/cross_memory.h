@@ -1,6 +1,6 @@
-// Single-copy reads from another process's memory on this host (Linux cross-memory attach,
-// process_vm_readv): the kernel copies straight from the peer's buffer into ours, with no
-// staging copy in shared memory. It needs the right to ptrace the peer (same user, and Yama's
+// Single-copy reads from (and writes to) another process's memory on this host (Linux
+// cross-memory attach, process_vm_readv/writev): the kernel copies straight between the peer's
+// buffer and ours, with no staging copy in shared memory. It needs the right to ptrace the peer (same user, and Yama's
 // ptrace_scope permitting); probeCrossMemory() tells whether it works before any plan relies on it.
 #pragma once
 
@@ -16,6 +16,10 @@ namespace transport {
 // this process (pid == getpid()) is read with memcpy. Throws CollError(collRemoteError) when the
 // peer is gone or the read fails part way.
 void readPeerMemory(pid_t pid, uint64_t remote, void* local, size_t bytes);
+
+// Copies `bytes` from `local` to address `remote` in process `pid` (process_vm_writev, which needs
+// the same right as a read); memcpy for a thread of this process. Throws as readPeerMemory.
+void writePeerMemory(pid_t pid, uint64_t remote, const void* local, size_t bytes);
 
 // True when this process may read `pid`'s memory: reads `bytes` at `remote` and compares them
 // with `expected`.

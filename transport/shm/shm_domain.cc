@@ -242,6 +242,10 @@ void ShmDomain::readMemory(int rank, uint64_t address, void* local, size_t bytes
   readPeerMemory(headerOf(rank)->pid, address, local, bytes);
 }
 
+void ShmDomain::writeMemory(int rank, uint64_t address, const void* local, size_t bytes) const {
+  writePeerMemory(headerOf(rank)->pid, address, local, bytes);
+}
+
 void ShmDomain::announceFailure(const std::string& reason) {
   if (headers_.empty()) return;
   ShmRankHeader* me = headers_[myLocal_];

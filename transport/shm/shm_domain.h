@@ -84,6 +84,7 @@ class ShmDomain : public Domain, public LocalMemory {
   void ringPeers() const override;
   bool crossMemoryReads() const override { return crossMemoryReads_; }
   void readMemory(int rank, uint64_t address, void* local, size_t bytes) const override;
+  void writeMemory(int rank, uint64_t address, const void* local, size_t bytes) const override;
 
  private:
   bool hasPeers() const { return localRanks_.size() > 1; }
