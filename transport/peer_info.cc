@@ -13,8 +13,9 @@ namespace {
 
 // The word peers read back to probe cross-memory attach: one per process, set once from the
 // process's identity, so every communicator of the process can publish its address.
+// Writable (not const, so not on a read-only page): peers' probes write its value back.
 const uint64_t& memoryProbeWordRef(uint64_t processToken) {
-  static const uint64_t word = processToken ^ 0x636f6c6c70726f62ull;
+  static uint64_t word = processToken ^ 0x636f6c6c70726f62ull;
   return word;
 }
 

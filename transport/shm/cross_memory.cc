@@ -60,7 +60,11 @@ bool probeCrossMemory(pid_t pid, uint64_t remote, const void* expected, size_t b
   struct iovec localIov = {buffer.data(), bytes};
   struct iovec remoteIov = {reinterpret_cast<void*>(remote), bytes};
   ssize_t got = process_vm_readv(pid, &localIov, 1, &remoteIov, 1, 0);
-  return got == static_cast<ssize_t>(bytes) && memcmp(buffer.data(), expected, bytes) == 0;
+  if (got != static_cast<ssize_t>(bytes) || memcmp(buffer.data(), expected, bytes) != 0) return false;
+  // Writing the same bytes back changes nothing, and proves a write works too (a broadcast's root
+  // writes into the other ranks' outputs).
+  ssize_t put = process_vm_writev(pid, &localIov, 1, &remoteIov, 1, 0);
+  return put == static_cast<ssize_t>(bytes);
 }
 
 }  // namespace transport

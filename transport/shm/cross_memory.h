@@ -1,7 +1,8 @@
 // Single-copy reads from (and writes to) another process's memory on this host (Linux
 // cross-memory attach, process_vm_readv/writev): the kernel copies straight between the peer's
-// buffer and ours, with no staging copy in shared memory. It needs the right to ptrace the peer (same user, and Yama's
-// ptrace_scope permitting); probeCrossMemory() tells whether it works before any plan relies on it.
+// buffer and ours, with no staging copy in shared memory. It needs the right to ptrace the peer
+// (same user, and Yama's ptrace_scope permitting); probeCrossMemory() tells whether it works
+// before any plan relies on it.
 #pragma once
 
 #include <sys/types.h>
@@ -21,8 +22,8 @@ void readPeerMemory(pid_t pid, uint64_t remote, void* local, size_t bytes);
 // the same right as a read); memcpy for a thread of this process. Throws as readPeerMemory.
 void writePeerMemory(pid_t pid, uint64_t remote, const void* local, size_t bytes);
 
-// True when this process may read `pid`'s memory: reads `bytes` at `remote` and compares them
-// with `expected`.
+// True when this process may read and write `pid`'s memory: reads `bytes` at `remote`, compares
+// them with `expected`, and writes them back. `remote` must be writable memory of the peer.
 bool probeCrossMemory(pid_t pid, uint64_t remote, const void* expected, size_t bytes);
 
 }  // namespace transport
