@@ -78,7 +78,8 @@ void DirectRead::writeTo(int peer, size_t remoteOffset, const void* local, size_
 size_t DirectRead::rootWrittenBytes(const CollCall& call, size_t bytes) const {
   // Every rank decides from the root's published addresses, so both ends agree on the split.
   const transport::NativeArea* root = areas_[call.root];
-  if (root->directSendAddr != root->directRecvAddr) return 0;  // the root copies its own output
+  const uint64_t ownBlock = call.type == CollType::kScatter ? static_cast<uint64_t>(call.root) * bytes : 0;
+  if (root->directSendAddr + ownBlock != root->directRecvAddr) return 0;  // the root copies its own output
   return bytes / static_cast<size_t>(nranks_) / kSplitAlignBytes * kSplitAlignBytes;
 }
 
@@ -169,12 +170,19 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       break;
     case CollType::kScatter: {
       // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
-      // after another.
+      // after another. A root in place writes the back share of each block meanwhile.
+      const size_t written = rootWrittenBytes(call, bytes);
+      const size_t read = bytes - written;
+      const auto* blocks = static_cast<const unsigned char*>(call.sendbuff);
       size_t mine = static_cast<size_t>(rank_) * bytes;
       if (rank_ != call.root) {
-        readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, bytes);
+        readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, read);
       } else {
-        kernels::copyBytesUnlessSame(call.recvbuff, static_cast<const unsigned char*>(call.sendbuff) + mine, bytes);
+        kernels::copyBytesUnlessSame(call.recvbuff, blocks + mine, bytes);
+        for (int k = 1; k < nranks_ && written > 0; ++k) {
+          int p = (rank_ + k) % nranks_;
+          writeTo(p, read, blocks + static_cast<size_t>(p) * bytes + read, written);
+        }
       }
       break;
     }

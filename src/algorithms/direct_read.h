@@ -6,9 +6,9 @@
 // a time into cache-sized scratch, and reduce it with our own block into our receive buffer
 // (streaming stores past the caches for large buffers); announce the block final; then (all-
 // reduce) read every peer's final block straight into our receive buffer. All-gather and
-// broadcast are the second half alone (a broadcast's root in place writes a share of the others'
-// output meanwhile); all-to-all, gather and scatter read each block once from the rank that holds
-// it into the rank that needs it. A last handshake keeps every rank in the
+// broadcast are the second half alone; all-to-all, gather and scatter read each block once from
+// the rank that holds it into the rank that needs it. A broadcast's or scatter's root in place
+// writes a share of the others' outputs meanwhile. A last handshake keeps every rank in the
 // call until no peer still reads its buffers.
 //
 // Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
@@ -50,10 +50,10 @@ class DirectRead : public NativeRunner {
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
   // Copies `bytes` of local memory to `remoteOffset` of peer's receive buffer.
   void writeTo(int peer, size_t remoteOffset, const void* local, size_t bytes);
-  // A broadcast's bytes that the root writes into each other rank's receive buffer, at its end.
-  // A root in place has no copy of its own to make while the others read the whole buffer from it,
-  // so it takes 1/n of each (page-aligned) off their reads; a root out of place copies its output
-  // meanwhile, and writes nothing.
+  // The bytes of a broadcast's (or scatter's) `bytes` per rank that the root writes into each
+  // other rank's receive buffer, at its end. A root in place has no copy of its own to make while
+  // the others read their whole output from it, so it takes 1/n of each (page-aligned) off their
+  // reads; a root out of place copies its own output meanwhile, and writes nothing.
   size_t rootWrittenBytes(const CollCall& call, size_t bytes) const;
 
   transport::LocalMemory& memory_;
