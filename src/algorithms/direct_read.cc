@@ -166,7 +166,14 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       collectBlocks(call, static_cast<size_t>(rank_) * bytes, bytes);
       break;
     case CollType::kGather:
-      if (rank_ == call.root) collectBlocks(call, 0, bytes);
+      // Every other rank writes its block into the root's output, all at once, while the root
+      // copies its own: the root reading them one after another took 2x the FIFO's time.
+      if (rank_ == call.root) {
+        kernels::copyBytesUnlessSame(static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(rank_) * bytes,
+                                     call.sendbuff, bytes);
+      } else {
+        writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
+      }
       break;
     case CollType::kScatter: {
       // Every rank reads its own block from the root: n-1 copies at once instead of the root's one

@@ -6,10 +6,10 @@
 // a time into cache-sized scratch, and reduce it with our own block into our receive buffer
 // (streaming stores past the caches for large buffers); announce the block final; then (all-
 // reduce) read every peer's final block straight into our receive buffer. All-gather and
-// broadcast are the second half alone; all-to-all, gather and scatter read each block once from
-// the rank that holds it into the rank that needs it. A broadcast's or scatter's root in place
-// writes a share of the others' outputs meanwhile. A last handshake keeps every rank in the
-// call until no peer still reads its buffers.
+// broadcast are the second half alone; all-to-all and scatter read each block once from the rank
+// that holds it into the rank that needs it, and a gather's ranks write theirs into the root's.
+// A broadcast's or scatter's root in place writes a share of the others' outputs meanwhile. A
+// last handshake keeps every rank in the call until no peer still reads or writes its buffers.
 //
 // Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
 // every byte read from a peer is its user buffer, read once. That matters most when the two
@@ -44,7 +44,7 @@ class DirectRead : public NativeRunner {
   // dst, reading peers chunk by chunk.
   void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
   // Block p of the receive buffer from the `bytes` at blockOffset of rank p's send buffer, for
-  // every rank p (all-gather, gather's root, all-to-all); this rank's own copied, unless in place.
+  // every rank p (all-gather, all-to-all); this rank's own copied, unless in place.
   void collectBlocks(const CollCall& call, size_t blockOffset, size_t bytes);
   // Copies `bytes` at `remoteOffset` of peer's receive (or send) buffer into local memory.
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
