@@ -238,8 +238,8 @@ bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
 
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx) {
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
-  const bool oneCopyWins =
-      call.type == CollType::kBroadcast || call.type == CollType::kAllToAll || call.type == CollType::kScatter;
+  const bool oneCopyWins = call.type == CollType::kBroadcast || call.type == CollType::kAllToAll ||
+                           call.type == CollType::kScatter || call.type == CollType::kGather;
   return oneCopyWins && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
          bytes >= kDirectReadTwoRankBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
 }

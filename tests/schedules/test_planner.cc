@@ -53,7 +53,7 @@ TEST(Planner, PicksOneShotForTinyInputsWhenAvailable) {
       }
 }
 
-// 2-rank broadcasts, all-to-alls and scatters from 32 KiB of input up to COLL_DIRECT_READ_BYTES take
+// 2-rank broadcasts, all-to-alls, scatters and gathers from 32 KiB of input up to COLL_DIRECT_READ_BYTES take
 // direct reads outright where ranks can read each other's memory, and nowhere else: not below the window (one-shot or a
 // pipeline), not from COLL_DIRECT_READ_BYTES on (the tuner's pair), not with direct reads off, not on device memory,
 // and never another collective.
@@ -63,7 +63,7 @@ TEST(Planner, TwoRankCopiesTakeDirectReadsInTheirWindowOnly) {
   ctx.directReadBytes = 1 << 20;
   for (int n = 2; n <= 16; ++n) {
     ctx.nranks = n;
-    for (CollType type : {CollType::kBroadcast, CollType::kAllToAll, CollType::kScatter}) {
+    for (CollType type : {CollType::kBroadcast, CollType::kAllToAll, CollType::kScatter, CollType::kGather}) {
       // float32 elements per block: an all-to-all's and a scatter's input is n blocks.
       const bool blocked = type == CollType::kAllToAll || type == CollType::kScatter;
       const size_t blocks = blocked ? static_cast<size_t>(n) : 1;
@@ -93,8 +93,7 @@ TEST(Planner, TwoRankCopiesTakeDirectReadsInTheirWindowOnly) {
       EXPECT_NE(planCall(makeCall(type, window * 2), device).algo, Algo::kDirectRead) << what(type, n, window * 2);
     }
     const size_t window = kDirectReadTwoRankBytes / 4;
-    for (CollType type :
-         {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce, CollType::kGather})
+    for (CollType type : {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter, CollType::kReduce})
       EXPECT_NE(planCall(makeCall(type, window * 2), ctx).algo, Algo::kDirectRead) << what(type, n, window * 2);
   }
 }
