@@ -115,15 +115,37 @@ void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t cou
   }
 }
 
-void DirectRead::collectBlocks(const CollCall& call, size_t blockOffset, size_t bytes) {
-  for (int k = 0; k < nranks_; ++k) {
+void DirectRead::copyOwnShare(const CollCall& call, size_t bytes) {
+  const auto* send = static_cast<const unsigned char*>(call.sendbuff);
+  auto* recv = static_cast<unsigned char*>(call.recvbuff);
+  const size_t mine = static_cast<size_t>(rank_) * bytes;
+  const bool root = rank_ == call.root;
+  switch (call.type) {
+    case CollType::kAllGather:
+      kernels::copyBytesUnlessSame(recv + mine, send, bytes);
+      break;
+    case CollType::kAllToAll:
+      kernels::copyBytesUnlessSame(recv + mine, send + mine, bytes);
+      break;
+    case CollType::kGather:
+      if (root) kernels::copyBytesUnlessSame(recv + mine, send, bytes);
+      break;
+    case CollType::kScatter:
+      if (root) kernels::copyBytesUnlessSame(recv, send + mine, bytes);
+      break;
+    case CollType::kBroadcast:
+      if (root) kernels::copyBytesUnlessSame(recv, send, bytes);
+      break;
+    default:
+      break;
+  }
+}
+
+void DirectRead::collectPeerBlocks(const CollCall& call, size_t blockOffset, size_t bytes) {
+  for (int k = 1; k < nranks_; ++k) {
     int p = (rank_ + k) % nranks_;  // start with different peers on different ranks
-    unsigned char* out = static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes;
-    if (p == rank_) {
-      kernels::copyBytesUnlessSame(out, static_cast<const unsigned char*>(call.sendbuff) + blockOffset, bytes);
-    } else {
-      readFrom(p, /*peerRecvBuffer=*/false, blockOffset, out, bytes);
-    }
+    readFrom(p, /*peerRecvBuffer=*/false, blockOffset,
+             static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(p) * bytes, bytes);
   }
 }
 
@@ -134,6 +156,7 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
   size_t es = call.elemSize;
   size_t bytes = call.count * es;
   publish(seq, call);
+  copyOwnShare(call, bytes);
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) waitFor(p, Stage::kPosted, seq, waiter);
 
@@ -158,22 +181,17 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff);
       break;
     case CollType::kAllGather:
-      collectBlocks(call, 0, bytes);
+      collectPeerBlocks(call, 0, bytes);
       break;
     case CollType::kAllToAll:
       // Block r of every peer's send buffer is ours; each peer's is read by its owner alone, so
       // the ranks' reads run side by side.
-      collectBlocks(call, static_cast<size_t>(rank_) * bytes, bytes);
+      collectPeerBlocks(call, static_cast<size_t>(rank_) * bytes, bytes);
       break;
     case CollType::kGather:
-      // Every other rank writes its block into the root's output, all at once, while the root
-      // copies its own: the root reading them one after another took 2x the FIFO's time.
-      if (rank_ == call.root) {
-        kernels::copyBytesUnlessSame(static_cast<unsigned char*>(call.recvbuff) + static_cast<size_t>(rank_) * bytes,
-                                     call.sendbuff, bytes);
-      } else {
-        writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
-      }
+      // Every other rank writes its block into the root's output, all at once: the root reading
+      // them one after another took 2x the FIFO's time.
+      if (rank_ != call.root) writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
       break;
     case CollType::kScatter: {
       // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
@@ -185,7 +203,6 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       if (rank_ != call.root) {
         readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, read);
       } else {
-        kernels::copyBytesUnlessSame(call.recvbuff, blocks + mine, bytes);
         for (int k = 1; k < nranks_ && written > 0; ++k) {
           int p = (rank_ + k) % nranks_;
           writeTo(p, read, blocks + static_cast<size_t>(p) * bytes + read, written);
@@ -199,7 +216,6 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       const size_t written = rootWrittenBytes(call, bytes);
       const size_t read = bytes - written;
       if (rank_ == call.root) {
-        kernels::copyBytesUnlessSame(call.recvbuff, call.sendbuff, bytes);
         for (int k = 1; k < nranks_ && written > 0; ++k) {
           int p = (rank_ + k) % nranks_;
           writeTo(p, read, static_cast<const unsigned char*>(call.sendbuff) + read, written);

@@ -43,9 +43,13 @@ class DirectRead : public NativeRunner {
   // Reduces element range [first, first+count) of every rank's send buffer (at sendOffset) into
   // dst, reading peers chunk by chunk.
   void reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst);
+  // The part of this rank's output that comes from its own input (all-gather, all-to-all, a
+  // root's gather, scatter or broadcast), unless in place: it needs no peer, so it is copied
+  // before waiting for them.
+  void copyOwnShare(const CollCall& call, size_t bytes);
   // Block p of the receive buffer from the `bytes` at blockOffset of rank p's send buffer, for
-  // every rank p (all-gather, all-to-all); this rank's own copied, unless in place.
-  void collectBlocks(const CollCall& call, size_t blockOffset, size_t bytes);
+  // every other rank p (all-gather, all-to-all).
+  void collectPeerBlocks(const CollCall& call, size_t blockOffset, size_t bytes);
   // Copies `bytes` at `remoteOffset` of peer's receive (or send) buffer into local memory.
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
   // Copies `bytes` of local memory to `remoteOffset` of peer's receive buffer.
