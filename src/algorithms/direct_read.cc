@@ -75,12 +75,28 @@ void DirectRead::writeTo(int peer, size_t remoteOffset, const void* local, size_
   memory_.writeMemory(peer, areas_[peer]->directRecvAddr + remoteOffset, local, bytes);
 }
 
-size_t DirectRead::rootWrittenBytes(const CollCall& call, size_t bytes) const {
+size_t DirectRead::rootWrittenBytes(const CollCall& call, size_t bytes, size_t blockStride) const {
   // Every rank decides from the root's published addresses, so both ends agree on the split.
   const transport::NativeArea* root = areas_[call.root];
-  const uint64_t ownBlock = call.type == CollType::kScatter ? static_cast<uint64_t>(call.root) * bytes : 0;
+  const uint64_t ownBlock = static_cast<uint64_t>(call.root) * blockStride;
   if (root->directSendAddr + ownBlock != root->directRecvAddr) return 0;  // the root copies its own output
   return bytes / static_cast<size_t>(nranks_) / kSplitAlignBytes * kSplitAlignBytes;
+}
+
+void DirectRead::spreadFromRoot(const CollCall& call, size_t bytes, size_t blockStride) {
+  // The back share of every other rank's output comes from the root's writes, the rest from that
+  // rank's own read: the copies run side by side.
+  const size_t written = rootWrittenBytes(call, bytes, blockStride);
+  const size_t read = bytes - written;
+  const auto* input = static_cast<const unsigned char*>(call.sendbuff);
+  if (rank_ != call.root) {
+    readFrom(call.root, /*peerRecvBuffer=*/false, static_cast<size_t>(rank_) * blockStride, call.recvbuff, read);
+    return;
+  }
+  for (int k = 1; k < nranks_ && written > 0; ++k) {
+    int p = (rank_ + k) % nranks_;
+    writeTo(p, read, input + static_cast<size_t>(p) * blockStride + read, written);
+  }
 }
 
 void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t count, void* dst) {
@@ -193,38 +209,14 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       // them one after another took 2x the FIFO's time.
       if (rank_ != call.root) writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
       break;
-    case CollType::kScatter: {
+    case CollType::kScatter:
       // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
-      // after another. A root in place writes the back share of each block meanwhile.
-      const size_t written = rootWrittenBytes(call, bytes);
-      const size_t read = bytes - written;
-      const auto* blocks = static_cast<const unsigned char*>(call.sendbuff);
-      size_t mine = static_cast<size_t>(rank_) * bytes;
-      if (rank_ != call.root) {
-        readFrom(call.root, /*peerRecvBuffer=*/false, mine, call.recvbuff, read);
-      } else {
-        for (int k = 1; k < nranks_ && written > 0; ++k) {
-          int p = (rank_ + k) % nranks_;
-          writeTo(p, read, blocks + static_cast<size_t>(p) * bytes + read, written);
-        }
-      }
+      // after another.
+      spreadFromRoot(call, bytes, /*blockStride=*/bytes);
       break;
-    }
-    case CollType::kBroadcast: {
-      // The back share of every other rank's buffer comes from the root's writes, the rest from
-      // that rank's own read: the copies run side by side.
-      const size_t written = rootWrittenBytes(call, bytes);
-      const size_t read = bytes - written;
-      if (rank_ == call.root) {
-        for (int k = 1; k < nranks_ && written > 0; ++k) {
-          int p = (rank_ + k) % nranks_;
-          writeTo(p, read, static_cast<const unsigned char*>(call.sendbuff) + read, written);
-        }
-      } else {
-        readFrom(call.root, /*peerRecvBuffer=*/false, 0, call.recvbuff, read);
-      }
+    case CollType::kBroadcast:
+      spreadFromRoot(call, bytes, /*blockStride=*/0);
       break;
-    }
     default:
       throwError(collInternalError, "direct read cannot run %s", collTypeName(call.type));
   }

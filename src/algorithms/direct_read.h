@@ -54,11 +54,14 @@ class DirectRead : public NativeRunner {
   void readFrom(int peer, bool peerRecvBuffer, size_t remoteOffset, void* local, size_t bytes);
   // Copies `bytes` of local memory to `remoteOffset` of peer's receive buffer.
   void writeTo(int peer, size_t remoteOffset, const void* local, size_t bytes);
-  // The bytes of a broadcast's (or scatter's) `bytes` per rank that the root writes into each
-  // other rank's receive buffer, at its end. A root in place has no copy of its own to make while
-  // the others read their whole output from it, so it takes 1/n of each (page-aligned) off their
-  // reads; a root out of place copies its own output meanwhile, and writes nothing.
-  size_t rootWrittenBytes(const CollCall& call, size_t bytes) const;
+  // A broadcast (blockStride 0) or a scatter (blockStride = bytes): rank p's `bytes` of output
+  // are the root's input at p * blockStride.
+  void spreadFromRoot(const CollCall& call, size_t bytes, size_t blockStride);
+  // Of those, the bytes the root writes into each other rank's output, at its end. A root in place
+  // has no copy of its own to make while the others read their whole output from it, so it takes
+  // 1/n of each (page-aligned) off their reads; a root out of place copies its own output
+  // meanwhile, and writes nothing.
+  size_t rootWrittenBytes(const CollCall& call, size_t bytes, size_t blockStride) const;
 
   transport::LocalMemory& memory_;
   std::vector<transport::NativeArea*> areas_;  // every rank's, looked up once
