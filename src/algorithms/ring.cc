@@ -98,10 +98,12 @@ constexpr size_t kAllGatherLoopsPerBatch = 8;
 // landing in place: a 1 MiB all-gather took 1.2-1.3x the time of the all-to-all that moves the
 // same bytes. On more ranks the steps stay apart: joining the own block with the first receive
 // measured 5% slower at 4 ranks on shared memory (1 and 4 MiB).
-void joinTwoRankAllGatherLoop(Schedule& s, size_t loopIndex) {
+// Called after each loop is appended: the loop is the last two steps.
+void joinTwoRankAllGatherLoop(Schedule& s) {
+  const size_t loops = s.steps.size() / 2;
   Step* loop = &s.steps[s.steps.size() - 2];
   loop[0].joinNext = true;
-  loop[1].joinNext = (loopIndex + 1) % kAllGatherLoopsPerBatch != 0;
+  loop[1].joinNext = loops % kAllGatherLoopsPerBatch != 0;
 }
 
 Schedule localCopy(size_t count, const char* name) {
@@ -195,7 +197,7 @@ Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount
     if (n == 1) continue;
     first.sendTo(ring.next());
     appendAllGatherTail(s, ring, placement);
-    if (n == 2) joinTwoRankAllGatherLoop(s, s.steps.size() / 2 - 1);
+    if (n == 2) joinTwoRankAllGatherLoop(s);
   }
   if (!s.steps.empty()) s.steps.back().joinNext = false;
   return s;
