@@ -68,6 +68,23 @@ void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
   }
 }
 
+void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
+  // Only a rank a whole ring of lines ahead waits here: a reduce's or gather's leaves, a
+  // broadcast's root, whose readers lag. Were it to watch the line stamps, it would gain one call
+  // per stamp and from then on run in step with the slower rank: a read of that rank's line on
+  // every call, which the rank's next stamp on the line then has to take back (a 2-rank 8-byte
+  // reduce's leaf waited on 40,000 of 40,000 calls). The flag moves every kProgressEvery calls,
+  // so the rank ahead waits once in that many (the same leaf: about 530 waits).
+  // The flag's next multiple of kProgressEvery at or above lastUse + 1 is at most
+  // lastUse + kProgressEvery < seq: a call every peer reaches without this rank's later calls.
+  const uint64_t flagTarget = (lastUse + kProgressEvery) / kProgressEvery * kProgressEvery;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_ || seen_[r] > lastUse) continue;
+    while ((seen_[r] = areas_[r]->oneshotSeq.load(std::memory_order_acquire)) < flagTarget) waiter.idle();
+    waiter.progressed();
+  }
+}
+
 uint64_t OneShot::progressOf(int rank, uint64_t target) const {
   // A rank that started call t raised its flag to t (a call in a region, and every
   // kProgressEvery-th inline call) or stamped line t % kInlineInputs with t (an inline call);
@@ -90,9 +107,11 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
     region.inlineLine = static_cast<int>(seq % kInlineInputs);
     transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
     // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
-    if (seq > kInlineInputs) waitForReaders(seq - kInlineInputs, waiter);
+    if (seq > kInlineInputs) waitForInlineReaders(seq - kInlineInputs, waiter);
     if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
     line.stamp.store(seq, std::memory_order_release);
+    // And this rank's own line of a call ahead, for writing: the readers took it last time.
+    __builtin_prefetch(&areas_[rank_]->inlineInputs[(seq + kPrefetchCalls) % kInlineInputs], 1, 3);
     // A line's stamp tells a rank running ahead only that this rank reached that call, so it
     // would read one of this rank's lines on every call (a line between the cores each time, and
     // this rank's next stamp then takes it back). Every kProgressEvery calls the flag says how far
@@ -141,6 +160,13 @@ bool OneShot::publishes(const CollCall& call) const {
 void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter) {
   int next = only >= 0 ? only : 0;
   const int end = only >= 0 ? only + 1 : nranks_;
+  if (region.inlineLine >= 0) {
+    // The lines of the calls ahead: a rank that lags reads lines written long before, and a
+    // load of each only when its call comes would wait for it every time.
+    const int ahead = (region.inlineLine + kPrefetchCalls) % kInlineInputs;
+    for (int r = next; r < end; ++r)
+      if (r != rank_) __builtin_prefetch(&areas_[r]->inlineInputs[ahead], 0, 3);
+  }
   while (next < end) {
     const std::atomic<uint64_t>& word =
         region.inlineLine >= 0 ? areas_[next]->inlineInputs[region.inlineLine].stamp : areas_[next]->oneshotSeq;

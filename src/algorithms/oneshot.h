@@ -62,6 +62,9 @@ class OneShot : public NativeRunner {
   Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
   // Waits until every peer's flag has passed `lastUse` (from the flags seen before where it can).
   void waitForReaders(uint64_t lastUse, PeerWaiter& waiter);
+  // Waits until every peer has passed `lastUse`, the previous call on this inline call's line,
+  // watching the peers' flags only (see run).
+  void waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline call,
   // the stamp of its line.
   void waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter);
@@ -88,6 +91,10 @@ class OneShot : public NativeRunner {
   // How often an inline call also raises the flag (run): a divisor of kInlineInputs, small enough
   // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
   static constexpr uint64_t kProgressEvery = 64;
+  // How many calls ahead a rank fetches inline lines, its own and the peers' it waits for.
+  static constexpr int kPrefetchCalls = 16;
+  static_assert(kInlineInputs % kProgressEvery == 0 && kProgressEvery < kInlineInputs,
+                "a rank that waits for its line's readers must find the flag it waits for below its own call");
 
   transport::LocalMemory& memory_;
   // Every rank's area and two buffers, looked up once: a small call's latency is a few hundred
