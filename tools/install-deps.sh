@@ -20,6 +20,8 @@ want=(python3-venv cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhw
 # OpenSSL's libcrypto: HMAC-SHA256 for the authenticated store and socket connections (loaded at
 # run time; no headers needed). clang: libFuzzer and the sanitizer build (tools/sanitize.sh).
 want+=(libssl3 clang)
+# valgrind: the memcheck tests (tests/memcheck) run the perf programs under it.
+want+=(valgrind)
 # rdma-core's header and libibverbs (libibverbs-dev): the verbs loader and its emulator build against
 # the header; without it they are left out (transport/verbs, tests/verbs_emulator).
 want+=(libibverbs-dev)

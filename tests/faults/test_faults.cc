@@ -21,6 +21,7 @@
 #include "bootstrap/unique_id.h"
 #include "collective.h"
 #include "rank_launcher.h"
+#include "refuse_pidfds.h"
 
 namespace colltest {
 namespace {
@@ -29,46 +30,65 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-TEST(Faults, RankKilledMidCollectiveGivesEverySurvivorAnError) {
-  const int nranks = 4;
-  const int victim = 2;
-  auto failures = runAsProcesses(
-      nranks,
-      [](collComm_t comm, int rank, int) -> std::vector<std::string> {
-        // 16 Mi floats per call keeps every rank inside the collective when the victim dies.
-        std::vector<float> in(16 << 20, 1.0f), out(16 << 20);
-        if (rank == victim) {
-          std::thread([] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            kill(getpid(), SIGKILL);
-          }).detach();
-        }
-        auto start = Clock::now();
-        for (int i = 0; i < 100000; ++i) {
-          collResult_t rc = collAllReduce(in.data(), out.data(), in.size(), collFloat, collSum, comm, nullptr);
-          if (rc != collSuccess) {
-            double elapsed = secondsSince(start);
-            std::string message = collGetLastError(comm);
-            if (rc != collRemoteError)
-              return {"rank " + std::to_string(rank) + ": expected collRemoteError, got " + collGetErrorString(rc)};
-            if (elapsed > 10)
-              return {"rank " + std::to_string(rank) + ": error came after " + std::to_string(elapsed) + " s"};
-            // The next call fails at once: the communicator remembers.
-            if (collAllReduce(in.data(), out.data(), 8, collFloat, collSum, comm, nullptr) == collSuccess)
-              return {"rank " + std::to_string(rank) + ": call after the failure succeeded"};
-            collResult_t async = collSuccess;
-            collCommGetAsyncError(comm, &async);
-            if (async == collSuccess) return {"rank " + std::to_string(rank) + ": no async error recorded"};
-            return {};
-          }
-        }
-        return {"rank " + std::to_string(rank) + ": never saw the victim die"};
-      },
-      60);
-  // The victim's own report is "exited abnormally"; every other rank must pass.
+constexpr int kKilledRanks = 4;
+constexpr int kVictim = 2;
+
+// Every rank all-reduces 16 Mi floats in a loop (which keeps every rank inside the collective when
+// the victim dies); the victim kills itself after 300 ms. Each survivor must get collRemoteError
+// within 10 s, fail the next call at once and record an async error.
+std::vector<std::string> allReduceUntilTheVictimDies(collComm_t comm, int rank, int) {
+  std::vector<float> in(16 << 20, 1.0f), out(16 << 20);
+  if (rank == kVictim) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      kill(getpid(), SIGKILL);
+    }).detach();
+  }
+  auto start = Clock::now();
+  for (int i = 0; i < 100000; ++i) {
+    collResult_t rc = collAllReduce(in.data(), out.data(), in.size(), collFloat, collSum, comm, nullptr);
+    if (rc != collSuccess) {
+      double elapsed = secondsSince(start);
+      std::string message = collGetLastError(comm);
+      if (rc != collRemoteError)
+        return {"rank " + std::to_string(rank) + ": expected collRemoteError, got " + collGetErrorString(rc)};
+      if (elapsed > 10)
+        return {"rank " + std::to_string(rank) + ": error came after " + std::to_string(elapsed) + " s"};
+      // The next call fails at once: the communicator remembers.
+      if (collAllReduce(in.data(), out.data(), 8, collFloat, collSum, comm, nullptr) == collSuccess)
+        return {"rank " + std::to_string(rank) + ": call after the failure succeeded"};
+      collResult_t async = collSuccess;
+      collCommGetAsyncError(comm, &async);
+      if (async == collSuccess) return {"rank " + std::to_string(rank) + ": no async error recorded"};
+      return {};
+    }
+  }
+  return {"rank " + std::to_string(rank) + ": never saw the victim die"};
+}
+
+// The victim's own report is "exited abnormally"; every other rank must pass.
+std::vector<std::string> survivorsFailures(const std::vector<std::string>& failures) {
   std::vector<std::string> survivors;
   for (const auto& f : failures)
-    if (f.find("rank " + std::to_string(victim) + " ") != 0) survivors.push_back(f);
+    if (f.find("rank " + std::to_string(kVictim) + " ") != 0) survivors.push_back(f);
+  return survivors;
+}
+
+TEST(Faults, RankKilledMidCollectiveGivesEverySurvivorAnError) {
+  auto failures = runAsProcesses(kKilledRanks, allReduceUntilTheVictimDies, 60);
+  auto survivors = survivorsFailures(failures);
+  EXPECT_TRUE(survivors.empty()) << joinFailures(survivors);
+}
+
+// The same where the kernel refuses pidfd_open and pidfd_getfd, as before Linux 5.6 or under a
+// container's seccomp profile (here a real seccomp filter in each rank, answering ENOSYS): the
+// ranks agree on named segments, and learn of a dead local peer without its pidfd.
+TEST(Faults, RankKilledWhereTheKernelRefusesPidfdsGivesEverySurvivorAnError) {
+  std::string why;
+  if (!canRefusePidfdCalls(&why)) GTEST_SKIP() << why;
+  auto failures = runAsProcessesWithSetup(
+      kKilledRanks, [](int) { refusePidfdCalls(); }, allReduceUntilTheVictimDies, initMustSucceed(), 60);
+  auto survivors = survivorsFailures(failures);
   EXPECT_TRUE(survivors.empty()) << joinFailures(survivors);
 }
 

@@ -13,9 +13,11 @@ constexpr uint32_t kVerdictMagic = 0x76736d63;  // "cmsv"
 constexpr char kSegmentPrefix[] = "shm1:";
 constexpr size_t kMaxLocatorBytes = 255;
 
+constexpr uint32_t kCanRead = 1, kCanTake = 2;
+
 struct VerdictCard {
   uint32_t magic;
-  uint32_t canRead;  // 0 or 1
+  uint32_t flags;  // kCanRead | kCanTake, nothing else
 };
 
 [[noreturn]] void malformed(int fromRank, const char* what, size_t bytes) {
@@ -26,17 +28,22 @@ struct VerdictCard {
 
 }  // namespace
 
-std::string makeShmVerdictCard(bool canReadPeers) {
-  VerdictCard card{kVerdictMagic, canReadPeers ? 1u : 0u};
+std::string makeShmVerdictCard(const ShmVerdict& verdict) {
+  VerdictCard card{kVerdictMagic,
+                   (verdict.canReadPeers ? kCanRead : 0u) | (verdict.canTakeDescriptors ? kCanTake : 0u)};
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
 
-bool parseShmVerdictCard(const std::string& bytes, int fromRank) {
+ShmVerdict parseShmVerdictCard(const std::string& bytes, int fromRank) {
   VerdictCard card;
   if (bytes.size() != sizeof(card)) malformed(fromRank, "verdict", bytes.size());
   memcpy(&card, bytes.data(), sizeof(card));
-  if (card.magic != kVerdictMagic || card.canRead > 1) malformed(fromRank, "verdict", bytes.size());
-  return card.canRead == 1;
+  if (card.magic != kVerdictMagic || (card.flags & ~(kCanRead | kCanTake)) != 0)
+    malformed(fromRank, "verdict", bytes.size());
+  ShmVerdict verdict;
+  verdict.canReadPeers = (card.flags & kCanRead) != 0;
+  verdict.canTakeDescriptors = (card.flags & kCanTake) != 0;
+  return verdict;
 }
 
 std::string makeShmSegmentCard(const std::string& locator) { return kSegmentPrefix + locator; }

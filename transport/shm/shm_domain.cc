@@ -1,11 +1,13 @@
 #include "transport/shm/shm_domain.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/error.h"
@@ -36,8 +38,28 @@ int openPidfd(int pid) {
   return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 #else
   (void)pid;
+  errno = ENOSYS;
   return -1;
 #endif
+}
+
+// Whether process `pid` has ended, where pidfds are refused (Linux before 5.3, a seccomp profile,
+// valgrind): no such process any more, or a zombie its parent has not reaped yet. A pid can be
+// reused once reaped, which is why a pidfd is asked for first.
+bool processEnded(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  char path[48];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* file = fopen(path, "re");
+  if (file == nullptr) return errno == ENOENT;
+  char stat[512];
+  size_t bytes = fread(stat, 1, sizeof(stat) - 1, file);
+  fclose(file);
+  stat[bytes] = '\0';
+  // "pid (name) state ...": the name may hold spaces and parentheses, so the state follows the
+  // last ')'.
+  const char* nameEnd = strrchr(stat, ')');
+  return nameEnd != nullptr && nameEnd[1] == ' ' && (nameEnd[2] == 'Z' || nameEnd[2] == 'X');
 }
 
 }  // namespace
@@ -78,15 +100,29 @@ bool ShmDomain::probePeers() const {
 
 std::string ShmDomain::card(int round) {
   if (!hasPeers()) return "";
-  return round == 0 ? makeShmVerdictCard(canReadPeers_) : makeShmSegmentCard(own_.locator());
+  if (round != 0) return makeShmSegmentCard(own_.locator());
+  ShmVerdict verdict;
+  verdict.canReadPeers = canReadPeers_;
+  verdict.canTakeDescriptors = ShmSegment::canTakePeerDescriptors();
+  return makeShmVerdictCard(verdict);
 }
 
 void ShmDomain::connect(int round, const std::vector<std::string>& cards, Deadline) {
   if (!hasPeers()) return;
   if (round == 0) {
     crossMemoryReads_ = true;
-    for (int r : localRanks_) crossMemoryReads_ = crossMemoryReads_ && parseShmVerdictCard(cards.at(r), r);
-    createSegment(crossMemoryReads_ && !namedSegments_);
+    bool everyRankTakes = true;
+    for (int r : localRanks_) {
+      const ShmVerdict verdict = parseShmVerdictCard(cards.at(r), r);
+      crossMemoryReads_ = crossMemoryReads_ && verdict.canReadPeers;
+      everyRankTakes = everyRankTakes && verdict.canTakeDescriptors;
+    }
+    if (crossMemoryReads_ && !everyRankTakes && !namedSegments_)
+      COLL_INFO(kInit,
+                "rank %d: a rank on this host cannot take others' descriptors (pidfd_getfd: Linux 5.6 or later, "
+                "refused by seccomp or a tool such as valgrind): shared memory uses named segments",
+                myRank_);
+    createSegment(crossMemoryReads_ && everyRankTakes && !namedSegments_);
     return;
   }
   std::vector<std::string> locators;
@@ -211,7 +247,10 @@ void ShmDomain::watch(int local) {
   isWatched_[local] = 1;
   Fd pidfd(openPidfd(pid));
   if (!pidfd.valid()) {
-    COLL_INFO(kTransport, "pidfd_open(%d) failed; rank %d's death is found by timeout", pid, localRanks_[local]);
+    COLL_INFO(kTransport,
+              "pidfd_open(%d) failed (%s); rank %d's death is found by the sweep of this host's ranks "
+              "(kill(pid, 0) and /proc/pid/stat)",
+              pid, strerror(errno), localRanks_[local]);
     return;
   }
   watchedPidfds_.push_back(std::move(pidfd));
@@ -304,10 +343,15 @@ void ShmDomain::sweepOnePeer() const {
   int pid = headers_[local]->pid;
   if (local == myLocal_ || pid <= 0 || pid == getpid() || headers_[local]->departed.load(std::memory_order_acquire))
     return;
-  Fd pidfd(openPidfd(pid));
-  // No such process any more: it exited and was reaped (an exited one not yet reaped polls ready).
-  if (!pidfd.valid() && errno != ESRCH) return;
-  throwIfExited(local, pidfd.valid() ? pidfd.get() : -1);
+  const int fd = openPidfd(pid);
+  const int error = errno;
+  Fd pidfd(fd);
+  if (pidfd.valid()) {
+    throwIfExited(local, pidfd.get());  // an exited process not yet reaped polls ready
+    return;
+  }
+  // ESRCH: no such process any more, it exited and was reaped. Any other error: no pidfds here.
+  if (error == ESRCH || processEnded(pid)) throwIfExited(local, -1);
 }
 
 std::unique_ptr<Domain> makeShmDomain(const DomainArgs& args) { return std::make_unique<ShmDomain>(args); }

@@ -16,14 +16,17 @@
 // Health: every check reads every local rank's failure word (memory, no system call), polls the
 // pidfds of the peers this rank has connections to (one poll() for all of them), and looks at one
 // more local rank in turn, so that a native algorithm waiting on any rank still learns of its
-// death within a sweep of the host's ranks. Pidfds are opened for connected peers only.
+// death within a sweep of the host's ranks. Pidfds are opened for connected peers only. Where
+// the kernel refuses pidfds (before 5.3, seccomp, valgrind) the sweep alone finds a death, by
+// kill(pid, 0) and the process's state in /proc.
 //
 // Setup (transport/domain.h) takes two rounds. Round 0: each rank says whether it may read every
-// local peer's memory (cross-memory attach). The same permission lets a process take another's
-// file descriptor, so when all of them may, segments are anonymous memfds handed over with
-// pidfd_getfd: they have no name at all and vanish with the last process, even one killed during
-// init. Otherwise they are named and unlinked once mapped (setupDone). Round 1: each rank
-// publishes its segment and maps the others'.
+// local peer's memory (cross-memory attach), and whether its kernel lets it take another
+// process's file descriptor (pidfd_getfd, which the same permission allows). When all of them
+// may do both, segments are anonymous memfds handed over with pidfd_getfd: they have no name at
+// all and vanish with the last process, even one killed during init. Otherwise (an older kernel,
+// a seccomp profile, valgrind) they are named and unlinked once mapped (setupDone). Round 1:
+// each rank publishes its segment and maps the others'.
 #pragma once
 
 #include <atomic>

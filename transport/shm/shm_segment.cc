@@ -90,6 +90,23 @@ int takePeerDescriptor(long pid, long fd, const std::string& locator) {
 
 }  // namespace
 
+bool ShmSegment::canTakePeerDescriptors() {
+  static const bool available = [] {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(getpid()), 0));
+    if (pidfd < 0) return false;
+    // Asked for no descriptor at all: EBADF where the call works, ENOSYS or EPERM where not.
+    long rc = syscall(SYS_pidfd_getfd, pidfd, -1, 0);
+    int error = errno;
+    close(pidfd);
+    return rc < 0 && error == EBADF;
+#else
+    return false;
+#endif
+  }();
+  return available;
+}
+
 ShmSegment ShmSegment::create(size_t bytes, size_t allocatedBytes, bool anonymous) {
   ShmSegment segment;
   int fd = -1;

@@ -21,6 +21,10 @@ class ShmSegment {
   // Maps another rank's segment from its locator; `bytes` must match what the creator made. The
   // locator comes from another process: it is parsed strictly.
   static ShmSegment open(const std::string& locator, size_t bytes);
+  // Whether this process may open anonymous segments of others (pidfd_open and pidfd_getfd):
+  // not on kernels before 5.6, nor where a seccomp profile or a tool refuses the calls (valgrind
+  // answers ENOSYS). Probed once per process; the ranks of a host agree on the form (ShmDomain).
+  static bool canTakePeerDescriptors();
 
   ShmSegment() = default;
   ShmSegment(ShmSegment&& other) noexcept;
