@@ -110,6 +110,8 @@ int streamDevice(void* stream) {
   return device;
 }
 
+bool cudaContextIsCurrent() { return currentContext() != nullptr; }
+
 bool isDeviceOnlyMemory(const void* pointer, int* device) {
   using PointerGetAttributesFn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
   if (pointer == nullptr || currentContext() == nullptr) return false;

@@ -56,5 +56,7 @@ void* cudaDriverFunction(const char* name, int version);
 // where this thread has a current CUDA context (a process that never used CUDA pays nothing and
 // gets false); *device is its GPU. For the calls with a NULL stream, which take host buffers.
 bool isDeviceOnlyMemory(const void* pointer, int* device);
+// Whether this thread has a current CUDA context: without one no buffer is asked about at all.
+bool cudaContextIsCurrent();
 
 }  // namespace coll

@@ -26,4 +26,6 @@ void* cudaDriverFunction(const char*, int) { return nullptr; }
 
 bool isDeviceOnlyMemory(const void*, int*) { return false; }
 
+bool cudaContextIsCurrent() { return false; }
+
 }  // namespace coll

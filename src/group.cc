@@ -19,7 +19,6 @@ struct QueuedFor {
 // vectors keep their capacity between groups: a send/receive loop allocates nothing after its
 // first round.
 struct GroupState {
-  int depth = 0;
   std::vector<CollCall> calls;
   std::vector<QueuedFor> queuedFor;  // per call
   std::vector<Communicator*> comms;  // scratch for groupEnd
@@ -27,6 +26,9 @@ struct GroupState {
 };
 
 thread_local GroupState tGroup;
+// The nesting depth, apart from the queue: a plain int needs no per-thread construction, so the
+// check every call makes (groupEnqueueIfOpen) is one load, without the queue's TLS wrapper.
+thread_local int tGroupDepth = 0;
 
 bool isPointToPoint(const CollCall& call) { return call.type == CollType::kSend || call.type == CollType::kRecv; }
 
@@ -76,20 +78,20 @@ void runQueued(GroupState& g) {
 
 }  // namespace
 
-void groupStart() { ++tGroup.depth; }
+void groupStart() { ++tGroupDepth; }
 
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
+  if (tGroupDepth == 0) return false;
   GroupState& g = tGroup;
-  if (g.depth == 0) return false;
   g.calls.push_back(call);
   g.queuedFor.push_back({comm, stream});
   return true;
 }
 
 void groupEnd() {
+  if (tGroupDepth == 0) throwError(collInvalidUsage, "collGroupEnd: no matching collGroupStart on this thread");
+  if (--tGroupDepth > 0) return;
   GroupState& g = tGroup;
-  if (g.depth == 0) throwError(collInvalidUsage, "collGroupEnd: no matching collGroupStart on this thread");
-  if (--g.depth > 0) return;
   // The queue is empty again when this returns, whatever a call throws. (Calls run with the depth
   // back at 0, so nothing they do can add to the queue meanwhile.)
   struct Clear {

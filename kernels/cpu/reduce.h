@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #include "collective.h"
 
@@ -11,6 +12,7 @@ namespace kernels {
 
 constexpr int kMaxReduceSources = 16;
 constexpr int kMaxCopyDestinations = 8;
+constexpr size_t kLibcCopyMaxBytes = 256;  // copyBytes
 
 // Element size in bytes of a datatype (0 for an out-of-range value).
 size_t dataTypeSize(collDataType_t type);
@@ -28,6 +30,12 @@ void reduceCopy(collDataType_t type, collRedOp_t op, const void* const* srcs, in
 
 // Convenience forms.
 inline void copyBytes(void* dst, const void* src, size_t bytes) {
+  // A few cache lines (the one-shot calls' blocks): the C library's copy is a handful of
+  // instructions, where the table's dispatch would cost more than the bytes.
+  if (bytes <= kLibcCopyMaxBytes) {
+    memmove(dst, src, bytes);
+    return;
+  }
   const void* srcs[1] = {src};
   void* dsts[1] = {dst};
   reduceCopy(collUint8, collSum, srcs, 1, dsts, 1, bytes, 0);

@@ -83,6 +83,9 @@ void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
     while ((seen_[r] = areas_[r]->oneshotSeq.load(std::memory_order_acquire)) < flagTarget) waiter.idle();
     waiter.progressed();
   }
+  slowestSeen_ = UINT64_MAX;
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_) slowestSeen_ = std::min(slowestSeen_, seen_[r]);
 }
 
 uint64_t OneShot::progressOf(int rank, uint64_t target) const {
@@ -107,7 +110,7 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
     region.inlineLine = static_cast<int>(seq % kInlineInputs);
     transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
     // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
-    if (seq > kInlineInputs) waitForInlineReaders(seq - kInlineInputs, waiter);
+    if (seq > kInlineInputs && slowestSeen_ <= seq - kInlineInputs) waitForInlineReaders(seq - kInlineInputs, waiter);
     if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
     line.stamp.store(seq, std::memory_order_release);
     // And this rank's own line of a call ahead, for writing: the readers took it last time.

@@ -115,6 +115,9 @@ class OneShot : public NativeRunner {
   int previousBuffer_ = 1;      // the buffer holding the previous call's region
   bool previousWhole_ = false;  // and whether it was the whole buffer
   std::vector<uint64_t> seen_;  // every rank's flag, as last read
+  // The least of the peers' entries in seen_ when waitForInlineReaders last looked (they only
+  // grow): while it is past an inline call's previous use of its line, that call asks no peer.
+  uint64_t slowestSeen_ = 0;
 };
 
 // The table's entry (algorithm_table.cc).

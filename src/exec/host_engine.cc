@@ -74,9 +74,11 @@ void HostEngine::run(const CollCall& call, collStream_t) {
 void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
   COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", args_.rank, collTypeName(call.type), call.count,
              kernels::dataTypeName(call.datatype), algoName(plan.algo));
-  const AlgorithmRow& row = algorithmRow(plan.algo);
-  if (row.makeNative != nullptr) {
-    native(plan.algo).run(call, waiter);
+  // A native row's runner, once made, is found without the table (small calls repeat this).
+  NativeRunner* runner = natives_[static_cast<size_t>(plan.algo)].get();
+  if (runner == nullptr && algorithmRow(plan.algo).makeNative != nullptr) runner = &native(plan.algo);
+  if (runner != nullptr) {
+    runner->run(call, waiter);
     return;
   }
   Schedule schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);

@@ -11,24 +11,7 @@ constexpr int64_t kYieldNs = 2000000;
 
 }  // namespace
 
-ProgressWaiter::ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck,
-                               const char* what, int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers)
-    : bell_(bell),
-      drivers_(drivers),
-      spinNs_(spinNs),
-      healthCheck_(healthCheck),
-      what_(what),
-      timeoutMs_(timeoutMs),
-      spinning_(spinNs > 0) {
-  tellDrivers(transport::ProgressDriver::Executor::kDriving);
-}
-
-ProgressWaiter::~ProgressWaiter() {
-  if (armed_) disarm();
-  tellDrivers(transport::ProgressDriver::Executor::kReturned);
-}
-
-void ProgressWaiter::tellDrivers(transport::ProgressDriver::Executor state) {
+void ProgressWaiter::tellDriversNow(transport::ProgressDriver::Executor state) {
   for (transport::ProgressDriver* driver : drivers_) driver->executorState(state);
 }
 

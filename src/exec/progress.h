@@ -25,9 +25,23 @@ class ProgressWaiter final : public PeerWaiter {
   // their own threads while asleep (sockets); the vector must outlive the waiter.
   // The deadline is timeoutMs after the first idle round that reads the clock (a call that never
   // waits reads it not at all: at a few hundred nanoseconds a call, a clock read shows).
+  // Inline, as are the drivers' notices when there are none (shared memory only): every call makes
+  // a waiter, and an 8-byte call is a few hundred instructions in all.
   ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck, const char* what,
-                 int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers);
-  ~ProgressWaiter() override;
+                 int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers)
+      : bell_(bell),
+        drivers_(drivers),
+        spinNs_(spinNs),
+        healthCheck_(healthCheck),
+        what_(what),
+        timeoutMs_(timeoutMs),
+        spinning_(spinNs > 0) {
+    tellDrivers(transport::ProgressDriver::Executor::kDriving);
+  }
+  ~ProgressWaiter() override {
+    if (armed_) disarm();
+    tellDrivers(transport::ProgressDriver::Executor::kReturned);
+  }
 
   // Call after a round of progress that moved nothing.
   void idle() override;
@@ -37,7 +51,10 @@ class ProgressWaiter final : public PeerWaiter {
  private:
   void disarm();
   void sleepUntilRung();
-  void tellDrivers(transport::ProgressDriver::Executor state);
+  void tellDrivers(transport::ProgressDriver::Executor state) {
+    if (!drivers_.empty()) tellDriversNow(state);
+  }
+  void tellDriversNow(transport::ProgressDriver::Executor state);
   transport::Doorbell* bell_;
   const std::vector<transport::ProgressDriver*>& drivers_;
   int64_t spinNs_;
