@@ -73,8 +73,8 @@ void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
   // broadcast's root, whose readers lag. Were it to watch the line stamps, it would gain one call
   // per stamp and from then on run in step with the slower rank: a read of that rank's line on
   // every call, which the rank's next stamp on the line then has to take back (a 2-rank 8-byte
-  // reduce's leaf waited on 40,000 of 40,000 calls). The flag moves every kProgressEvery calls,
-  // so the rank ahead waits once in that many (the same leaf: about 530 waits).
+  // reduce's leaf waited on 31,000-33,000 of 40,000 calls). The flag moves every kProgressEvery
+  // calls, so the rank ahead waits about once in that many (the same leaf: about 570 waits).
   // The flag's next multiple of kProgressEvery at or above lastUse + 1 is at most
   // lastUse + kProgressEvery < seq: a call every peer reaches without this rank's later calls.
   const uint64_t flagTarget = (lastUse + kProgressEvery) / kProgressEvery * kProgressEvery;
