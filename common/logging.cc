@@ -15,11 +15,6 @@
 namespace coll {
 namespace {
 
-struct LogSettings {
-  LogLevel level = LogLevel::kWarn;
-  unsigned subsysMask = ~0u;
-};
-
 LogLevel parseLevel(const char* text) {
   if (text == nullptr) return LogLevel::kWarn;
   if (strcasecmp(text, "NONE") == 0) return LogLevel::kNone;
@@ -48,17 +43,6 @@ unsigned parseSubsys(const char* text) {
   return selection.excludes() ? ~mask : mask;
 }
 
-// The parameter cache: environment variables are read once per process.
-const LogSettings& settings() {
-  static const LogSettings cached = [] {
-    LogSettings s;
-    s.level = parseLevel(getenv("COLL_DEBUG"));
-    s.subsysMask = parseSubsys(getenv("COLL_DEBUG_SUBSYS"));
-    return s;
-  }();
-  return cached;
-}
-
 const char* levelName(LogLevel level) {
   switch (level) {
     case LogLevel::kWarn:
@@ -74,9 +58,11 @@ const char* levelName(LogLevel level) {
 
 }  // namespace
 
-bool logEnabled(LogLevel level, LogSubsys subsys) {
-  const LogSettings& s = settings();
-  return level <= s.level && (s.subsysMask & static_cast<unsigned>(subsys)) != 0;
+LogSettings readLogSettings() {
+  LogSettings s;
+  s.level = parseLevel(getenv("COLL_DEBUG"));
+  s.subsysMask = parseSubsys(getenv("COLL_DEBUG_SUBSYS"));
+  return s;
 }
 
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) {

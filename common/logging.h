@@ -8,7 +8,19 @@ namespace coll {
 enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 enum class LogSubsys : unsigned { kInit = 1, kColl = 2, kTransport = 4, kBootstrap = 8, kPlan = 16 };
 
-bool logEnabled(LogLevel level, LogSubsys subsys);
+struct LogSettings {
+  LogLevel level = LogLevel::kWarn;
+  unsigned subsysMask = ~0u;
+};
+// COLL_DEBUG and COLL_DEBUG_SUBSYS as read (logging.cc).
+LogSettings readLogSettings();
+
+// Inline: the hot paths' COLL_TRACE asks this on every call, and the answer is two loads once
+// the variables have been read (once per process).
+inline bool logEnabled(LogLevel level, LogSubsys subsys) {
+  static const LogSettings settings = readLogSettings();
+  return level <= settings.level && (settings.subsysMask & static_cast<unsigned>(subsys)) != 0;
+}
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 }  // namespace coll

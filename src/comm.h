@@ -58,7 +58,8 @@ class Communicator : public ConnectionSource {
   // memory cannot run (no GPU, no CUDA in this build). The first call with a stream sets up the
   // device transports and engine, collectively: every rank's first call with a stream (whatever
   // call it is) joins the same setup, through the store (comm_device.cc).
-  Engine& engineFor(collStream_t stream);
+  // Inline for host memory, which every host call asks for twice (the API, then run).
+  Engine& engineFor(collStream_t stream) { return stream == nullptr ? *hostEngine_ : streamEngineFor(stream); }
   // One collective: host memory to completion, device memory enqueued on `stream`.
   void run(const CollCall& call, collStream_t stream);
   // Sends and receives issued together (a group): no ordering between them, so no deadlock.
@@ -116,6 +117,8 @@ class Communicator : public ConnectionSource {
                       Deadline deadline);
   // comm_device.cc.
   Engine& deviceEngineFor(collStream_t stream);
+  // engineFor's answer for a CUDA stream: refused without a usable GPU, else deviceEngineFor.
+  Engine& streamEngineFor(collStream_t stream);
   void setupDevice(int device, const transport::Routes& routes);
   void teardownDevice() noexcept;
   void describePlanContext();

@@ -25,8 +25,7 @@
 
 namespace coll {
 
-Engine& Communicator::engineFor(collStream_t stream) {
-  if (stream == nullptr) return *hostEngine_;
+Engine& Communicator::streamEngineFor(collStream_t stream) {
   // A stream means device buffers. Without a usable GPU that is a usage error that says what is
   // missing, asked before anything touches CUDA further (no context is created here).
   std::string why;

@@ -18,11 +18,6 @@ long futexCall(std::atomic<uint32_t>* word, int op, uint32_t value, const struct
 
 }  // namespace
 
-void ringDoorbell(Doorbell* bell) {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (bell->sleeping.load(std::memory_order_relaxed) != 0) forceRingDoorbell(bell);
-}
-
 void forceRingDoorbell(Doorbell* bell) {
   bell->seq.fetch_add(1, std::memory_order_seq_cst);
   futexCall(&bell->seq, FUTEX_WAKE, INT_MAX, nullptr);

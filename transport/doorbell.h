@@ -22,10 +22,14 @@ struct alignas(64) Doorbell {
 };
 static_assert(sizeof(Doorbell) == 128, "doorbell fields sit on separate cache lines");
 
-// Wakes the owner if it sleeps. Call after the data it should see is published.
-void ringDoorbell(Doorbell* bell);
 // Wakes the owner whether or not it announced sleep (abort, errors).
 void forceRingDoorbell(Doorbell* bell);
+// Wakes the owner if it sleeps. Call after the data it should see is published. Inline: every
+// small call rings its peers.
+inline void ringDoorbell(Doorbell* bell) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (bell->sleeping.load(std::memory_order_relaxed) != 0) forceRingDoorbell(bell);
+}
 // Sleeps until seq differs from `expected`, the doorbell is rung, or timeoutNs passes.
 void sleepOnDoorbell(Doorbell* bell, uint32_t expected, int64_t timeoutNs);
 
