@@ -42,6 +42,14 @@ out=$(COLL_STORE_SECRET=s3 "$C" -n 2 --nnodes 2 --node-rank 1 --master-addr 10.1
   sh -c 'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$NODE_RANK/$MASTER_ADDR/$MASTER_PORT/${COLL_STORE_SECRET:-none}"' | sort | words)
 check "env, node 1 of 2" "2/4/0/1/10.1.2.3/29555/s3 3/4/1/1/10.1.2.3/29555/s3" "$out"
 check "COLL_STORE_SECRET kept" "abc" "$(COLL_STORE_SECRET=abc "$C" -n 1 sh -c 'echo $COLL_STORE_SECRET')"
+# OpenMP threads: collrun's CPUs shared out among the ranks, unless the user chose.
+cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+share=$(( cpus / 3 > 0 ? cpus / 3 : 1 ))
+check "OMP_NUM_THREADS: the CPUs shared out" "$share $share $share" \
+  "$(env -u OMP_NUM_THREADS "$C" -n 3 sh -c 'echo "${OMP_NUM_THREADS:-unset}"' | words)"
+check "OMP_NUM_THREADS: the user's kept" "5 5" "$(OMP_NUM_THREADS=5 "$C" -n 2 sh -c 'echo $OMP_NUM_THREADS' | words)"
+check "OMP_NUM_THREADS: one rank left alone" "unset" \
+  "$(env -u OMP_NUM_THREADS "$C" -n 1 sh -c 'echo "${OMP_NUM_THREADS:-unset}"')"
 
 # The secret of a multi-node job: never none by accident.
 node1=(--nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29555)

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -15,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-
 
 extern char** environ;
 
@@ -77,6 +77,14 @@ std::string resolveProgram(const std::string& program, std::string* why) {
   return "";
 }
 
+int threadsPerRank(int localRanks) {
+  if (localRanks <= 1) return 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::max(1, usable / localRanks);
+}
+
 std::vector<std::string> rankEnvironment(const Options& opts, int localRank, const std::string& secret) {
   std::vector<std::pair<std::string, std::string>> vars = {
       {"RANK", std::to_string(opts.nodeRank * opts.nprocs + localRank)},
@@ -89,6 +97,8 @@ std::vector<std::string> rankEnvironment(const Options& opts, int localRank, con
       {"MASTER_PORT", std::to_string(opts.masterPort)},
   };
   if (!secret.empty()) vars.emplace_back("COLL_STORE_SECRET", secret);
+  if (int threads = threadsPerRank(opts.nprocs); threads > 0 && getenv("OMP_NUM_THREADS") == nullptr)
+    vars.emplace_back("OMP_NUM_THREADS", std::to_string(threads));
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry = *e;
