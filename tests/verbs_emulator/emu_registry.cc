@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,7 @@ namespace verbs_emu {
 namespace {
 
 constexpr uint64_t kMagic = 0x766572627365'6d33ULL;  // "verbsem3": the third layout
+constexpr long kLockRetryNs = 5000000;               // one bounded wait for the registry's lock
 
 std::string registryPath() {
   const char* named = std::getenv("COLL_VERBS_EMU_REGISTRY");
@@ -88,7 +90,23 @@ Registry* registry() {
 }
 
 Locked::Locked(Registry* r) : r_(r) {
-  if (pthread_mutex_lock(&r_->lock) == EOWNERDEAD) pthread_mutex_consistent(&r_->lock);
+  // Waits in short bounded sleeps, each ending in a fresh attempt, rather than one unbounded
+  // futex wait: after a member was SIGKILLed mid-run (tests/faults), a waiter was seen asleep for
+  // good on a lock whose word read 0 (free, no owner), its wake-up lost. A few milliseconds later
+  // the next attempt takes the free lock.
+  for (;;) {
+    timespec until{};
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += kLockRetryNs;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1000000000L;
+    }
+    int rc = pthread_mutex_clocklock(&r_->lock, CLOCK_MONOTONIC, &until);
+    if (rc == ETIMEDOUT) continue;
+    if (rc == EOWNERDEAD) pthread_mutex_consistent(&r_->lock);
+    return;
+  }
 }
 
 Locked::~Locked() { pthread_mutex_unlock(&r_->lock); }

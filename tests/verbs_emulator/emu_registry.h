@@ -83,7 +83,8 @@ Registry* registry();
 
 // Holds the registry's lock for a scope. A process that died holding it leaves the tables as they
 // were at its last complete change (every change is a few stores under the lock), so the next
-// owner marks the lock consistent and goes on.
+// owner marks the lock consistent and goes on. Waiting for it never sleeps unbounded (see Locked's
+// definition: a lost wake-up seen after a SIGKILL).
 class Locked {
  public:
   explicit Locked(Registry* r);
