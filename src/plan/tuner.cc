@@ -3,12 +3,23 @@
 #include <algorithm>
 
 namespace coll {
-namespace {
 
-// Weight of the newest measurement: a few calls after the machine changes, the estimate follows.
-constexpr double kNewWeight = 0.3;
+void PlanTuner::Estimate::add(double secondsPerByte) {
+  samples[next] = secondsPerByte;
+  next = (next + 1) % kWindow;
+  count = std::min(count + 1, kWindow);
+}
 
-}  // namespace
+double PlanTuner::Estimate::median() const {
+  if (count == 0) return 0;
+  double sorted[kWindow];
+  for (int i = 0; i < count; ++i) {  // insertion sort: at most kWindow (std::sort trips g++ 12's -Warray-bounds)
+    int j = i;
+    for (; j > 0 && sorted[j - 1] > samples[i]; --j) sorted[j] = sorted[j - 1];
+    sorted[j] = samples[i];
+  }
+  return count % 2 == 1 ? sorted[count / 2] : 0.5 * (sorted[count / 2 - 1] + sorted[count / 2]);
+}
 
 int PlanTuner::sizeClassOf(size_t bytes) {
   int cls = 0;
@@ -17,6 +28,8 @@ int PlanTuner::sizeClassOf(size_t bytes) {
 }
 
 Algo PlanTuner::startRun(SizeClass& c, int index) {
+  // A run measures the plan afresh: what it took long ago (another phase of the machine) goes.
+  c.estimates[index] = Estimate();
   c.runOf = index;
   c.runLeft = kRunCalls - 1;
   return c.algos[index];
@@ -35,13 +48,22 @@ Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative) {
   // slower it is, so the retries cost at most 1/kExploreEvery of the time whatever the gap. (A
   // fixed 1 in 16 cost 25% at 4 MiB all-gather while the ring took 1400 us a call against direct
   // reads' 275.)
-  for (int i = 0; i < 2; ++i)
-    if (c.estimates[i].secondsPerByte == 0) return startRun(c, i);
-  const int best = c.estimates[0].secondsPerByte <= c.estimates[1].secondsPerByte ? 0 : 1;
-  const double slowdown = c.estimates[1 - best].secondsPerByte / c.estimates[best].secondsPerByte;
+  double estimate[2];
+  for (int i = 0; i < 2; ++i) {
+    estimate[i] = c.estimates[i].median();
+    if (estimate[i] == 0) return startRun(c, i);
+  }
+  const int best = estimate[0] <= estimate[1] ? 0 : 1;
+  if (best != c.taken) {
+    c.retryLeftSoon = c.taken >= 0;
+    c.taken = best;
+    c.sinceRetry = 0;
+  }
+  const double slowdown = c.retryLeftSoon ? 1.0 : estimate[1 - best] / estimate[best];
   const double every = kExploreEvery * kRunCalls * std::min(slowdown, kMaxSlowdown);
   if (++c.sinceRetry >= every) {
     c.sinceRetry = 0;
+    c.retryLeftSoon = false;
     return startRun(c, 1 - best);
   }
   return c.algos[best];
@@ -56,9 +78,7 @@ void PlanTuner::record(size_t bytes, Algo algo, double seconds) {
     const bool afterSwitch = c.lastReported != i;
     c.lastReported = i;
     if (afterSwitch) return;
-    double sample = seconds / static_cast<double>(bytes);
-    Estimate& e = c.estimates[i];
-    e.secondsPerByte = e.secondsPerByte == 0 ? sample : (1 - kNewWeight) * e.secondsPerByte + kNewWeight * sample;
+    c.estimates[i].add(seconds / static_cast<double>(bytes));
     return;
   }
 }

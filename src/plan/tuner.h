@@ -23,15 +23,26 @@ class PlanTuner {
  private:
   static constexpr int kSizeClasses = 48;  // log2 of the byte count
   static constexpr int kExploreEvery = 32;
-  static constexpr double kMaxSlowdown = 64;  // retries at least every 32 x 3 x 64 calls
+  static constexpr double kMaxSlowdown = 64;  // retries at least every 32 x 6 x 64 calls
   // A plan is tried as a run of this many calls, and the first call of each run is not recorded:
   // it pays for how far the ranks drifted apart under the other plan (rank 0 may start a ring
   // while its peers still finish direct reads), so a single retry timed only the switch. With 4
   // ranks on 2 cores that made the ring look 2x slower than direct reads at 1 MiB all-reduce, when
   // back to back it is 2x faster (167 against 372 us, docs/performance.md).
-  static constexpr int kRunCalls = 3;
+  //
+  // Runs are longer than that one call, and a plan's estimate is the median of its latest
+  // samples: with ranks sharing cores a call now and then takes several times its usual time (a
+  // rank preempted), and a running average of single calls followed those spikes. With 4 ranks
+  // on 2 cores at 1 MiB all-to-all, direct reads took 170-200 us a call and pairwise exchange
+  // 300-480, yet a spike while direct reads were tried kept pairwise for 500 calls in 2 of 5 runs.
+  static constexpr int kRunCalls = 6;
+  static constexpr int kWindow = 15;  // the samples a plan's estimate is the median of (odd)
   struct Estimate {
-    double secondsPerByte = 0;  // 0: never measured
+    double samples[kWindow] = {};  // seconds per byte, the newest at (next - 1) % kWindow
+    int count = 0;                 // samples held, at most kWindow
+    int next = 0;
+    void add(double secondsPerByte);
+    double median() const;  // 0: no sample
   };
   struct SizeClass {
     Algo algos[2] = {Algo::kAuto, Algo::kAuto};
@@ -40,6 +51,11 @@ class PlanTuner {
     int runOf = -1;           // the plan of the current run of tries (index into algos), or -1
     int runLeft = 0;          // calls left in that run
     int lastReported = -1;    // the plan of the previous call reported, or -1: none yet
+    int taken = -1;           // the plan preferred at the last choice, or -1: none yet
+    // The plan just left is retried after kExploreEvery runs' worth of calls, whatever it seemed
+    // to cost: it was left for its latest samples, which may be a burst of slow calls, and an
+    // interval scaled by that burst kept the slower plan for thousands of calls.
+    bool retryLeftSoon = false;
   };
   // Starts a run of kRunCalls calls of plan `index` and returns it.
   static Algo startRun(SizeClass& c, int index);

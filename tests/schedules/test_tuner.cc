@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "src/plan/tuner.h"
 
@@ -15,6 +16,7 @@ namespace {
 constexpr size_t kBytes = 4 << 20;
 constexpr Algo kRingPlan = Algo::kRing;
 constexpr Algo kDirectPlan = Algo::kDirectRead;
+constexpr int kRunCalls = 6;  // the calls of one run of tries (tuner.h)
 
 // One call: the tuner's choice, timed as `ringUs` or `directUs`; returns the time it took.
 double callOnce(PlanTuner& tuner, double ringUs, double directUs, Algo* chosen = nullptr) {
@@ -29,14 +31,14 @@ TEST(PlanTuner, TimesEachPlanInARunBeforePreferringOne) {
   PlanTuner tuner;
   Algo first, second;
   callOnce(tuner, 100, 50, &first);
-  for (int i = 1; i < 3; ++i) {
+  for (int i = 1; i < kRunCalls; ++i) {
     Algo again;
     callOnce(tuner, 100, 50, &again);
     EXPECT_EQ(again, first) << "call " << i << " of the first run";
   }
   callOnce(tuner, 100, 50, &second);
   EXPECT_NE(first, second);
-  for (int i = 1; i < 3; ++i) callOnce(tuner, 100, 50);
+  for (int i = 1; i < kRunCalls; ++i) callOnce(tuner, 100, 50);
   Algo preferred;
   callOnce(tuner, 100, 50, &preferred);
   EXPECT_EQ(preferred, kDirectPlan);
@@ -70,7 +72,7 @@ TEST(PlanTuner, RetriesOfTheSlowerPlanCostLittleWhateverTheGap) {
     const double fastUs = 275, slowUs = fastUs * slowdown;
     double total = 0;
     int retries = 0;
-    const int calls = 40000;  // long enough that the first run of tries is a small part
+    const int calls = 80000;  // long enough that the first run of tries is a small part
     for (int i = 0; i < calls; ++i) {
       Algo chosen;
       total += callOnce(tuner, slowUs, fastUs, &chosen);
@@ -80,6 +82,29 @@ TEST(PlanTuner, RetriesOfTheSlowerPlanCostLittleWhateverTheGap) {
     EXPECT_GT(retries, 1) << "slowdown " << slowdown << ": the slower plan is never retried";
     EXPECT_LT(overhead, 1.0 / 32 + 0.005) << "slowdown " << slowdown << ": " << retries << " retries";
   }
+}
+
+// Ranks that share cores: now and then a call takes 20x its usual time (a rank preempted), for
+// either plan. The tuner must still take the plan that is faster in the usual case in at least 95%
+// of the calls (retries of the slower plan included). A running average of single calls followed
+// the spikes and took the slower plan in 11% of them; the median of the latest calls, 3%.
+TEST(PlanTuner, OccasionalSlowCallsDoNotDecide) {
+  PlanTuner tuner;
+  uint64_t state = 12345;
+  auto spike = [&state] {  // a fixed sequence (a linear congruential generator): 1 call in 8
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % 8 == 0;
+  };
+  int directCalls = 0;
+  const int calls = 20000;
+  for (int i = 0; i < calls; ++i) {
+    const Algo algo = tuner.choose(kBytes, kRingPlan, kDirectPlan);
+    double us = algo == kRingPlan ? 300 : 190;
+    if (spike()) us *= 20;
+    tuner.record(kBytes, algo, us * 1e-6);
+    directCalls += algo == kDirectPlan ? 1 : 0;
+  }
+  EXPECT_GT(directCalls, calls * 95 / 100);
 }
 
 TEST(PlanTuner, FollowsAMachineThatChangesWhichPlanIsFaster) {
@@ -95,9 +120,9 @@ TEST(PlanTuner, FollowsAMachineThatChangesWhichPlanIsFaster) {
     if (chosen == kRingPlan && next == kRingPlan) switchedAfter = 2 * i + 2;
   }
   ASSERT_GE(switchedAfter, 0) << "still on direct reads after 10000 calls";
-  // One run of retries at the old gap (1400/275 = 5.1x: every 32 x 3 x 5.1 = 489 calls) shows the
+  // One run of retries at the old gap (1400/275 = 5.1x: every 32 x 6 x 5.1 = 978 calls) shows the
   // change.
-  EXPECT_LE(switchedAfter, 32 * 3 * 6 + 8);
+  EXPECT_LE(switchedAfter, 32 * kRunCalls * 6 + 2 * kRunCalls);
 }
 
 }  // namespace
