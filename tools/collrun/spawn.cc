@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -16,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+
+#include "src/topo/cpu_list.h"
 
 extern char** environ;
 
@@ -79,9 +80,7 @@ std::string resolveProgram(const std::string& program, std::string* why) {
 
 int threadsPerRank(int localRanks) {
   if (localRanks <= 1) return 0;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const int usable = static_cast<int>(coll::topo::processAffinity().size());  // 0 when unknown: 1 each
   return std::max(1, usable / localRanks);
 }
 
