@@ -176,6 +176,22 @@ else
   grep -v '^RESULT.*PASS' "$LOG_DIR/faults.log" | head -10
 fi
 
+# 2d. What bounds a device wait: "no progress for T". A call about four times longer than T that
+# keeps moving must succeed; a call whose peer never joins must end with an error after about T.
+if [[ -x $bin/gpu_progress ]]; then
+  step 90 "$LOG_DIR/progress.log" "$bin/gpu_progress"
+  status=$?
+  if [[ $status == 77 ]]; then
+    row "device wait: no progress for T" SKIPPED "$(head -1 "$LOG_DIR/progress.log")"
+  else
+    row "device wait: no progress for T" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" \
+      "$(grep '^RESULT' "$LOG_DIR/progress.log" | sed 's/^RESULT gpu_progress //' | cut -c1-160 | tr '\n' ';')"
+    [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/progress.log" | head -10
+  fi
+else
+  row "device wait: no progress for T" SKIPPED "gpu_progress not built"
+fi
+
 # 3. GPU correctness: one row per (mode, ranks).
 step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" --modes threads,processes
 status=$?
@@ -205,9 +221,9 @@ if [[ $have_gpu == 1 && -n $sanitizer ]]; then
         "$bin/gpu_collectives" --ranks 2 --modes "$mode" --filter "count 1 "
       status=$?
       if [[ $status == 0 ]]; then
-        row "compute-sanitizer $tool $mode 2" PASS "$(grep -m1 'ERROR SUMMARY' "$log")"
+        row "compute-sanitizer $tool $mode 2" PASS "$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | sed 's/^=* *//')"
       else
-        row "compute-sanitizer $tool $mode 2" FAIL "$(why $status "$log"): $(grep -m1 'ERROR SUMMARY\|FAIL' "$log")"
+        row "compute-sanitizer $tool $mode 2" FAIL "$(why $status "$log"): $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY\|FAIL' "$log")"
       fi
     done
   done

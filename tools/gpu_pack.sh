@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 archive=${2:-.gpu/bundle.tar.xz}
-programs=(tests/cuda/gpu_api tests/cuda/gpu_faults tests/cuda/gpu_collectives tests/cuda/gpu_bench
+programs=(tests/cuda/gpu_api tests/cuda/gpu_faults tests/cuda/gpu_progress tests/cuda/gpu_collectives tests/cuda/gpu_bench
           tests/cuda_host/test_cuda_host benchmarks/perf/all_reduce_perf tools/collrun/collrun)
 grep -q '^COLL_HAVE_CUDA:INTERNAL=ON\|CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" ||
   { echo "gpu_pack.sh: $build is not a CUDA build" >&2; exit 1; }

@@ -26,19 +26,7 @@ double seconds(Clock::time_point since) { return std::chrono::duration<double>(C
 
 // Average seconds of one all-reduce of `count` floats over `iters` calls.
 double timeAllReduce(GpuRank& rank, float* send, float* recv, size_t count, int iters, int tag) {
-  coll::CollCall call;
-  call.type = coll::CollType::kAllReduce;
-  call.sendbuff = send;
-  call.recvbuff = recv;
-  call.count = count;
-  call.datatype = collFloat32;
-  call.op = collSum;
-  call.elemSize = sizeof(float);
-  coll::DeviceCallContext context;
-  context.rank = rank.rank;
-  context.nranks = rank.nranks;
-  context.mode = rank.mode;
-  const coll::DeviceProgram program = coll::planDeviceCall(call, context);
+  const coll::DeviceProgram program = colltest::planSumAllReduce(rank, collFloat32, sizeof(float), send, recv, count);
   for (int i = 0; i < 3; ++i) colltest::enqueueProgram(rank, program, collFloat32, collSum, send, recv);
   cudaStreamSynchronize(rank.stream);
   colltest::meetRanks(rank, "bench/" + std::to_string(tag));

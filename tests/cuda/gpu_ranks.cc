@@ -1,7 +1,9 @@
 #include "tests/cuda/gpu_ranks.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +33,8 @@ constexpr const char* kIdVar = "COLL_GPU_TEST_ID";
 constexpr const char* kBodyVar = "COLL_GPU_TEST_BODY";
 constexpr const char* kSpreadVar = "COLL_GPU_TEST_SPREAD";
 constexpr const char* kTimeoutVar = "COLL_GPU_TEST_TIMEOUT_MS";
+// A file that rank processes touch at every reportProgress: the parent's sign that they move.
+constexpr const char* kHeartbeatVar = "COLL_GPU_TEST_HEARTBEAT";
 
 std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::Store& store, const GpuRankBody& body) {
   std::vector<std::string> failures;
@@ -86,6 +90,19 @@ namespace {
 
 std::mutex gProgressMutex;
 std::map<int, std::string> gProgress;  // rank -> what it is doing
+Clock::time_point gLastProgress;       // when any rank last reported
+
+Clock::time_point lastProgress() {
+  std::lock_guard<std::mutex> lock(gProgressMutex);
+  return gLastProgress;
+}
+
+// The heartbeat file's modification time, as a number that changes whenever a rank touched it.
+int64_t heartbeatStamp(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return 0;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+}
 
 std::string progressOfEveryRank() {
   std::lock_guard<std::mutex> lock(gProgressMutex);
@@ -139,6 +156,8 @@ void meetRanks(GpuRank& rank, const std::string& tag) {
 void reportProgress(int rank, const std::string& what) {
   std::lock_guard<std::mutex> lock(gProgressMutex);
   gProgress[rank] = what;
+  gLastProgress = Clock::now();
+  if (const char* heartbeat = getenv(kHeartbeatVar)) utimensat(AT_FDCWD, heartbeat, nullptr, 0);
 }
 
 std::vector<std::string> splitCommaList(const std::string& text) {
@@ -172,6 +191,23 @@ std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job,
   return mode == "threads" ? runGpuRanksAsThreads(job, body) : runGpuRanksAsProcesses(job, bodyName);
 }
 
+coll::DeviceProgram planSumAllReduce(const GpuRank& rank, collDataType_t type, size_t elemSize, const void* sendbuff,
+                                     void* recvbuff, size_t count) {
+  coll::CollCall call;
+  call.type = coll::CollType::kAllReduce;
+  call.sendbuff = sendbuff;
+  call.recvbuff = recvbuff;
+  call.count = count;
+  call.datatype = type;
+  call.op = collSum;
+  call.elemSize = elemSize;
+  coll::DeviceCallContext context;
+  context.rank = rank.rank;
+  context.nranks = rank.nranks;
+  context.mode = rank.mode;
+  return coll::planDeviceCall(call, context);
+}
+
 void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,
                     const void* sendbuff, void* recvbuff) {
   rank.engine->enqueue(program, type, op, sendbuff, recvbuff, rank.stream);
@@ -186,6 +222,7 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
   {
     std::lock_guard<std::mutex> lock(gProgressMutex);
     gProgress.clear();
+    gLastProgress = Clock::now();
   }
   std::vector<std::thread> threads;
   for (int r = 0; r < job.nranks; ++r)
@@ -195,14 +232,16 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
       failures.insert(failures.end(), mine.begin(), mine.end());
       if (--running == 0) finished.notify_all();
     });
-  // A kernel that never finishes cannot be cancelled, and its thread cannot be joined: past the
-  // deadline, say where every rank was and end the program rather than hang the caller.
+  // A kernel that never finishes cannot be cancelled, and its thread cannot be joined: once no
+  // rank has reported progress for the limit, say where every rank was and end the program rather
+  // than hang the caller. A long run that keeps moving is not stopped.
   {
-    std::unique_lock<std::mutex> lock(mutex);
     const auto limit = std::chrono::milliseconds(job.timeoutMs + 30000);
-    if (!finished.wait_for(lock, limit, [&] { return running == 0; })) {
-      fprintf(stderr, "TIMEOUT: %d ranks as threads did not finish within %d ms; where each rank was:\n%s", job.nranks,
-              job.timeoutMs + 30000, progressOfEveryRank().c_str());
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::seconds(1), [&] { return running == 0; })) {
+      if (Clock::now() - lastProgress() < limit) continue;
+      fprintf(stderr, "TIMEOUT: %d ranks as threads reported no progress for %d ms; where each rank was:\n%s",
+              job.nranks, job.timeoutMs + 30000, progressOfEveryRank().c_str());
       fflush(stderr);
       _exit(124);
     }
@@ -213,6 +252,10 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
 
 std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::string& bodyName) {
   const std::string id = uniqueIdToHex(coll::bootstrap::createUniqueId());
+  char heartbeat[] = "/tmp/coll-gpu-heartbeat.XXXXXX";
+  const int heartbeatFd = mkstemp(heartbeat);
+  if (heartbeatFd < 0) return {"mkstemp for the heartbeat file failed"};
+  close(heartbeatFd);
   std::vector<pid_t> pids;
   for (int r = 0; r < job.nranks; ++r) {
     std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
@@ -220,20 +263,33 @@ std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::st
                                      std::string(kIdVar) + "=" + id,
                                      std::string(kBodyVar) + "=" + bodyName,
                                      std::string(kSpreadVar) + "=" + (job.spreadOverGpus ? "1" : "0"),
-                                     std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
+                                     std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs),
+                                     std::string(kHeartbeatVar) + "=" + heartbeat};
     const pid_t pid = spawnSelf(std::move(vars));
-    if (pid == 0) return {"posix_spawn of rank " + std::to_string(r) + " failed"};
+    if (pid == 0) {
+      for (pid_t p : pids) kill(p, SIGKILL);
+      unlink(heartbeat);
+      return {"posix_spawn of rank " + std::to_string(r) + " failed"};
+    }
     pids.push_back(pid);
   }
   std::vector<std::string> failures;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(job.timeoutMs + 30000);
+  // The ranks are stopped once none has reported progress (touched the heartbeat) for the limit.
+  const auto limit = std::chrono::milliseconds(job.timeoutMs + 30000);
+  auto lastBeat = Clock::now();
+  int64_t lastStamp = heartbeatStamp(heartbeat);
   for (size_t r = 0; r < pids.size(); ++r) {
     int status = 0;
     while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (Clock::now() > deadline) {
+      if (const int64_t stamp = heartbeatStamp(heartbeat); stamp != lastStamp) {
+        lastStamp = stamp;
+        lastBeat = Clock::now();
+      }
+      if (Clock::now() - lastBeat > limit) {
         for (pid_t p : pids) kill(p, SIGKILL);
         waitpid(pids[r], &status, 0);
-        failures.push_back("rank " + std::to_string(r) + " did not finish in time (killed)");
+        failures.push_back("rank " + std::to_string(r) + " reported no progress for " +
+                           std::to_string(job.timeoutMs + 30000) + " ms (killed)");
         break;
       }
       usleep(10000);
@@ -244,6 +300,7 @@ std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::st
     if (WIFSIGNALED(status))
       failures.push_back("rank " + std::to_string(r) + " died of signal " + std::to_string(WTERMSIG(status)));
   }
+  unlink(heartbeat);
   return failures;
 }
 

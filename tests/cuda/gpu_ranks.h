@@ -38,8 +38,9 @@ using GpuRankBody = std::function<std::vector<std::string>(GpuRank& rank)>;
 struct GpuJob {
   int nranks = 2;
   bool spreadOverGpus = false;  // rank r on GPU r % count (default: every rank on GPU 0)
-  // Every wait of the transport and engine; the whole run gets this plus 30 s before it is
-  // stopped (processes killed; threads: the program exits 124 naming where each rank was).
+  // Every wait of the transport and engine. A run in which no rank has reported progress
+  // (reportProgress) for this plus 30 s is stopped (processes killed; threads: the program exits
+  // 124 naming where each rank was); a long run that keeps reporting is not.
   int timeoutMs = defaultTimeoutMs();
   // COLL_TIMEOUT_MS when set, else 120 s.
   static int defaultTimeoutMs();
@@ -49,7 +50,8 @@ struct GpuJob {
 void meetRanks(GpuRank& rank, const std::string& tag);
 
 // What this rank is doing now ("case 17: AllReduce float32 ..."), for the message of a run that
-// times out. Cheap: call it per case.
+// times out; it also tells the run's watchdog that the ranks move (rank processes touch a
+// heartbeat file). Cheap: call it per case.
 void reportProgress(int rank, const std::string& what);
 
 std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body);
@@ -69,6 +71,11 @@ bool skipWithoutGpu();
 // runGpuRanksAsThreads or runGpuRanksAsProcesses by mode ("threads" or "processes").
 std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
                                      const GpuRankBody& body);
+
+// This rank's device program for a sum all-reduce of `count` elements of `type`, planned as the
+// engine plans it (the build's geometry, no forced protocol).
+coll::DeviceProgram planSumAllReduce(const GpuRank& rank, collDataType_t type, size_t elemSize, const void* sendbuff,
+                                     void* recvbuff, size_t count);
 
 // Starts this program again (/proc/self/exe) with `vars` ("NAME=value") added to this process's
 // environment: how rank processes are made (CUDA does not survive fork). Returns the pid, or 0
