@@ -150,17 +150,26 @@ fi
 
 # 2b. The device path through the public API (the communicator's lazy setup, its event chain
 # across two streams, teardown) and that a host-only init makes no CUDA context: first, since
-# everything below the API is worth little if this fails.
-step 150 "$LOG_DIR/api.log" "$bin/gpu_api"
-status=$?
-if [[ $status == 77 ]]; then
-  row "device path through the API" SKIPPED "$(head -1 "$LOG_DIR/api.log")"
-elif [[ $status == 0 ]]; then
-  row "device path through the API" PASS "$(grep -c '^RESULT.*PASS' "$LOG_DIR/api.log") checks"
-else
-  row "device path through the API" FAIL "$(why $status "$LOG_DIR/api.log"): $(grep -m1 '^FAIL\|FAIL$\|^TIMEOUT' "$LOG_DIR/api.log" | cut -c1-150)"
-  grep -v '^RESULT.*PASS' "$LOG_DIR/api.log" | head -10
-fi
+# everything below the API is worth little if this fails. Then the same with the direct
+# all-reduce (COLL_ALGO=allreduce:cma: ranks that are threads of one process reduce straight from
+# each other's buffers, kernels/cuda/direct_kernel.cuh): its epochs across back-to-back calls,
+# graph replays, two communicators and abort.
+api_row() {  # check, log, env assignments for gpu_api...
+  local check=$1 log=$2
+  shift 2
+  step 150 "$log" env "$@" "$bin/gpu_api"
+  local status=$?
+  if [[ $status == 77 ]]; then
+    row "$check" SKIPPED "$(head -1 "$log")"
+  elif [[ $status == 0 ]]; then
+    row "$check" PASS "$(grep -c '^RESULT.*PASS' "$log") checks"
+  else
+    row "$check" FAIL "$(why $status "$log"): $(grep -m1 '^FAIL\|FAIL$\|^TIMEOUT' "$log" | cut -c1-150)"
+    grep -v '^RESULT.*PASS' "$log" | head -10
+  fi
+}
+api_row "device path through the API" "$LOG_DIR/api.log"
+api_row "API, direct all-reduce (cma)" "$LOG_DIR/api_cma.log" COLL_ALGO=allreduce:cma
 
 # 2c. A rank process SIGKILLed mid-collective: the survivors must see an error (a failing call,
 # collCommGetAsyncError, a stream error) within COLL_TIMEOUT_MS, no hang. Its own short timeout
@@ -207,6 +216,19 @@ else
   [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives.log" | head -20
 fi
 
+# 3b. Every all-reduce case again with the direct kernel, on ranks as threads (the only ranks it
+# serves).
+step 150 "$LOG_DIR/collectives_cma.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" --modes threads \
+  --filter AllReduce --algo allreduce:cma
+status=$?
+if [[ $status == 77 ]]; then
+  row "direct all-reduce (cma) cases" SKIPPED "$(head -1 "$LOG_DIR/collectives_cma.log")"
+else
+  row "direct all-reduce (cma) cases" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" \
+    "$(grep '^RESULT' "$LOG_DIR/collectives_cma.log" | sed 's/RESULT gpu_collectives //' | tr '\n' ';')$([[ $status != 0 ]] && why $status "$LOG_DIR/collectives_cma.log")"
+  [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives_cma.log" | head -20
+fi
+
 # 4. compute-sanitizer: processes (serialized mode never has a kernel wait on another's, so it
 # runs even if the sanitizer serializes kernels), then threads (informational: if the sanitizer
 # serializes the concurrent kernels, they time out instead of hanging).
@@ -245,6 +267,7 @@ bench_rows() {  # log prefix labels...
     "$(awk -v c="$copy" 'BEGIN { if (c != "") printf "%.1f GB/s", c / 1e9 }')"
   for label in "$@"; do
     local n=${label##*_n} busbw lat time
+    n=${n%%_*}  # threads_n4_cma: 4
     busbw=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_busbw" { print $4 }' "$log")
     time=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_time" { print $4 }' "$log")
     lat=$(awk -v l="$label" '$1 == "RESULT" && $2 == l && $3 == "allreduce_8B_latency" { print $4 }' "$log")
@@ -267,6 +290,12 @@ else
   step 60 "$LOG_DIR/bench_n8.log" "$bin/gpu_bench" --ranks 8 --bytes "$BENCH_BYTES" --modes threads
   bench_rows "$LOG_DIR/bench.log" "" threads_n4 processes_n4
   bench_rows "$LOG_DIR/bench_n8.log" "" threads_n8
+  # The direct all-reduce beside the ring, same sizes (threads only).
+  for n in 4 8; do
+    step 60 "$LOG_DIR/bench_cma_n$n.log" "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" --modes threads \
+      --algo allreduce:cma
+    bench_rows "$LOG_DIR/bench_cma_n$n.log" "" threads_n${n}_cma
+  done
 fi
 
 # 5b. MPS: processes sharing a GPU through an MPS server run their kernels side by side, so the

@@ -21,6 +21,9 @@ class DeviceChannels {
   // GPU), so that a kernel may wait for a peer's kernel; otherwise every unit is its own launch
   // and the stream waits for its slots (docs/cuda.md, "Several ranks per GPU").
   virtual bool kernelsConcurrent() const = 0;
+  // Whether every member is a thread of this process on this GPU, so that a kernel may use a
+  // peer's call buffers by their addresses (the direct all-reduce, kernels/cuda/direct_kernel.cuh).
+  virtual bool sharedAddressSpace() const = 0;
   // Per rank: where this rank reads what the rank sends it, and where it writes what it sends.
   virtual const std::vector<device::PeerChannels>& hostTable() const = 0;
   virtual const device::PeerChannels* deviceTable() const = 0;

@@ -3,7 +3,8 @@
 // the data locally and clears the marks. transport/p2p allocates and shares the regions; kernels
 // address them with these offsets. Plain C++ (no CUDA header), so the host computes the same.
 //
-//   [Simple ready flags: lanes x 128 B, `depth` words each][LL credits: 128 B][Simple slots][LL slots]
+//   [Simple ready flags: lanes x 128 B, `depth` words each][LL credits: 128 B][direct line: 128 B]
+//   [Simple slots][LL slots]
 //
 // Each lane's flags sit on their own 128-byte line: only that lane's two blocks (sender and
 // receiver) touch it.
@@ -28,7 +29,23 @@ COLL_HOST_DEVICE size_t simpleFlagOffset(uint32_t lane, uint32_t slot) {
 COLL_HOST_DEVICE size_t llCreditOffset(uint32_t slot) {
   return kSimpleGeometry.lanes * kFlagLineBytes + slot * sizeof(uint32_t);
 }
-COLL_HOST_DEVICE size_t simpleDataBase() { return (kSimpleGeometry.lanes + 1) * kFlagLineBytes; }
+// The direct all-reduce's line (direct_kernel.cuh): the sender publishes the call's buffers and
+// marks its blocks done here; the receiver polls it in its own memory. In the region a rank has
+// for itself, `epoch` counts the direct calls this rank has completed.
+constexpr uint32_t kDirectMaxBlocks = 16;
+// The direct kernel's blocks per rank: no more than the Simple lanes, which is what the P2P
+// transport checks fits on the GPU for every rank at once.
+constexpr uint32_t kDirectBlocks = kSimpleGeometry.lanes < kDirectMaxBlocks ? kSimpleGeometry.lanes : kDirectMaxBlocks;
+struct DirectLine {
+  uint32_t published;  // the epoch of the call whose buffers follow
+  uint32_t epoch;      // own region only: direct calls completed
+  uint64_t send;       // the sender's buffers for that call (valid in this process)
+  uint64_t recv;
+  uint32_t done[kDirectMaxBlocks];  // per block of the sender: the epoch it finished
+};
+static_assert(sizeof(DirectLine) <= kFlagLineBytes, "the direct line fits one line");
+COLL_HOST_DEVICE size_t directLineOffset() { return (kSimpleGeometry.lanes + 1) * kFlagLineBytes; }
+COLL_HOST_DEVICE size_t simpleDataBase() { return (kSimpleGeometry.lanes + 2) * kFlagLineBytes; }
 COLL_HOST_DEVICE size_t simpleSlotOffset(uint32_t lane, uint32_t slot) {
   return simpleDataBase() + (size_t(lane) * kSimpleGeometry.depth + slot) * kSimpleGeometry.slotBytes;
 }

@@ -29,6 +29,24 @@ struct LaunchParams {
   uint64_t timeoutNs = 0;                     // a wait longer than this fails the launch
 };
 
+// A direct all-reduce (direct_kernel.cuh): ranks that are threads of one process reduce straight
+// from each other's buffers. Passed by value, like LaunchParams.
+struct DirectParams {
+  const char* sendBuffer = nullptr;
+  char* recvBuffer = nullptr;
+  uint64_t count = 0;                   // elements of the whole call
+  const PeerChannels* peers = nullptr;  // device table of this rank's connections, one per rank
+  DeviceStatus* status = nullptr;
+  uint32_t rank = 0;
+  uint32_t nranks = 1;  // at most kMaxDevicePeers
+  int avgDivisor = 0;
+  uint64_t timeoutNs = 0;
+};
+
+// Launches the direct all-reduce kernel of (type, op) with kDirectBlocks blocks; returns the
+// cudaError_t of the launch as an int.
+int launchDirectAllReduceKernel(collDataType_t type, collRedOp_t op, const DirectParams& params, void* stream);
+
 // Launches the schedule kernel of (type, op) on `stream` (a cudaStream_t; NULL is the legacy
 // default stream) with geometryOf(params.protocol).lanes blocks. Returns the cudaError_t of the
 // launch as an int (0 on success). type and op must be valid enum values.
@@ -37,9 +55,9 @@ int launchScheduleKernel(collDataType_t type, collRedOp_t op, const LaunchParams
 // Whether the table has a kernel for (type, op): true for every valid pair (for tests and asserts).
 bool hasScheduleKernel(collDataType_t type, collRedOp_t op);
 
-// How many blocks of the schedule kernels one SM of the current device holds at once (the least
-// over the table); 0 when CUDA cannot say. Concurrent mode needs every lane of every rank on a GPU
-// resident at the same time, since they wait for each other.
+// How many blocks of the schedule kernels (and of the direct kernels, which run beside them) one SM
+// of the current device holds at once (the least over the tables); 0 when CUDA cannot say. Concurrent mode needs every
+// lane of every rank on a GPU resident at the same time, since they wait for each other.
 int scheduleKernelBlocksPerSm();
 
 }  // namespace device

@@ -228,6 +228,13 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
 
 bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why) {
   if (ctx.directReadAvailable) return true;
+  if (why != nullptr && ctx.deviceMemory) {
+    // The device path takes cma before planning where it can (src/plan/device_program.cc).
+    *why =
+        "cma on device memory runs an all-reduce of ranks that are threads of one process on one GPU, whose "
+        "kernels run together (the direct kernel, docs/cuda.md), at most 8 ranks";
+    return false;
+  }
   if (why != nullptr)
     *why =
         "cma cannot run: it needs every rank on one host and permission to read the other ranks' memory "

@@ -17,6 +17,7 @@ DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nr
   context_.mode = channels.kernelsConcurrent() ? DeviceMode::kConcurrent : DeviceMode::kSerialized;
   context_.forced = params.protocol;
   context_.overrides = params.algoOverride;
+  context_.sharedAddressSpace = channels.sharedAddressSpace();
   // No timing: the event only orders launches, and timing events cost more to record.
   COLL_CUDACHECK(cudaEventCreateWithFlags(&lastLaunch_, cudaEventDisableTiming));
 }
@@ -29,7 +30,7 @@ DeviceEngine::~DeviceEngine() {
 
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                            void* recvbuff, collStream_t stream) {
-  if (program.launches.empty()) return;
+  if (program.direct ? program.count == 0 : program.launches.empty()) return;
   // The caller's thread may have another device current (a stream of ours can be used from
   // anywhere): launch with ours, and give the caller's back.
   CurrentDeviceScope scope(channels_.device());
@@ -42,15 +43,19 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   const LaunchOrder::Before before = order_.before(stream, capturing);
   if (before.wait)
     COLL_CUDACHECK(cudaStreamWaitEvent(s, lastLaunch_, before.external ? cudaEventWaitExternal : cudaEventWaitDefault));
-  DeviceProgramView view;
-  view.steps = program.steps.data();
-  view.nsteps = program.steps.size();
-  view.launches = program.launches.data();
-  view.nlaunches = program.launches.size();
-  view.protocol = program.protocol;
-  view.geometry = program.geometry;
-  view.avgDivisor = program.avgDivisor;
-  launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
+  if (program.direct) {
+    launcher_.enqueueDirect(rank_, context_.nranks, program.count, program.avgDivisor, type, op, sendbuff, recvbuff, s);
+  } else {
+    DeviceProgramView view;
+    view.steps = program.steps.data();
+    view.nsteps = program.steps.size();
+    view.launches = program.launches.data();
+    view.nlaunches = program.launches.size();
+    view.protocol = program.protocol;
+    view.geometry = program.geometry;
+    view.avgDivisor = program.avgDivisor;
+    launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
+  }
   COLL_CUDACHECK(
       cudaEventRecordWithFlags(lastLaunch_, s, before.external ? cudaEventRecordExternal : cudaEventRecordDefault));
   order_.recorded(stream, capturing);

@@ -41,6 +41,25 @@ void DeviceLauncher::enqueue(const DeviceProgramView& program, collDataType_t ty
   }
 }
 
+void DeviceLauncher::enqueueDirect(int rank, int nranks, uint64_t count, int avgDivisor, collDataType_t type,
+                                   collRedOp_t op, const void* sendbuff, void* recvbuff, cudaStream_t stream) {
+  if (!channels_.sharedAddressSpace() || !channels_.kernelsConcurrent())
+    throwError(collInternalError,
+               "the direct all-reduce needs ranks that are threads of one process, with kernels "
+               "running together");
+  device::DirectParams params;
+  params.sendBuffer = static_cast<const char*>(sendbuff);
+  params.recvBuffer = static_cast<char*>(recvbuff);
+  params.count = count;
+  params.peers = channels_.deviceTable();
+  params.status = channels_.deviceStatus();
+  params.rank = static_cast<uint32_t>(rank);
+  params.nranks = static_cast<uint32_t>(nranks);
+  params.avgDivisor = avgDivisor;
+  params.timeoutNs = timeoutNs_;
+  COLL_CUDACHECK(static_cast<cudaError_t>(device::launchDirectAllReduceKernel(type, op, params, stream)));
+}
+
 void DeviceLauncher::launch(const DeviceProgramView& program, const device::DeviceLaunch& l, collDataType_t type,
                             collRedOp_t op, device::LaunchParams& params, cudaStream_t stream) {
   if (l.nsteps == 0 || l.nsteps > static_cast<uint32_t>(device::kMaxLaunchSteps) ||

@@ -41,6 +41,11 @@ class DeviceLauncher {
   // launch fails, collInvalidUsage for a program the mode cannot run.
   void enqueue(const DeviceProgramView& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                void* recvbuff, cudaStream_t stream);
+  // The direct all-reduce of `count` elements (kernels/cuda/direct_kernel.cuh): one launch, for
+  // ranks that share this process (the channels' sharedAddressSpace) and run kernels together.
+  // Throws collInternalError where they do not, collUnhandledCudaError when the launch fails.
+  void enqueueDirect(int rank, int nranks, uint64_t count, int avgDivisor, collDataType_t type, collRedOp_t op,
+                     const void* sendbuff, void* recvbuff, cudaStream_t stream);
   // Serialized mode's stream waits (stream_waits.h): forget those of launches known to have
   // ended; release those that may still hold a stream (abort). No-ops in concurrent mode.
   void forgetPendingWaits() {

@@ -253,7 +253,23 @@ Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& conte
   return buildSchedule(call, planCall(call, planContext), context.rank, planContext);
 }
 
+bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context) {
+  return call.type == CollType::kAllReduce && context.sharedAddressSpace && context.mode == DeviceMode::kConcurrent &&
+         context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
+}
+
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context) {
+  const Algo forced =
+      context.overrides != nullptr ? context.overrides[static_cast<int>(CollType::kAllReduce)] : Algo::kAuto;
+  if (forced == Algo::kDirectRead && directAllReduceRuns(call, context)) {
+    DeviceProgram direct;
+    direct.direct = true;
+    direct.algorithm = "cma";
+    direct.elemSize = call.elemSize;
+    direct.avgDivisor = call.op == collAvg ? context.nranks : 0;
+    direct.count = call.count;
+    return direct;
+  }
   LoweringInput in;
   const Schedule schedule = planDeviceSchedule(call, context, &in.geometry);
   in.nranks = context.nranks;

@@ -32,6 +32,10 @@ struct DeviceProgram {
   std::string algorithm;
   size_t elemSize = 1;
   int avgDivisor = 0;  // nranks for collAvg, else 0
+  // The direct all-reduce (kernels/cuda/direct_kernel.cuh) of `count` elements instead of steps:
+  // one launch, no slots.
+  bool direct = false;
+  uint64_t count = 0;
   std::vector<device::DeviceStep> steps;
   std::vector<device::DeviceLaunch> launches;  // in stream order
 };
@@ -59,6 +63,9 @@ struct DeviceCallContext {
   DeviceMode mode = DeviceMode::kConcurrent;
   ProtoChoice forced = ProtoChoice::kAuto;  // COLL_PROTO
   const Algo* overrides = nullptr;          // COLL_ALGO, per CollType
+  // Every rank a thread of this process on this GPU (transport::DeviceChannels::
+  // sharedAddressSpace): what the direct all-reduce needs, with concurrent kernels.
+  bool sharedAddressSpace = false;
   // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
   // that small counts span many slices and steps; the launcher accepts only the build's.
   device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;
@@ -67,8 +74,12 @@ struct DeviceCallContext {
 // Chooses the protocol, plans the call with that protocol's slot geometry (one slice is a FIFO
 // slot to the planner) and builds this rank's schedule; *geometry receives the geometry.
 Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry);
-// planDeviceSchedule, then lowerSchedule.
+// planDeviceSchedule, then lowerSchedule; or the direct all-reduce, where COLL_ALGO asks for cma
+// (allreduce:cma) and the ranks can run it (directAllReduceRuns).
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context);
+// Whether the direct all-reduce can run this call: an all-reduce on 2..kMaxDevicePeers ranks that
+// share one address space and run their kernels together.
+bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context);
 // Sends and receives issued together (a group), as byte transfers that all progress together.
 DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const DeviceCallContext& context);
 

@@ -4,7 +4,9 @@
 // run, and the latency of an 8-byte all-reduce. Prints "RESULT name value unit" lines; exits 77
 // without a GPU.
 //
-// usage: gpu_bench [--ranks 4] [--bytes 268435456] [--modes threads,processes]
+// usage: gpu_bench [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO]
+// --algo plans with those overrides ("allreduce:cma": the direct all-reduce, threads only); the
+// labels then end in "_" and the text after the colon ("threads_n4_cma").
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
   if (int status = colltest::gpuRankChildMain(bodies); status >= 0) return status;
   int n = 4;
   std::vector<std::string> modes = {"threads", "processes"};
+  std::string algo;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
       n = atoi(argv[++i]);
@@ -93,8 +96,12 @@ int main(int argc, char** argv) {
       gBytes = strtoull(argv[++i], nullptr, 0);
     } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
       modes = colltest::splitCommaList(argv[++i]);
+    } else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
+      algo = argv[++i];
+      setenv("COLL_GPU_TEST_ALGO", algo.c_str(), 1);
     } else {
-      fprintf(stderr, "usage: %s [--ranks 4] [--bytes 268435456] [--modes threads,processes]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -102,7 +109,7 @@ int main(int argc, char** argv) {
   setenv("COLL_GPU_BENCH_BYTES", std::to_string(gBytes).c_str(), 1);
   int failed = 0;
   for (const std::string& mode : modes) {
-    gLabel = mode + "_n" + std::to_string(n);
+    gLabel = mode + "_n" + std::to_string(n) + (algo.empty() ? "" : "_" + algo.substr(algo.find(':') + 1));
     setenv("COLL_GPU_BENCH_LABEL", gLabel.c_str(), 1);
     colltest::GpuJob job;
     job.nranks = n;

@@ -77,8 +77,8 @@ Layout layoutOf(const GpuCase& c, int rank, int n) {
   return b;
 }
 
-std::string check(const GpuCase& c, int rank, int n, const CallExtents& e, const Layout& b,
-                  const unsigned char* before, const unsigned char* after) {
+std::string check(const GpuCase& c, int rank, int n, const CallExtents& e, const Layout& b, const unsigned char* before,
+                  const unsigned char* after) {
   const size_t elem = typeSize(c.datatype);
   std::vector<bool> isOutput(b.bytes, false);
   const bool hasOutput = e.recv > 0 && !(c.type == CollType::kReduce && rank != c.root) &&
@@ -88,8 +88,7 @@ std::string check(const GpuCase& c, int rank, int n, const CallExtents& e, const
       const double want = expectedOutput(c, rank, n, i);
       if (!valueMatches(after + b.recvAt, i, c.datatype, c.op, want)) {
         std::ostringstream o;
-        o << "output element " << i << " is " << loadValue(after + b.recvAt, i, c.datatype) << ", expected "
-          << want;
+        o << "output element " << i << " is " << loadValue(after + b.recvAt, i, c.datatype) << ", expected " << want;
         return o.str();
       }
     }
@@ -149,7 +148,8 @@ GpuArena::GpuArena(const std::vector<GpuCase>& cases, int rank, int nranks) {
   cudaError_t rc = cudaMalloc(&device_, bytes_);
   if (rc == cudaSuccess) rc = cudaMallocHost(&before_, bytes_);
   if (rc == cudaSuccess) rc = cudaMallocHost(&after_, bytes_);
-  if (rc != cudaSuccess) error_ = std::string("arena of ") + std::to_string(bytes_) + " bytes: " + cudaGetErrorString(rc);
+  if (rc != cudaSuccess)
+    error_ = std::string("arena of ") + std::to_string(bytes_) + " bytes: " + cudaGetErrorString(rc);
 }
 
 GpuArena::~GpuArena() {
@@ -180,10 +180,7 @@ std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena) {
   call.op = c.op;
   call.root = c.root;
   call.elemSize = elem;
-  coll::DeviceCallContext context;
-  context.rank = rank.rank;
-  context.nranks = n;
-  context.mode = rank.mode;
+  coll::DeviceCallContext context = testCallContext(rank);
   context.forced = c.protocol;
   try {
     if (c.type == CollType::kSend) {

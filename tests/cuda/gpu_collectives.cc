@@ -4,8 +4,10 @@
 // 77 where there is no GPU (ctest's SKIP_RETURN_CODE).
 //
 // usage: gpu_collectives [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]
-//                        [--filter TEXT]
+//                        [--filter TEXT] [--algo COLL_ALGO]
 // --filter keeps the cases whose description contains TEXT ("AllReduce float32", "count 1 ").
+// --algo plans with those algorithm overrides (COLL_ALGO's syntax): "allreduce:cma" runs every
+// all-reduce with the direct kernel, where the ranks are threads.
 // COLL_TIMEOUT_MS bounds every wait (default 120 s); a run (one mode, one rank count) that is not
 // done 30 s after it is stopped and named, with the case each rank was on.
 #include <chrono>
@@ -76,8 +78,12 @@ int main(int argc, char** argv) {
       spread = true;
     } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
       setenv(kFilterVar, argv[++i], 1);  // read by every rank, threads and processes alike
+    } else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
+      setenv("COLL_GPU_TEST_ALGO", argv[++i], 1);  // likewise (gpu_ranks.h, testAlgoOverrides)
     } else {
-      fprintf(stderr, "usage: %s [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread] [--filter TEXT]\n",
+      fprintf(stderr,
+              "usage: %s [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread] [--filter TEXT] [--algo "
+              "COLL_ALGO]\n",
               argv[0]);
       return 2;
     }

@@ -19,6 +19,7 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "bootstrap/memory_store.h"
 #include "bootstrap/unique_id.h"
+#include "src/params.h"
 
 extern char** environ;
 
@@ -201,11 +202,29 @@ coll::DeviceProgram planSumAllReduce(const GpuRank& rank, collDataType_t type, s
   call.datatype = type;
   call.op = collSum;
   call.elemSize = elemSize;
+  return coll::planDeviceCall(call, testCallContext(rank));
+}
+
+const coll::Algo* testAlgoOverrides() {
+  static const std::unique_ptr<coll::Algo[]> parsed = []() -> std::unique_ptr<coll::Algo[]> {
+    const char* text = getenv("COLL_GPU_TEST_ALGO");
+    if (text == nullptr || *text == '\0') return nullptr;
+    auto overrides = std::make_unique<coll::Algo[]>(static_cast<int>(coll::CollType::kCount));
+    for (int t = 0; t < static_cast<int>(coll::CollType::kCount); ++t) overrides[t] = coll::Algo::kAuto;
+    coll::parseAlgoOverrides(text, overrides.get());
+    return overrides;
+  }();
+  return parsed.get();
+}
+
+coll::DeviceCallContext testCallContext(const GpuRank& rank) {
   coll::DeviceCallContext context;
   context.rank = rank.rank;
   context.nranks = rank.nranks;
   context.mode = rank.mode;
-  return coll::planDeviceCall(call, context);
+  context.overrides = testAlgoOverrides();
+  context.sharedAddressSpace = rank.domain->sharedAddressSpace();
+  return context;
 }
 
 void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,

@@ -72,8 +72,15 @@ bool skipWithoutGpu();
 std::vector<std::string> runGpuRanks(const std::string& mode, const GpuJob& job, const std::string& bodyName,
                                      const GpuRankBody& body);
 
+// COLL_GPU_TEST_ALGO (set by the programs' --algo, in COLL_ALGO's syntax) parsed, for the
+// planning context of the GPU tests; nullptr when unset. "allreduce:cma" takes the direct
+// all-reduce where the ranks are threads.
+const coll::Algo* testAlgoOverrides();
+// The planning context of `rank` with testAlgoOverrides() and the domain's shared address space.
+coll::DeviceCallContext testCallContext(const GpuRank& rank);
+
 // This rank's device program for a sum all-reduce of `count` elements of `type`, planned as the
-// engine plans it (the build's geometry, no forced protocol).
+// engine plans it (the build's geometry, no forced protocol, testCallContext).
 coll::DeviceProgram planSumAllReduce(const GpuRank& rank, collDataType_t type, size_t elemSize, const void* sendbuff,
                                      void* recvbuff, size_t count);
 

@@ -98,6 +98,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   };
   std::map<int, DeviceUse> devices;
   kernelsConcurrent_ = true;
+  sharedAddressSpace_ = true;
   connections_.clear();
   table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
   for (int r = 0; r < nranks_; ++r) {
@@ -106,6 +107,9 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
         devices.emplace(peer.device, DeviceUse{peer.process, false, peer.mpsClient != 0, 0, peer.residentBlocks});
     DeviceUse& use = entry->second;
     if (!fresh && use.process != peer.process) use.severalProcesses = true;
+    // One GPU too: peer access does not reach every allocation of another GPU (memory pools,
+    // cuMemCreate), and the direct kernel writes into the peers' own buffers.
+    if (peer.process != p2pProcessIdentity() || peer.device != device_) sharedAddressSpace_ = false;
     use.allMps = use.allMps && peer.mpsClient != 0;
     if (++use.ranks * static_cast<int>(device::kSimpleGeometry.lanes) > use.residentBlocks) kernelsConcurrent_ = false;
     connections_.push_back(std::make_unique<P2pConnection>(peer, device_, rank_, regions_));

@@ -53,6 +53,7 @@ class P2pDomain : public Domain, public DeviceChannels {
   // GPUs run independently) and holds all their lanes at once: kernels may wait on each other
   // (concurrent mode). Otherwise kernels time-slice or queue and must not (serialized mode).
   bool kernelsConcurrent() const override { return kernelsConcurrent_; }
+  bool sharedAddressSpace() const override { return sharedAddressSpace_; }
   const std::vector<device::PeerChannels>& hostTable() const override { return table_; }
   const device::PeerChannels* deviceTable() const override { return deviceTable_; }
   device::DeviceStatus* deviceStatus() const override { return deviceStatus_; }
@@ -68,6 +69,7 @@ class P2pDomain : public Domain, public DeviceChannels {
   int nranks_;
   int device_;
   bool kernelsConcurrent_ = false;
+  bool sharedAddressSpace_ = false;
   char* regions_ = nullptr;                                  // nranks_ receive regions, one per sender
   std::vector<std::unique_ptr<P2pConnection>> connections_;  // per rank
   std::vector<device::PeerChannels> table_;
