@@ -86,7 +86,7 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        "latency",
        collBit(CollType::kAllReduce), Selection::kModel,
        "all-reduce among up to 4 ranks that do not all share memory (sockets, or across hosts), where its model "
-       "is cheapest: small inputs, and between 2 ranks any input up to half a FIFO",
+       "is cheapest, on inputs below 512 KiB (and at most half a FIFO): small inputs, and between 2 ranks any of them",
        exchangeCanRun, exchangeEligible, nowhere, modelExchange, exchangePeersPerStep, buildExchange, nullptr},
   };
   return table;

@@ -28,6 +28,12 @@ constexpr int kMostExchangeRanks = 4;
 // Each send beyond the first costs its sender a system call or a slot hand-off: a fraction of a
 // whole hop's latency.
 constexpr double kExtraSendInHops = 0.25;
+// From this input size the ring is as fast or faster, though both move the same bytes between two
+// ranks: its slices overlap the reduction with the transfer, and the exchange's whole-input
+// messages do not. 2 ranks over sockets, medians of 7 rounds in rotating order (docs/performance.md,
+// twelfth pass): exchange 74 us against the ring's 90 at 256 KiB, 156 against 145 at 512 KiB, 235
+// against 161 at 768 KiB, 392 against 287 at 1 MiB, 805 against 706 at 2 MiB.
+constexpr size_t kExchangeLargestBytes = size_t{512} << 10;
 
 }  // namespace
 
@@ -73,9 +79,9 @@ bool exchangeCanRun(const CollCall& call, const PlanContext& ctx, std::string* w
   return false;
 }
 
-bool exchangeEligible(const CollCall&, const PlanContext& ctx) {
+bool exchangeEligible(const CollCall& call, const PlanContext& ctx) {
   // On one host with shared memory the one-shot path does the same with one copy less.
-  return ctx.crossesNetwork && ctx.nranks <= kMostExchangeRanks;
+  return ctx.crossesNetwork && ctx.nranks <= kMostExchangeRanks && callBytes(call) < kExchangeLargestBytes;
 }
 
 double modelExchange(const CollCall& call, const PlanContext& ctx) {

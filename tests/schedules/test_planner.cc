@@ -437,15 +437,18 @@ TEST(Planner, AcrossHostsSmallAllReducesTakeALatencyAlgorithmAndLargeOnesAvoidIt
 }
 
 // Two ranks across a network send the same bytes either way, the exchange in one message latency
-// where the ring takes two and waits at its phase boundary: the exchange up to the largest input it
-// can run (half a FIFO). Measured over sockets: 256 KiB 68 us against the ring's 97, 1 MiB 222
-// against 290 (docs/performance.md).
-TEST(Planner, TwoRanksAcrossANetworkTakeTheExchangeUpToHalfAFifo) {
+// where the ring takes two and waits at its phase boundary; from 512 KiB the ring's slices, which
+// overlap the reduction with the transfer, win. Measured over sockets (medians, rotating order):
+// 256 KiB 74 us against the ring's 90, 512 KiB 156 against 145, 1 MiB 392 against 287
+// (docs/performance.md, twelfth pass).
+TEST(Planner, TwoRanksAcrossANetworkTakeTheExchangeBelow512KiB) {
   PlanContext ctx = twoHostContext(1);
-  const size_t largest = stepBytes(ctx);
-  for (size_t bytes : {size_t{8}, size_t{64} << 10, largest / 2, largest})
+  ctx.slotBytes = size_t{1} << 20;  // a FIFO the exchange could run 1 MiB and more in: the size decides
+  ASSERT_GE(stepBytes(ctx), size_t{1} << 20);
+  for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{256} << 10, (size_t{512} << 10) - 4})
     EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, bytes / 4), ctx).algo, Algo::kExchange) << bytes << " B";
-  EXPECT_NE(planCall(makeCall(CollType::kAllReduce, 2 * largest / 4), ctx).algo, Algo::kExchange);
+  for (size_t bytes : {size_t{512} << 10, size_t{1} << 20, stepBytes(ctx)})
+    EXPECT_NE(planCall(makeCall(CollType::kAllReduce, bytes / 4), ctx).algo, Algo::kExchange) << bytes << " B";
 }
 
 TEST(Planner, OnOneHostTheHostAwareAlgorithmsOnlyRunWhenForced) {
