@@ -375,6 +375,21 @@ if [[ -x $bin/gpu_bench ]]; then
       "$(grep '^RESULT' "$LOG_DIR/collectives_cma.log" | sed 's/RESULT gpu_collectives //' | tr '\n' ';')$([[ $status != 0 ]] && why $status "$LOG_DIR/collectives_cma.log")"
     [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives_cma.log" | head -20
   fi
+  # memcheck on the direct kernel's reads and writes of the peers' buffers (the float sums: 12 cases).
+  if [[ -n $sanitizer ]]; then
+    log=$LOG_DIR/sanitizer_memcheck_cma.log
+    step 90 "$log" env COLL_TIMEOUT_MS=5000 "$sanitizer" --tool memcheck --error-exitcode 9 "$bin/gpu_collectives" \
+      --ranks 2 --modes threads --filter "AllReduce float32 sum" --algo allreduce:cma
+    status=$?
+    summary=$(grep -m1 'ERROR SUMMARY\|FAIL' "$log" | sed 's/^=* *//')
+    if [[ $status == 0 ]]; then
+      row "compute-sanitizer memcheck, direct all-reduce" PASS "$summary"
+    else
+      row "compute-sanitizer memcheck, direct all-reduce" FAIL "$(why $status "$log"): $summary"
+    fi
+  else
+    row "compute-sanitizer memcheck, direct all-reduce" SKIPPED "compute-sanitizer not found"
+  fi
   for n in 4 8; do
     step 60 "$LOG_DIR/bench_cma_n$n.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" \
       --modes threads --algo allreduce:cma
