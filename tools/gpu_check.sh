@@ -392,11 +392,17 @@ if [[ -x $bin/gpu_bench ]]; then
   fi
   for n in 4 8; do
     step 60 "$LOG_DIR/bench_cma_n$n.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" \
-      --modes threads --algo allreduce:cma
+      --modes threads --algo allreduce:cma --sweep
     if [[ $? == 77 ]]; then
       row "all-reduce threads_n${n}_cma" SKIPPED "$(head -1 "$LOG_DIR/bench_cma_n$n.log")"
     else
       bench_rows "$LOG_DIR/bench_cma_n$n.log" "" threads_n${n}_cma
+      # The same sizes on the ring: where the direct kernel overtakes it (the planner's rule to come).
+      step 60 "$LOG_DIR/bench_sweep_n$n.log" "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" --modes threads --sweep
+      row "direct against ring, $n threads" INFO "$(awk '$1 == "RESULT" && $3 == "allreduce_sweep" {
+          t[FILENAME, $4] = $5; sizes[$4] = 1 }
+        END { for (b in sizes) printf "%s B: ring %s us, direct %s us; ", b, t[ARGV[1], b], t[ARGV[2], b] }' \
+        "$LOG_DIR/bench_sweep_n$n.log" "$LOG_DIR/bench_cma_n$n.log" | tr ';' '\n' | sort -n | tr '\n' ';' | sed 's/^ *;//')"
     fi
   done
 else

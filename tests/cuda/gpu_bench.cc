@@ -4,7 +4,9 @@
 // run, and the latency of an 8-byte all-reduce. Prints "RESULT name value unit" lines; exits 77
 // without a GPU.
 //
-// usage: gpu_bench [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO]
+// usage: gpu_bench [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO] [--sweep]
+// --sweep also times 8 B, 128 B, 2 KiB, ... (factor 16) up to --bytes: "RESULT label allreduce_sweep
+// BYTES TIME us" lines, to see where the direct all-reduce overtakes the ring.
 // --algo plans with those overrides ("allreduce:cma": the direct all-reduce, threads only); the
 // labels then end in "_" and the text after the colon ("threads_n4_cma").
 #include <chrono>
@@ -23,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 size_t gBytes = size_t(256) << 20;
 std::string gLabel;
+bool gSweep = false;  // --sweep: also every 16th power of two from 8 B to --bytes
 
 double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
@@ -62,10 +65,19 @@ std::vector<std::string> bench(GpuRank& rank) {
   colltest::meetRanks(rank, "bench/copy/after");
   const double big = timeAllReduce(rank, send, recv, count, 10, 1);
   const double small = timeAllReduce(rank, send, recv, 2, 200, 2);
+  // --sweep: where one algorithm overtakes another (8 B, 128 B, 2 KiB, ... up to --bytes).
+  std::vector<std::pair<size_t, double>> sweep;
+  if (gSweep)
+    for (size_t bytes = 8; bytes <= gBytes; bytes *= 16) {
+      const int iters = bytes <= (size_t(1) << 20) ? 100 : bytes <= (size_t(16) << 20) ? 20 : 5;
+      sweep.emplace_back(bytes, timeAllReduce(rank, send, recv, bytes / sizeof(float), iters, 3 + int(sweep.size())));
+    }
   std::string message;
   if (rank.engine->pollError(&message) != collSuccess) failures.push_back(message);
   if (rank.rank == 0) {
     const int n = rank.nranks;
+    for (const auto& [bytes, time] : sweep)
+      printf("RESULT %s allreduce_sweep %zu %.2f us\n", gLabel.c_str(), bytes, time * 1e6);
     const double busbw = gBytes / big * 2.0 * (n - 1) / n;
     printf("RESULT %s allreduce_time %.1f us (%zu bytes, %d ranks)\n", gLabel.c_str(), big * 1e6, gBytes, n);
     printf("RESULT %s allreduce_busbw %.3e B/s\n", gLabel.c_str(), busbw);
@@ -84,6 +96,7 @@ std::vector<std::string> bench(GpuRank& rank) {
 int main(int argc, char** argv) {
   if (const char* b = getenv("COLL_GPU_BENCH_BYTES")) gBytes = strtoull(b, nullptr, 0);
   if (const char* l = getenv("COLL_GPU_BENCH_LABEL")) gLabel = l;
+  gSweep = getenv("COLL_GPU_BENCH_SWEEP") != nullptr;
   const std::map<std::string, colltest::GpuRankBody> bodies = {{"bench", bench}};
   if (int status = colltest::gpuRankChildMain(bodies); status >= 0) return status;
   int n = 4;
@@ -96,11 +109,15 @@ int main(int argc, char** argv) {
       gBytes = strtoull(argv[++i], nullptr, 0);
     } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
       modes = colltest::splitCommaList(argv[++i]);
+    } else if (!strcmp(argv[i], "--sweep")) {
+      gSweep = true;
+      setenv("COLL_GPU_BENCH_SWEEP", "1", 1);  // for the rank processes
     } else if (!strcmp(argv[i], "--algo") && i + 1 < argc) {
       algo = argv[++i];
       setenv("COLL_GPU_TEST_ALGO", algo.c_str(), 1);
     } else {
-      fprintf(stderr, "usage: %s [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO]\n",
+      fprintf(stderr,
+              "usage: %s [--ranks 4] [--bytes 268435456] [--modes threads,processes] [--algo COLL_ALGO] [--sweep]\n",
               argv[0]);
       return 2;
     }
