@@ -88,6 +88,23 @@ row() {  # check, result, detail
   printf '== %-34s %-8s %s\n' "$1" "$2" "$3"
 }
 
+# A row from a program's "RESULT PROGRAM ..." lines: SKIPPED where it exited 77 (its first line
+# says why), PASS where it exited 0, else FAIL with why and the lines that are not results.
+results_row() {  # check, status, log, program name the RESULT lines begin with
+  local check=$1 status=$2 log=$3 program=$4 lines
+  if [[ $status == 77 ]]; then
+    row "$check" SKIPPED "$(head -1 "$log")"
+    return
+  fi
+  lines=$(grep '^RESULT' "$log" | sed "s/^RESULT $program //" | cut -c1-160 | tr '\n' ';')
+  if [[ $status == 0 ]]; then
+    row "$check" PASS "$lines"
+  else
+    row "$check" FAIL "$lines $(why $status "$log")"
+    grep -v '^RESULT' "$log" | head -20
+  fi
+}
+
 perf_row() {  # check, status of the perf program's step, its log: its bus bandwidth or why it failed
   if [[ $2 == 0 ]]; then
     row "$1" PASS "$(grep 'Avg bus bandwidth' "$3")"
@@ -185,14 +202,7 @@ fi
 # keeps moving must succeed; a call whose peer never joins must end with an error after about T.
 if [[ -x $bin/gpu_progress ]]; then
   step 90 "$LOG_DIR/progress.log" "$bin/gpu_progress"
-  status=$?
-  if [[ $status == 77 ]]; then
-    row "device wait: no progress for T" SKIPPED "$(head -1 "$LOG_DIR/progress.log")"
-  else
-    row "device wait: no progress for T" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" \
-      "$(grep '^RESULT' "$LOG_DIR/progress.log" | sed 's/^RESULT gpu_progress //' | cut -c1-160 | tr '\n' ';')"
-    [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/progress.log" | head -10
-  fi
+  results_row "device wait: no progress for T" $? "$LOG_DIR/progress.log" gpu_progress
 else
   row "device wait: no progress for T" SKIPPED "gpu_progress not built"
 fi
@@ -265,12 +275,13 @@ bench_rows() {  # log prefix labels...
   done
   grep FAIL "$log" | head -5
 }
-step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES"
+# --sweep: the same all-reduce from 8 B up, for step 9's comparison with the direct kernel.
+step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES" --sweep
 status=$?
 if [[ $status == 77 ]]; then
   row "device all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/bench.log")"
 else
-  step 60 "$LOG_DIR/bench_n8.log" "$bin/gpu_bench" --ranks 8 --bytes "$BENCH_BYTES" --modes threads
+  step 60 "$LOG_DIR/bench_n8.log" "$bin/gpu_bench" --ranks 8 --bytes "$BENCH_BYTES" --modes threads --sweep
   bench_rows "$LOG_DIR/bench.log" "" threads_n4 processes_n4
   bench_rows "$LOG_DIR/bench_n8.log" "" threads_n8
 fi
@@ -367,14 +378,7 @@ if [[ -x $bin/gpu_bench ]]; then
   api_row "API, direct all-reduce (cma)" "$LOG_DIR/api_cma.log" COLL_ALGO=allreduce:cma COLL_TIMEOUT_MS=5000
   step 150 "$LOG_DIR/collectives_cma.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_collectives" --ranks "$RANK_COUNTS" \
     --modes threads --filter AllReduce --algo allreduce:cma
-  status=$?
-  if [[ $status == 77 ]]; then
-    row "direct all-reduce (cma) cases" SKIPPED "$(head -1 "$LOG_DIR/collectives_cma.log")"
-  else
-    row "direct all-reduce (cma) cases" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" \
-      "$(grep '^RESULT' "$LOG_DIR/collectives_cma.log" | sed 's/RESULT gpu_collectives //' | tr '\n' ';')$([[ $status != 0 ]] && why $status "$LOG_DIR/collectives_cma.log")"
-    [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives_cma.log" | head -20
-  fi
+  results_row "direct all-reduce (cma) cases" $? "$LOG_DIR/collectives_cma.log" gpu_collectives
   # memcheck on the direct kernel's reads and writes of the peers' buffers (the float sums: 12 cases).
   if [[ -n $sanitizer ]]; then
     log=$LOG_DIR/sanitizer_memcheck_cma.log
@@ -397,12 +401,14 @@ if [[ -x $bin/gpu_bench ]]; then
       row "all-reduce threads_n${n}_cma" SKIPPED "$(head -1 "$LOG_DIR/bench_cma_n$n.log")"
     else
       bench_rows "$LOG_DIR/bench_cma_n$n.log" "" threads_n${n}_cma
-      # The same sizes on the ring: where the direct kernel overtakes it (the planner's rule to come).
-      step 60 "$LOG_DIR/bench_sweep_n$n.log" "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" --modes threads --sweep
-      row "direct against ring, $n threads" INFO "$(awk '$1 == "RESULT" && $3 == "allreduce_sweep" {
-          t[FILENAME, $4] = $5; sizes[$4] = 1 }
-        END { for (b in sizes) printf "%s B: ring %s us, direct %s us; ", b, t[ARGV[1], b], t[ARGV[2], b] }' \
-        "$LOG_DIR/bench_sweep_n$n.log" "$LOG_DIR/bench_cma_n$n.log" | tr ';' '\n' | sort -n | tr '\n' ';' | sed 's/^ *;//')"
+      # Against the ring's sweep of step 5, same sizes: where the direct kernel overtakes it (the
+      # planner's rule to come).
+      ring_log=$LOG_DIR/bench.log
+      [[ $n == 8 ]] && ring_log=$LOG_DIR/bench_n8.log
+      row "direct against ring, $n threads" INFO "$(awk -v n=$n '$1 == "RESULT" && $3 == "allreduce_sweep" {
+          if ($2 == "threads_n" n) ring[$4] = $5; else if ($2 == "threads_n" n "_cma") direct[$4] = $5; sizes[$4] = 1 }
+        END { for (b in sizes) printf "%s B: ring %s us, direct %s us;\n", b, ring[b], direct[b] }' \
+        "$ring_log" "$LOG_DIR/bench_cma_n$n.log" | sort -n | tr '\n' ' ')"
     fi
   done
 else
