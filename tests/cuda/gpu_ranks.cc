@@ -206,15 +206,14 @@ coll::DeviceProgram planSumAllReduce(const GpuRank& rank, collDataType_t type, s
 }
 
 const coll::Algo* testAlgoOverrides() {
-  static const std::unique_ptr<coll::Algo[]> parsed = []() -> std::unique_ptr<coll::Algo[]> {
+  static coll::Params params;  // its algoOverride table starts all kAuto, as the library's does
+  static const bool set = [] {
     const char* text = getenv("COLL_GPU_TEST_ALGO");
-    if (text == nullptr || *text == '\0') return nullptr;
-    auto overrides = std::make_unique<coll::Algo[]>(static_cast<int>(coll::CollType::kCount));
-    for (int t = 0; t < static_cast<int>(coll::CollType::kCount); ++t) overrides[t] = coll::Algo::kAuto;
-    coll::parseAlgoOverrides(text, overrides.get());
-    return overrides;
+    if (text == nullptr || *text == '\0') return false;
+    coll::parseAlgoOverrides(text, params.algoOverride);
+    return true;
   }();
-  return parsed.get();
+  return set ? params.algoOverride : nullptr;
 }
 
 coll::DeviceCallContext testCallContext(const GpuRank& rank) {
