@@ -259,6 +259,7 @@ bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context)
 }
 
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context) {
+  const int avgDivisor = call.op == collAvg && context.nranks > 1 ? context.nranks : 0;
   const Algo forced =
       context.overrides != nullptr ? context.overrides[static_cast<int>(CollType::kAllReduce)] : Algo::kAuto;
   if (forced == Algo::kDirectRead && directAllReduceRuns(call, context)) {
@@ -266,7 +267,7 @@ DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& cont
     direct.direct = true;
     direct.algorithm = "cma";
     direct.elemSize = call.elemSize;
-    direct.avgDivisor = call.op == collAvg ? context.nranks : 0;
+    direct.avgDivisor = avgDivisor;
     direct.count = call.count;
     return direct;
   }
@@ -275,7 +276,7 @@ DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& cont
   in.nranks = context.nranks;
   in.elemSize = call.elemSize;
   in.mode = context.mode;
-  in.avgDivisor = call.op == collAvg && context.nranks > 1 ? context.nranks : 0;
+  in.avgDivisor = avgDivisor;
   in.sendbuff = call.sendbuff;
   in.recvbuff = call.recvbuff;
   return lowerSchedule(schedule, in);
