@@ -25,6 +25,9 @@
 #   SKIP_BUILD=1  use BUILD_DIR as it is
 #   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
+#   GPU_CHECK_STEPS  a comma-separated list of the steps to run, the others SKIPPED (default: all):
+#               host api faults progress collectives sanitizer bench mps perf nccl torch direct rdma
+#               (a short device lease spent on what changed since the last full run)
 #   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
 #               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
 set -uo pipefail
@@ -81,6 +84,10 @@ why() {  # status log
     *) echo "exit $1; $2" ;;
   esac
 }
+
+# chosen STEP: whether GPU_CHECK_STEPS names STEP (or is empty: every step runs).
+chosen() { [[ -z ${GPU_CHECK_STEPS:-} || ,$GPU_CHECK_STEPS, == *,$1,* ]]; }
+not_chosen() { row "$1" SKIPPED "not in GPU_CHECK_STEPS ($GPU_CHECK_STEPS)"; }
 
 row() {  # check, result, detail
   rows+=("$1|$2|$3")
@@ -153,7 +160,9 @@ fi
 bin=$BUILD_DIR/tests/cuda
 
 # 2. Host-side device logic (protocol choice, lowering and unit simulation, functors, refusals).
-if [[ -x $BUILD_DIR/tests/cuda_host/test_cuda_host ]]; then
+if ! chosen host; then
+  not_chosen "host-side device tests"
+elif [[ -x $BUILD_DIR/tests/cuda_host/test_cuda_host ]]; then
   step 60 "$LOG_DIR/cuda_host.log" "$BUILD_DIR/tests/cuda_host/test_cuda_host"
   status=$?
   if [[ $status == 0 ]]; then
@@ -182,14 +191,20 @@ api_row() {  # check, log, env assignments for gpu_api...
     grep -v '^RESULT.*PASS' "$log" | head -10
   fi
 }
-api_row "device path through the API" "$LOG_DIR/api.log"
+if chosen api; then
+  api_row "device path through the API" "$LOG_DIR/api.log"
+else
+  not_chosen "device path through the API"
+fi
 
 # 2c. A rank process SIGKILLed mid-collective: the survivors must see an error (a failing call,
 # collCommGetAsyncError, a stream error) within COLL_TIMEOUT_MS, no hang. Its own short timeout
 # (5 s) so that a missed detection shows as a time, not as the whole budget spent.
-step 90 "$LOG_DIR/faults.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_faults"
-status=$?
-if [[ $status == 77 ]]; then
+status=0
+chosen faults && { step 90 "$LOG_DIR/faults.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_faults"; status=$?; }
+if ! chosen faults; then
+  not_chosen "rank killed mid-collective"
+elif [[ $status == 77 ]]; then
   row "rank killed mid-collective" SKIPPED "$(head -1 "$LOG_DIR/faults.log")"
 elif [[ $status == 0 ]]; then
   row "rank killed mid-collective" PASS "$(grep -o 'error [0-9]* ms after the kill' "$LOG_DIR/faults.log" | awk '{print $2}' | sort -n | tail -1) ms at most"
@@ -200,7 +215,9 @@ fi
 
 # 2d. What bounds a device wait: "no progress for T". A call about four times longer than T that
 # keeps moving must succeed; a call whose peer never joins must end with an error after about T.
-if [[ -x $bin/gpu_progress ]]; then
+if ! chosen progress; then
+  not_chosen "device wait: no progress for T"
+elif [[ -x $bin/gpu_progress ]]; then
   step 90 "$LOG_DIR/progress.log" "$bin/gpu_progress"
   results_row "device wait: no progress for T" $? "$LOG_DIR/progress.log" gpu_progress
 else
@@ -208,9 +225,12 @@ else
 fi
 
 # 3. GPU correctness: one row per (mode, ranks).
-step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" --modes threads,processes
-status=$?
-if [[ $status == 77 ]]; then
+status=0
+chosen collectives && { step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" \
+  --modes threads,processes; status=$?; }
+if ! chosen collectives; then
+  not_chosen "collectives on one GPU"
+elif [[ $status == 77 ]]; then
   row "collectives on one GPU" SKIPPED "$(head -1 "$LOG_DIR/collectives.log")"
 elif [[ $status == 124 || $status == 137 || $status == 125 ]]; then
   row "collectives on one GPU" FAIL "$(why $status "$LOG_DIR/collectives.log"): $(grep -c '^RESULT' "$LOG_DIR/collectives.log") runs done"
@@ -226,7 +246,9 @@ fi
 # runs even if the sanitizer serializes kernels), then threads (informational: if the sanitizer
 # serializes the concurrent kernels, they time out instead of hanging).
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-if [[ $have_gpu == 1 && -n $sanitizer ]]; then
+if ! chosen sanitizer; then
+  not_chosen "compute-sanitizer"
+elif [[ $have_gpu == 1 && -n $sanitizer ]]; then
   # Small cases only (counts 1 and 0): the sanitizer slows kernels by orders of magnitude.
   for tool in memcheck racecheck synccheck; do
     for mode in processes threads; do
@@ -275,10 +297,13 @@ bench_rows() {  # log prefix labels...
   done
   grep FAIL "$log" | head -5
 }
-# --sweep: the same all-reduce from 8 B up, for step 9's comparison with the direct kernel.
-step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES" --sweep
-status=$?
-if [[ $status == 77 ]]; then
+# --sweep: the same all-reduce from 8 B up, for step 9's comparison with the ring. Thread ranks take
+# the direct all-reduce from 128 B (src/plan/device_program.h), processes the ring.
+status=0
+chosen bench && { step 90 "$LOG_DIR/bench.log" "$bin/gpu_bench" --ranks 4 --bytes "$BENCH_BYTES" --sweep; status=$?; }
+if ! chosen bench; then
+  not_chosen "device all-reduce measurements"
+elif [[ $status == 77 ]]; then
   row "device all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/bench.log")"
 else
   step 60 "$LOG_DIR/bench_n8.log" "$bin/gpu_bench" --ranks 8 --bytes "$BENCH_BYTES" --modes threads --sweep
@@ -290,7 +315,9 @@ fi
 # library uses the concurrent mode for them (transport/p2p: every rank on the GPU an MPS client).
 # A private server (its own pipe folder) is started only for these runs and stopped after.
 mps_control=$(command -v nvidia-cuda-mps-control || true)
-if [[ $have_gpu == 1 && -n $mps_control && -x $bin/gpu_bench ]]; then
+if ! chosen mps; then
+  not_chosen "MPS"
+elif [[ $have_gpu == 1 && -n $mps_control && -x $bin/gpu_bench ]]; then
   mps_dir=$(mktemp -d /tmp/coll-mps.XXXXXX)
   export CUDA_MPS_PIPE_DIRECTORY=$mps_dir CUDA_MPS_LOG_DIRECTORY=$mps_dir
   if "$mps_control" -d >"$LOG_DIR/mps.log" 2>&1; then
@@ -316,7 +343,9 @@ fi
 # 6. The perf program through the public API and collrun (processes: serialized mode).
 perf=$BUILD_DIR/benchmarks/perf/all_reduce_perf
 collrun=$BUILD_DIR/tools/collrun/collrun
-if [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then
+if ! chosen perf; then
+  not_chosen "all_reduce_perf -m device n=4"
+elif [[ $have_gpu == 1 && -x $perf && -x $collrun ]]; then
   step 60 "$LOG_DIR/all_reduce_perf.log" "$collrun" -n 4 "$perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" \
     -n 10 -w 3 -c 1
   perf_row "all_reduce_perf -m device n=4" $? "$LOG_DIR/all_reduce_perf.log"
@@ -325,7 +354,9 @@ else
 fi
 
 # 7. NCCL through PyTorch, the same sizes, side by side.
-if [[ $have_gpu == 1 ]] && python3 -c 'import torch, torch.distributed; assert torch.cuda.is_available()' 2>/dev/null; then
+if ! chosen nccl; then
+  not_chosen "torch NCCL"
+elif [[ $have_gpu == 1 ]] && python3 -c 'import torch, torch.distributed; assert torch.cuda.is_available()' 2>/dev/null; then
   step 120 "$LOG_DIR/torch_nccl.log" python3 tools/gpu_torch_nccl.py --ranks 4 --bytes "$BENCH_BYTES"
   status=$?
   if [[ $status == 0 ]]; then
@@ -344,7 +375,9 @@ fi
 # sharing GPU 0 (tools/gpu_torch_check.py).
 torch_prefix=${GPU_TORCH_PREFIX:-.gpu/install}
 torch_row="torch 2.x backend on CUDA tensors"
-if [[ ! -f $torch_prefix/lib/cmake/collective/collectiveConfig.cmake ]]; then
+if ! chosen torch; then
+  not_chosen "$torch_row"
+elif [[ ! -f $torch_prefix/lib/cmake/collective/collectiveConfig.cmake ]]; then
   row "$torch_row" SKIPPED "no installed libcollective in $torch_prefix (tools/gpu_torch_build.sh --prepare)"
 elif [[ $have_gpu != 1 ]] || ! python3 -c 'import torch; assert torch.version.cuda and torch.cuda.is_available()' 2>/dev/null; then
   row "$torch_row" SKIPPED "no GPU, or no python3 torch with CUDA"
@@ -368,24 +401,27 @@ else
   fi
 fi
 
-# 9. The direct all-reduce (COLL_ALGO=allreduce:cma: ranks that are threads of one process reduce
-# straight from each other's buffers, kernels/cuda/direct_kernel.cuh), last, so that a failure of
-# the newest kernel cannot take the budget of the rows above; its waits are bounded by 5 s of no
-# progress (calls take milliseconds here), so a broken meeting fails fast instead of for the whole
-# step. The API checks (its epochs across back-to-back calls, graph replays, two communicators,
-# abort), every all-reduce case on threads, and the measurement beside the ring's rows above.
-if [[ -x $bin/gpu_bench ]]; then
+# 9. The direct all-reduce (thread ranks of one process reduce straight from each other's buffers,
+# kernels/cuda/direct_kernel.cuh; the planner's choice for them from 128 B), forced with
+# COLL_ALGO=allreduce:cma so that 8 B runs it too, and the ring forced beside it: last, so that a
+# failure of the newest kernel cannot take the budget of the rows above; its waits are bounded by
+# 5 s of no progress (calls take milliseconds here), so a broken meeting fails fast instead of for
+# the whole step. The API checks (its epochs across back-to-back calls, graph replays, two
+# communicators, abort), every all-reduce case on threads, and the measurement against the ring.
+if ! chosen direct; then
+  not_chosen "direct all-reduce (cma)"
+elif [[ -x $bin/gpu_bench ]]; then
   api_row "API, direct all-reduce (cma)" "$LOG_DIR/api_cma.log" COLL_ALGO=allreduce:cma COLL_TIMEOUT_MS=5000
   step 150 "$LOG_DIR/collectives_cma.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_collectives" --ranks "$RANK_COUNTS" \
     --modes threads --filter AllReduce --algo allreduce:cma
   results_row "direct all-reduce (cma) cases" $? "$LOG_DIR/collectives_cma.log" gpu_collectives
-  # memcheck on the direct kernel's reads and writes of the peers' buffers (the float sums: 12 cases).
+  # memcheck on the direct kernel's reads and writes of the peers' buffers (the float sums: 13 cases).
   if [[ -n $sanitizer ]]; then
     log=$LOG_DIR/sanitizer_memcheck_cma.log
     step 90 "$log" env COLL_TIMEOUT_MS=5000 "$sanitizer" --tool memcheck --error-exitcode 9 "$bin/gpu_collectives" \
-      --ranks 2 --modes threads --filter "AllReduce float32 sum" --algo allreduce:cma
+      --ranks 2 --modes threads --filter "AllReduce float sum" --algo allreduce:cma
     status=$?
-    summary=$(grep -m1 'ERROR SUMMARY\|FAIL' "$log" | sed 's/^=* *//')
+    summary=$(grep -m1 'ERROR SUMMARY\|FAIL\|no case' "$log" | sed 's/^=* *//')
     if [[ $status == 0 ]]; then
       row "compute-sanitizer memcheck, direct all-reduce" PASS "$summary"
     else
@@ -394,21 +430,20 @@ if [[ -x $bin/gpu_bench ]]; then
   else
     row "compute-sanitizer memcheck, direct all-reduce" SKIPPED "compute-sanitizer not found"
   fi
+  # The ring forced on the same thread ranks, against step 5's runs (the planner's choice), size by size.
   for n in 4 8; do
-    step 60 "$LOG_DIR/bench_cma_n$n.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_bench" --ranks $n --bytes "$BENCH_BYTES" \
-      --modes threads --algo allreduce:cma --sweep
+    step 60 "$LOG_DIR/bench_ring_n$n.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_bench" --ranks $n \
+      --bytes "$BENCH_BYTES" --modes threads --algo allreduce:ring --sweep
     if [[ $? == 77 ]]; then
-      row "all-reduce threads_n${n}_cma" SKIPPED "$(head -1 "$LOG_DIR/bench_cma_n$n.log")"
+      row "all-reduce threads_n${n}_ring" SKIPPED "$(head -1 "$LOG_DIR/bench_ring_n$n.log")"
     else
-      bench_rows "$LOG_DIR/bench_cma_n$n.log" "" threads_n${n}_cma
-      # Against the ring's sweep of step 5, same sizes: where the direct kernel overtakes it (the
-      # planner's rule to come).
-      ring_log=$LOG_DIR/bench.log
-      [[ $n == 8 ]] && ring_log=$LOG_DIR/bench_n8.log
-      row "direct against ring, $n threads" INFO "$(awk -v n=$n '$1 == "RESULT" && $3 == "allreduce_sweep" {
-          if ($2 == "threads_n" n) ring[$4] = $5; else if ($2 == "threads_n" n "_cma") direct[$4] = $5; sizes[$4] = 1 }
-        END { for (b in sizes) printf "%s B: ring %s us, direct %s us;\n", b, ring[b], direct[b] }' \
-        "$ring_log" "$LOG_DIR/bench_cma_n$n.log" | sort -n | tr '\n' ' ')"
+      bench_rows "$LOG_DIR/bench_ring_n$n.log" "" threads_n${n}_ring
+      chosen_log=$LOG_DIR/bench.log
+      [[ $n == 8 ]] && chosen_log=$LOG_DIR/bench_n8.log
+      row "planner's choice against ring, $n threads" INFO "$(awk -v n=$n '$1 == "RESULT" && $3 == "allreduce_sweep" {
+          if ($2 == "threads_n" n) chosen[$4] = $5; else if ($2 == "threads_n" n "_ring") ring[$4] = $5; sizes[$4] = 1 }
+        END { for (b in sizes) printf "%s B: ring %s us, chosen %s us;\n", b, ring[b], chosen[b] }' \
+        "$chosen_log" "$LOG_DIR/bench_ring_n$n.log" | sort -n | tr '\n' ' ')"
     fi
   done
 else
@@ -419,7 +454,9 @@ fi
 # if so all_reduce_perf on host memory with the transports forced to verbs, 2 ranks through the
 # device's loopback. Neither the build machine nor CI has an RDMA device; this is where one may be.
 rdma_devices=$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
-if [[ -z $rdma_devices ]]; then
+if ! chosen rdma; then
+  not_chosen "RDMA devices"
+elif [[ -z $rdma_devices ]]; then
   row "RDMA devices" NONE "/sys/class/infiniband is empty or absent: no verbs device to run on"
 elif [[ -x $perf && -x $collrun ]]; then
   step 60 "$LOG_DIR/verbs_perf.log" env COLL_TRANSPORTS=verbs COLL_DEBUG=INFO "$collrun" -n 2 "$perf" \

@@ -258,11 +258,19 @@ bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context)
          context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
 }
 
-DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context) {
-  const int avgDivisor = call.op == collAvg && context.nranks > 1 ? context.nranks : 0;
+bool directAllReduceChosen(const CollCall& call, const DeviceCallContext& context) {
   const Algo forced =
       context.overrides != nullptr ? context.overrides[static_cast<int>(CollType::kAllReduce)] : Algo::kAuto;
-  if (forced == Algo::kDirectRead && directAllReduceRuns(call, context)) {
+  if (!directAllReduceRuns(call, context)) return false;
+  if (forced == Algo::kDirectRead) return true;
+  // Unforced: a forced protocol (COLL_PROTO) names the ring's pipelines, so it keeps them.
+  return forced == Algo::kAuto && context.forced == ProtoChoice::kAuto &&
+         call.count * call.elemSize >= kDirectAllReduceSmallestBytes;
+}
+
+DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context) {
+  const int avgDivisor = call.op == collAvg && context.nranks > 1 ? context.nranks : 0;
+  if (directAllReduceChosen(call, context)) {
     DeviceProgram direct;
     direct.direct = true;
     direct.algorithm = "cma";

@@ -74,12 +74,22 @@ struct DeviceCallContext {
 // Chooses the protocol, plans the call with that protocol's slot geometry (one slice is a FIFO
 // slot to the planner) and builds this rank's schedule; *geometry receives the geometry.
 Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry);
-// planDeviceSchedule, then lowerSchedule; or the direct all-reduce, where COLL_ALGO asks for cma
-// (allreduce:cma) and the ranks can run it (directAllReduceRuns).
+// The smallest all-reduce the planner gives the direct kernel unasked. Measured on an H200 at 4
+// and 8 thread ranks (docs/performance.md, "Device memory on one H200"): from 128 B up the direct
+// kernel is ahead (at 128 MiB 2.9x the ring at 4 ranks, 2.5x at 8); at 8 B the ring's LL protocol
+// answers sooner (32.5 against 46.4 us at 4 ranks), its entry and exit meetings costing more than
+// LL's one flag per line.
+constexpr size_t kDirectAllReduceSmallestBytes = 128;
+
+// planDeviceSchedule, then lowerSchedule; or the direct all-reduce (directAllReduceChosen).
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context);
 // Whether the direct all-reduce can run this call: an all-reduce on 2..kMaxDevicePeers ranks that
 // share one address space and run their kernels together.
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context);
+// Whether planDeviceCall gives this call to the direct all-reduce: where it runs, and COLL_ALGO
+// asks for cma (allreduce:cma), or nothing is forced (no COLL_ALGO for all-reduce, no COLL_PROTO)
+// and the call has kDirectAllReduceSmallestBytes or more.
+bool directAllReduceChosen(const CollCall& call, const DeviceCallContext& context);
 // Sends and receives issued together (a group), as byte transfers that all progress together.
 DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const DeviceCallContext& context);
 

@@ -173,6 +173,9 @@ std::vector<std::string> splitCommaList(const std::string& text) {
 }
 
 bool gpuAvailable(std::string* why) {
+  // Before the process's first CUDA call: thread ranks on one GPU need a hardware queue per stream
+  // (docs/cuda.md, "Several ranks per GPU"); rank processes inherit it.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc == cudaSuccess && count > 0) return true;

@@ -87,11 +87,37 @@ TEST(DirectPlan, CmaOnThreadsOfOneProcessIsTheDirectKernel) {
   EXPECT_EQ(planDeviceCall(allReduce(5, collAvg), d.context).avgDivisor, 4);
 }
 
-TEST(DirectPlan, WithoutTheOverrideThePlannerChooses) {
+TEST(DirectPlan, UnforcedThreadRanksTakeTheDirectKernelFrom128Bytes) {
   DirectContext d(false);
-  const DeviceProgram p = planDeviceCall(allReduce(1000003), d.context);
-  EXPECT_FALSE(p.direct);
-  EXPECT_FALSE(p.launches.empty());
+  for (size_t count : {size_t(32), size_t(4099), size_t(1000003)}) {
+    const DeviceProgram p = planDeviceCall(allReduce(count), d.context);
+    EXPECT_TRUE(p.direct) << count;
+    EXPECT_EQ(p.count, count);
+  }
+  // 124 B: the ring's LL protocol answers sooner.
+  const DeviceProgram small = planDeviceCall(allReduce(kDirectAllReduceSmallestBytes / 4 - 1), d.context);
+  EXPECT_FALSE(small.direct);
+  EXPECT_FALSE(small.launches.empty());
+}
+
+TEST(DirectPlan, AForcedAlgorithmOrProtocolKeepsTheRing) {
+  DirectContext ring(false);
+  ring.overrides[static_cast<int>(CollType::kAllReduce)] = Algo::kRing;
+  EXPECT_FALSE(planDeviceCall(allReduce(1000003), ring.context).direct);
+  for (ProtoChoice proto : {ProtoChoice::kLL, ProtoChoice::kSimple}) {
+    DirectContext d(false);
+    d.context.forced = proto;
+    EXPECT_FALSE(planDeviceCall(allReduce(1000003), d.context).direct);
+  }
+}
+
+TEST(DirectPlan, RanksOutsideOneAddressSpaceOrSerializedNeverTakeItUnasked) {
+  for (const DirectContext& d : {DirectContext(false, false), DirectContext(false, true, DeviceMode::kSerialized),
+                                 DirectContext(false, true, DeviceMode::kConcurrent, 9)}) {
+    const DeviceProgram p = planDeviceCall(allReduce(1000003), d.context);
+    EXPECT_FALSE(p.direct);
+    EXPECT_FALSE(p.launches.empty());
+  }
 }
 
 TEST(DirectPlan, CmaWhereTheDirectKernelCannotRunIsAClearError) {

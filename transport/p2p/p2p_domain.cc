@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -15,6 +17,26 @@
 
 namespace coll {
 namespace transport {
+namespace {
+
+// The hardware queues CUDA multiplexes a process's streams onto (CUDA_DEVICE_MAX_CONNECTIONS,
+// 8 unless set; 32 at most). Thread ranks on one GPU each wait in a kernel for the others'
+// kernels; a stream queued behind another stream's waiting kernel in a shared queue cannot start,
+// so that rank's kernel never comes and the call ends with the timeout (seen on an H200 with 4
+// thread ranks and two streams each). One queue per stream rules it out: warn where that is unlikely.
+void warnAboutSharedHardwareQueues(int rank, int device, int ranksHere) {
+  const char* set = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const int queues = set != nullptr ? atoi(set) : 8;
+  if (queues >= 32) return;
+  COLL_WARN(kTransport,
+            "rank %d: %d ranks of this process share GPU %d, whose streams CUDA runs through %d hardware queues "
+            "(CUDA_DEVICE_MAX_CONNECTIONS %s): a stream queued behind another rank's waiting kernel cannot start, and "
+            "the call then fails with the timeout. Set CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA "
+            "call (docs/cuda.md, \"Several ranks per GPU\")",
+            rank, ranksHere, device, queues, set != nullptr ? set : "unset");
+}
+
+}  // namespace
 
 P2pDomain::P2pDomain(const DomainArgs& args) : rank_(args.rank), nranks_(args.nranks), device_(args.settings->device) {
   try {
@@ -97,6 +119,8 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     int residentBlocks;
   };
   std::map<int, DeviceUse> devices;
+  int ranksHere = 0;  // threads of this process on this GPU, this rank among them
+  int firstHere = nranks_;
   kernelsConcurrent_ = true;
   sharedAddressSpace_ = true;
   connections_.clear();
@@ -109,7 +133,12 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     if (!fresh && use.process != peer.process) use.severalProcesses = true;
     // One GPU too: peer access does not reach every allocation of another GPU (memory pools,
     // cuMemCreate), and the direct kernel writes into the peers' own buffers.
-    if (peer.process != p2pProcessIdentity() || peer.device != device_) sharedAddressSpace_ = false;
+    if (peer.process != p2pProcessIdentity() || peer.device != device_) {
+      sharedAddressSpace_ = false;
+    } else {
+      ++ranksHere;
+      firstHere = std::min(firstHere, r);
+    }
     use.allMps = use.allMps && peer.mpsClient != 0;
     if (++use.ranks * static_cast<int>(device::kSimpleGeometry.lanes) > use.residentBlocks) kernelsConcurrent_ = false;
     connections_.push_back(std::make_unique<P2pConnection>(peer, device_, rank_, regions_));
@@ -117,6 +146,9 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   }
   for (const auto& [device, use] : devices)
     if (use.severalProcesses && !use.allMps) kernelsConcurrent_ = false;
+  // One warning per communicator and GPU: from the first of the ranks sharing it.
+  if (ranksHere > 1 && firstHere == rank_ && kernelsConcurrent_)
+    warnAboutSharedHardwareQueues(rank_, device_, ranksHere);
   COLL_CUDACHECK(cudaMalloc(reinterpret_cast<void**>(&deviceTable_), sizeof(device::PeerChannels) * nranks_));
   COLL_CUDACHECK(
       cudaMemcpy(deviceTable_, table_.data(), sizeof(device::PeerChannels) * nranks_, cudaMemcpyHostToDevice));
