@@ -5,7 +5,7 @@
 //
 // usage: gpu_collectives [--ranks 2,4,8] [--modes threads,processes] [--thorough] [--spread]
 //                        [--filter TEXT] [--algo COLL_ALGO]
-// --filter keeps the cases whose description contains TEXT ("AllReduce float32", "count 1 ").
+// --filter keeps the cases whose description contains TEXT ("AllReduce float", "count 1 ").
 // --algo plans with those algorithm overrides (COLL_ALGO's syntax): "allreduce:cma" runs every
 // all-reduce with the direct kernel, where the ranks are threads.
 // COLL_TIMEOUT_MS bounds every wait (default 120 s); a run (one mode, one rank count) that is not
