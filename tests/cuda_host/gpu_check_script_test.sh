@@ -22,7 +22,7 @@ for check in "host-side device tests" "device path through the API" "rank killed
              "device wait: no progress for T" "collectives on one GPU" "compute-sanitizer" \
              "device all-reduce measurements" "MPS" "all_reduce_perf -m device n=4" "torch NCCL" \
              "torch 2.x backend on CUDA tensors" "API, direct all-reduce (cma)" "direct all-reduce (cma) cases" \
-             "all-reduce threads_n4_cma" "all-reduce threads_n8_cma" "RDMA devices"; do
+             "all-reduce threads_n4_ring" "all-reduce threads_n8_ring" "RDMA devices"; do
   grep -q "^| $check" <<<"$table" || { echo "FAIL: no row '$check' in the table"; exit 1; }
 done
 if grep '^| ' <<<"$table" | grep -v '^| host-side device tests \| RDMA devices ' | grep -qv '| SKIPPED |'; then
@@ -34,4 +34,15 @@ if grep '| SKIPPED |' <<<"$table" | grep -q '| SKIPPED | *|'; then
   echo "FAIL: a row is SKIPPED without a reason"
   exit 1
 fi
-echo "ok: gpu_check.sh reached its table, $(grep -c '| SKIPPED |' <<<"$table") GPU rows skipped with their reasons"
+# GPU_CHECK_STEPS: only the steps named run; each other row says it was left out.
+only=$(GPU_CHECK_ALLOW_NO_GPU=1 SKIP_BUILD=1 BUILD_DIR=$(realpath "$build_dir") GPU_CHECK_BUDGET_S=120 \
+  GPU_CHECK_STEPS=host "$source_dir/tools/gpu_check.sh" "$logs" 2>&1 | grep '^| ' | tail -n +3)
+grep -q '^| host-side device tests | PASS\|^| host-side device tests | SKIPPED | not built' <<<"$only" ||
+  { echo "FAIL: GPU_CHECK_STEPS=host did not run the host-side tests:"; echo "$only"; exit 1; }
+if grep -v '^| host-side device tests ' <<<"$only" | grep -qv 'not in GPU_CHECK_STEPS (host)'; then
+  echo "FAIL: GPU_CHECK_STEPS=host ran a step it does not name:"
+  grep -v 'not in GPU_CHECK_STEPS' <<<"$only"
+  exit 1
+fi
+echo "ok: gpu_check.sh reached its table, $(grep -c '| SKIPPED |' <<<"$table") GPU rows skipped with their reasons;" \
+  "GPU_CHECK_STEPS=host ran that step alone"
