@@ -26,6 +26,7 @@ namespace {
 // thread ranks and two streams each). One queue per stream rules it out: warn where that is unlikely.
 void warnAboutSharedHardwareQueues(int rank, int device, int ranksHere) {
   const char* set = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (set != nullptr && *set == '\0') set = nullptr;  // empty means unset, as for every variable here
   const int queues = set != nullptr ? atoi(set) : 8;
   if (queues >= 32) return;
   COLL_WARN(kTransport,
