@@ -42,6 +42,18 @@ const Plan& HostEngine::planFor(const CollCall& call) {
   return kept.plan;
 }
 
+const Schedule& HostEngine::scheduleFor(const CollCall& call, const Plan& plan) {
+  KeptSchedule& kept = keptSchedules_[static_cast<int>(call.type)];
+  const ScheduleShape shape{plan.algo, plan.maxStepElems, call.count, call.elemSize, call.root, call.op == collAvg};
+  if (!kept.valid || !(kept.shape == shape)) {
+    kept.valid = false;  // stays so if building throws
+    kept.schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);
+    kept.shape = shape;
+    kept.valid = true;
+  }
+  return kept.schedule;
+}
+
 void HostEngine::run(const CollCall& call, collStream_t) {
   if (call.count == 0 && call.type != CollType::kBarrier) return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type));
@@ -81,7 +93,7 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
     runner->run(call, waiter);
     return;
   }
-  Schedule schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);
+  const Schedule& schedule = scheduleFor(call, plan);
   ExecBuffers buffers;
   uint8_t barrierIn = 0, barrierOut = 0;
   buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;

@@ -1,7 +1,9 @@
 #include "transport/net/net_connection.h"
 
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +16,18 @@ namespace transport {
 namespace {
 
 bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
+
+// The non-blocking socket calls of the data path, made straight as system calls. glibc's recv()
+// and sendmsg() are thread-cancellation points and switch asynchronous cancellation on and off
+// around every call: about 3% of an 8-byte broadcast's receiving rank over loopback. Nothing here
+// blocks, so there is nothing to cancel.
+ssize_t receiveNow(int fd, void* to, size_t bytes) {
+  return static_cast<ssize_t>(syscall(SYS_recvfrom, fd, to, bytes, MSG_DONTWAIT, nullptr, nullptr));
+}
+
+ssize_t sendNow(int fd, const msghdr* message) {
+  return static_cast<ssize_t>(syscall(SYS_sendmsg, fd, message, MSG_DONTWAIT | MSG_NOSIGNAL));
+}
 
 std::string socketError(const char* what, int err) {
   if (err == ECONNRESET || err == EPIPE)
@@ -101,7 +115,7 @@ PumpResult NetSendConnection::pump() {
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = niov;
-      ssize_t n = sendmsg(s.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t n = sendNow(s.fd, &msg);
       if (n < 0) {
         if (wouldBlock(errno)) break;
         result.error = socketError("sending", errno);
@@ -204,12 +218,12 @@ bool NetRecvConnection::wantsRead(int s) const {
 
 ssize_t NetRecvConnection::receive(SocketState& s, uint8_t* to, size_t want) {
   if (s.stashBegin == s.stashEnd && want < kStashBytes) {
-    ssize_t n = recv(s.fd, s.stash.get(), kStashBytes, MSG_DONTWAIT);
+    ssize_t n = receiveNow(s.fd, s.stash.get(), kStashBytes);
     if (n <= 0) return n;
     s.stashBegin = 0;
     s.stashEnd = static_cast<size_t>(n);
   }
-  if (s.stashBegin == s.stashEnd) return recv(s.fd, to, want, MSG_DONTWAIT);
+  if (s.stashBegin == s.stashEnd) return receiveNow(s.fd, to, want);
   size_t n = std::min(want, s.stashEnd - s.stashBegin);
   std::memcpy(to, s.stash.get() + s.stashBegin, n);
   s.stashBegin += n;
