@@ -143,11 +143,13 @@ void Communicator::setupTransports() {
   // outnumber the cores the receiver is often not running then, and the FIFO's copy, after which
   // the sender goes on, was faster: 4 ranks on 2 cores, 64 KiB sendrecv 18.9 -> 13.4 us (with a
   // core each, 2 ranks, the single copy wins: 8.8 -> 6.7 us; docs/performance.md).
-  transportSettings_.shmSingleCopyBytes =
-      params_.shmSingleCopyBytesSet || !ranksShareCores() ? params_.shmSingleCopyBytes : 0;
-  if (transportSettings_.shmSingleCopyBytes != params_.shmSingleCopyBytes)
-    COLL_INFO(kInit, "rank %d: %d ranks share this machine's %ld cores: shared-memory single copies off", rank_,
-              ranksOnThisMachine(), sysconf(_SC_NPROCESSORS_ONLN));
+  transportSettings_.shmSingleCopyBytes = params_.shmSingleCopyBytes;
+  transportSettings_.shmSingleCopyWindow = params_.shmSingleCopyBytesSet || !ranksShareCores();
+  if (!transportSettings_.shmSingleCopyWindow)
+    COLL_INFO(kInit,
+              "rank %d: %d ranks share this machine's %ld cores: shared-memory single copies off in their window "
+              "(above it by measurement)",
+              rank_, ranksOnThisMachine(), sysconf(_SC_NPROCESSORS_ONLN));
   transportSettings_.shmSingleCopyMaxBytes = params_.shmSingleCopyMaxBytes;
   transportSettings_.netFifoDepth = params_.netFifoDepth;
   transportSettings_.oneshotBytes = params_.oneshotBytes;
@@ -273,6 +275,12 @@ void Communicator::startEngines() {
   args.planContext = &planContext_;
   args.streamingBytes = params_.streamingBytes;
   args.spinNs = spinNs;
+  // Single copies above the window by measurement, unless the user set the window's top or turned
+  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0). Where ranks outnumber cores too: at 4 ranks
+  // on 2 cores, 1 MiB sendrecv, a single copy took 265 us against the FIFO's 470 while the cores
+  // shared no cache (docs/performance.md).
+  if (!params_.shmSingleCopyMaxBytesSet && params_.shmSingleCopyBytes > 0)
+    args.pointToPointSingleCopyMax = transportSettings_.shmSingleCopyMaxBytes;
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));

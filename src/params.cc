@@ -167,6 +167,7 @@ const Params& processParams() {
     p.shmSingleCopyBytesSet = isSet("COLL_SHM_SINGLE_COPY_BYTES");
     p.shmSingleCopyMaxBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_MAX_BYTES", 0, 1LL << 50, p.shmSingleCopyMaxBytes));
+    p.shmSingleCopyMaxBytesSet = isSet("COLL_SHM_SINGLE_COPY_MAX_BYTES");
     p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
     p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
     p.slotBytes = (p.slotBytes + 63) / 64 * 64;

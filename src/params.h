@@ -29,7 +29,10 @@ struct Params {
   // COLL_SHM_SINGLE_COPY_BYTES given: single copies even where ranks share cores.
   bool shmSingleCopyBytesSet = false;
   size_t shmSingleCopyMaxBytes = 64 << 10;  // COLL_SHM_SINGLE_COPY_MAX_BYTES
-  int netFifoDepth = 8;                     // COLL_NET_FIFO_DEPTH
+  // COLL_SHM_SINGLE_COPY_MAX_BYTES given: the window is the user's, and larger sends are not
+  // measured against single copies (HostEngineArgs::pointToPointSingleCopyMax).
+  bool shmSingleCopyMaxBytesSet = false;
+  int netFifoDepth = 8;  // COLL_NET_FIFO_DEPTH
   // COLL_SHM_SLOT_BYTES: every host FIFO's slot (shared memory, sockets, self), since the executor
   // cuts a step into slices of one size on both ends of every connection.
   size_t slotBytes = 128 << 10;

@@ -69,6 +69,9 @@ struct TransportSettings {
   // the sender's memory (a minimum of 0: never).
   size_t shmSingleCopyBytes = 32 << 10;
   size_t shmSingleCopyMaxBytes = 64 << 10;
+  // Whether sends inside the window go by a single copy (off where ranks outnumber cores unless
+  // set); above it the host engine may still choose one by measurement (singleCopyPossible).
+  bool shmSingleCopyWindow = true;
   int netFifoDepth = 8;                // COLL_NET_FIFO_DEPTH
   size_t oneshotBytes = 64 << 10;      // per one-shot buffer (COLL_ONESHOT_BYTES)
   bool shmNamedSegments = false;       // COLL_SHM_NAMED

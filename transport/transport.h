@@ -57,6 +57,13 @@ class SendConnection {
     (void)messageBytes;
     return false;
   }
+  // Whether a message of `messageBytes` could go by a single copy at all: from the window's lower
+  // bound up, past its top. The host engine asks for this instead of singleCopyFor when it measures
+  // single copies against the FIFO for large messages (host_engine.h).
+  virtual bool singleCopyPossible(size_t messageBytes) const {
+    (void)messageBytes;
+    return false;
+  }
 };
 
 class RecvConnection {

@@ -123,7 +123,8 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     if (slot == nullptr) return false;
     external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 &&
                   (sends[i]->acceptsExternal(callerBuffer) ||
-                   (b.singleCopySends && sends[i]->singleCopyFor(step.count * b.elemSize)));
+                   (b.singleCopySends && (b.singleCopyLarge ? sends[i]->singleCopyPossible(step.count * b.elemSize)
+                                                            : sends[i]->singleCopyFor(step.count * b.elemSize))));
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {

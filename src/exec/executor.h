@@ -41,6 +41,9 @@ struct ExecBuffers {
   // offers it (transport.h, singleCopyFor). Such a send returns only once the receiver has
   // read it; a group of sends alone stays eager (it may return before any receiver arrives).
   bool singleCopySends = false;
+  // With singleCopySends: every send a single copy could carry takes it, past the transport's
+  // window too (the host engine's measured choice for large messages, host_engine.h).
+  bool singleCopyLarge = false;
 };
 
 class Executor {

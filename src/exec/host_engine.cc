@@ -1,5 +1,7 @@
 #include "src/exec/host_engine.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/logging.h"
 #include "kernels/cpu/reduce.h"
@@ -124,8 +126,24 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   buffers.datatype = collUint8;
   buffers.elemSize = 1;
   buffers.nranks = args_.nranks;
-  for (const CollCall& call : calls) buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
+  size_t largestSend = 0;
+  for (const CollCall& call : calls) {
+    buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
+    if (call.type == CollType::kSend) largestSend = std::max(largestSend, call.count * call.elemSize);
+  }
+  const bool measured =
+      buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
+  if (!measured) {
+    executor_.run(schedule, buffers, waiter);
+    return;
+  }
+  // The FIFO (kDirect: copied into the slots and out) or a single copy (kDirectRead: read
+  // straight from this rank's buffer), timed here and chosen by this rank alone.
+  const Algo chosen = pointToPointTuner_.choose(largestSend, Algo::kDirect, Algo::kDirectRead);
+  buffers.singleCopyLarge = chosen == Algo::kDirectRead;
+  const int64_t start = monotonicNs();
   executor_.run(schedule, buffers, waiter);
+  pointToPointTuner_.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
 }
 
 }  // namespace coll

@@ -31,6 +31,14 @@ struct HostEngineArgs {
   const PlanContext* planContext = nullptr;
   size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
   int64_t spinNs = 0;
+  // Point-to-point groups that send and receive: a message above this many bytes (the top of the
+  // shared-memory single-copy window) goes through the FIFO or by a single copy, whichever this
+  // rank measured faster for its size (PlanTuner). Which wins depends on whether the ranks' cores
+  // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
+  // ranks the FIFO took 53 us against Open MPI's single copy's 91 where they did, 197 against a
+  // single copy's 116 where they did not (docs/performance.md). 0: never measured, the window
+  // alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
+  size_t pointToPointSingleCopyMax = 0;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
 };
@@ -91,6 +99,9 @@ class HostEngine : public Engine {
   Executor executor_;
   std::vector<std::unique_ptr<NativeRunner>> natives_;  // indexed by Algo, made at first use
   PlanTuner tuner_;                                     // used on rank 0 only
+  // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax): the
+  // receiver follows whatever each slot carries, so no rank needs to agree with another.
+  PlanTuner pointToPointTuner_;
 };
 
 }  // namespace coll

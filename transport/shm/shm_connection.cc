@@ -27,8 +27,11 @@ ShmFifoView::ShmFifoView(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* o
       bell(otherEnd) {}
 
 ShmSendConnection::ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell,
-                                     size_t singleCopyMin, size_t singleCopyMax)
-    : fifo_(fifo, depth, slotBytes, receiverBell), singleCopyMin_(singleCopyMin), singleCopyMax_(singleCopyMax) {
+                                     size_t singleCopyMin, size_t singleCopyMax, bool window)
+    : fifo_(fifo, depth, slotBytes, receiverBell),
+      singleCopyMin_(singleCopyMin),
+      singleCopyMax_(singleCopyMax),
+      window_(window) {
   knownTail_ = head_ = fifo_.header->tail.load(std::memory_order_acquire);
   singleCopiesPosted_ = fifo_.header->singleCopiesDone.load(std::memory_order_acquire);
 }
@@ -72,6 +75,7 @@ ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes,
     : fifo_(fifo, depth, slotBytes, senderBell),
       tail_(fifo_.header->tail.load(std::memory_order_relaxed)),
       senderPid_(senderPid),
+      fetchedAt_(static_cast<size_t>(depth), nullptr),
       singleCopiesDone_(fifo_.header->singleCopiesDone.load(std::memory_order_relaxed)) {}
 
 const void* ShmRecvConnection::tryPeek(size_t* bytes) {
@@ -88,15 +92,38 @@ const void* ShmRecvConnection::tryPeek(size_t* bytes) {
 }
 
 const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, size_t bytes) {
-  if (fetched_ == tail_ + 1) return fetchedAt_;  // read on an earlier peek of this slot
-  uint8_t* to = landing_.placeOf(tail_, bytes);
-  if (to == nullptr) to = fifo_.slot(tail_);
-  if (to != fifo_.slot(tail_)) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
+  if (tail_ < fetchedEnd_) return fetchedAt_[tail_ % fetchedAt_.size()];  // read on an earlier peek
   uint64_t address = 0;
   std::memcpy(&address, control.inlineData, sizeof(address));
-  readPeerMemory(senderPid_, address, to, bytes);
-  fetched_ = tail_ + 1;
-  fetchedAt_ = to;
+  uint8_t* to = landing_.placeOf(tail_, bytes);
+  uint64_t end = tail_ + 1;
+  size_t run = bytes;
+  if (to == nullptr) {
+    to = fifo_.slot(tail_);
+  } else {
+    // Read on through the single copies already posted behind this one that continue both the
+    // sender's buffer and our destination (the next slices of one message): one system call for
+    // the run. Each call pins the pages it copies and costs a fixed part besides; slice by slice
+    // (128 KiB) a 4 MiB sendrecv between two ranks took 2x as long as one read of 4 MiB.
+    while (end < tail_ + static_cast<uint64_t>(fifo_.depth)) {
+      const ShmSlotControl& next = fifo_.control(end);
+      if (next.posted.load(std::memory_order_acquire) != end + 1) break;
+      const uint64_t raw = next.bytes;
+      const size_t nextBytes = static_cast<size_t>(raw & ~ShmSlotControl::kSingleCopyFlag);
+      if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0 || nextBytes > fifo_.slotBytes) break;
+      uint64_t nextAddress = 0;
+      std::memcpy(&nextAddress, next.inlineData, sizeof(nextAddress));
+      uint8_t* place = landing_.placeOf(end, nextBytes);
+      if (nextAddress != address + run || place != to + run) break;
+      fetchedAt_[end % fetchedAt_.size()] = place;
+      run += nextBytes;
+      ++end;
+    }
+    receivedInPlace_.fetch_add(end - tail_, std::memory_order_relaxed);
+  }
+  readPeerMemory(senderPid_, address, to, run);
+  fetchedAt_[tail_ % fetchedAt_.size()] = to;
+  fetchedEnd_ = end;
   return to;
 }
 
@@ -106,7 +133,7 @@ void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_
 
 void ShmRecvConnection::release() {
   // A single-copy slot's sender waits for this before its call returns (and its buffer changes).
-  if (fetched_ == tail_ + 1) fifo_.header->singleCopiesDone.store(++singleCopiesDone_, std::memory_order_release);
+  if (tail_ < fetchedEnd_) fifo_.header->singleCopiesDone.store(++singleCopiesDone_, std::memory_order_release);
   ++tail_;
   fifo_.header->tail.store(tail_, std::memory_order_release);
   ringDoorbell(fifo_.bell);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "transport/doorbell.h"
 #include "transport/landing.h"
@@ -60,10 +61,11 @@ struct ShmFifoView {
 
 class ShmSendConnection : public SendConnection {
  public:
-  // Messages of singleCopyMin..singleCopyMax bytes go by a single copy (singleCopyMin 0: none, as
-  // where the receiver may not read this process's memory).
+  // Messages of singleCopyMin..singleCopyMax bytes go by a single copy where `window` (singleCopyMin
+  // 0: none at all, as where the receiver may not read this process's memory); from singleCopyMin
+  // up they may when the engine asks (singleCopyPossible).
   ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell, size_t singleCopyMin,
-                    size_t singleCopyMax);
+                    size_t singleCopyMax, bool window);
   void* tryAcquire() override;
   void post(size_t bytes) override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
@@ -71,7 +73,10 @@ class ShmSendConnection : public SendConnection {
   // Single copies only (transport.h): postExternal is called for slices the executor chose by
   // singleCopyFor(), never because acceptsExternal() says so.
   bool singleCopyFor(size_t messageBytes) const override {
-    return singleCopyMin_ > 0 && messageBytes >= singleCopyMin_ && messageBytes <= singleCopyMax_;
+    return window_ && singleCopyMin_ > 0 && messageBytes >= singleCopyMin_ && messageBytes <= singleCopyMax_;
+  }
+  bool singleCopyPossible(size_t messageBytes) const override {
+    return singleCopyMin_ > 0 && messageBytes >= singleCopyMin_;
   }
   void postExternal(const void* data, size_t bytes) override;
   bool externalPending() const override;
@@ -83,6 +88,7 @@ class ShmSendConnection : public SendConnection {
   uint64_t knownTail_ = 0;  // the receiver's counter when last read: slots below it are free
   size_t singleCopyMin_;
   size_t singleCopyMax_;
+  bool window_;
   uint64_t singleCopiesPosted_ = 0;
 };
 
@@ -101,14 +107,17 @@ class ShmRecvConnection : public RecvConnection {
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
  private:
-  // Reads the single-copy slot at tail_ from the sender's memory (once), and says where it lies.
+  // Reads the single-copy slot at tail_ from the sender's memory (once, with the run of slices that
+  // continue it), and says where it lies.
   const void* fetchSingleCopy(const ShmSlotControl& control, size_t bytes);
   ShmFifoView fifo_;
   uint64_t tail_;
   int senderPid_;
   LandingOffer landing_;
-  uint64_t fetched_ = 0;                      // tail_ + 1 once the single-copy slot at tail_ has been read
-  const void* fetchedAt_ = nullptr;           // where it was read to
+  // Slots tail_..fetchedEnd_-1 are single copies already read (a run of them is read at once),
+  // each to fetchedAt_[slot % depth]: its place in a landing, or its own slot.
+  uint64_t fetchedEnd_ = 0;
+  std::vector<const void*> fetchedAt_;
   uint64_t singleCopiesDone_ = 0;             // this end's count of the header's singleCopiesDone
   std::atomic<uint64_t> receivedInPlace_{0};  // single copies read into a landing (usage())
 };

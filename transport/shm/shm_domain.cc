@@ -70,6 +70,7 @@ ShmDomain::ShmDomain(const DomainArgs& args)
       slotBytes_(args.settings->slotBytes),
       singleCopyBytes_(args.settings->shmSingleCopyBytes),
       singleCopyMaxBytes_(args.settings->shmSingleCopyMaxBytes),
+      singleCopyWindow_(args.settings->shmSingleCopyWindow),
       oneshotBytes_(args.settings->oneshotBytes),
       namedSegments_(args.settings->shmNamedSegments),
       peers_(*args.peers),
@@ -222,9 +223,9 @@ SendConnection* ShmDomain::sendConnection(int peer) {
   int local = peerIndex(peer);
   std::lock_guard<std::mutex> lock(connectionMutex_);
   if (!sends_[local]) {
-    sends_[local] =
-        std::make_unique<ShmSendConnection>(fifoOf(local, myLocal_), fifoDepth_, slotBytes_, &headers_[local]->doorbell,
-                                            crossMemoryReads_ ? singleCopyBytes_ : 0, singleCopyMaxBytes_);
+    sends_[local] = std::make_unique<ShmSendConnection>(
+        fifoOf(local, myLocal_), fifoDepth_, slotBytes_, &headers_[local]->doorbell,
+        crossMemoryReads_ ? singleCopyBytes_ : 0, singleCopyMaxBytes_, singleCopyWindow_);
     watch(local);
   }
   return sends_[local].get();
