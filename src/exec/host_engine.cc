@@ -8,6 +8,15 @@
 #include "src/validate.h"
 
 namespace coll {
+namespace {
+
+// Above this a point-to-point send goes through the FIFO, unmeasured: single copies of 128 KiB
+// slices, 8 in flight, never won there (2 ranks, cores sharing no cache: 4 MiB 1070-1160 us against
+// the FIFO's 840-880, 16 MiB 7280 against 3410; level at 2 MiB, 424 against 400), and each retry
+// of the slower one costs most where calls are longest (docs/performance.md, thirteenth pass).
+constexpr size_t kMeasuredSingleCopyMaxBytes = 2 << 20;
+
+}  // namespace
 
 HostEngine::HostEngine(HostEngineArgs args)
     : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
@@ -131,8 +140,8 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
     buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
     if (call.type == CollType::kSend) largestSend = std::max(largestSend, call.count * call.elemSize);
   }
-  const bool measured =
-      buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
+  const bool measured = buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 &&
+                        largestSend > args_.pointToPointSingleCopyMax && largestSend <= kMeasuredSingleCopyMaxBytes;
   if (!measured) {
     executor_.run(schedule, buffers, waiter);
     return;

@@ -32,7 +32,7 @@ struct HostEngineArgs {
   size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
   int64_t spinNs = 0;
   // Point-to-point groups that send and receive: a message above this many bytes (the top of the
-  // shared-memory single-copy window) goes through the FIFO or by a single copy, whichever this
+  // shared-memory single-copy window), up to 2 MiB, goes through the FIFO or by a single copy, whichever this
   // rank measured faster for its size (PlanTuner). Which wins depends on whether the ranks' cores
   // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
   // ranks the FIFO took 53 us against Open MPI's single copy's 91 where they did, 197 against a
