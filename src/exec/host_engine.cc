@@ -56,11 +56,10 @@ const Plan& HostEngine::planFor(const CollCall& call) {
 const Schedule& HostEngine::scheduleFor(const CollCall& call, const Plan& plan) {
   KeptSchedule& kept = keptSchedules_[static_cast<int>(call.type)];
   const ScheduleShape shape{plan.algo, plan.maxStepElems, call.count, call.elemSize, call.root, call.op == collAvg};
-  if (!kept.valid || !(kept.shape == shape)) {
-    kept.valid = false;  // stays so if building throws
+  if (!(kept.shape == shape)) {
+    // The shape changes only once the schedule is built: a build that throws keeps the old pair.
     kept.schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);
     kept.shape = shape;
-    kept.valid = true;
   }
   return kept.schedule;
 }

@@ -77,7 +77,8 @@ class HostEngine : public Engine {
   HostEngineArgs args_;
   KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
 
-  // What a schedule row's schedule depends on besides the rank and the communicator.
+  // What a schedule row's schedule depends on besides the rank and the communicator. The default
+  // (kAuto) matches no call's: no schedule row is kAuto, so a collective's first call builds.
   struct ScheduleShape {
     Algo algo = Algo::kAuto;
     size_t maxStepElems = 0;
@@ -91,7 +92,6 @@ class HostEngine : public Engine {
     }
   };
   struct KeptSchedule {
-    bool valid = false;
     ScheduleShape shape;
     Schedule schedule;
   };

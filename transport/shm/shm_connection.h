@@ -71,7 +71,7 @@ class ShmSendConnection : public SendConnection {
   size_t slotBytes() const override { return fifo_.slotBytes; }
   int depth() const override { return fifo_.depth; }
   // Single copies only (transport.h): postExternal is called for slices the executor chose by
-  // singleCopyFor(), never because acceptsExternal() says so.
+  // singleCopyFor() or singleCopyPossible(), never because acceptsExternal() says so.
   bool singleCopyFor(size_t messageBytes) const override {
     return window_ && singleCopyMin_ > 0 && messageBytes >= singleCopyMin_ && messageBytes <= singleCopyMax_;
   }
