@@ -239,6 +239,7 @@ void Communicator::describePlanContext() {
   ctx.oneshotAvailable = localMemory_ != nullptr;
   ctx.directReadAvailable = localMemory_ != nullptr && localMemory_->crossMemoryReads();
   ctx.directReadBytes = params_.directReadBytes;
+  ctx.ranksOutnumberCores = ranksShareCores();
   ctx.oneshotBytes = params_.oneshotBytes;
   ctx.slotBytes = transportSettings_.slotBytes;
   ctx.fifoDepth = 0;
@@ -276,11 +277,13 @@ void Communicator::startEngines() {
   args.streamingBytes = params_.streamingBytes;
   args.spinNs = spinNs;
   // Single copies above the window by measurement, unless the user set the window's top or turned
-  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0). Where ranks outnumber cores too: at 4 ranks
-  // on 2 cores, 1 MiB sendrecv, a single copy took 265 us against the FIFO's 470 while the cores
-  // shared no cache (docs/performance.md).
-  if (!params_.shmSingleCopyMaxBytesSet && params_.shmSingleCopyBytes > 0)
+  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0); where ranks outnumber cores, always (at 4
+  // ranks on 2 cores a single copy took 0.5-0.7x the FIFO's time at 256 KiB-4 MiB sendrecv, and
+  // per-rank measurement did not find it: host_engine.h).
+  if (!params_.shmSingleCopyMaxBytesSet && params_.shmSingleCopyBytes > 0) {
     args.pointToPointSingleCopyMax = transportSettings_.shmSingleCopyMaxBytes;
+    args.pointToPointSingleCopyAlways = ranksShareCores();
+  }
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));

@@ -42,6 +42,14 @@ struct LandingOffer {
     const size_t offset = offsetOf(seq, bytes);
     return destination == nullptr || offset == kNowhere ? nullptr : destination + offset;
   }
+  // Where `bytes` that stand for frames seq, seq + 1, ... (a shared-memory single copy of several
+  // slices) go: when they begin at frame seq of the offer and end where one of its frames ends.
+  uint8_t* placeOfFrames(uint64_t seq, size_t bytes) const {
+    if (destination == nullptr || totalBytes == 0 || seq < first || seq >= end || bytes == 0) return nullptr;
+    const size_t offset = static_cast<size_t>(seq - first) * sliceBytes;
+    if (bytes > totalBytes - offset || (bytes % sliceBytes != 0 && offset + bytes != totalBytes)) return nullptr;
+    return destination + offset;
+  }
 };
 
 }  // namespace transport

@@ -44,8 +44,8 @@ const std::vector<AlgorithmRow>& algorithmTable() {
            collBit(CollType::kScatter),
        Selection::kAlternative,
        "beside the choice from COLL_DIRECT_READ_BYTES of input per rank on one host, up to 16 ranks: rank 0 times both "
-       "and keeps the faster (a 2-rank all-gather from 32 KiB); a 2-rank broadcast, all-to-all, scatter or gather "
-       "from 32 KiB up to COLL_DIRECT_READ_BYTES always",
+       "and keeps the faster (a 2-rank all-gather from 32 KiB; an all-to-all from 128 KiB where ranks outnumber "
+       "cores); a 2-rank broadcast, all-to-all, scatter or gather from 32 KiB up to COLL_DIRECT_READ_BYTES always",
        directReadCanRun, directReadEligible, directReadPreferred, modelDirectRead, noSteps, nullptr, makeDirectRead},
       {Algo::kRing, "ring", "pipelined ring in host order: bandwidth-optimal, n-1 steps per phase",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather),

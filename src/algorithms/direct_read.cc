@@ -247,7 +247,9 @@ bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
   const bool twoRankAllGather =
       call.type == CollType::kAllGather && ctx.nranks == 2 && bytes >= kDirectReadTwoRankBytes;
-  return ctx.directReadBytes > 0 && (bytes >= ctx.directReadBytes || twoRankAllGather) &&
+  const bool crowdedAllToAll = call.type == CollType::kAllToAll && ctx.nranks > 2 && ctx.ranksOutnumberCores &&
+                               bytes >= kDirectReadCrowdedAllToAllBytes;
+  return ctx.directReadBytes > 0 && (bytes >= ctx.directReadBytes || twoRankAllGather || crowdedAllToAll) &&
          ctx.nranks <= kernels::kMaxReduceSources;
 }
 

@@ -77,7 +77,11 @@ bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string*
 // Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks; a 2-rank
 // all-gather from kDirectReadTwoRankBytes on: there the ring was 1.2-1.5x faster than direct reads
 // while the two cores shared a cache and 4-5x slower while they did not, and the tuner follows.
+// An all-to-all among more ranks than the host has cores, from kDirectReadCrowdedAllToAllBytes on:
+// at 256 KiB on 4 ranks and 2 cores direct reads took 46-57 us a call, the pairwise exchange
+// 74-87 (Open MPI 59), while the cores shared no cache (docs/performance.md, fourteenth pass).
 bool directReadEligible(const CollCall& call, const PlanContext& ctx);
+constexpr size_t kDirectReadCrowdedAllToAllBytes = 128 * 1024;
 // A broadcast, an all-to-all, a scatter or a gather between two ranks from kDirectReadTwoRankBytes
 // up to COLL_DIRECT_READ_BYTES takes direct reads outright, before the one-shot shortcut and
 // without the tuner: each block crosses once, straight from one rank's buffer into the other's,

@@ -42,6 +42,7 @@ struct PlanContext {
   bool oneshotAvailable = false;     // every rank on this host, sharing memory
   bool directReadAvailable = false;  // and each may read the others' memory (cross-memory attach)
   size_t directReadBytes = 0;        // per-rank input from which direct reads win (0: never)
+  bool ranksOutnumberCores = false;  // this host runs more ranks than it has cores
   size_t oneshotBytes = 0;           // capacity of one one-shot buffer
   size_t slotBytes = 0;              // transport slot size
   int fifoDepth = 2;                 // the shallowest FIFO any route has
@@ -53,7 +54,7 @@ struct PlanContext {
   bool crossesNetwork = false;  // some pair of ranks talks over the network
   int treeNetLevels = 0;        // levels of the binomial tree (rooted at rank 0) with an edge over the network
   LinkCost localLink{1.5, 10000.0};
-  LinkCost networkLink{8.0, 2000.0};       // the inter-host hops' link (describeNetworkLink)
+  LinkCost networkLink{8.0, 2000.0};  // the inter-host hops' link (describeNetworkLink)
   NetworkLinkKind networkLinkKind = NetworkLinkKind::kSocket;
 };
 

@@ -32,6 +32,14 @@ transport::CallerBuffer callerBufferOf(const ExecBuffers& b, const Step& step, B
   return {pointerOf(b, ref, 0), step.count * b.elemSize};
 }
 
+// Whether `send` takes the step's message by a single copy from the caller's memory (transport.h,
+// singleCopyFor), when the slice lies there.
+bool bySingleCopy(transport::SendConnection* send, const Step& step, const ExecBuffers& b) {
+  if (!b.singleCopySends) return false;
+  const size_t messageBytes = step.count * b.elemSize;
+  return b.singleCopyLarge ? send->singleCopyPossible(messageBytes) : send->singleCopyFor(messageBytes);
+}
+
 }  // namespace
 
 Executor::Executor(ConnectionSource& connections, int nranks)
@@ -92,7 +100,13 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     for (int i = 0; i < step.nsend; ++i) sends[i] = sendTo(step.sendPeers[i]);
     for (int i = 0; i < step.nrecv; ++i) recvs[i] = recvFrom(step.recvPeers[i]);
     size_t slotBytes = step.nsend > 0 ? sends[0]->slotBytes() : recvs[0]->slotBytes();
-    slice = std::min(slice, slotBytes / b.elemSize);
+    // A step that only sends its source, all by single copies, posts the rest of it at once: the
+    // receiver reads it with one system call and hands it out in slices of a slot (shm_connection.h).
+    bool wholeBySingleCopy = step.nrecv == 0 && step.src.buffer != BufferId::kNone &&
+                             step.dst.buffer == BufferId::kNone && !(step.finalAvg && b.op == collAvg) &&
+                             slotBytes % b.elemSize == 0;
+    for (int i = 0; i < step.nsend && wholeBySingleCopy; ++i) wholeBySingleCopy = bySingleCopy(sends[i], step, b);
+    if (!wholeBySingleCopy) slice = std::min(slice, slotBytes / b.elemSize);
     if (!active.landingOffered && step.nrecv == 1) {
       active.landingOffered = true;
       offerLanding(step, recvs[0], b, slotBytes / b.elemSize);
@@ -122,9 +136,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     void* slot = sends[i]->tryAcquire();
     if (slot == nullptr) return false;
     external[i] = resultInCallerMemory != nullptr && sliceBytes > 0 &&
-                  (sends[i]->acceptsExternal(callerBuffer) ||
-                   (b.singleCopySends && (b.singleCopyLarge ? sends[i]->singleCopyPossible(step.count * b.elemSize)
-                                                            : sends[i]->singleCopyFor(step.count * b.elemSize))));
+                  (sends[i]->acceptsExternal(callerBuffer) || bySingleCopy(sends[i], step, b));
     if (!external[i]) dsts[ndsts++] = slot;
   }
   if (localSrc != nullptr) {

@@ -8,16 +8,6 @@
 #include "src/validate.h"
 
 namespace coll {
-namespace {
-
-// Above this a point-to-point send goes through the FIFO, unmeasured: single copies of 128 KiB
-// slices, 8 in flight, never won there (2 ranks, cores sharing no cache: 4 MiB 1070-1160 us against
-// the FIFO's 840-880, 16 MiB 7280 against 3410; level at 2 MiB, 424 against 400), and each retry
-// of the slower one costs most where calls are longest (docs/performance.md, thirteenth pass).
-constexpr size_t kMeasuredSingleCopyMaxBytes = 2 << 20;
-
-}  // namespace
-
 HostEngine::HostEngine(HostEngineArgs args)
     : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
 
@@ -72,25 +62,38 @@ void HostEngine::run(const CollCall& call, collStream_t) {
     runPlan(call, plan, waiter);
     return;
   }
-  // Two valid plans: rank 0 picks by measurement and tells the others in a one-byte one-shot
-  // broadcast, so every rank runs the same one (tuner.h).
-  uint8_t choice = 0;
+  // Two valid plans: rank 0 picks by measurement and tells the others in a one-shot broadcast,
+  // with how many calls of this collective and size class the choice holds for (tuner.h), so
+  // that every rank runs the same one and hears of it once per lease.
+  const size_t bytes = call.count * call.elemSize;
+  PlanTuner& tuner = tuners_[static_cast<int>(call.type)];
+  PlanLease& lease = leases_[static_cast<int>(call.type)][PlanTuner::sizeClassOf(bytes)];
+  uint32_t announced[2] = {0, 0};  // the choice, and the calls it holds for
   if (args_.rank == 0)
-    choice = tuner_.choose(call.count * call.elemSize, plan.algo, plan.alternative) == plan.algo ? 0 : 1;
-  CollCall agree;
-  agree.type = CollType::kBroadcast;
-  agree.sendbuff = &choice;
-  agree.recvbuff = &choice;
-  agree.count = 1;
-  agree.datatype = collUint8;
-  agree.root = 0;
-  native(Algo::kOneShot).run(agree, waiter);
-  if (choice > 1) throwError(collRemoteError, "rank 0 sent plan choice %d, expected 0 or 1", choice);
-  Algo chosen = choice == 0 ? plan.algo : plan.alternative;
+    announced[0] = tuner.choose(bytes, plan.algo, plan.alternative, &announced[1]) == plan.algo ? 0 : 1;
+  if (lease.callsLeft == 0) {
+    CollCall agree;
+    agree.type = CollType::kBroadcast;
+    agree.sendbuff = announced;
+    agree.recvbuff = announced;
+    agree.count = sizeof(announced);
+    agree.datatype = collUint8;
+    agree.root = 0;
+    native(Algo::kOneShot).run(agree, waiter);
+    if (announced[0] > 1 || announced[1] == 0 || announced[1] > PlanTuner::kLeaseCalls)
+      throwError(collRemoteError, "rank 0 sent plan choice %u for %u calls, expected 0 or 1 for 1 to %u", announced[0],
+                 announced[1], PlanTuner::kLeaseCalls);
+    lease.choice = static_cast<uint8_t>(announced[0]);
+    lease.callsLeft = announced[1];
+  } else if (args_.rank == 0 && announced[1] != 0) {
+    throwError(collInternalError, "the plan tuner began a lease while %u calls of the last were left", lease.callsLeft);
+  }
+  --lease.callsLeft;
+  Algo chosen = lease.choice == 0 ? plan.algo : plan.alternative;
   plan.algo = chosen;
   int64_t start = args_.rank == 0 ? monotonicNs() : 0;
   runPlan(call, plan, waiter);
-  if (args_.rank == 0) tuner_.record(call.count * call.elemSize, chosen, (monotonicNs() - start) * 1e-9);
+  if (args_.rank == 0) tuner.record(bytes, chosen, (monotonicNs() - start) * 1e-9);
 }
 
 void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
@@ -139,9 +142,10 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
     buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
     if (call.type == CollType::kSend) largestSend = std::max(largestSend, call.count * call.elemSize);
   }
-  const bool measured = buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 &&
-                        largestSend > args_.pointToPointSingleCopyMax && largestSend <= kMeasuredSingleCopyMaxBytes;
-  if (!measured) {
+  const bool aboveTheWindow =
+      buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
+  if (!aboveTheWindow || args_.pointToPointSingleCopyAlways) {
+    buffers.singleCopyLarge = aboveTheWindow;
     executor_.run(schedule, buffers, waiter);
     return;
   }

@@ -32,13 +32,18 @@ struct HostEngineArgs {
   size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
   int64_t spinNs = 0;
   // Point-to-point groups that send and receive: a message above this many bytes (the top of the
-  // shared-memory single-copy window), up to 2 MiB, goes through the FIFO or by a single copy, whichever this
+  // shared-memory single-copy window) goes through the FIFO or by a single copy, whichever this
   // rank measured faster for its size (PlanTuner). Which wins depends on whether the ranks' cores
   // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
   // ranks the FIFO took 53 us against Open MPI's single copy's 91 where they did, 197 against a
   // single copy's 116 where they did not (docs/performance.md). 0: never measured, the window
   // alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
   size_t pointToPointSingleCopyMax = 0;
+  // Where the host's ranks outnumber its cores, such messages go by single copy, unmeasured. Each
+  // rank measures alone, and a rank that tried single copies while its neighbours used the FIFO
+  // found them slow: 4 ranks on 2 cores at 256 KiB sendrecv took the FIFO for 50-80% of calls
+  // (74-92 us a call) when single copies took 43-52 us (docs/performance.md, fourteenth pass).
+  bool pointToPointSingleCopyAlways = false;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
 };
@@ -98,7 +103,15 @@ class HostEngine : public Engine {
   KeptSchedule keptSchedules_[static_cast<int>(CollType::kCount)];
   Executor executor_;
   std::vector<std::unique_ptr<NativeRunner>> natives_;  // indexed by Algo, made at first use
-  PlanTuner tuner_;                                     // used on rank 0 only
+  // Rank 0's measured choice between a collective's two plans, per collective (tuner.h), and on
+  // every rank the lease of calls the last choice it heard of holds for, per collective and size
+  // class: while calls are left, no rank asks rank 0.
+  PlanTuner tuners_[static_cast<int>(CollType::kCount)];
+  struct PlanLease {
+    uint32_t callsLeft = 0;
+    uint8_t choice = 0;  // 0: the plan's usual algorithm, 1: its alternative
+  };
+  PlanLease leases_[static_cast<int>(CollType::kCount)][PlanTuner::kSizeClasses];
   // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax): the
   // receiver follows whatever each slot carries, so no rank needs to agree with another.
   PlanTuner pointToPointTuner_;

@@ -27,21 +27,27 @@ int PlanTuner::sizeClassOf(size_t bytes) {
   return cls;
 }
 
-Algo PlanTuner::startRun(SizeClass& c, int index) {
+Algo PlanTuner::startRun(SizeClass& c, int index, uint32_t* leaseCalls) {
   // A run measures the plan afresh: what it took long ago (another phase of the machine) goes.
   c.estimates[index] = Estimate();
-  c.runOf = index;
-  c.runLeft = kRunCalls - 1;
+  return hold(c, index, kRunCalls, leaseCalls);
+}
+
+Algo PlanTuner::hold(SizeClass& c, int index, uint32_t calls, uint32_t* leaseCalls) {
+  c.heldIndex = index;
+  c.heldLeft = calls - 1;
+  if (leaseCalls != nullptr) *leaseCalls = calls;
   return c.algos[index];
 }
 
-Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative) {
+Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative, uint32_t* leaseCalls) {
   SizeClass& c = classes_[sizeClassOf(bytes)];
   c.algos[0] = usual;
   c.algos[1] = alternative;
-  if (c.runLeft > 0) {
-    --c.runLeft;
-    return c.algos[c.runOf];
+  if (leaseCalls != nullptr) *leaseCalls = 0;
+  if (c.heldLeft > 0) {
+    --c.heldLeft;
+    return c.algos[c.heldIndex];
   }
   // Measure each at least once, then prefer the faster but retry the slower now and then, so that
   // a change of the machine is noticed: every kExploreEvery runs' worth of calls times how much
@@ -51,7 +57,7 @@ Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative) {
   double estimate[2];
   for (int i = 0; i < 2; ++i) {
     estimate[i] = c.estimates[i].median();
-    if (estimate[i] == 0) return startRun(c, i);
+    if (estimate[i] == 0) return startRun(c, i, leaseCalls);
   }
   const int best = estimate[0] <= estimate[1] ? 0 : 1;
   if (best != c.taken) {
@@ -64,9 +70,15 @@ Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative) {
   if (++c.sinceRetry >= every) {
     c.sinceRetry = 0;
     c.retryLeftSoon = false;
-    return startRun(c, 1 - best);
+    return startRun(c, 1 - best, leaseCalls);
   }
-  return c.algos[best];
+  if (leaseCalls == nullptr) return c.algos[best];
+  // A lease commits the calls up to the next retry, at most kLeaseCalls of them: the estimates
+  // they bring are weighed when it ends.
+  const double untilRetry = every - static_cast<double>(c.sinceRetry);
+  const uint32_t calls = static_cast<uint32_t>(std::max(1.0, std::min<double>(kLeaseCalls, untilRetry)));
+  c.sinceRetry += calls - 1;
+  return hold(c, best, calls, leaseCalls);
 }
 
 void PlanTuner::record(size_t bytes, Algo algo, double seconds) {

@@ -3,7 +3,9 @@
 // machine's vCPUs move between chiplets): FIFO rings win by 2-3x when the cores share a cache,
 // single-copy direct reads win by 2x when they do not (docs/performance.md). So rank 0 times its
 // calls, keeps an estimate per algorithm and size class, mostly takes the faster one and now and
-// then retries the other; a one-byte one-shot broadcast gives every rank rank 0's choice.
+// then retries the other; a small one-shot broadcast gives every rank rank 0's choice, once per
+// lease of calls (choose). A rank also uses a tuner of its own, with no lease, for its large
+// point-to-point sends, where each rank chooses for itself (host_engine.h).
 #pragma once
 
 #include <cstddef>
@@ -16,12 +18,22 @@ namespace coll {
 class PlanTuner {
  public:
   // Picks between `usual` and `alternative` for a call of `bytes`.
-  Algo choose(size_t bytes, Algo usual, Algo alternative);
+  //
+  // With `leaseCalls`, the choice is held for a lease: *leaseCalls calls of this size class from
+  // this one (set on the call that starts a lease, 0 on the calls within one), so that rank 0
+  // tells the other ranks its choice once per lease, not once per call. Why: that one-byte
+  // broadcast is a meeting of all ranks, which costs most where ranks share cores: 4 ranks on 2
+  // cores, 256 KiB all-to-all took 90 us a call with it against 57 without (docs/performance.md,
+  // fourteenth pass). The others count the lease's calls down themselves (host_engine.h).
+  Algo choose(size_t bytes, Algo usual, Algo alternative, uint32_t* leaseCalls = nullptr);
   // Reports how long a call of `bytes` took with `algo`.
   void record(size_t bytes, Algo algo, double seconds);
 
+  static constexpr int kSizeClasses = 48;      // log2 of the byte count
+  static constexpr uint32_t kLeaseCalls = 64;  // the longest lease: a change of plan waits at most this
+  static int sizeClassOf(size_t bytes);
+
  private:
-  static constexpr int kSizeClasses = 48;  // log2 of the byte count
   static constexpr int kExploreEvery = 32;
   static constexpr double kMaxSlowdown = 64;  // retries at least every 32 x 6 x 64 calls
   // A plan is tried as a run of this many calls, and the first call of each run is not recorded:
@@ -36,6 +48,7 @@ class PlanTuner {
   // on 2 cores at 1 MiB all-to-all, direct reads took 170-200 us a call and pairwise exchange
   // 300-480, yet a spike while direct reads were tried kept pairwise for 500 calls in 2 of 5 runs.
   static constexpr int kRunCalls = 6;
+  static_assert(kRunCalls <= static_cast<int>(kLeaseCalls), "a run of tries is one lease");
   static constexpr int kWindow = 15;  // the samples a plan's estimate is the median of (odd)
   struct Estimate {
     double samples[kWindow] = {};  // seconds per byte, the newest at (next - 1) % kWindow
@@ -48,8 +61,8 @@ class PlanTuner {
     Algo algos[2] = {Algo::kAuto, Algo::kAuto};
     Estimate estimates[2];
     uint32_t sinceRetry = 0;  // calls since the slower one was last retried
-    int runOf = -1;           // the plan of the current run of tries (index into algos), or -1
-    int runLeft = 0;          // calls left in that run
+    int heldIndex = -1;       // the plan of the current run of tries or lease (index into algos)
+    uint32_t heldLeft = 0;    // calls left in that run or lease
     int lastReported = -1;    // the plan of the previous call reported, or -1: none yet
     int taken = -1;           // the plan preferred at the last choice, or -1: none yet
     // The plan just left is retried after kExploreEvery runs' worth of calls, whatever it seemed
@@ -58,8 +71,9 @@ class PlanTuner {
     bool retryLeftSoon = false;
   };
   // Starts a run of kRunCalls calls of plan `index` and returns it.
-  static Algo startRun(SizeClass& c, int index);
-  static int sizeClassOf(size_t bytes);
+  static Algo startRun(SizeClass& c, int index, uint32_t* leaseCalls);
+  // Holds plan `index` for `calls` calls from this one (a run, or a lease) and returns it.
+  static Algo hold(SizeClass& c, int index, uint32_t calls, uint32_t* leaseCalls);
   SizeClass classes_[kSizeClasses];
 };
 

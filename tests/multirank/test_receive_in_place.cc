@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
         Expectation{"shmAboveTheWindow", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_MAX_BYTES=65536", 2, 300007,
                     InPlace::kNo, 20},
         // Unset, larger sends take single copies now and then, by measurement (host_engine.h),
-        // where ranks share cores too (3 ranks on a 2-core machine).
+        // and where ranks outnumber cores (3 ranks on a 2-core machine) always.
         Expectation{"shmMeasuredAboveTheWindow", "COLL_TRANSPORTS=shm,self", 2, 300007, InPlace::kYes, 20},
         Expectation{"shmMeasuredAboveTheWindow3", "COLL_TRANSPORTS=shm,self", 3, 300007, InPlace::kYes, 20},
         Expectation{"shmOff", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_BYTES=0", 2, 12289, InPlace::kNo},
@@ -148,6 +148,41 @@ INSTANTIATE_TEST_SUITE_P(
         Expectation{"sockets3", "COLL_TRANSPORTS=net,self COLL_SOCKET_NSOCKS=3 COLL_NET_FIFO_DEPTH=2", 3, 300007,
                     InPlace::kYes}),
     [](const ::testing::TestParamInfo<Expectation>& info) { return std::string(info.param.name); });
+
+// A single copy stands for many slices of its message (shm_connection.h). A receive that
+// expects fewer or more bytes than were sent must end in an error on the receiver, with nothing
+// written outside its buffer, and the sender, whose buffer is never acknowledged as read, must
+// learn of the failure instead of waiting for ever.
+TEST(ReceiveInPlaceSingleCopy, SizeMismatchFailsWithoutWritingPastTheBuffer) {
+  for (const size_t received : {size_t{200000}, size_t{400009}}) {
+    SCOPED_TRACE("received " + std::to_string(received) + " floats of 300007");
+    auto failures = runAsProcessesWithSetup(
+        2,
+        [](int) { setenv("COLL_TRANSPORTS", "shm,self", 1), setenv("COLL_SHM_SINGLE_COPY_MAX_BYTES", "16777216", 1); },
+        [&](collComm_t comm, int rank, int) {
+          std::vector<std::string> failures;
+          const size_t sent = 300007;
+          std::vector<float> out(sent), in(received + 1, -1.0f);
+          for (size_t i = 0; i < sent; ++i) out[i] = valueOf(rank, i);
+          collResult_t rc = collGroupStart();
+          if (rank == 0) {
+            if (rc == collSuccess) rc = collSend(out.data(), sent, collFloat32, 1, comm, nullptr);
+            if (rc == collSuccess) rc = collRecv(in.data(), 1, collFloat32, 1, comm, nullptr);
+          } else {
+            if (rc == collSuccess) rc = collSend(out.data(), 1, collFloat32, 0, comm, nullptr);
+            if (rc == collSuccess) rc = collRecv(in.data(), received, collFloat32, 0, comm, nullptr);
+          }
+          collResult_t end = collGroupEnd();
+          const std::string me = "rank " + std::to_string(rank) + ": ";
+          if (rc == collSuccess && end == collSuccess) failures.push_back(me + "the mismatched exchange succeeded");
+          const size_t filled = rank == 0 ? 1 : received;
+          if (in[filled] != -1.0f) failures.push_back(me + "wrote past the receive buffer");
+          return failures;
+        },
+        initMustSucceed());
+    EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+  }
+}
 
 TEST(ReceiveInPlaceEager, SendsOutsideAGroupDoNotWaitForTheReceiver) {
   // Both ranks send 256 KiB first, then receive: with sends that waited for their receiver (as a

@@ -1,8 +1,9 @@
 // The measured choice between two plans (src/plan/tuner.h), driven with simulated call times:
 // each plan is timed in a run of calls before either is preferred, the first call after a switch
 // of plan is not taken as the plan's time, the faster one is then taken, retries of the slower
-// cost at most about 1/32 of the time however much slower it is, and a machine that changes which
-// plan is faster is followed within a bounded number of calls.
+// cost at most about 1/32 of the time however much slower it is, a machine that changes which
+// plan is faster is followed within a bounded number of calls, and a choice leased for several
+// calls holds for them.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -123,6 +124,39 @@ TEST(PlanTuner, FollowsAMachineThatChangesWhichPlanIsFaster) {
   // One run of retries at the old gap (1400/275 = 5.1x: every 32 x 6 x 5.1 = 978 calls) shows the
   // change.
   EXPECT_LE(switchedAfter, 32 * kRunCalls * 6 + 2 * kRunCalls);
+}
+
+// Rank 0 tells the others its choice once per lease (host_engine.cc): the choice must stay the
+// same for every call of a lease, a lease must start exactly where the last one ended, runs of
+// tries are leases of their own, and leases must not change what is chosen: the faster plan
+// still in at least 95% of the calls, and the slower still retried.
+TEST(PlanTuner, LeasesHoldTheChoiceForTheirCalls) {
+  PlanTuner tuner;
+  uint32_t leftInLease = 0;
+  Algo leased = Algo::kAuto;
+  int fastCalls = 0, leases = 0, runs = 0;
+  const int calls = 20000;
+  for (int i = 0; i < calls; ++i) {
+    uint32_t lease = 0;
+    const Algo algo = tuner.choose(kBytes, kRingPlan, kDirectPlan, &lease);
+    if (leftInLease == 0) {
+      ASSERT_GT(lease, 0u) << "call " << i << ": the last lease ended, but no new one began";
+      ASSERT_LE(lease, PlanTuner::kLeaseCalls) << "call " << i;
+      leftInLease = lease, leased = algo;
+      ++leases;
+      runs += lease == static_cast<uint32_t>(kRunCalls) ? 1 : 0;
+    } else {
+      ASSERT_EQ(lease, 0u) << "call " << i << ": a lease began with " << leftInLease << " calls of the last left";
+      ASSERT_EQ(algo, leased) << "call " << i << ": the choice changed within a lease";
+    }
+    --leftInLease;
+    tuner.record(kBytes, algo, (algo == kDirectPlan ? 190 : 300) * 1e-6);
+    fastCalls += algo == kDirectPlan ? 1 : 0;
+  }
+  EXPECT_GT(fastCalls, calls * 95 / 100);
+  EXPECT_LT(fastCalls, calls) << "the slower plan was never retried";
+  EXPECT_LT(leases, calls / 16) << "leases of " << calls / leases << " calls on average";
+  EXPECT_GE(runs, 2);
 }
 
 }  // namespace

@@ -81,46 +81,64 @@ ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes,
 const void* ShmRecvConnection::tryPeek(size_t* bytes) {
   const ShmSlotControl& control = fifo_.control(tail_);
   if (control.posted.load(std::memory_order_acquire) != tail_ + 1) return nullptr;
-  // The size comes from another process: clamp it so a corrupt value cannot make a reader run
-  // past the slot; the executor then reports the mismatch.
-  uint64_t raw = control.bytes;
-  uint64_t posted = std::min<uint64_t>(raw & ~ShmSlotControl::kSingleCopyFlag, fifo_.slotBytes + 1);
-  *bytes = posted;
-  if ((raw & ShmSlotControl::kSingleCopyFlag) != 0 && posted <= fifo_.slotBytes)
-    return fetchSingleCopy(control, posted);
-  return posted <= ShmSlotControl::kInlineBytes ? control.inlineData : fifo_.slot(tail_);
+  // Sizes come from another process: a FIFO slot's is clamped so that a corrupt value cannot make
+  // a reader run past the slot (the executor then reports the mismatch); a single copy's is
+  // handed out a slot's worth at a time, and read whole only into a landing that it fits.
+  const uint64_t raw = control.bytes;
+  const uint64_t posted = raw & ~ShmSlotControl::kSingleCopyFlag;
+  peekedSingleCopy_ = (raw & ShmSlotControl::kSingleCopyFlag) != 0;
+  if (peekedSingleCopy_ && posted > consumed_) {
+    peekedPostBytes_ = static_cast<size_t>(posted);
+    peekedBytes_ = static_cast<size_t>(std::min<uint64_t>(posted - consumed_, fifo_.slotBytes));
+    *bytes = peekedBytes_;
+    return fetchSingleCopy(control, peekedPostBytes_, peekedBytes_);
+  }
+  peekedPostBytes_ = 0;  // a FIFO slot, or a single copy of nothing (only a corrupt one): released whole
+  peekedBytes_ = static_cast<size_t>(std::min<uint64_t>(posted, fifo_.slotBytes + 1));
+  *bytes = peekedBytes_;
+  return peekedBytes_ <= ShmSlotControl::kInlineBytes ? control.inlineData : fifo_.slot(tail_);
 }
 
-const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, size_t bytes) {
-  if (tail_ < fetchedEnd_) return fetchedAt_[tail_ % fetchedAt_.size()];  // read on an earlier peek
+const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, size_t postBytes, size_t sliceBytes) {
+  if (tail_ < fetchedEnd_) return fetchedAt_[tail_ % fetchedAt_.size()] + consumed_;  // read whole before
+  if (fetchedSlice_ == slices_ + 1) return fetchedSliceAt_;                           // read on an earlier peek
   uint64_t address = 0;
   std::memcpy(&address, control.inlineData, sizeof(address));
-  uint8_t* to = landing_.placeOf(tail_, bytes);
-  uint64_t end = tail_ + 1;
-  size_t run = bytes;
+  // A landing cut into other slices than this FIFO's (an element size that does not divide the
+  // slot) cannot take a slot of several slices whole.
+  const bool sameSlices = landing_.sliceBytes == fifo_.slotBytes || postBytes <= fifo_.slotBytes;
+  uint8_t* to = consumed_ == 0 && sameSlices ? landing_.placeOfFrames(slices_, postBytes) : nullptr;
   if (to == nullptr) {
-    to = fifo_.slot(tail_);
-  } else {
-    // Read on through the single copies already posted behind this one that continue both the
-    // sender's buffer and our destination (the next slices of one message): one system call for
-    // the run. Each call pins the pages it copies and costs a fixed part besides; slice by slice
-    // (128 KiB) a 4 MiB sendrecv between two ranks took 2x as long as one read of 4 MiB.
-    while (end < tail_ + static_cast<uint64_t>(fifo_.depth)) {
-      const ShmSlotControl& next = fifo_.control(end);
-      if (next.posted.load(std::memory_order_acquire) != end + 1) break;
-      const uint64_t raw = next.bytes;
-      const size_t nextBytes = static_cast<size_t>(raw & ~ShmSlotControl::kSingleCopyFlag);
-      if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0 || nextBytes > fifo_.slotBytes) break;
-      uint64_t nextAddress = 0;
-      std::memcpy(&nextAddress, next.inlineData, sizeof(nextAddress));
-      uint8_t* place = landing_.placeOf(end, nextBytes);
-      if (nextAddress != address + run || place != to + run) break;
-      fetchedAt_[end % fetchedAt_.size()] = place;
-      run += nextBytes;
-      ++end;
-    }
-    receivedInPlace_.fetch_add(end - tail_, std::memory_order_relaxed);
+    uint8_t* place = landing_.placeOf(slices_, sliceBytes);
+    if (place != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
+    fetchedSliceAt_ = place != nullptr ? place : fifo_.slot(tail_);
+    readPeerMemory(senderPid_, address + consumed_, fetchedSliceAt_, sliceBytes);
+    fetchedSlice_ = slices_ + 1;
+    return fetchedSliceAt_;
   }
+  // Read on through the single copies already posted behind this one that continue both the
+  // sender's buffer and our destination (the next slices of one message): one system call for
+  // the run. Each call pins the pages it copies and costs a fixed part besides; slice by slice
+  // (128 KiB) a 4 MiB sendrecv between two ranks took 2x as long as one read of 4 MiB.
+  uint64_t end = tail_ + 1;
+  size_t run = postBytes;
+  uint64_t slicesRead = (postBytes + fifo_.slotBytes - 1) / fifo_.slotBytes;
+  while (end < tail_ + static_cast<uint64_t>(fifo_.depth)) {
+    const ShmSlotControl& next = fifo_.control(end);
+    if (next.posted.load(std::memory_order_acquire) != end + 1) break;
+    const uint64_t raw = next.bytes;
+    const size_t nextBytes = static_cast<size_t>(raw & ~ShmSlotControl::kSingleCopyFlag);
+    if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0 || !sameSlices) break;
+    uint64_t nextAddress = 0;
+    std::memcpy(&nextAddress, next.inlineData, sizeof(nextAddress));
+    uint8_t* place = landing_.placeOfFrames(slices_ + slicesRead, nextBytes);
+    if (nextAddress != address + run || place != to + run) break;
+    fetchedAt_[end % fetchedAt_.size()] = place;
+    run += nextBytes;
+    slicesRead += (nextBytes + fifo_.slotBytes - 1) / fifo_.slotBytes;
+    ++end;
+  }
+  receivedInPlace_.fetch_add(slicesRead, std::memory_order_relaxed);
   readPeerMemory(senderPid_, address, to, run);
   fetchedAt_[tail_ % fetchedAt_.size()] = to;
   fetchedEnd_ = end;
@@ -128,12 +146,18 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
 }
 
 void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool) {
-  landing_.set(destination, totalBytes, sliceBytes, tail_);
+  landing_.set(destination, totalBytes, sliceBytes, slices_);
 }
 
 void ShmRecvConnection::release() {
+  ++slices_;
+  if (consumed_ + peekedBytes_ < peekedPostBytes_) {
+    consumed_ += peekedBytes_;  // more slices of this single copy to come
+    return;
+  }
   // A single-copy slot's sender waits for this before its call returns (and its buffer changes).
-  if (tail_ < fetchedEnd_) fifo_.header->singleCopiesDone.store(++singleCopiesDone_, std::memory_order_release);
+  if (peekedSingleCopy_) fifo_.header->singleCopiesDone.store(++singleCopiesDone_, std::memory_order_release);
+  consumed_ = 0;
   ++tail_;
   fifo_.header->tail.store(tail_, std::memory_order_release);
   ringDoorbell(fifo_.bell);

@@ -34,6 +34,12 @@ struct alignas(64) ShmFifoHeader {
 //
 // A single-copy slot (transport.h, singleCopyFor) carries no payload: `bytes` has
 // kSingleCopyFlag set, and inlineData begins with the address of the bytes in the sender's memory.
+// It may stand for several slices of one message (bytes above slotBytes: the executor posts the
+// rest of a send step at once): the receiver hands them out one slice of slotBytes at a time, and
+// releases the slot after the last. Why: posted slice by slice, a 64 MiB sendrecv's slices went
+// out as the FIFO freed, and the two ranks, each reading while the other posted, fell into reads
+// of 2-4 slices; one reference for the message is read with one system call (docs/performance.md,
+// fourteenth pass).
 struct alignas(64) ShmSlotControl {
   static constexpr size_t kInlineBytes = 48;
   static constexpr uint64_t kSingleCopyFlag = 1ull << 63;
@@ -107,19 +113,33 @@ class ShmRecvConnection : public RecvConnection {
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 
  private:
-  // Reads the single-copy slot at tail_ from the sender's memory (once, with the run of slices that
-  // continue it), and says where it lies.
-  const void* fetchSingleCopy(const ShmSlotControl& control, size_t bytes);
+  // The next slice of the single-copy slot at tail_ (`postBytes` in all, `consumed_` of them
+  // taken): read from the sender's memory once, the whole slot with the run of slots that
+  // continue it into a landing that covers them, else this slice alone into its landing place or
+  // the slot; says where it lies.
+  const void* fetchSingleCopy(const ShmSlotControl& control, size_t postBytes, size_t sliceBytes);
   ShmFifoView fifo_;
   uint64_t tail_;
   int senderPid_;
   LandingOffer landing_;
-  // Slots tail_..fetchedEnd_-1 are single copies already read (a run of them is read at once),
-  // each to fetchedAt_[slot % depth]: its place in a landing, or its own slot.
+  // Slices handed out and released so far (a landing counts slices, as the executor does), and
+  // the bytes of slot tail_ among them.
+  uint64_t slices_ = 0;
+  size_t consumed_ = 0;
+  // What the last tryPeek handed out: its bytes, whether from a single-copy slot, and the bytes
+  // of that slot (0 for a FIFO slot).
+  size_t peekedBytes_ = 0;
+  bool peekedSingleCopy_ = false;
+  size_t peekedPostBytes_ = 0;
+  // Slots tail_..fetchedEnd_-1 are single copies already read whole (a run of them is read at
+  // once), each to fetchedAt_[slot % depth], its place in a landing; and slice fetchedSlice_ - 1
+  // was read on its own, into its landing place or the slot, to fetchedSliceAt_.
   uint64_t fetchedEnd_ = 0;
-  std::vector<const void*> fetchedAt_;
+  std::vector<uint8_t*> fetchedAt_;
+  uint64_t fetchedSlice_ = 0;
+  uint8_t* fetchedSliceAt_ = nullptr;
   uint64_t singleCopiesDone_ = 0;             // this end's count of the header's singleCopiesDone
-  std::atomic<uint64_t> receivedInPlace_{0};  // single copies read into a landing (usage())
+  std::atomic<uint64_t> receivedInPlace_{0};  // single-copy slices read into a landing (usage())
 };
 
 }  // namespace transport

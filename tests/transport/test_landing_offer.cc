@@ -1,0 +1,62 @@
+// LandingOffer (transport/landing.h): which frames of another process's posts may be written into
+// the caller's destination. Sizes come from another process, so every answer is checked against
+// an offer computed here by hand: a frame or a run of frames lands only at its own offset and
+// only when it ends where one of the offer's slices ends.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "transport/landing.h"
+
+namespace coll {
+namespace transport {
+namespace {
+
+// 1000 bytes in slices of 300 from frame 10 on: frames 10, 11, 12 of 300 and frame 13 of 100.
+LandingOffer offerOf(uint8_t* destination) {
+  LandingOffer offer;
+  offer.set(destination, 1000, 300, 10);
+  return offer;
+}
+
+TEST(LandingOffer, OneFrameLandsAtItsOffsetWithItsExpectedSize) {
+  std::vector<uint8_t> out(1000);
+  const LandingOffer offer = offerOf(out.data());
+  EXPECT_EQ(offer.placeOf(10, 300), out.data());
+  EXPECT_EQ(offer.placeOf(12, 300), out.data() + 600);
+  EXPECT_EQ(offer.placeOf(13, 100), out.data() + 900);
+  EXPECT_EQ(offer.placeOf(13, 300), nullptr);  // the last slice is shorter
+  EXPECT_EQ(offer.placeOf(11, 299), nullptr);
+  EXPECT_EQ(offer.placeOf(9, 300), nullptr);   // before the offer
+  EXPECT_EQ(offer.placeOf(14, 100), nullptr);  // after it
+}
+
+TEST(LandingOffer, RunsOfFramesLandWhenTheyEndAtASliceEnd) {
+  std::vector<uint8_t> out(1000);
+  const LandingOffer offer = offerOf(out.data());
+  EXPECT_EQ(offer.placeOfFrames(10, 1000), out.data());       // the whole offer
+  EXPECT_EQ(offer.placeOfFrames(11, 700), out.data() + 300);  // to its end
+  EXPECT_EQ(offer.placeOfFrames(10, 600), out.data());        // two whole slices
+  EXPECT_EQ(offer.placeOfFrames(12, 300), out.data() + 600);  // one, as placeOf
+  EXPECT_EQ(offer.placeOfFrames(10, 1001), nullptr);          // past the end
+  EXPECT_EQ(offer.placeOfFrames(11, 1000), nullptr);
+  EXPECT_EQ(offer.placeOfFrames(10, 450), nullptr);  // ends inside a slice
+  EXPECT_EQ(offer.placeOfFrames(10, 0), nullptr);
+  EXPECT_EQ(offer.placeOfFrames(9, 300), nullptr);
+  EXPECT_EQ(offer.placeOfFrames(14, 100), nullptr);
+  EXPECT_EQ(offer.placeOfFrames(10, SIZE_MAX), nullptr);
+}
+
+TEST(LandingOffer, NoOfferNoPlace) {
+  const LandingOffer none;
+  EXPECT_EQ(none.placeOf(0, 1), nullptr);
+  EXPECT_EQ(none.placeOfFrames(0, 1), nullptr);
+  LandingOffer elsewhere = offerOf(nullptr);  // a verbs sender's: offsets only
+  EXPECT_EQ(elsewhere.offsetOf(11, 300), 300u);
+  EXPECT_EQ(elsewhere.placeOfFrames(10, 1000), nullptr);
+}
+
+}  // namespace
+}  // namespace transport
+}  // namespace coll
