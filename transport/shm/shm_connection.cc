@@ -105,9 +105,13 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   uint64_t address = 0;
   std::memcpy(&address, control.inlineData, sizeof(address));
   // A landing cut into other slices than this FIFO's (an element size that does not divide the
-  // slot) cannot take a slot of several slices whole.
-  const bool sameSlices = landing_.sliceBytes == fifo_.slotBytes || postBytes <= fifo_.slotBytes;
-  uint8_t* to = consumed_ == 0 && sameSlices ? landing_.placeOfFrames(slices_, postBytes) : nullptr;
+  // slot) cannot take a post of several slices whole: there each post must be exactly the one
+  // frame the executor expects at its place.
+  const bool sameSlices = landing_.sliceBytes == fifo_.slotBytes;
+  auto placeOfPost = [&](uint64_t frame, size_t bytes) {
+    return sameSlices ? landing_.placeOfFrames(frame, bytes) : landing_.placeOf(frame, bytes);
+  };
+  uint8_t* to = consumed_ == 0 ? placeOfPost(slices_, postBytes) : nullptr;
   if (to == nullptr) {
     uint8_t* place = landing_.placeOf(slices_, sliceBytes);
     if (place != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
@@ -128,11 +132,11 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
     if (next.posted.load(std::memory_order_acquire) != end + 1) break;
     const uint64_t raw = next.bytes;
     const size_t nextBytes = static_cast<size_t>(raw & ~ShmSlotControl::kSingleCopyFlag);
-    if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0 || !sameSlices) break;
+    if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0) break;
     uint64_t nextAddress = 0;
     std::memcpy(&nextAddress, next.inlineData, sizeof(nextAddress));
-    uint8_t* place = landing_.placeOfFrames(slices_ + slicesRead, nextBytes);
-    if (nextAddress != address + run || place != to + run) break;
+    uint8_t* place = placeOfPost(slices_ + slicesRead, nextBytes);
+    if (place == nullptr || nextAddress != address + run || place != to + run) break;
     fetchedAt_[end % fetchedAt_.size()] = place;
     run += nextBytes;
     slicesRead += (nextBytes + fifo_.slotBytes - 1) / fifo_.slotBytes;
