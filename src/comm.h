@@ -96,6 +96,8 @@ class Communicator : public ConnectionSource {
   // Per host-memory domain (in table order): its name and what it holds so far. Connections are
   // made at first use, so this grows with the peers the plans used (transport/domain.h).
   std::vector<std::pair<std::string, transport::DomainUsage>> transportUsage() const;
+  // The memory every rank maps (shared memory, where all ranks share one host), or null.
+  transport::LocalMemory* localMemory() const { return localMemory_; }
 
   transport::SendConnection* sendConnection(int peer) override;
   transport::RecvConnection* recvConnection(int peer) override;

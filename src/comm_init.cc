@@ -277,12 +277,11 @@ void Communicator::startEngines() {
   args.streamingBytes = params_.streamingBytes;
   args.spinNs = spinNs;
   // Single copies above the window by measurement, unless the user set the window's top or turned
-  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0); where ranks outnumber cores, always (at 4
-  // ranks on 2 cores a single copy took 0.5-0.7x the FIFO's time at 256 KiB-4 MiB sendrecv, and
-  // per-rank measurement did not find it: host_engine.h).
+  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0); where ranks outnumber cores, measured by
+  // rank 0 for all (per-rank measurement did not find the faster way there: host_engine.h).
   if (!params_.shmSingleCopyMaxBytesSet && params_.shmSingleCopyBytes > 0) {
     args.pointToPointSingleCopyMax = transportSettings_.shmSingleCopyMaxBytes;
-    args.pointToPointSingleCopyAlways = ranksShareCores();
+    args.pointToPointRankZeroChooses = ranksShareCores();
   }
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };

@@ -24,17 +24,25 @@ static_assert(sizeof(InlineInput) == 64, "an inline input is one cache line");
 // The words one rank publishes to the native algorithms, in memory every member maps. Addresses
 // are in the publishing rank's process: peers reach them only through readMemory() and writeMemory().
 struct alignas(64) NativeArea {
-  static constexpr int kInlineInputs = 512;         // call s uses line s % kInlineInputs
+  static constexpr int kInlineInputs = 512;  // call s uses line s % kInlineInputs
   // The last one-shot call whose input is published in a region; inline calls raise it every
   // 64th call (algorithms/oneshot.h), so it is a lower bound of the call this rank runs.
   alignas(64) std::atomic<uint64_t> oneshotSeq{0};
-  InlineInput inlineInputs[kInlineInputs];          // one-shot calls of at most 56 input bytes
+  InlineInput inlineInputs[kInlineInputs];  // one-shot calls of at most 56 input bytes
   // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
   alignas(64) std::atomic<uint64_t> directPostedSeq{0};
   uint64_t directSendAddr = 0;
   uint64_t directRecvAddr = 0;
   alignas(64) std::atomic<uint64_t> directReducedSeq{0};  // its share of call s is final
   alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
+  // Point-to-point sends above the single-copy window where the host's ranks outnumber its
+  // cores: rank 0 measures the FIFO against single copies and writes here the way it sends now,
+  // per size class (log2 of the bytes); the other ranks read rank 0's and send the same way
+  // (src/exec/host_engine.h). 0: nothing chosen yet.
+  static constexpr int kSendPlanClasses = 48;
+  static constexpr uint8_t kSendByFifo = 1;
+  static constexpr uint8_t kSendBySingleCopy = 2;
+  alignas(64) std::atomic<uint8_t> largeSendPlans[kSendPlanClasses] = {};
 };
 
 class LocalMemory {

@@ -144,18 +144,38 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   }
   const bool aboveTheWindow =
       buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
-  if (!aboveTheWindow || args_.pointToPointSingleCopyAlways) {
-    buffers.singleCopyLarge = aboveTheWindow;
+  if (!aboveTheWindow) {
+    executor_.run(schedule, buffers, waiter);
+    return;
+  }
+  std::atomic<uint8_t>* hostPlan = hostSendPlan(largestSend);
+  if (args_.pointToPointRankZeroChooses && (hostPlan == nullptr || args_.rank != 0)) {
+    // The way rank 0 sends now (a single copy until it has chosen); with no memory that every
+    // rank shares, a single copy.
+    buffers.singleCopyLarge =
+        hostPlan == nullptr || hostPlan->load(std::memory_order_relaxed) != transport::NativeArea::kSendByFifo;
     executor_.run(schedule, buffers, waiter);
     return;
   }
   // The FIFO (kDirect: copied into the slots and out) or a single copy (kDirectRead: read
-  // straight from this rank's buffer), timed here and chosen by this rank alone.
+  // straight from this rank's buffer), timed here and chosen by this rank alone, or by rank 0 for
+  // every rank of a crowded host.
   const Algo chosen = pointToPointTuner_.choose(largestSend, Algo::kDirect, Algo::kDirectRead);
   buffers.singleCopyLarge = chosen == Algo::kDirectRead;
+  if (hostPlan != nullptr) {
+    const uint8_t plan =
+        buffers.singleCopyLarge ? transport::NativeArea::kSendBySingleCopy : transport::NativeArea::kSendByFifo;
+    if (hostPlan->load(std::memory_order_relaxed) != plan) hostPlan->store(plan, std::memory_order_relaxed);
+  }
   const int64_t start = monotonicNs();
   executor_.run(schedule, buffers, waiter);
   pointToPointTuner_.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
+}
+
+std::atomic<uint8_t>* HostEngine::hostSendPlan(size_t bytes) const {
+  if (!args_.pointToPointRankZeroChooses || args_.localMemory == nullptr) return nullptr;
+  static_assert(PlanTuner::kSizeClasses == transport::NativeArea::kSendPlanClasses, "one plan per size class");
+  return &args_.localMemory->area(0)->largeSendPlans[PlanTuner::sizeClassOf(bytes)];
 }
 
 }  // namespace coll

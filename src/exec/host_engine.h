@@ -39,11 +39,14 @@ struct HostEngineArgs {
   // single copy's 116 where they did not (docs/performance.md). 0: never measured, the window
   // alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
   size_t pointToPointSingleCopyMax = 0;
-  // Where the host's ranks outnumber its cores, such messages go by single copy, unmeasured. Each
-  // rank measures alone, and a rank that tried single copies while its neighbours used the FIFO
-  // found them slow: 4 ranks on 2 cores at 256 KiB sendrecv took the FIFO for 50-80% of calls
-  // (74-92 us a call) when single copies took 43-52 us (docs/performance.md, fourteenth pass).
-  bool pointToPointSingleCopyAlways = false;
+  // Where the host's ranks outnumber its cores, rank 0 alone measures and every rank sends such
+  // messages the way rank 0 does now (its NativeArea's largeSendPlans); without memory shared by
+  // every rank, by single copy, unmeasured. Each rank measuring alone did not work there: a rank
+  // that tried single copies while its neighbours used the FIFO found them slow, and 4 ranks on 2
+  // cores at 256 KiB sendrecv took the FIFO for 50-80% of calls (74-92 us a call) when single
+  // copies took 43-52 us; yet where the cores share a cache the FIFO is the faster, 38 against 60
+  // us (docs/performance.md, fourteenth and fifteenth passes).
+  bool pointToPointRankZeroChooses = false;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
 };
@@ -113,8 +116,11 @@ class HostEngine : public Engine {
   };
   PlanLease leases_[static_cast<int>(CollType::kCount)][PlanTuner::kSizeClasses];
   // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax): the
-  // receiver follows whatever each slot carries, so no rank needs to agree with another.
+  // receiver follows whatever each slot carries, so no rank needs to agree with another for
+  // correctness; where ranks outnumber cores they agree for speed (pointToPointRankZeroChooses).
   PlanTuner pointToPointTuner_;
+  // Where rank 0's choice for large sends of `bytes` lies (pointToPointRankZeroChooses), or null.
+  std::atomic<uint8_t>* hostSendPlan(size_t bytes) const;
 };
 
 }  // namespace coll

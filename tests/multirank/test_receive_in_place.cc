@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -20,6 +22,8 @@
 #include "rank_launcher.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
+#include "src/plan/tuner.h"
+#include "transport/local_memory.h"
 
 namespace colltest {
 namespace {
@@ -139,8 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
         // The window set by the user: larger sends always go through the FIFO.
         Expectation{"shmAboveTheWindow", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_MAX_BYTES=65536", 2, 300007,
                     InPlace::kNo, 20},
-        // Unset, larger sends take single copies now and then, by measurement (host_engine.h),
-        // and where ranks outnumber cores (3 ranks on a 2-core machine) always.
+        // Unset, larger sends take single copies now and then, by measurement (host_engine.h);
+        // where ranks outnumber cores (3 ranks on a 2-core machine), by rank 0's measurement.
         Expectation{"shmMeasuredAboveTheWindow", "COLL_TRANSPORTS=shm,self", 2, 300007, InPlace::kYes, 20},
         Expectation{"shmMeasuredAboveTheWindow3", "COLL_TRANSPORTS=shm,self", 3, 300007, InPlace::kYes, 20},
         Expectation{"shmOff", "COLL_TRANSPORTS=shm,self COLL_SHM_SINGLE_COPY_BYTES=0", 2, 12289, InPlace::kNo},
@@ -182,6 +186,58 @@ TEST(ReceiveInPlaceSingleCopy, SizeMismatchFailsWithoutWritingPastTheBuffer) {
         initMustSucceed());
     EXPECT_TRUE(failures.empty()) << joinFailures(failures);
   }
+}
+
+// Where the host's ranks outnumber its cores, every rank sends a message above the single-copy
+// window the way rank 0 does (host_engine.h, its NativeArea's largeSendPlans). Rank 0 sends
+// nothing large here, so the plan it holds is the one this test writes: rank 1's sends to rank 2
+// must go through the FIFO (no slice received in place) while it says so, and by single copy
+// (slices received in place) while it says that, in turn.
+TEST(ReceiveInPlaceCrowded, EveryRankSendsTheWayRankZeroDoes) {
+  const int nranks = static_cast<int>(std::max(3L, sysconf(_SC_NPROCESSORS_ONLN) + 1));
+  auto failures = runAsProcessesWithSetup(
+      nranks, [](int) { setenv("COLL_TRANSPORTS", "shm,self", 1); },
+      [&](collComm_t comm, int rank, int) {
+        std::vector<std::string> failures;
+        const std::string me = "rank " + std::to_string(rank) + ": ";
+        coll::transport::LocalMemory* memory = coll::communicatorOf(comm)->localMemory();
+        if (memory == nullptr) return std::vector<std::string>{me + "no memory that every rank maps"};
+        const size_t count = 300007;
+        std::atomic<uint8_t>& plan =
+            memory->area(0)->largeSendPlans[coll::PlanTuner::sizeClassOf(count * sizeof(float))];
+        std::vector<float> out(count), in(count + 1);
+        float ack = 0;
+        using coll::transport::NativeArea;
+        for (const uint8_t way : {NativeArea::kSendByFifo, NativeArea::kSendBySingleCopy, NativeArea::kSendByFifo}) {
+          const bool single = way == NativeArea::kSendBySingleCopy;
+          if (rank == 0) plan.store(way);
+          if (collBarrier(comm, nullptr) != collSuccess) return std::vector<std::string>{me + collGetLastError(comm)};
+          const uint64_t before = receivedInPlace(comm);
+          for (size_t i = 0; i < count; ++i) out[i] = valueOf(rank, i) + (single ? 1.0f : 0.0f);
+          std::fill(in.begin(), in.end(), -1.0f);
+          collResult_t rc = collGroupStart();
+          if (rank == 1 && rc == collSuccess) rc = collSend(out.data(), count, collFloat32, 2, comm, nullptr);
+          if (rank == 1 && rc == collSuccess) rc = collRecv(&ack, 1, collFloat32, 2, comm, nullptr);
+          if (rank == 2 && rc == collSuccess) rc = collRecv(in.data(), count, collFloat32, 1, comm, nullptr);
+          if (rank == 2 && rc == collSuccess) rc = collSend(out.data(), 1, collFloat32, 1, comm, nullptr);
+          const collResult_t end = collGroupEnd();
+          if (rc != collSuccess || end != collSuccess) return std::vector<std::string>{me + collGetLastError(comm)};
+          if (rank == 2) {
+            for (size_t i = 0; i < count && failures.empty(); ++i)
+              if (in[i] != valueOf(1, i) + (single ? 1.0f : 0.0f))
+                failures.push_back(me + "element " + std::to_string(i) + " is " + std::to_string(in[i]));
+            if (in[count] != -1.0f) failures.push_back(me + "wrote past the receive buffer");
+            const uint64_t landed = receivedInPlace(comm) - before;
+            if (single && landed == 0) failures.push_back(me + "rank 0 sends by single copy, yet rank 1 did not");
+            if (!single && landed != 0)
+              failures.push_back(me + std::to_string(landed) + " slices received in place while rank 0 uses the FIFO");
+          }
+          if (collBarrier(comm, nullptr) != collSuccess) return std::vector<std::string>{me + collGetLastError(comm)};
+        }
+        return failures;
+      },
+      initMustSucceed());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 TEST(ReceiveInPlaceEager, SendsOutsideAGroupDoNotWaitForTheReceiver) {
