@@ -19,12 +19,11 @@
 #include "src/validate.h"
 
 // The handle behind collComm_t. The magic tells a live communicator from a destroyed or foreign
-// pointer; `inflight` lets collCommAbort wait until the call it interrupts has let go.
+// pointer.
 struct collComm {
   static constexpr uint64_t kLive = 0x636f6c6c636f6d6dull;
   uint64_t magic = kLive;
   std::unique_ptr<coll::Communicator> impl;
-  std::atomic<int> inflight{0};
 };
 
 namespace coll {
@@ -122,19 +121,19 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
-    if (stream == nullptr) refuseDeviceBuffers(function, call);
+    if (stream == nullptr) {
+      refuseDeviceBuffers(function, call);
+      // A host call in a group is only queued: it runs, in flight, in collGroupEnd (group.cc).
+      if (groupEnqueueIfOpen(&c, call, stream)) return;
+    }
     // In flight from here: a rank's first call with a stream sets up device memory below, which
     // waits for the other ranks, and collCommAbort must not free the communicator meanwhile.
-    handle->inflight.fetch_add(1);
-    struct Release {
-      collComm* h;
-      ~Release() { h->inflight.fetch_sub(1); }
-    } release{handle};
+    Communicator::CallInFlight inFlight(c);
     // The engine for this memory: refused here, before the call is queued or anything touched.
     // The device setup (comm_device.cc) happens here, inside a group too: it does not depend on
     // which call comes first.
     c.engineFor(stream);
-    if (groupEnqueueIfOpen(&c, call, stream)) return;
+    if (stream != nullptr && groupEnqueueIfOpen(&c, call, stream)) return;  // host calls: above
     c.run(call, stream);
   });
 }
@@ -274,7 +273,7 @@ COLL_API collResult_t collCommAbort(collComm_t comm) {
     collComm* handle = coll::liveComm(comm, "collCommAbort");
     handle->impl->abort();
     // The interrupted call notices within a few milliseconds; free only after it let go.
-    while (handle->inflight.load() > 0) usleep(1000);
+    while (handle->impl->callsInFlight() > 0) usleep(1000);
     handle->magic = 0;
     handle->impl.reset();
     delete handle;

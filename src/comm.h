@@ -53,6 +53,20 @@ class Communicator : public ConnectionSource {
   const std::string& name() const { return options_.name; }
   const CommOptions& options() const { return options_; }
 
+  // A call of this communicator running now: an entry point's, or collGroupEnd's for the calls
+  // queued in its group. collCommAbort waits until none is before it frees the communicator.
+  class CallInFlight {
+   public:
+    explicit CallInFlight(Communicator& comm) : comm_(comm) { comm_.callsInFlight_.fetch_add(1); }
+    ~CallInFlight() { comm_.callsInFlight_.fetch_sub(1); }
+    CallInFlight(const CallInFlight&) = delete;
+    CallInFlight& operator=(const CallInFlight&) = delete;
+
+   private:
+    Communicator& comm_;
+  };
+  int callsInFlight() const { return callsInFlight_.load(); }
+
   // The engine for calls with this stream: the host engine for NULL (host memory), the device
   // engine for a CUDA stream. Throws collInvalidUsage, naming what is missing, where device
   // memory cannot run (no GPU, no CUDA in this build). The first call with a stream sets up the
@@ -162,6 +176,7 @@ class Communicator : public ConnectionSource {
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};
+  std::atomic<int> callsInFlight_{0};  // CallInFlight
   std::atomic<collResult_t> asyncError_{collSuccess};
   std::string failureMessage_;
   std::mutex failureMutex_;

@@ -49,6 +49,7 @@ void runQueued(GroupState& g) {
   for (const QueuedFor& q : g.queuedFor)
     if (std::find(g.comms.begin(), g.comms.end(), q.comm) == g.comms.end()) g.comms.push_back(q.comm);
   for (Communicator* comm : g.comms) {
+    Communicator::CallInFlight inFlight(*comm);
     g.batch.clear();
     collStream_t batchStream = nullptr;
     auto flush = [&] {
@@ -107,6 +108,8 @@ void groupEnd() {
     return;
   }
   Communicator* comm = g.queuedFor[0].comm;
+  // collCommAbort from another thread waits for this before it frees the communicator.
+  Communicator::CallInFlight inFlight(*comm);
   try {
     comm->runPointToPoint(g.calls, g.queuedFor[0].stream);
   } catch (CollError& e) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -313,7 +314,12 @@ TEST(Faults, AbsentRendezvousStoreTimesOut) {
   EXPECT_LT(secondsSince(start), 5.0);
 }
 
-TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
+// Two ranks as threads of this process. Rank 0 makes `pendingCall` in a thread of its own, which
+// rank 1 never joins; 200 ms later this thread aborts rank 0's communicator, and the pending call
+// must return an error within 2 s of it. Rank 1 then learns of the abort too: its first call may
+// still complete (rank 0 may have published its part before the abort), the one after needs rank
+// 0 again and must fail, not hang.
+void expectAbortEndsAPendingCall(const std::function<collResult_t(collComm_t)>& pendingCall) {
   collUniqueId id;
   ASSERT_EQ(collGetUniqueId(&id), collSuccess);
   collComm_t comms[2] = {nullptr, nullptr};
@@ -322,10 +328,8 @@ TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
   other.join();
   std::atomic<collResult_t> result{collSuccess};
   std::atomic<bool> returned{false};
-  // Rank 0 waits in an all-reduce that rank 1 never joins.
   std::thread waiter([&] {
-    float x = 1, y = 0;
-    result = collAllReduce(&x, &y, 1, collFloat, collSum, comms[0], nullptr);
+    result = pendingCall(comms[0]);
     returned = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -335,8 +339,6 @@ TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
   waiter.join();
   EXPECT_LT(secondsSince(start), 2.0);
   EXPECT_TRUE(result == collRemoteError || result == collInvalidUsage) << result;
-  // Rank 1 learns of the abort too. Its first call may still complete (rank 0 had published its
-  // input before the abort); the one after needs rank 0 again and must fail, not hang.
   float x = 1, y = 0;
   start = Clock::now();
   collResult_t rc = collSuccess;
@@ -346,6 +348,28 @@ TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
       << collGetLastError(comms[1]);
   EXPECT_LT(secondsSince(start), 2.0);
   EXPECT_EQ(collCommDestroy(comms[1]), collSuccess);
+}
+
+TEST(Faults, AbortFromAnotherThreadUnblocksAPendingCollective) {
+  expectAbortEndsAPendingCall([](collComm_t comm) {
+    float x = 1, y = 0;
+    return collAllReduce(&x, &y, 1, collFloat, collSum, comm, nullptr);
+  });
+}
+
+// The same for a group: its sends and receives are only queued by collSend and collRecv, and run
+// in collGroupEnd, which collCommAbort must wait for before it frees the communicator (under
+// AddressSanitizer, freeing it under the running group is a use after free).
+TEST(Faults, AbortFromAnotherThreadUnblocksAPendingGroup) {
+  // Rank 0 sends to rank 1 and waits to receive from it, in one group.
+  expectAbortEndsAPendingCall([](collComm_t comm) {
+    float x = 1, y = 0;
+    collResult_t rc = collGroupStart();
+    if (rc == collSuccess) rc = collSend(&x, 1, collFloat, 1, comm, nullptr);
+    if (rc == collSuccess) rc = collRecv(&y, 1, collFloat, 1, comm, nullptr);
+    const collResult_t end = collGroupEnd();
+    return rc != collSuccess ? collInternalError : end;  // queuing alone must succeed
+  });
 }
 
 TEST(Faults, SecondJobWithAnotherSecretCannotJoin) {
