@@ -15,6 +15,7 @@
 #include "src/algorithms/cost_model.h"
 #include "src/comm.h"
 #include "src/topo/topology_log.h"
+#include "transport/doorbell.h"
 #include "transport/transport_table.h"
 #include "transport/verbs/verbs_domain.h"
 
@@ -276,6 +277,7 @@ void Communicator::startEngines() {
   args.planContext = &planContext_;
   args.streamingBytes = params_.streamingBytes;
   args.spinNs = spinNs;
+  const bool fenceFree = transport::ringWithoutFenceIfPossible(params_.membarrier);
   // Single copies above the window by measurement, unless the user set the window's top or turned
   // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0); where ranks outnumber cores, measured by
   // rank 0 for all (per-rank measurement did not find the faster way there: host_engine.h).
@@ -290,9 +292,10 @@ void Communicator::startEngines() {
   for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());
   COLL_INFO(kInit,
             "comm %s rank %d/%d ready: transports %s; %d rank(s) share this machine's cores, spin %lld ns; "
-            "host kernels: %s",
+            "doorbells rung %s; host kernels: %s",
             options_.name.c_str(), rank_, nranks_, transports.c_str(), ranksOnThisMachine(),
-            static_cast<long long>(spinNs), kernels::activeHostKernels().name);
+            static_cast<long long>(spinNs), fenceFree ? "without a fence (membarrier)" : "after a fence",
+            kernels::activeHostKernels().name);
 }
 
 transport::SendConnection* Communicator::sendConnection(int peer) { return routeTo_[peer]->sendConnection(peer); }

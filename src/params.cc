@@ -174,6 +174,7 @@ const Params& processParams() {
     p.slotBytesSet = isSet("COLL_SHM_SLOT_BYTES");
     p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
+    p.membarrier = parseBool("COLL_MEMBARRIER", p.membarrier);
     p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);
     p.directReadBytes = static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
     p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));

@@ -39,6 +39,7 @@ struct Params {
   bool slotBytesSet = false;           // COLL_SHM_SLOT_BYTES given: no default chosen by the transports in use
   size_t oneshotBytes = 64 << 10;      // COLL_ONESHOT_BYTES (per rank, per buffer)
   int spinMicros = -1;                 // COLL_SPIN_US (-1: chosen from ranks per core)
+  bool membarrier = true;              // COLL_MEMBARRIER: peers ring doorbells without a fence
   size_t directReadBytes = 1 << 20;    // COLL_DIRECT_READ_BYTES (0: never)
   bool shmNamedSegments = false;       // COLL_SHM_NAMED
   size_t streamingBytes = 0;           // COLL_STREAMING_BYTES (0: never)

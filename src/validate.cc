@@ -98,11 +98,42 @@ void refuseDeviceBuffers(const char* fn, const CollCall& c) {
   }
 }
 
-void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
-  if (c.type == CollType::kBarrier) return;
+namespace {
+
+void refuseBadDatatype(const char* fn, const CollCall& c) {
   if (enumBits(c.datatype) < 0 || enumBits(c.datatype) >= collNumTypes)
     throwError(collInvalidArgument, "%s: datatype %d is out of range: expected a collDataType_t in [0, %d)", fn,
                enumBits(c.datatype), static_cast<int>(collNumTypes));
+}
+
+// Sends and receives have one buffer each and no root, op or overlap to look at: their checks
+// alone, as each message of a send/receive loop makes them (an 8-byte pair is a few hundred
+// instructions in all).
+void validatePointToPoint(const char* fn, CollCall& c, int nranks) {
+  refuseBadDatatype(fn, c);
+  c.elemSize = kernels::dataTypeSize(c.datatype);
+  if (c.peer < 0 || c.peer >= nranks)
+    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
+               fn, c.peer, nranks);
+  size_t bytes;
+  if (__builtin_mul_overflow(c.count, c.elemSize, &bytes))
+    throwError(collInvalidArgument, "%s: count %zu of %s overflows size_t bytes", fn, c.count,
+               kernels::dataTypeName(c.datatype));
+  const bool send = c.type == CollType::kSend;
+  if (c.count > 0 && (send ? c.sendbuff : c.recvbuff) == nullptr)
+    throwError(collInvalidArgument, "%s: %s is NULL with count %zu: expected a buffer of %zu bytes", fn,
+               send ? "sendbuff" : "recvbuff", c.count, bytes);
+}
+
+}  // namespace
+
+void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
+  if (c.type == CollType::kBarrier) return;
+  if (c.type == CollType::kSend || c.type == CollType::kRecv) {
+    validatePointToPoint(fn, c, nranks);
+    return;
+  }
+  refuseBadDatatype(fn, c);
   c.elemSize = kernels::dataTypeSize(c.datatype);
   if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
     throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn, enumBits(c.op),
@@ -110,9 +141,6 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);
-  if ((c.type == CollType::kSend || c.type == CollType::kRecv) && (c.peer < 0 || c.peer >= nranks))
-    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
-               fn, c.peer, nranks);
   size_t sendMul, recvMul;
   bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;

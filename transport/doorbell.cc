@@ -1,6 +1,8 @@
 #include "transport/doorbell.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,7 +18,50 @@ long futexCall(std::atomic<uint32_t>* word, int op, uint32_t value, const struct
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
+long membarrierCall(int command) { return syscall(SYS_membarrier, command, 0, 0); }
+
+// The kernel offers the global expedited command (4.16 on); a seccomp filter may still refuse it.
+bool kernelHasGlobalExpedited() {
+  static const bool has = [] {
+    const long commands = membarrierCall(MEMBARRIER_CMD_QUERY);
+    return commands > 0 && (commands & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 &&
+           membarrierCall(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0;
+  }();
+  return has;
+}
+
+// This process's registration: 0 not tried, 1 registered, -1 refused by the kernel.
+std::atomic<int> registration{0};
+
+// A forked child has a memory of its own, which the kernel has not registered: it rings with the
+// fence until a communicator of its own registers it.
+void forgetRegistrationInChild() {
+  registration.store(0, std::memory_order_relaxed);
+  detail::ringWithoutFence.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+bool ringWithoutFenceIfPossible(bool enabled) {
+  if (!enabled) return ringsWithoutFence();
+  static const bool forkHandled = pthread_atfork(nullptr, nullptr, forgetRegistrationInChild) == 0;
+  if (!forkHandled) return ringsWithoutFence();
+  int state = registration.load(std::memory_order_acquire);
+  if (state == 0) {
+    state = kernelHasGlobalExpedited() && membarrierCall(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 ? 1 : -1;
+    registration.store(state, std::memory_order_release);
+  }
+  // Up only after the kernel took the registration, so a sleeper's fence covers every ring made
+  // without one.
+  if (state == 1) detail::ringWithoutFence.store(true, std::memory_order_seq_cst);
+  return state == 1;
+}
+
+void fenceAgainstRingers() {
+  // Every sleeper fences so when it can, whatever this process chose: ranks may differ in their
+  // settings, and a ringer in another process may ring without a fence.
+  if (kernelHasGlobalExpedited()) membarrierCall(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+}
 
 void forceRingDoorbell(Doorbell* bell) {
   bell->seq.fetch_add(1, std::memory_order_seq_cst);

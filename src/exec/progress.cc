@@ -56,6 +56,7 @@ void ProgressWaiter::idle() {
   // Arm: the caller makes one more round of progress before we sleep (see doorbell.h).
   snapshot_ = bell_->seq.load(std::memory_order_seq_cst);
   bell_->sleeping.store(1, std::memory_order_seq_cst);
+  transport::fenceAgainstRingers();  // peers may ring without a fence (doorbell.h)
   armed_ = true;
 }
 
