@@ -15,7 +15,6 @@ struct LastErrors {
 };
 
 thread_local LastErrors tErrors;
-thread_local uint64_t tCallCommunicator = 0;
 const std::string kNone;
 
 }  // namespace
@@ -42,7 +41,5 @@ const std::string& lastErrorAbout(uint64_t comm) {
     if (entry.first == comm) return entry.second;
   return kNone;
 }
-
-uint64_t& currentCallCommunicator() { return tCallCommunicator; }
 
 }  // namespace coll

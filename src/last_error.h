@@ -19,7 +19,12 @@ const std::string& lastError();
 const std::string& lastErrorAbout(uint64_t comm);
 
 // The communicator the current entry point named, once it was found live (0 before): a failure
-// is then recorded against it. Each entry point saves, sets and restores it.
-uint64_t& currentCallCommunicator();
+// is then recorded against it. Each entry point saves, sets and restores it. Inline, with a
+// constant initializer: every entry point reads and writes it twice, and an out-of-line accessor
+// cost a call and a TLS descriptor call each time (an 8-byte send/receive pair makes four entries).
+namespace detail {
+inline thread_local uint64_t tCallCommunicator = 0;
+}  // namespace detail
+inline uint64_t& currentCallCommunicator() { return detail::tCallCommunicator; }
 
 }  // namespace coll
