@@ -11,6 +11,7 @@
 #include "bootstrap/launch_env.h"
 #include "bootstrap/unique_id.h"
 #include "collective.h"
+#include "common/enum_bits.h"
 #include "common/error.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
@@ -162,21 +163,23 @@ using coll::CollType;
 
 namespace {
 
-CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
-                collRedOp_t op, int root) {
+// The datatype and op by reference, copied as bytes: a caller's out-of-range value (which
+// validation reports) must not be loaded as the enum on the way (common/enum_bits.h).
+CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t count, const collDataType_t& datatype,
+                const collRedOp_t& op, int root) {
   CollCall c;
   c.type = type;
   c.sendbuff = sendbuff;
   c.recvbuff = recvbuff;
   c.count = count;
-  c.datatype = datatype;
-  c.op = op;
+  std::memcpy(&c.datatype, &datatype, sizeof c.datatype);
+  std::memcpy(&c.op, &op, sizeof c.op);
   c.root = root;
   return c;
 }
 
-CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
-                        int peer) {
+CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count,
+                        const collDataType_t& datatype, int peer) {
   CollCall c = callOf(type, sendbuff, recvbuff, count, datatype, collSum, 0);
   c.peer = peer;
   return c;
@@ -313,7 +316,9 @@ COLL_API collResult_t collCommCuDevice(const collComm_t comm, int* device) {
 }
 
 COLL_API const char* collGetErrorString(collResult_t result) {
-  switch (result) {
+  // As an int: any value a C caller passes gets an answer, and loading an out-of-range one as the
+  // enum would be undefined (common/enum_bits.h).
+  switch (coll::enumBits(result)) {
     case collSuccess:
       return "no error";
     case collUnhandledCudaError:
