@@ -106,43 +106,9 @@ void refuseBadDatatype(const char* fn, const CollCall& c) {
                enumBits(c.datatype), static_cast<int>(collNumTypes));
 }
 
-// Sends and receives have one buffer each and no root, op or overlap to look at: their checks
-// alone, as each message of a send/receive loop makes them (an 8-byte pair is a few hundred
-// instructions in all).
-void validatePointToPoint(const char* fn, CollCall& c, int nranks) {
-  refuseBadDatatype(fn, c);
-  c.elemSize = kernels::dataTypeSize(c.datatype);
-  if (c.peer < 0 || c.peer >= nranks)
-    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
-               fn, c.peer, nranks);
-  size_t bytes;
-  if (__builtin_mul_overflow(c.count, c.elemSize, &bytes))
-    throwError(collInvalidArgument, "%s: count %zu of %s overflows size_t bytes", fn, c.count,
-               kernels::dataTypeName(c.datatype));
-  const bool send = c.type == CollType::kSend;
-  if (c.count > 0 && (send ? c.sendbuff : c.recvbuff) == nullptr)
-    throwError(collInvalidArgument, "%s: %s is NULL with count %zu: expected a buffer of %zu bytes", fn,
-               send ? "sendbuff" : "recvbuff", c.count, bytes);
-}
-
-}  // namespace
-
-void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
-  if (c.type == CollType::kBarrier) return;
-  if (c.type == CollType::kSend || c.type == CollType::kRecv) {
-    validatePointToPoint(fn, c, nranks);
-    return;
-  }
-  refuseBadDatatype(fn, c);
-  c.elemSize = kernels::dataTypeSize(c.datatype);
-  if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
-    throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn, enumBits(c.op),
-               static_cast<int>(collNumOps));
-  if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
-    throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
-               fn, c.root, nranks);
-  size_t sendMul, recvMul;
-  bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
+// The buffer rules every call with data follows: its bytes (times the larger multiple) fit in
+// size_t, a buffer it uses is not NULL, and send and receive buffers overlap only in place.
+void refuseBadBuffers(const char* fn, const CollCall& c, int rank, size_t sendMul, size_t recvMul) {
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
   if (maxMul == 0) maxMul = 1;
   size_t totalBytes;  // overflow checked by multiplying: two divisions showed on an 8-byte call
@@ -168,6 +134,40 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
                  "disjoint buffers or the in-place layout of the API",
                  fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes);
   }
+}
+
+// Sends and receives have one buffer each and no root or op: their checks alone, without the
+// collectives' rules, as each message of a send/receive loop makes them (an 8-byte pair is a few
+// hundred instructions in all).
+void validatePointToPoint(const char* fn, CollCall& c, int rank, int nranks) {
+  refuseBadDatatype(fn, c);
+  c.elemSize = kernels::dataTypeSize(c.datatype);
+  if (c.peer < 0 || c.peer >= nranks)
+    throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
+               fn, c.peer, nranks);
+  const bool send = c.type == CollType::kSend;
+  refuseBadBuffers(fn, c, rank, send ? 1 : 0, send ? 0 : 1);
+}
+
+}  // namespace
+
+void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
+  if (c.type == CollType::kBarrier) return;
+  if (c.type == CollType::kSend || c.type == CollType::kRecv) {
+    validatePointToPoint(fn, c, rank, nranks);
+    return;
+  }
+  refuseBadDatatype(fn, c);
+  c.elemSize = kernels::dataTypeSize(c.datatype);
+  if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
+    throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn, enumBits(c.op),
+               static_cast<int>(collNumOps));
+  if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
+    throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
+               fn, c.root, nranks);
+  size_t sendMul, recvMul;
+  bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
+  refuseBadBuffers(fn, c, rank, sendMul, recvMul);
 }
 
 }  // namespace coll

@@ -30,15 +30,9 @@ bool kernelHasGlobalExpedited() {
   return has;
 }
 
-// This process's registration: 0 not tried, 1 registered, -1 refused by the kernel.
-std::atomic<int> registration{0};
-
 // A forked child has a memory of its own, which the kernel has not registered: it rings with the
 // fence until a communicator of its own registers it.
-void forgetRegistrationInChild() {
-  registration.store(0, std::memory_order_relaxed);
-  detail::ringWithoutFence.store(false, std::memory_order_relaxed);
-}
+void forgetRegistrationInChild() { detail::ringWithoutFence.store(false, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -46,15 +40,12 @@ bool ringWithoutFenceIfPossible(bool enabled) {
   if (!enabled) return ringsWithoutFence();
   static const bool forkHandled = pthread_atfork(nullptr, nullptr, forgetRegistrationInChild) == 0;
   if (!forkHandled) return ringsWithoutFence();
-  int state = registration.load(std::memory_order_acquire);
-  if (state == 0) {
-    state = kernelHasGlobalExpedited() && membarrierCall(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0 ? 1 : -1;
-    registration.store(state, std::memory_order_release);
-  }
-  // Up only after the kernel took the registration, so a sleeper's fence covers every ring made
-  // without one.
-  if (state == 1) detail::ringWithoutFence.store(true, std::memory_order_seq_cst);
-  return state == 1;
+  // The flag is the registration: up only after the kernel took it, so a sleeper's fence covers
+  // every ring made without one. (Whether the kernel has the command is asked once, above.)
+  if (!ringsWithoutFence() && kernelHasGlobalExpedited() &&
+      membarrierCall(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0)
+    detail::ringWithoutFence.store(true, std::memory_order_seq_cst);
+  return ringsWithoutFence();
 }
 
 void fenceAgainstRingers() {
