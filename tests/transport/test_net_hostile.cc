@@ -1,7 +1,8 @@
 // The socket transport against a peer that lies: a real NetDomain (rank 0 of 2) listens on
 // loopback, and the test plays rank 1 over a raw TCP socket, sending hellos and frames of its
-// own making (the handshake too: it knows the job's secret, or plays a stranger who does not). Every malformed input must end in a clear CollError naming the problem, never a
-// crash, a hang or a write past a slot; well-formed input must still arrive intact.
+// own making (the handshake too: it knows the job's secret, or plays a stranger who does not). Every malformed input
+// must end in a clear CollError naming the problem, never a crash, a hang or a write past a slot; well-formed input
+// must still arrive intact.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -117,11 +118,13 @@ class HostilePeerTest : public ::testing::Test {
     ASSERT_EQ(coll::sendAll(fd, data, bytes, coll::deadlineAfter(std::chrono::milliseconds(1000))),
               coll::IoStatus::kOk);
   }
-  void sendHeader(int fd, uint32_t kind, uint32_t seq, uint64_t bytes) {
+  void sendHeader(int fd, uint32_t kind, uint32_t seq, uint64_t bytes, uint8_t lead = 0, uint8_t trail = 0) {
     NetFrameHeader header;
     header.kind = kind;
     header.seq = seq;
-    header.bytes = bytes;
+    header.bytes = static_cast<uint32_t>(bytes);
+    header.lead = lead;
+    header.trail = trail;
     send(fd, &header, sizeof(header));
   }
   // Waits (bounded) until the domain reports a broken connection; returns its message.
@@ -158,10 +161,20 @@ TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
   coll::Fd fd = connectAndProve(goodHello());
   std::vector<uint8_t> payload(kSlotBytes);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
+  // Frames with and without padding (net_wire.h): the zero bytes around a payload never reach it,
+  // also where the payload is empty or the padding arrives in pieces.
+  const std::vector<uint8_t> zeros(kNetFrameAlign, 0);
+  auto bytesOf = [](uint32_t seq) { return std::vector<size_t>{17, kSlotBytes, 0, 100}[seq % 4]; };
   for (uint32_t seq = 0; seq < 2 * kDepth; ++seq) {
-    size_t bytes = seq % 2 ? kSlotBytes : 17;
-    sendHeader(fd.get(), kNetFrameData, seq, bytes);
-    send(fd.get(), payload.data(), bytes);
+    const size_t bytes = bytesOf(seq);
+    const uint8_t lead = seq % 4 == 0 ? 0 : static_cast<uint8_t>(seq * 13 % kNetFrameAlign);
+    const uint8_t trail = seq % 4 == 0 ? 0 : static_cast<uint8_t>(kNetFrameAlign - 1 - seq % 4);
+    sendHeader(fd.get(), kNetFrameData, seq, bytes, lead, trail);
+    send(fd.get(), zeros.data(), lead);
+    send(fd.get(), payload.data(), bytes / 2);
+    send(fd.get(), payload.data() + bytes / 2, bytes - bytes / 2);
+    send(fd.get(), zeros.data(), trail / 2);
+    send(fd.get(), zeros.data(), trail - trail / 2);
   }
   connector_.join();
   ASSERT_EQ(setupError_, "");
@@ -172,7 +185,7 @@ TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
     for (auto deadline = Clock::now() + std::chrono::seconds(5); data == nullptr && Clock::now() < deadline;)
       data = recv->tryPeek(&bytes);
     ASSERT_NE(data, nullptr) << "frame " << seq << " never arrived";
-    ASSERT_EQ(bytes, seq % 2 ? kSlotBytes : 17u);
+    ASSERT_EQ(bytes, bytesOf(seq));
     EXPECT_EQ(memcmp(data, payload.data(), bytes), 0);
     recv->release();
   }
@@ -189,6 +202,35 @@ TEST_F(HostilePeerTest, HugeLengthIsAnError) {
   coll::Fd fd = connectAndProve(goodHello());
   sendHeader(fd.get(), kNetFrameData, 0, ~0ull);
   EXPECT_NE(waitForFailure().find("more than the"), std::string::npos);
+}
+
+// The sender's padding rule (net_wire.h): every frame ends on a 64-byte boundary, and a large
+// payload starts, counted from its frame's start, at its source address's offset modulo 64.
+TEST(NetFramePadding, AlignsLargePayloadsToTheirSourceAndEndsFramesOnTheBoundary) {
+  alignas(kNetFrameAlign) static uint8_t memory[2 * kNetFrameAlign];
+  for (size_t offset = 0; offset < kNetFrameAlign; ++offset) {
+    for (uint32_t bytes : {0u, 1u, 17u, 4095u, 4096u, 4097u, 524291u}) {
+      NetFrameHeader header;
+      header.bytes = bytes;
+      netFramePadding(header, memory + offset);
+      ASSERT_LT(header.lead, kNetFrameAlign);
+      ASSERT_LT(header.trail, kNetFrameAlign);
+      EXPECT_EQ(netFrameWireBytes(header) % kNetFrameAlign, 0u) << bytes << " bytes at offset " << offset;
+      if (bytes >= kNetAlignedPayloadBytes) {
+        EXPECT_EQ((sizeof(header) + header.lead) % kNetFrameAlign, offset) << bytes << " bytes";
+      } else {
+        EXPECT_EQ(header.lead, 0) << bytes << " bytes";
+      }
+      EXPECT_EQ(checkNetFrameHeader(header, 0, 1 << 20), "");
+    }
+  }
+}
+
+TEST_F(HostilePeerTest, PaddingPastItsBoundIsAnError) {
+  coll::Fd fd = connectAndProve(goodHello());
+  sendHeader(fd.get(), kNetFrameData, 0, 8, /*lead=*/kNetFrameAlign, /*trail=*/0);
+  std::string message = waitForFailure();
+  EXPECT_NE(message.find("64 and 0 bytes of padding"), std::string::npos) << message;
 }
 
 TEST_F(HostilePeerTest, GarbageIsAnError) {
@@ -351,10 +393,10 @@ TEST(NetHandshake, ADiallerRefusesAListenerThatCannotProveTheSecret) {
     coll::sendAll(fd.get(), &challenge, sizeof(challenge), coll::deadlineAfter(std::chrono::milliseconds(1000)));
     uint8_t chunk[256];
     for (;;) {
-      ssize_t n = coll::recvAll(fd.get(), chunk, 1, coll::deadlineAfter(std::chrono::milliseconds(1000))) ==
-                          coll::IoStatus::kOk
-                      ? 1
-                      : 0;
+      ssize_t n =
+          coll::recvAll(fd.get(), chunk, 1, coll::deadlineAfter(std::chrono::milliseconds(1000))) == coll::IoStatus::kOk
+              ? 1
+              : 0;
       if (n == 0) return;
       afterHello.push_back(chunk[0]);
     }

@@ -29,6 +29,28 @@ ssize_t sendNow(int fd, const msghdr* message) {
   return static_cast<ssize_t>(syscall(SYS_sendmsg, fd, message, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
+// A frame's parts on the wire: header, lead, payload, trail (net_wire.h).
+constexpr int kFrameParts = 4;
+const uint8_t kZeros[kNetFrameAlign] = {};
+
+// Fills iov with what is left of the frame after its first `offset` bytes; returns the count.
+int frameIovecs(const NetFrameHeader& header, const uint8_t* data, size_t offset, iovec* iov) {
+  const iovec parts[kFrameParts] = {{const_cast<NetFrameHeader*>(&header), sizeof(header)},
+                                    {const_cast<uint8_t*>(kZeros), header.lead},
+                                    {const_cast<uint8_t*>(data), header.bytes},
+                                    {const_cast<uint8_t*>(kZeros), header.trail}};
+  int count = 0;
+  for (const iovec& part : parts) {
+    if (offset >= part.iov_len) {
+      offset -= part.iov_len;
+      continue;
+    }
+    iov[count++] = {static_cast<uint8_t*>(part.iov_base) + offset, part.iov_len - offset};
+    offset = 0;
+  }
+  return count;
+}
+
 std::string socketError(const char* what, int err) {
   if (err == ECONNRESET || err == EPIPE)
     return formatString("connection reset while %s (the peer's process ended or its host went away)", what);
@@ -99,22 +121,18 @@ PumpResult NetSendConnection::pump() {
   uint64_t stride = sockets_.size();
   for (SocketState& s : sockets_) {
     while (s.seq < posted) {
+      // The same header every time this frame is (partly) written: it depends on the slot alone.
       NetFrameHeader header;
       header.kind = kNetFrameData;
       header.seq = static_cast<uint32_t>(s.seq);
-      header.bytes = slots_.sizes[slots_.index(s.seq)];
-      size_t total = sizeof(header) + header.bytes;
-      iovec iov[2];
-      int niov = 0;
-      if (s.offset < sizeof(header)) {
-        iov[niov++] = {reinterpret_cast<uint8_t*>(&header) + s.offset, sizeof(header) - s.offset};
-        if (header.bytes > 0) iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)), header.bytes};
-      } else {
-        iov[niov++] = {const_cast<uint8_t*>(payload(s.seq)) + (s.offset - sizeof(header)), total - s.offset};
-      }
+      header.bytes = static_cast<uint32_t>(slots_.sizes[slots_.index(s.seq)]);
+      const uint8_t* data = payload(s.seq);
+      netFramePadding(header, data);
+      const size_t total = netFrameWireBytes(header);
+      iovec iov[kFrameParts];
       msghdr msg{};
       msg.msg_iov = iov;
-      msg.msg_iovlen = niov;
+      msg.msg_iovlen = frameIovecs(header, data, s.offset, iov);
       ssize_t n = sendNow(s.fd, &msg);
       if (n < 0) {
         if (wouldBlock(errno)) break;
@@ -142,7 +160,7 @@ NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, 
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0), landedAt_(depth, nullptr) {
   for (size_t s = 0; s < fds.size(); ++s)
     sockets_.push_back(
-        {fds[s], s, 0, 0, NetFrameHeader{}, false, nullptr, std::make_unique<uint8_t[]>(kStashBytes), 0, 0});
+        {fds[s], s, 0, 0, 0, NetFrameHeader{}, false, nullptr, std::make_unique<uint8_t[]>(kStashBytes), 0, 0});
   attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
 }
 
@@ -240,7 +258,11 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     if (holdsBack(s)) return "";
     ssize_t n;
     bool inHeader = s.headerGot < sizeof(NetFrameHeader);
-    if (inHeader) {
+    if (s.padLeft > 0) {
+      // A frame's lead or trail (net_wire.h): read and dropped.
+      uint8_t dropped[kNetFrameAlign];
+      n = receive(s, dropped, std::min(s.padLeft, sizeof(dropped)));
+    } else if (inHeader) {
       n = receive(s, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot);
     } else {
       n = receive(s, s.payloadTo + s.payloadGot, s.header.bytes - s.payloadGot);
@@ -250,13 +272,17 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
       return socketError("receiving", errno);
     }
     if (n == 0) {
-      if (s.headerGot > 0 || s.payloadGot > 0)
+      if (s.headerGot > 0 || s.payloadGot > 0 || s.padLeft > 0)
         return formatString(
             "the connection closed in the middle of a frame (%zu of %zu header bytes, %zu payload bytes)", s.headerGot,
             sizeof(NetFrameHeader), s.payloadGot);
       return "the connection closed (the peer's process ended, or it closed its communicator too early)";
     }
     *moved = true;
+    if (s.padLeft > 0) {
+      s.padLeft -= static_cast<size_t>(n);
+      continue;
+    }
     if (inHeader) {
       s.headerGot += static_cast<size_t>(n);
       if (s.headerGot < sizeof(NetFrameHeader)) continue;
@@ -269,6 +295,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
         if (all) departed_.store(true, std::memory_order_release);
         return "";
       }
+      s.padLeft = s.header.lead;  // before the payload; the trail follows it
       uint8_t* place = landing_.placeOf(s.seq, s.header.bytes);
       landedAt_[slots_.index(s.seq)] = place;
       s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
@@ -283,6 +310,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     s.headerGot = 0;
     s.payloadGot = 0;
     s.payloadTo = nullptr;
+    s.padLeft += s.header.trail;  // with the lead still unread when the payload is empty
     // A frame is complete: hand it over rather than ask the socket for more first. With nothing
     // stashed that read is a system call, and for small messages it usually finds nothing; the
     // next pump reads on (the progress thread's poll() is level-triggered).

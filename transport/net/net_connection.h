@@ -146,6 +146,7 @@ class NetRecvConnection : public RecvConnection {
     uint64_t seq;       // the frame this socket receives next
     size_t headerGot;   // bytes of its header read so far
     size_t payloadGot;  // bytes of its payload read so far
+    size_t padLeft;     // padding bytes (a frame's lead or trail) to read and drop before going on
     NetFrameHeader header;
     bool closed;         // said goodbye
     uint8_t* payloadTo;  // where this frame's payload goes: its slot, or its place in a landing

@@ -63,7 +63,18 @@ std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedS
   if (header.bytes > slotBytes)
     return formatString("a frame of %llu bytes, more than the %zu-byte slot",
                         static_cast<unsigned long long>(header.bytes), slotBytes);
+  if (header.lead >= kNetFrameAlign || header.trail >= kNetFrameAlign || header.reserved != 0)
+    return formatString("a frame with %u and %u bytes of padding and reserved field 0x%04x (at most %zu, %zu and 0)",
+                        header.lead, header.trail, header.reserved, kNetFrameAlign - 1, kNetFrameAlign - 1);
   return "";
+}
+
+void netFramePadding(NetFrameHeader& header, const void* payload) {
+  const size_t align = kNetFrameAlign;
+  const size_t address = reinterpret_cast<uintptr_t>(payload);
+  header.lead =
+      header.bytes >= kNetAlignedPayloadBytes ? static_cast<uint8_t>((address - sizeof(NetFrameHeader)) % align) : 0;
+  header.trail = static_cast<uint8_t>((align - (sizeof(NetFrameHeader) + header.lead + header.bytes) % align) % align);
 }
 
 }  // namespace transport
