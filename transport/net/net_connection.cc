@@ -311,6 +311,11 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     s.payloadGot = 0;
     s.payloadTo = nullptr;
     s.padLeft += s.header.trail;  // with the lead still unread when the payload is empty
+    // What of the padding was read along with the frame is dropped here, so that it does not
+    // keep the check below from returning (a small frame comes in one read, trail included).
+    const size_t stashedPadding = std::min(s.padLeft, s.stashEnd - s.stashBegin);
+    s.stashBegin += stashedPadding;
+    s.padLeft -= stashedPadding;
     // A frame is complete: hand it over rather than ask the socket for more first. With nothing
     // stashed that read is a system call, and for small messages it usually finds nothing; the
     // next pump reads on (the progress thread's poll() is level-triggered).
