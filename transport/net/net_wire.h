@@ -69,8 +69,8 @@ bool netProofMatches(const Digest256& key, NetRole role, const NetHello& hello, 
 // page fragments, each write from where the last one ended (offset 0 of a fresh or reused page),
 // so the payload's place in the kernel's memory follows the bytes written before it. Sent right
 // after a bare 16-byte header, a page-aligned payload landed 16 bytes past its source's
-// alignment, and the kernel's copy ran 2.8x slower (1 MiB sendrecv over loopback: the copy into
-// the socket 319 against 115 us a call; its loads wait on the stores just ahead of them). So the
+// alignment, and the kernel's copy ran 4x slower (1 MiB sendrecv over loopback: the copy into
+// the socket 319 against 79 us a call; its loads wait on the stores just ahead of them). So the
 // sender puts `lead` zero bytes after the header, which give the payload its source's alignment
 // modulo 64 in the kernel's pages, and `trail` zero bytes after it, which end every frame on a
 // 64-byte boundary so that the next frame starts aligned too (netFramePadding).
