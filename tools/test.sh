@@ -19,8 +19,9 @@ environment:
   BUILD_TYPE  CMake build type (default: Release)
   JOBS        parallel build jobs (default: nproc)
   CTEST_JOBS  tests run at once (default: 2: every test passes with another beside it, as it
-              must under load; a clean clone on 2 cores took 26m54s in all, ctest 13.6 min of
-              it, against 30m45s with 1; the GPU, multihost and scale tests run alone)
+              must under load; the GPU, multihost and scale tests run alone). A clean clone on
+              2 cores took 29m34s in all: the build 8.6 min, tools/sanitize.sh 7.4, ctest 13.6
+              (with 1 test at a time, an earlier suite took 3.9 min longer)
   SKIP_DEPS=1 do not run tools/install-deps.sh
   SKIP_SANITIZE=1  do not run tools/sanitize.sh (it is skipped anyway when CTEST_ARGS are given)
 USAGE
