@@ -74,7 +74,8 @@ void netFramePadding(NetFrameHeader& header, const void* payload) {
   const size_t address = reinterpret_cast<uintptr_t>(payload);
   header.lead =
       header.bytes >= kNetAlignedPayloadBytes ? static_cast<uint8_t>((address - sizeof(NetFrameHeader)) % align) : 0;
-  header.trail = static_cast<uint8_t>((align - (sizeof(NetFrameHeader) + header.lead + header.bytes) % align) % align);
+  header.trail = 0;
+  header.trail = static_cast<uint8_t>((align - netFrameWireBytes(header) % align) % align);
 }
 
 }  // namespace transport
