@@ -30,6 +30,8 @@ int PlanTuner::sizeClassOf(size_t bytes) {
 Algo PlanTuner::startRun(SizeClass& c, int index, uint32_t* leaseCalls) {
   // A run measures the plan afresh: what it took long ago (another phase of the machine) goes.
   c.estimates[index] = Estimate();
+  c.untimedLeft = c.triedBefore[index] ? 0 : kFirstRunUntimedCalls;  // later runs: the switch rule alone
+  c.triedBefore[index] = true;
   return hold(c, index, kRunCalls, leaseCalls);
 }
 
@@ -86,10 +88,13 @@ void PlanTuner::record(size_t bytes, Algo algo, double seconds) {
   SizeClass& c = classes_[sizeClassOf(bytes)];
   for (int i = 0; i < 2; ++i) {
     if (c.algos[i] != algo) continue;
-    // The first call after a switch of plan (or the very first) times the switch: not recorded.
+    // The first call after a switch of plan (or the very first) times the switch, and the first
+    // calls of a plan's first run its first touches of memory: not recorded.
     const bool afterSwitch = c.lastReported != i;
     c.lastReported = i;
-    if (afterSwitch) return;
+    const bool untimed = c.untimedLeft > 0;
+    if (untimed) --c.untimedLeft;
+    if (afterSwitch || untimed) return;
     c.estimates[i].add(seconds / static_cast<double>(bytes));
     return;
   }
