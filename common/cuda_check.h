@@ -6,10 +6,11 @@
 
 #include "common/error.h"
 
-#define COLL_CUDACHECK(expr)                                                                                          \
-  do {                                                                                                                \
-    cudaError_t collCudaResult_ = (expr);                                                                             \
-    if (collCudaResult_ != cudaSuccess)                                                                               \
-      ::coll::throwError(collUnhandledCudaError, "%s failed: %s (%s) at %s:%d", #expr,                                \
-                         cudaGetErrorString(collCudaResult_), cudaGetErrorName(collCudaResult_), __FILE__, __LINE__); \
+#define COLL_CUDACHECK(expr)                                                                                       \
+  do {                                                                                                             \
+    cudaError_t collCudaResult_ = (expr);                                                                          \
+    if (collCudaResult_ != cudaSuccess)                                                                            \
+      ::coll::throwError(collUnhandledCudaError, "%s failed: %s (%s) at %s:%d", #expr,                             \
+                         cudaGetErrorString(collCudaResult_), cudaGetErrorName(collCudaResult_), COLL_SOURCE_FILE, \
+                         __LINE__);                                                                                \
   } while (0)

@@ -39,17 +39,26 @@ std::string formatStringV(const char* fmt, va_list args);
 
 }  // namespace coll
 
+// The source file's name, for messages: the name alone where the compiler offers it, so that a
+// message reads the same wherever the sources were built (through ccache, cmake/compiler_cache.cmake,
+// __FILE__ would be a path relative to the build folder).
+#ifdef __FILE_NAME__
+#define COLL_SOURCE_FILE __FILE_NAME__
+#else
+#define COLL_SOURCE_FILE __FILE__
+#endif
+
 // Checks a syscall-style result (-1 on failure) and throws collSystemError naming the call and
 // where it started.
-#define COLL_SYSCHECK(expr, what)                                       \
-  do {                                                                  \
-    if ((expr) == -1) ::coll::throwSystemError(what " (" __FILE__ ")"); \
+#define COLL_SYSCHECK(expr, what)                                               \
+  do {                                                                          \
+    if ((expr) == -1) ::coll::throwSystemError(what " (" COLL_SOURCE_FILE ")"); \
   } while (0)
 
 // Evaluates a collResult_t-returning expression and throws when it failed.
-#define COLL_CHECK_RESULT(expr)                                                              \
-  do {                                                                                       \
-    collResult_t collCheckResult_ = (expr);                                                  \
-    if (collCheckResult_ != collSuccess)                                                     \
-      ::coll::throwError(collCheckResult_, "%s failed at %s:%d", #expr, __FILE__, __LINE__); \
+#define COLL_CHECK_RESULT(expr)                                                                      \
+  do {                                                                                               \
+    collResult_t collCheckResult_ = (expr);                                                          \
+    if (collCheckResult_ != collSuccess)                                                             \
+      ::coll::throwError(collCheckResult_, "%s failed at %s:%d", #expr, COLL_SOURCE_FILE, __LINE__); \
   } while (0)

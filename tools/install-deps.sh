@@ -22,6 +22,9 @@ want=(python3-venv cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhw
 want+=(libssl3 clang)
 # valgrind: the memcheck tests (tests/memcheck) run the perf programs under it.
 want+=(valgrind)
+# ccache: every compile goes through it where installed (cmake/compiler_cache.cmake), so that CI's
+# clean clones and tools/sanitize.sh's builds reuse what an earlier build on this machine compiled.
+want+=(ccache)
 # rdma-core's header and libibverbs (libibverbs-dev): the verbs loader and its emulator build against
 # the header; without it they are left out (transport/verbs, tests/verbs_emulator).
 want+=(libibverbs-dev)

@@ -9,6 +9,8 @@ set(coll_wheel_build TRUE)
 set(CMAKE_CXX_STANDARD 17)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+# ccache as in the project build (the file is absent where only the python folder was copied).
+include(${CMAKE_CURRENT_SOURCE_DIR}/../cmake/compiler_cache.cmake OPTIONAL)
 set(coll_python ${Python_EXECUTABLE})
 if(NOT coll_python)
   find_package(Python COMPONENTS Interpreter REQUIRED)
