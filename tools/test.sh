@@ -20,8 +20,9 @@ environment:
   JOBS        parallel build jobs (default: nproc)
   CTEST_JOBS  tests run at once (default: 2: every test passes with another beside it, as it
               must under load; the GPU, multihost and scale tests run alone). A clean clone on
-              2 cores took 29m34s in all: the build 8.6 min, tools/sanitize.sh 7.4, ctest 13.6
-              (with 1 test at a time, an earlier suite took 3.9 min longer)
+              2 cores took 17m06s in all with ccache's cache warm (cmake/compiler_cache.cmake):
+              the release build 1.2 min, tools/sanitize.sh 2.4 (its builds 22 s), ctest 13.6;
+              28m37s with it cold
   SKIP_DEPS=1 do not run tools/install-deps.sh
   SKIP_SANITIZE=1  do not run tools/sanitize.sh (it is skipped anyway when CTEST_ARGS are given)
 USAGE
