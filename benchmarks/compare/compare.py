@@ -393,6 +393,11 @@ def main(argv=None):
                                        lambda c, n: measured_sizes(c, n, a.sizes),
                                        [e for e in errors if e.startswith(t + ",")], t)
         print(f"compare: wrote {a.out_dirs[t]}/: {', '.join(written)}")
+        for peer in [lib for lib in libs if lib != "ours"] if "ours" in libs and a.runs > 1 else []:
+            for n in a.ranks:
+                above, holds, below, _ = compare_report.interval_verdict(raw[t], a.colls, n, a.sizes, peer)
+                print(f"compare: {t}, {n} ranks, against {LABELS[peer]}: {above} cells faster, {holds} undecided, "
+                      f"{below} slower (each paired ratio's interval; results.md)")
     print(f"compare: load average {load_before[0]:.2f} before, {meta['load_after'][0]:.2f} after; "
           f"{meta['seconds']} s in all")
     return 1 if errors else 0

@@ -2,6 +2,7 @@
 results.json, from the combined times. Every ratio is the peer's time divided by ours, so above 1
 means libcollective is faster (the same as our busbw divided by the peer's)."""
 import json
+import math
 import os
 import statistics
 
@@ -83,20 +84,91 @@ def ratio_table(colls, n, requested, peer, cell_ratio):
     return head, body
 
 
-def paired_ratio(raw_coll, n, peer, size):
-    """The median over runs of run r's peer time / run r's ours time at one size (the two measured
-    within seconds of each other in the same round), or None. On a machine whose speed drifts from
-    minute to minute, this compares each pair under the same conditions, where the ratio of the
-    two medians can pair a fast phase of one library with a slow phase of the other."""
+def paired_ratios(raw_coll, n, peer, size):
+    """Run r's peer time / run r's ours time at one size, for every run that measured both (the
+    two within seconds of each other in the same round)."""
     ours = raw_coll.get("ours", {}).get(n, [])
     theirs = raw_coll.get(peer, {}).get(n, [])
-    ratios = [t[size] / o[size] for o, t in zip(ours, theirs) if o.get(size) and t.get(size)]
+    return [t[size] / o[size] for o, t in zip(ours, theirs) if o.get(size) and t.get(size)]
+
+
+def paired_ratio(raw_coll, n, peer, size):
+    """The median of paired_ratios(), or None. On a machine whose speed drifts from minute to
+    minute, this compares each pair under the same conditions, where the ratio of the two medians
+    can pair a fast phase of one library with a slow phase of the other."""
+    ratios = paired_ratios(raw_coll, n, peer, size)
     return statistics.median(ratios) if ratios else None
+
+
+def median_interval(values, level=0.95):
+    """A confidence interval for the median of the distribution `values` were drawn from, assuming
+    nothing about its shape (the sign test's: the k-th smallest and k-th largest values, with k
+    the largest for which a fair coin gives fewer than k heads in len(values) tosses with
+    probability at most (1 - level) / 2). Returns (low, high, coverage), coverage being the
+    interval's exact probability (at least `level` where the runs allow it; with fewer than 6 runs
+    no interval reaches 95%, and the widest one, min to max, is returned with its lower coverage)."""
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        return None
+    tail = (1.0 - level) / 2
+
+    def heads_below(k):  # P(fewer than k heads in n tosses of a fair coin)
+        return sum(math.comb(n, j) for j in range(k)) / 2**n
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and heads_below(k + 1) <= tail:
+        k += 1
+    return xs[k - 1], xs[n - k], 1.0 - 2 * heads_below(k)
+
+
+def interval_verdict(raw_by_coll, colls, n, requested, peer, level=0.95):
+    """Counts the cells whose paired ratio's interval (median_interval) lies wholly above 1, holds
+    1, or lies wholly below; returns (above, holds, below, [(coll, size, median, low, high), ...]
+    for every cell whose interval reaches below 1)."""
+    above, holds, below, near = 0, 0, 0, []
+    for c in colls:
+        if not offered(peer, c):
+            continue
+        for size in requested:
+            measured = effective_size(c, size, n)
+            ratios = paired_ratios(raw_by_coll[c], n, peer, measured)
+            if not ratios:
+                continue
+            low, high, _ = median_interval(ratios, level)
+            if low > 1:
+                above += 1
+                continue
+            if high < 1:
+                below += 1
+            else:
+                holds += 1
+            near.append((c, measured, statistics.median(ratios), low, high))
+    return above, holds, below, near
 
 
 def paired_summary(raw_by_coll, colls, n, requested, peer):
     """As summary(), from paired_ratio()."""
     return ratio_table(colls, n, requested, peer, lambda c, size: paired_ratio(raw_by_coll[c], n, peer, size))
+
+
+def interval_section(raw_by_coll, colls, n, requested, peer):
+    """results.md's account of how sure each paired ratio is (interval_verdict): the counts, and
+    a row for every cell whose interval reaches below 1."""
+    above, holds, below, near = interval_verdict(raw_by_coll, colls, n, requested, peer)
+    runs = max((len(raw_by_coll[c].get("ours", {}).get(n, [])) for c in colls), default=0)
+    coverage = median_interval(range(runs))[2] if runs else 0
+    md = [f"## How sure: the paired ratios' intervals against {LABELS[peer]}, {n} ranks", "",
+          f"For each cell, the interval that holds the median of the paired ratio ({SHORT[peer]} time / ours "
+          f"in the same run) with {coverage:.1%} confidence over {runs} runs, assuming nothing of the ratios' "
+          "distribution (the sign test's interval: the k-th smallest to the k-th largest ratio). "
+          f"**{above}** cells lie wholly above 1 (libcollective faster), **{holds}** hold 1 (the runs cannot tell "
+          f"the two apart), **{below}** lie wholly below 1 ({LABELS[peer]} faster).", ""]
+    if near:
+        body = [[c, human(size), fmt_ratio(m), f"{fmt_ratio(low)} - {fmt_ratio(high)}"]
+                for c, size, m, low, high in near]
+        md += [render_md(["collective", "size", "paired median", "interval"], body), ""]
+    return md
 
 
 def per_rank(med_coll, n):
@@ -210,6 +282,9 @@ def write(out_dir, med, raw, meta, a, libs, sizes_for, errors, transport):
                    "per-run ratios compares them under the same machine conditions, where the tables above "
                    "divide one library's median by the other's, which may come from different phases of a "
                    "machine whose speed drifts.", "", render_md(head, body), ""]
+    for p in peers if a.runs > 1 else []:
+        for n in a.ranks:
+            md += interval_section(raw, a.colls, n, a.sizes, p)
     if peers and any(effective_size(c, s, n) != s for c in a.colls for s in a.sizes for n in a.ranks):
         md += ["Sizes the rank count does not divide into whole float32 blocks are measured rounded as the "
                "collective's own table shows (at least one element per rank).", ""]

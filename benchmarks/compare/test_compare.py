@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks compare.py's arithmetic without running anything: the ratio's direction, the sizes each
-collective measures, the busbw factors, the options, and that mpi_bench.c's table of collectives
-agrees with collectives.py. Run by ctest (compare.unit)."""
+collective measures, the busbw factors, the options, the paired ratios' intervals, and that
+mpi_bench.c's table of collectives agrees with collectives.py. Run by ctest (compare.unit)."""
 import os
 import re
 import sys
@@ -63,9 +63,24 @@ def check_mpi_table_agrees():
         assert factor[f] == COLLECTIVES[name].factor(2), name
 
 
+def check_median_interval():
+    # 7 runs: no pair of order statistics inside the extremes reaches 95%; min..max covers 1 - 2/2^7.
+    low, high, coverage = compare_report.median_interval([5, 1, 7, 3, 2, 6, 4])
+    assert (low, high) == (1, 7) and abs(coverage - (1 - 2 / 128)) < 1e-12, (low, high, coverage)
+    # 15 runs: the 4th smallest and 4th largest (P(at most 3 heads in 15) = 576/32768 <= 2.5%).
+    low, high, coverage = compare_report.median_interval(list(range(15, 0, -1)))
+    assert (low, high) == (4, 12) and abs(coverage - (1 - 2 * 576 / 32768)) < 1e-12, (low, high, coverage)
+    # One run per library at 2 ranks for two cells: each run is its own pair.
+    runs = {"ours": {2: [{8: 1.0, 64: 2.0}] * 7}, "mpi": {2: [{8: 1.5, 64: 1.0}] * 6 + [{8: 0.9, 64: 1.0}]}}
+    above, holds, below, near = compare_report.interval_verdict({"broadcast": runs}, ["broadcast"], 2, [8, 64], "mpi")
+    assert (above, holds, below) == (0, 1, 1), (above, holds, below)
+    assert [(c, size) for c, size, *_ in near] == [("broadcast", 8), ("broadcast", 64)], near
+    assert near[0][3] == 0.9 and near[1][4] == 0.5, near
+
+
 def main():
     for check in (check_ratio_direction, check_missing_operation, check_sizes_and_factors, check_options,
-                  check_mpi_table_agrees):
+                  check_mpi_table_agrees, check_median_interval):
         check()
         print(f"ok: {check.__name__}")
     return 0
