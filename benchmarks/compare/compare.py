@@ -225,23 +225,30 @@ class Tools:
 
 
 def run_ours(tools, a, job):
-    """One collrun per size, since a perf program takes one iteration count for all its sizes."""
+    """One collrun for all the job's sizes, each with its own iteration count (--sizes, -n and -w
+    lists), as Open MPI's mpi_bench runs them: a launch per size left our large sizes in a fresh
+    process (pages, connections and plan choices all new) while Open MPI's ran after the smaller
+    ones, which made Open MPI's launch per size 5-11% slower than its one launch at 1-64 MiB
+    all-to-all (4 ranks, 7 rounds; docs/performance.md, nineteenth pass)."""
+    cmd = [tools.collrun, "-n", str(job.n), "--timeout", str(a.timeout), tools.perf[job.coll],
+           "--sizes", ",".join(str(s) for s in job.sizes), "-n", ",".join(str(p[0]) for p in job.plans),
+           "-w", ",".join(str(p[1]) for p in job.plans), "-c", "1" if a.check else "0", "-d", "float"]
+    cmd += ["-o", "sum"] if job.coll in REDUCING else []
+    env = dict(os.environ, COLL_TRANSPORTS="^shm") if job.transport == "sockets" else None
+    res, err = run(cmd, a.timeout + 30, env=env)
+    if err:
+        return None, err
+    # Broadcast is compared in place: MPI_Bcast and Gloo's broadcast have one buffer, while our
+    # out-of-place root also copies its input into its output, a copy theirs never make.
+    time_col, wrong_col = (9, 12) if job.coll == "broadcast" else (5, 8)
     results = {}
-    for size, (iters, warmups) in zip(job.sizes, job.plans):
-        cmd = [tools.collrun, "-n", str(job.n), "--timeout", str(a.timeout), tools.perf[job.coll], "-b", str(size),
-               "-e", str(size), "-n", str(iters), "-w", str(warmups), "-c", "1" if a.check else "0", "-d", "float"]
-        cmd += ["-o", "sum"] if job.coll in REDUCING else []
-        env = dict(os.environ, COLL_TRANSPORTS="^shm") if job.transport == "sockets" else None
-        res, err = run(cmd, a.timeout + 30, env=env)
-        if err:
-            return None, err
-        # Broadcast is compared in place: MPI_Bcast and Gloo's broadcast have one buffer, while
-        # our out-of-place root also copies its input into its output, a copy theirs never make.
-        time_col, wrong_col = (9, 12) if job.coll == "broadcast" else (5, 8)
-        for f in rows(res[0], 13):
-            if f[wrong_col] not in ("0", "N/A"):
-                return None, f"{job.coll}_perf reported {f[wrong_col]} wrong elements at {size} B"
-            results[int(f[0])] = float(f[time_col])
+    for f in rows(res[0], 13):
+        if f[wrong_col] not in ("0", "N/A"):
+            return None, f"{job.coll}_perf reported {f[wrong_col]} wrong elements at {f[0]} B"
+        results[int(f[0])] = float(f[time_col])
+    missing = [s for s in job.sizes if s not in results]
+    if missing:
+        return None, f"{job.coll}_perf printed no row for {missing} B: {shlex.join(cmd)}"
     return results, None
 
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace collperf {
 
@@ -21,9 +23,11 @@ namespace {
 
 void printUsage(FILE* out, const char* program, bool hasOp) {
   fprintf(out,
-          "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-n iters] [-w warmups]\n"
+          "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [--sizes list]\n"
+          "       %*s [-n iters[,iters...]] [-w warmups[,warmups...]]\n"
           "       %*s [-c 0|1] [-d type|all]%s [-r root] [-z 0|1] [-m host|device] [-h]\n",
-          program, static_cast<int>(strlen(program)), "", hasOp ? " [-o op|all]" : "");
+          program, static_cast<int>(strlen(program)), "", static_cast<int>(strlen(program)), "",
+          hasOp ? " [-o op|all]" : "");
   fprintf(out,
           "\n"
           "Measures %s the way nccl-tests does. Start it with a launcher, e.g.\n"
@@ -34,8 +38,11 @@ void printUsage(FILE* out, const char* program, bool hasOp) {
           "  -e, --maxbytes N       largest size (default 32M)\n"
           "  -f, --stepfactor N     multiply the size by N each step\n"
           "  -i, --stepbytes N      add N bytes each step (default 1M; used when -f is 1 or absent)\n"
-          "  -n, --iters N          timed iterations per size (default 20)\n"
-          "  -w, --warmup_iters N   untimed iterations before them (default 5)\n"
+          "      --sizes LIST       these sizes instead of -b/-e/-f/-i: rising, comma-separated\n"
+          "                         (e.g. 8,1K,64K,16M)\n"
+          "  -n, --iters N          timed iterations per size (default 20); or a comma-separated\n"
+          "                         count per size, in order\n"
+          "  -w, --warmup_iters N   untimed iterations before them (default 5); or one per size\n"
           "  -c, --check 0|1        verify every result (default 1); #wrong counts bad elements\n"
           "  -d, --datatype T       int8 uint8 int32 uint32 int64 uint64 half float double bfloat16,\n"
           "                         or all (default float)\n"
@@ -59,6 +66,42 @@ bool parseInt(const char* text, long lo, long hi, int* out) {
   long v = strtol(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
   *out = static_cast<int>(v);
+  return true;
+}
+
+// "a,b,c" -> {"a", "b", "c"}; an empty text or piece stays an empty piece, which every parser
+// below refuses.
+std::vector<std::string> splitAtCommas(const char* text) {
+  std::vector<std::string> pieces;
+  std::string all(text);
+  size_t begin = 0;
+  for (size_t end; (end = all.find(',', begin)) != std::string::npos; begin = end + 1)
+    pieces.push_back(all.substr(begin, end - begin));
+  pieces.push_back(all.substr(begin));
+  return pieces;
+}
+
+// "N" or "N1,N2,...", each in [lo, hi].
+bool parseIntList(const char* text, long lo, long hi, std::vector<int>* out) {
+  std::vector<int> values;
+  for (const std::string& piece : splitAtCommas(text)) {
+    int v = 0;
+    if (!parseInt(piece.c_str(), lo, hi, &v)) return false;
+    values.push_back(v);
+  }
+  *out = std::move(values);
+  return true;
+}
+
+// "8,1K,64M": at least one size, each as parseBytes takes it, rising.
+bool parseSizeList(const char* text, std::vector<size_t>* out) {
+  std::vector<size_t> values;
+  for (const std::string& piece : splitAtCommas(text)) {
+    size_t v = 0;
+    if (!parseBytes(piece.c_str(), &v) || (!values.empty() && v <= values.back())) return false;
+    values.push_back(v);
+  }
+  *out = std::move(values);
   return true;
 }
 
@@ -108,6 +151,20 @@ bool parseBytes(const char* text, size_t* bytes) {
   return true;
 }
 
+std::vector<size_t> sizesToRun(const PerfArgs& args) {
+  if (!args.sizeList.empty()) return args.sizeList;
+  std::vector<size_t> sizes;
+  for (size_t size = args.minBytes; size <= args.maxBytes;) {
+    sizes.push_back(size);
+    size_t next = args.stepFactor > 1 ? size * args.stepFactor : size + args.stepBytes;
+    if (next <= size) break;  // overflow, or a zero step at minBytes == maxBytes
+    size = next;
+  }
+  return sizes;
+}
+
+int countFor(const std::vector<int>& counts, size_t index) { return counts.size() == 1 ? counts[0] : counts.at(index); }
+
 ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp, PerfArgs* args) {
   static const option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
                                  {"maxbytes", required_argument, nullptr, 'e'},
@@ -123,6 +180,7 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
                                  {"memory", required_argument, nullptr, 'm'},
                                  {"nthreads", required_argument, nullptr, 't'},
                                  {"ngpus", required_argument, nullptr, 'g'},
+                                 {"sizes", required_argument, nullptr, 'S'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const bool report = isReportingRank();
@@ -150,10 +208,14 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
         ok = parseBytes(optarg, &args->stepBytes);
         break;
       case 'n':
-        ok = parseInt(optarg, 1, 1 << 30, &args->iters);
+        ok = parseIntList(optarg, 1, 1 << 30, &args->iters);
         break;
       case 'w':
-        ok = parseInt(optarg, 0, 1 << 30, &args->warmups);
+        ok = parseIntList(optarg, 0, 1 << 30, &args->warmups);
+        break;
+      case 'S':
+        ok = parseSizeList(optarg, &args->sizeList);
+        if (!ok) error = std::string("--sizes ") + optarg + ": expected rising sizes, comma-separated (e.g. 8,1K,64M)";
         break;
       case 'c':
         ok = parseBool(optarg, &args->check);
@@ -201,6 +263,19 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
   if (ok && args->stepFactor <= 1 && args->stepBytes == 0 && args->minBytes < args->maxBytes) {
     ok = false;
     error = "the step is zero: give -f > 1 or -i > 0";
+  }
+  if (ok && !args->sizeList.empty()) {
+    args->minBytes = args->sizeList.front();
+    args->maxBytes = args->sizeList.back();
+  }
+  const size_t nsizes = ok ? sizesToRun(*args).size() : 0;
+  for (const auto& [flag, counts] : {std::pair<const char*, const std::vector<int>*>{"-n", &args->iters},
+                                     std::pair<const char*, const std::vector<int>*>{"-w", &args->warmups}}) {
+    if (ok && counts->size() > 1 && counts->size() != nsizes) {
+      ok = false;
+      error = std::string(flag) + " gives " + std::to_string(counts->size()) + " counts for " + std::to_string(nsizes) +
+              " sizes: give one count for every size, or one per size";
+    }
   }
   if (!ok) {
     if (report) {

@@ -14,10 +14,14 @@ enum class MemoryKind { kAuto, kHost, kDevice };
 struct PerfArgs {
   size_t minBytes = 32u << 20;
   size_t maxBytes = 32u << 20;
-  size_t stepFactor = 1;        // > 1: multiply the size by this
-  size_t stepBytes = 1u << 20;  // otherwise: add this
-  int iters = 20;
-  int warmups = 5;
+  size_t stepFactor = 1;         // > 1: multiply the size by this
+  size_t stepBytes = 1u << 20;   // otherwise: add this
+  std::vector<size_t> sizeList;  // --sizes: these sizes instead of -b/-e's sequence
+  // -n and -w: one count for every size, or a comma-separated count per size (compare.py sizes
+  // each cell's calls to a time budget and runs all of a collective's sizes in one launch, as it
+  // does Open MPI's, so that neither library's large sizes run in a fresh process).
+  std::vector<int> iters = {20};
+  std::vector<int> warmups = {5};
   bool check = true;
   bool blocking = true;
   MemoryKind memory = MemoryKind::kAuto;  // -m; kAuto: GPU memory where the rank has a GPU
@@ -28,6 +32,12 @@ struct PerfArgs {
 };
 
 enum class ArgsOutcome { kRun, kExitSuccess, kUsageError };
+
+// The sizes a run measures, in order: --sizes, or -b to -e by -f or -i.
+std::vector<size_t> sizesToRun(const PerfArgs& args);
+
+// -n or -w's count for the size at `index` of sizesToRun().
+int countFor(const std::vector<int>& counts, size_t index);
 
 // Parses argv; prints help or errors itself (errors only on rank 0 of the launch environment).
 ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp, PerfArgs* args);

@@ -50,7 +50,8 @@ class Driver {
   void allocate();
   void printHeader();
   void sweep(const TypeInfo& type, const OpInfo& op);
-  Measurement measure(const TypeInfo& type, const OpInfo& op, const LayoutArgs& la, const Layout& layout, bool inPlace);
+  Measurement measure(const TypeInfo& type, const OpInfo& op, const LayoutArgs& la, const Layout& layout, bool inPlace,
+                      int iters, int warmups);
   double maxOverRanks(double v);
   uint64_t sumOverRanks(uint64_t v);
 
@@ -89,6 +90,13 @@ std::string formatTime(double us) {
     snprintf(buf, sizeof(buf), "%7.3f", us);  // small calls differ by tens of nanoseconds
   }
   return buf;
+}
+
+// -n's or -w's counts as given: "20", or "200000,1000,5".
+std::string joined(const std::vector<int>& counts) {
+  std::string text;
+  for (int count : counts) text += (text.empty() ? "" : ",") + std::to_string(count);
+  return text;
 }
 
 std::string rtrim(std::string s) {
@@ -183,18 +191,23 @@ void Driver::printHeader() {
   printf("# Collective test starting: %s (libcollective %d.%d.%d)\n", coll_.programName, version / 10000,
          version / 100 % 100, version % 100);
   printf("# Command: %s\n", args_.commandLine.c_str());
-  if (args_.stepFactor > 1) {
+  if (!args_.sizeList.empty()) {
+    std::string sizes;
+    for (size_t size : args_.sizeList) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    printf("# nRanks %d sizes: %s warmup iters: %s iters: %s validation: %d blocking: %d\n", nranks_, sizes.c_str(),
+           joined(args_.warmups).c_str(), joined(args_.iters).c_str(), args_.check ? 1 : 0, args_.blocking ? 1 : 0);
+  } else if (args_.stepFactor > 1) {
     printf(
-        "# nRanks %d minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d validation: %d "
+        "# nRanks %d minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %s iters: %s validation: %d "
         "blocking: %d\n",
-        nranks_, args_.minBytes, args_.maxBytes, args_.stepFactor, args_.warmups, args_.iters, args_.check ? 1 : 0,
-        args_.blocking ? 1 : 0);
+        nranks_, args_.minBytes, args_.maxBytes, args_.stepFactor, joined(args_.warmups).c_str(),
+        joined(args_.iters).c_str(), args_.check ? 1 : 0, args_.blocking ? 1 : 0);
   } else {
     printf(
-        "# nRanks %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %d iters: %d validation: %d "
+        "# nRanks %d minBytes %zu maxBytes %zu step: %zu(bytes) warmup iters: %s iters: %s validation: %d "
         "blocking: %d\n",
-        nranks_, args_.minBytes, args_.maxBytes, args_.stepBytes, args_.warmups, args_.iters, args_.check ? 1 : 0,
-        args_.blocking ? 1 : 0);
+        nranks_, args_.minBytes, args_.maxBytes, args_.stepBytes, joined(args_.warmups).c_str(),
+        joined(args_.iters).c_str(), args_.check ? 1 : 0, args_.blocking ? 1 : 0);
   }
   printf("#\n# Using devices: %s\n", memory_->device() < 0 ? "host memory" : "GPU memory");
   for (int r = 0; r < nranks_; ++r) {
@@ -232,8 +245,8 @@ uint64_t Driver::sumOverRanks(uint64_t v) {
   return out;
 }
 
-Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const LayoutArgs& la, const Layout& l,
-                            bool inPlace) {
+Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const LayoutArgs& la, const Layout& l, bool inPlace,
+                            int iters, int warmups) {
   const size_t ts = type.size;
   char* sendPtr = l.sendUsed ? send_ : nullptr;
   char* recvPtr = l.recvUsed ? recv_ : nullptr;
@@ -251,13 +264,13 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
   auto runOnce = [&]() { check(coll_.run(call), coll_.apiName); };
 
   if (sendPtr != nullptr) memory_->fillInput(spec, sendPtr, l.sendCount);
-  for (int i = 0; i < args_.warmups; ++i) runOnce();
+  for (int i = 0; i < warmups; ++i) runOnce();
   memory_->synchronize();
   check(collBarrier(comm_, nullptr), "collBarrier");
   auto t0 = Clock::now();
-  for (int i = 0; i < args_.iters; ++i) runOnce();
+  for (int i = 0; i < iters; ++i) runOnce();
   memory_->synchronize();  // device calls only enqueue: the time is until they finished
-  double local = std::chrono::duration<double>(Clock::now() - t0).count() / args_.iters;
+  double local = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
 
   Measurement m;
   m.measured = true;
@@ -282,7 +295,9 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
 }
 
 void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
-  for (size_t size = args_.minBytes; size <= args_.maxBytes;) {
+  const std::vector<size_t> sizes = sizesToRun(args_);
+  for (size_t index = 0; index < sizes.size(); ++index) {
+    const size_t size = sizes[index];
     LayoutArgs la{size / type.size, nranks_, rank_, args_.root};
     Layout l = coll_.layout(la);
     if (rank_ == 0) {
@@ -292,7 +307,8 @@ void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
     }
     for (bool inPlace : {false, true}) {
       Measurement m;
-      if (!inPlace || coll_.inPlace) m = measure(type, op, la, l, inPlace);
+      if (!inPlace || coll_.inPlace)
+        m = measure(type, op, la, l, inPlace, countFor(args_.iters, index), countFor(args_.warmups, index));
       totalWrong_ += m.wrong;  // already summed over ranks: every rank knows
       if (rank_ != 0) continue;
       if (!m.measured) {
@@ -309,9 +325,6 @@ void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
       printf("\n");
       fflush(stdout);
     }
-    size_t next = args_.stepFactor > 1 ? size * args_.stepFactor : size + args_.stepBytes;
-    if (next <= size) break;  // overflow, or a zero step at minBytes == maxBytes
-    size = next;
   }
 }
 
