@@ -256,17 +256,19 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
     ok = false;
     error = std::string("unexpected argument '") + argv[optind] + "'";
   }
+  // --sizes replaces -b/-e/-f/-i, whatever they say; min and max then describe the list.
+  if (!args->sizeList.empty()) {
+    args->minBytes = args->sizeList.front();
+    args->maxBytes = args->sizeList.back();
+  }
   if (ok && args->minBytes > args->maxBytes) {
     ok = false;
     error = "-b (minbytes) is larger than -e (maxbytes)";
   }
-  if (ok && args->stepFactor <= 1 && args->stepBytes == 0 && args->minBytes < args->maxBytes) {
+  if (ok && args->sizeList.empty() && args->stepFactor <= 1 && args->stepBytes == 0 &&
+      args->minBytes < args->maxBytes) {
     ok = false;
     error = "the step is zero: give -f > 1 or -i > 0";
-  }
-  if (ok && !args->sizeList.empty()) {
-    args->minBytes = args->sizeList.front();
-    args->maxBytes = args->sizeList.back();
   }
   const size_t nsizes = ok ? sizesToRun(*args).size() : 0;
   for (const auto& [flag, counts] : {std::pair<const char*, const std::vector<int>*>{"-n", &args->iters},

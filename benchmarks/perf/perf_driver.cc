@@ -92,10 +92,11 @@ std::string formatTime(double us) {
   return buf;
 }
 
-// -n's or -w's counts as given: "20", or "200000,1000,5".
-std::string joined(const std::vector<int>& counts) {
+// A list of counts or sizes as the flags take it: "20", or "200000,1000,5".
+template <typename T>
+std::string joined(const std::vector<T>& values) {
   std::string text;
-  for (int count : counts) text += (text.empty() ? "" : ",") + std::to_string(count);
+  for (T value : values) text += (text.empty() ? "" : ",") + std::to_string(value);
   return text;
 }
 
@@ -192,10 +193,9 @@ void Driver::printHeader() {
          version / 100 % 100, version % 100);
   printf("# Command: %s\n", args_.commandLine.c_str());
   if (!args_.sizeList.empty()) {
-    std::string sizes;
-    for (size_t size : args_.sizeList) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
-    printf("# nRanks %d sizes: %s warmup iters: %s iters: %s validation: %d blocking: %d\n", nranks_, sizes.c_str(),
-           joined(args_.warmups).c_str(), joined(args_.iters).c_str(), args_.check ? 1 : 0, args_.blocking ? 1 : 0);
+    printf("# nRanks %d sizes: %s warmup iters: %s iters: %s validation: %d blocking: %d\n", nranks_,
+           joined(args_.sizeList).c_str(), joined(args_.warmups).c_str(), joined(args_.iters).c_str(),
+           args_.check ? 1 : 0, args_.blocking ? 1 : 0);
   } else if (args_.stepFactor > 1) {
     printf(
         "# nRanks %d minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %s iters: %s validation: %d "
