@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/transport/recording_owner.h"
 #include "transport/net/net_connection.h"
 
 namespace coll {
@@ -20,12 +21,6 @@ namespace {
 
 constexpr size_t kSlotBytes = 1024;
 constexpr int kDepth = 4;
-
-struct QuietOwner : NetConnectionOwner {
-  void wakeProgress() override {}
-  void channelFailed(int peer, const std::string& reason) override { failure = reason; }
-  std::string failure;
-};
 
 class NetLanding : public ::testing::Test {
  protected:
@@ -70,7 +65,7 @@ class NetLanding : public ::testing::Test {
   }
 
   int fds_[2];
-  QuietOwner owner_;
+  RecordingOwner owner_;
   std::unique_ptr<NetSendConnection> send_;
   std::unique_ptr<NetRecvConnection> recv_;
 };

@@ -31,8 +31,8 @@ ssize_t sendNow(int fd, const msghdr* message) {
 
 // What is left of a frame up to this size goes out copied into one buffer, through sendto(): the
 // kernel walks a single user buffer faster than a list of pieces, and for a small frame that
-// saving is larger than the copy (2 ranks over loopback, 8-byte gather: 5.6 against 5.9 us a
-// call; docs/performance.md, twentieth pass).
+// saving is larger than the copy (2 ranks over loopback, 8-byte gather, scatter and send/receive
+// 3.5-4% faster a call; docs/performance.md, twentieth pass).
 constexpr size_t kFlatFrameBytes = 2048;
 
 ssize_t sendFlat(int fd, const iovec* iov, int count) {
