@@ -11,7 +11,9 @@ to back, average per call, maximum over ranks; busbw = algbw times the collectiv
 nccl-tests). The libraries' runs are interleaved --runs times, rotating their order, and the
 medians (or with --stat min, the best runs) are reported, so that a noisy neighbour hurts all
 alike. Iterations shrink with the size so that one size takes about --budget seconds in the
-slowest library run (Gloo when it is among --libs).
+slowest library run (Gloo when it is among --libs): a short calibration run of every library,
+not counted, measures each size's time per call first (--no-calibrate sizes the runs by a model
+of the libraries' speed instead, which at 4 ranks gave a 4 MiB all-to-all 90 ms, not 0.5 s).
 
 Writes to --out-dir: results.json (every run and the combined times), results.md (every table:
 first each peer's time / ours per collective and size, then a section per collective) and, per
@@ -79,6 +81,8 @@ def parse_args(argv=None):
     p.add_argument("--warmups", type=int, default=5, help="most warm-up calls per size (default 5)")
     p.add_argument("--budget", type=float, default=0.5,
                    help="seconds one size may take in the slowest library; sets the iterations (default 0.5)")
+    p.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                   help="size the iterations by a model of the libraries' speed, without the calibration run")
     p.add_argument("--runs", type=int, default=3, help="repeat the libraries' runs this many times (default 3)")
     p.add_argument("--stat", choices=("median", "min"), default="median",
                    help="how the runs combine: median (default) or min (the best run; steadier on a busy host)")
@@ -131,8 +135,9 @@ def measured_sizes(coll, n, sizes):
     return sorted({effective_size(coll, s, n) for s in sizes})
 
 
-def plan(size, nranks, a, transport):
-    """(iters, warmups) for a size: about --budget seconds in the slowest library run. Gloo costs
+def plan(size, nranks, a, transport, budget=None):
+    """(iters, warmups) for a size: about budget (default --budget) seconds in the slowest library
+    run, by a model of the libraries' speed (calibrated() replaces it by measurement). Gloo costs
     on this kind of host roughly 250 us per rank per call plus 1 ns per byte per rank (TCP
     loopback); without Gloo, Open MPI and ours take at most about 10 us per rank per call over
     TCP (1 us on shared memory) plus 0.5 ns per byte per rank. Sizing by Gloo when it is not run
@@ -142,8 +147,17 @@ def plan(size, nranks, a, transport):
     else:
         per_call = 1e-5 if transport == "sockets" else 1e-6
         est = per_call * nranks + size * nranks / 2e9
-    iters = max(a.min_iters, min(a.iters, int(a.budget / est)))
+    return plan_for_call_time(est, a, a.budget if budget is None else budget)
+
+
+def plan_for_call_time(seconds_per_call, a, budget):
+    iters = max(a.min_iters, min(a.iters, int(budget / max(seconds_per_call, 1e-9))))
     return iters, max(1, min(a.warmups, iters // 2))
+
+
+# The calibration run's share of --budget: long enough for a time per call within a factor of two
+# of the counted runs' (the model errs by up to 5x, mostly too slow at large sizes on shared memory).
+CALIBRATION_SHARE = 0.2
 
 
 def run(cmd, timeout, env=None):
@@ -299,10 +313,40 @@ def run_gloo(tools, a, job):
 class Job:
     """One launch: a library's sizes of one collective at one rank count over one transport."""
 
-    def __init__(self, a, transport, n, coll):
+    def __init__(self, a, transport, n, coll, budget=None):
         self.transport, self.n, self.coll = transport, n, coll
         self.sizes = measured_sizes(coll, n, a.sizes)
-        self.plans = [plan(s, n, a, transport) for s in self.sizes]
+        self.plans = [plan(s, n, a, transport, budget) for s in self.sizes]
+
+
+def launch(runner, tools, a, job, what):
+    """One library's launch of a job, with a progress line naming it and saying how long it took."""
+    t0 = time.time()
+    res, err = runner(tools, a, job)
+    print(f"compare: {what}: {'ok' if res else 'FAILED'} ({time.time() - t0:.1f} s)", flush=True)
+    return res, err
+
+
+def calibrated(a, tools, libs, runners, transport, n, coll):
+    """The job with each size's iterations sized by measurement: every library runs once with a
+    fifth of the model's budget, and the slowest library's time per call sets the counted runs'
+    iterations. A library that fails here keeps the model's plan (its failure shows in the runs)."""
+    job = Job(a, transport, n, coll)
+    if not a.calibrate:
+        return job
+    probe = Job(a, transport, n, coll, a.budget * CALIBRATION_SHARE)
+    slowest = {}
+    for lib in libs:
+        if (lib, coll) in MISSING:
+            continue
+        res, err = launch(runners[lib], tools, a, probe, f"calibration, {transport}, {n} ranks, {coll}, {LABELS[lib]}")
+        if err:
+            return job
+        for size, us in res.items():
+            slowest[size] = max(slowest.get(size, 0.0), us)
+    job.plans = [plan_for_call_time(slowest[s] * 1e-6, a, a.budget) if s in slowest else p
+                 for s, p in zip(job.sizes, job.plans)]
+    return job
 
 
 def versions(a):
@@ -336,28 +380,29 @@ def reexec_for_matplotlib():
 
 def measure(a, tools, libs):
     """Every run: transports, rank counts and collectives in turn, the libraries in an order that
-    rotates from run to run. Returns raw {transport: {coll: {lib: {n: [{size: us}]}}}} and errors."""
+    rotates from run to run. Returns raw {transport: {coll: {lib: {n: [{size: us}]}}}}, errors and
+    the jobs (with their iterations) by (transport, n, coll)."""
     runners = {"ours": run_ours, "mpi": run_mpi, "gloo": run_gloo}
     raw = {t: {c: {lib: {n: [] for n in a.ranks} for lib in libs} for c in a.colls} for t in a.transports}
     errors = []
+    jobs = {(t, n, coll): calibrated(a, tools, libs, runners, t, n, coll)
+            for t in a.transports for n in a.ranks for coll in a.colls}
     for r in range(a.runs):
         for t in a.transports:
             for n in a.ranks:
                 for coll in a.colls:
-                    job = Job(a, t, n, coll)
+                    job = jobs[(t, n, coll)]
                     for lib in libs[r % len(libs):] + libs[:r % len(libs)]:
                         if (lib, coll) in MISSING:
                             continue
-                        t0 = time.time()
-                        res, err = runners[lib](tools, a, job)
-                        print(f"compare: run {r + 1}/{a.runs}, {t}, {n} ranks, {coll}, {LABELS[lib]}: "
-                              f"{'ok' if res else 'FAILED'} ({time.time() - t0:.1f} s)", flush=True)
+                        res, err = launch(runners[lib], tools, a, job,
+                                          f"run {r + 1}/{a.runs}, {t}, {n} ranks, {coll}, {LABELS[lib]}")
                         if err:
                             errors.append(f"{t}, {coll}, {LABELS[lib]}, {n} ranks: {err}")
                             print(f"compare: {err}", file=sys.stderr)
                         else:
                             raw[t][coll][lib][n].append(res)
-    return raw, errors
+    return raw, errors, jobs
 
 
 def combine(raw_coll, a):
@@ -386,7 +431,7 @@ def main(argv=None):
         return 1
     load_before = os.getloadavg()
     t_start = time.time()
-    raw, errors = measure(a, tools, libs)
+    raw, errors, jobs = measure(a, tools, libs)
     meta = versions(a)
     meta.update({"command": shlex.join(sys.argv if argv is None else ["compare.py"] + argv), "runs": a.runs,
                  "load_before": load_before, "load_after": os.getloadavg(),
@@ -394,8 +439,9 @@ def main(argv=None):
     print()
     for t in a.transports:
         med = {c: combine(raw[t][c], a) for c in a.colls}
-        meta_t = dict(meta, mpi_args=mpi_args(a, t), plans={c: {n: {s: plan(s, n, a, t) for s in measured_sizes(
-            c, n, a.sizes)} for n in a.ranks} for c in a.colls})
+        meta_t = dict(meta, mpi_args=mpi_args(a, t), calibrated=a.calibrate,
+                      plans={c: {n: dict(zip(jobs[(t, n, c)].sizes, jobs[(t, n, c)].plans)) for n in a.ranks}
+                             for c in a.colls})
         written = compare_report.write(a.out_dirs[t], med, raw[t], meta_t, a, libs,
                                        lambda c, n: measured_sizes(c, n, a.sizes),
                                        [e for e in errors if e.startswith(t + ",")], t)

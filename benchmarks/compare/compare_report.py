@@ -266,7 +266,10 @@ def write(out_dir, med, raw, meta, a, libs, sizes_for, errors, transport):
     how = [f"Command: `{meta['command']}`; {a.stat} of {a.runs} interleaved runs; load average "
            f"{meta['load_before'][0]:.2f} before, {meta['load_after'][0]:.2f} after ({meta['cpus']} CPUs).",
            f"Versions: libcollective {meta['collective']}, {meta.get('openmpi', 'Open MPI ?')}, torch "
-           f"{meta.get('torch', '?')} (Gloo). {RATIO_NOTE}."]
+           f"{meta.get('torch', '?')} (Gloo). {RATIO_NOTE}.",
+           f"Calls per size: about {a.budget} s in the slowest library, "
+           + ("by a calibration run's time per call" if meta.get("calibrated") else "by a model of the libraries' speed")
+           + f", at most {a.iters}; results.json lists each size's (calls, warm-ups) under plans."]
     md = [f"# {heading}, float32{where}", ""] + how + [""]
     peers = [p for p in libs if p != "ours"] if "ours" in libs and len(a.colls) > 1 else []
     for p in peers:

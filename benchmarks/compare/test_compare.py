@@ -51,6 +51,21 @@ def check_options():
     assert compare.mpi_args(a, "sockets").startswith("--mca btl tcp,self")
     a = compare.parse_args(["--transports", "shm,sockets", "--out-dir", "/tmp/o", "--sweep"])
     assert a.out_dirs == {"shm": "/tmp/o", "sockets": "/tmp/o/sockets"} and a.sizes[0] == 8 and a.sizes[-1] == 64 << 20
+    assert a.calibrate and not compare.parse_args(["--no-calibrate"]).calibrate
+
+
+def check_calibrated_plans():
+    # The measured time per call sets the iterations: 0.5 s at 1 ms a call is 500 calls, clamped to
+    # --min-iters and --iters, with at most --warmups warm-ups and never more than half the calls.
+    a = compare.parse_args(["--budget", "0.5", "--iters", "2000", "--min-iters", "5", "--warmups", "50"])
+    assert compare.plan_for_call_time(1e-3, a, a.budget) == (500, 50)
+    assert compare.plan_for_call_time(1e-7, a, a.budget) == (2000, 50)
+    assert compare.plan_for_call_time(1.0, a, a.budget) == (5, 2)
+    assert compare.plan_for_call_time(0.0, a, a.budget) == (2000, 50)
+    # The model's plan for the calibration run is a fifth of the counted runs' (fewer calls).
+    probe, counted = compare.plan(1 << 20, 2, a, "shm", a.budget * compare.CALIBRATION_SHARE), compare.plan(
+        1 << 20, 2, a, "shm")
+    assert probe[0] < counted[0], (probe, counted)
 
 
 def check_mpi_table_agrees():
@@ -80,7 +95,7 @@ def check_median_interval():
 
 def main():
     for check in (check_ratio_direction, check_missing_operation, check_sizes_and_factors, check_options,
-                  check_mpi_table_agrees, check_median_interval):
+                  check_calibrated_plans, check_mpi_table_agrees, check_median_interval):
         check()
         print(f"ok: {check.__name__}")
     return 0
