@@ -21,6 +21,18 @@ struct alignas(64) InlineInput {
 };
 static_assert(sizeof(InlineInput) == 64, "an inline input is one cache line");
 
+// Four tiny one-shot inputs (at most 8 bytes each) and their calls, on one cache line: a rank
+// running behind reads one line per four calls, and the rank ahead takes it back to write once.
+struct alignas(64) TinyInputs {
+  struct Entry {
+    std::atomic<uint64_t> stamp{0};
+    uint8_t data[8];
+  };
+  static constexpr int kPerLine = 4;
+  Entry entries[kPerLine];
+};
+static_assert(sizeof(TinyInputs) == 64, "four tiny inputs are one cache line");
+
 // The words one rank publishes to the native algorithms, in memory every member maps. Addresses
 // are in the publishing rank's process: peers reach them only through readMemory() and writeMemory().
 struct alignas(64) NativeArea {
@@ -29,6 +41,8 @@ struct alignas(64) NativeArea {
   // 64th call (algorithms/oneshot.h), so it is a lower bound of the call this rank runs.
   alignas(64) std::atomic<uint64_t> oneshotSeq{0};
   InlineInput inlineInputs[kInlineInputs];  // one-shot calls of at most 56 input bytes
+  static constexpr int kTinyLines = 512;    // call s uses entry s % (kTinyLines * 4)
+  TinyInputs tinyInputs[kTinyLines];        // one-shot calls of at most 8 input bytes
   // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
   alignas(64) std::atomic<uint64_t> directPostedSeq{0};
   uint64_t directSendAddr = 0;

@@ -90,12 +90,20 @@ void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
 
 uint64_t OneShot::progressOf(int rank, uint64_t target) const {
   // A rank that started call t raised its flag to t (a call in a region, and every
-  // kProgressEvery-th inline call) or stamped line t % kInlineInputs with t (an inline call);
-  // either word only grows, and each is a lower bound of the call it runs.
+  // kProgressEvery-th inline or tiny call), stamped line t % kInlineInputs with t (an inline
+  // call) or entry t % kTinyInputs (a tiny call); each word only grows, and each is a lower bound
+  // of the call the rank runs.
   const transport::NativeArea* area = areas_[rank];
   const uint64_t flag = area->oneshotSeq.load(std::memory_order_acquire);
   if (flag >= target) return flag;
-  return std::max(flag, area->inlineInputs[target % kInlineInputs].stamp.load(std::memory_order_acquire));
+  const uint64_t stamp = area->inlineInputs[target % kInlineInputs].stamp.load(std::memory_order_acquire);
+  if (stamp >= target) return stamp;
+  return std::max(std::max(flag, stamp),
+                  tinyEntryOf(rank, static_cast<int>(target % kTinyInputs)).stamp.load(std::memory_order_acquire));
+}
+
+bool OneShot::fitsTiny(const CollCall& call, size_t inputBytes) const {
+  return call.type != CollType::kBarrier && inputBytes <= sizeof(transport::TinyInputs::Entry::data);
 }
 
 bool OneShot::fitsInline(const CollCall& call, size_t inputBytes) const {
@@ -106,7 +114,21 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
-  if (fitsInline(call, bytes)) {
+  if (fitsTiny(call, bytes)) {
+    // As an inline call below, on an entry of a line shared by four consecutive calls: a rank
+    // behind reads that line once for four calls, and the rank ahead takes it back once to
+    // write them. With a line per call, a 2-rank 8-byte gather took 0.17-0.25 us a call where a
+    // line took ~230 ns between the cores (0.08 us at ~50 ns), now 0.08-0.14 in both.
+    region.tinyEntry = static_cast<int>(seq % kTinyInputs);
+    transport::TinyInputs::Entry& entry = tinyEntryOf(rank_, region.tinyEntry);
+    // The entry's previous call was seq - kTinyInputs at the latest.
+    if (seq > static_cast<uint64_t>(kTinyInputs) && slowestSeen_ <= seq - kTinyInputs)
+      waitForInlineReaders(seq - kTinyInputs, waiter);
+    if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
+    entry.stamp.store(seq, std::memory_order_release);
+    __builtin_prefetch(&tinyEntryOf(rank_, static_cast<int>((seq + kPrefetchCalls) % kTinyInputs)), 1, 3);
+    if (seq % kProgressEvery == 0) areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
+  } else if (fitsInline(call, bytes)) {
     region.inlineLine = static_cast<int>(seq % kInlineInputs);
     transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
     // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
@@ -169,10 +191,15 @@ void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWai
     const int ahead = (region.inlineLine + kPrefetchCalls) % kInlineInputs;
     for (int r = next; r < end; ++r)
       if (r != rank_) __builtin_prefetch(&areas_[r]->inlineInputs[ahead], 0, 3);
+  } else if (region.tinyEntry >= 0) {
+    const int ahead = (region.tinyEntry + kPrefetchCalls) % kTinyInputs;
+    for (int r = next; r < end; ++r)
+      if (r != rank_) __builtin_prefetch(&tinyEntryOf(r, ahead), 0, 3);
   }
   while (next < end) {
-    const std::atomic<uint64_t>& word =
-        region.inlineLine >= 0 ? areas_[next]->inlineInputs[region.inlineLine].stamp : areas_[next]->oneshotSeq;
+    const std::atomic<uint64_t>& word = region.tinyEntry >= 0    ? tinyEntryOf(next, region.tinyEntry).stamp
+                                        : region.inlineLine >= 0 ? areas_[next]->inlineInputs[region.inlineLine].stamp
+                                                                 : areas_[next]->oneshotSeq;
     if ((seen_[next] = word.load(std::memory_order_acquire)) >= seq) {
       ++next;
       waiter.progressed();

@@ -10,13 +10,15 @@
 // nobody for a broadcast's root), so a rooted call does not hold every rank in step (4 ranks on 2
 // cores: an 8-byte broadcast took 3.3 us, as long as an all-reduce).
 //
-// Inputs of at most 56 bytes go on the line of the rank's area for call s (s modulo 512), with the
+// Inputs of 9 to 56 bytes go on the line of the rank's area for call s (s modulo 512), with the
 // call's number as the line's stamp in place of the flag: a reader polls that one line and finds
 // the input there (transport::InlineInput), one cache-line transfer where the flag and a slot take
 // two (2 ranks, 8-byte all-reduce, while a line took ~30 ns between the cores: 0.23 -> 0.21 us,
-// medians of interleaved launches). A rank stamps its line for every inline call, reading or not,
-// so the stamps are flags too; before it reuses a line, every peer has started a later call than
-// the line's last one.
+// medians of interleaved launches). Inputs of at most 8 bytes go four calls to a line instead
+// (transport::TinyInputs: a stamp and 8 bytes each, call s on entry s modulo 2048), so that a
+// rank behind reads one line per four calls. A rank stamps its line or entry for every inline
+// call, reading or not, so the stamps are flags too; before it reuses a line or an entry, every
+// peer has started a later call than its last one.
 //
 // Where a larger call's input goes: a whole buffer for inputs above an eighth of one, alternating
 // between the two; smaller inputs take the next of 16 slots (each an eighth of a buffer) in turn,
@@ -58,6 +60,7 @@ class OneShot : public NativeRunner {
     size_t offset = 0;
     uint64_t lastUse = 0;
     int inlineLine = -1;  // an inline call's line in every rank's area (then the rest is unused)
+    int tinyEntry = -1;   // a tiny call's entry in every rank's tiny inputs (likewise)
   };
   Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
   // Waits until every peer's flag has passed `lastUse` (from the flags seen before where it can).
@@ -70,12 +73,20 @@ class OneShot : public NativeRunner {
   void waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter);
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
+  // Whether the call's input goes on a quarter line with its stamp (transport::TinyInputs).
+  bool fitsTiny(const CollCall& call, size_t inputBytes) const;
   // Whether the call's input goes on one line with its stamp (transport::InlineInput).
   bool fitsInline(const CollCall& call, size_t inputBytes) const;
   void computeOutput(const CollCall& call, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);
+  transport::TinyInputs::Entry& tinyEntryOf(int rank, int entry) const {
+    return areas_[rank]
+        ->tinyInputs[entry / transport::TinyInputs::kPerLine]
+        .entries[entry % transport::TinyInputs::kPerLine];
+  }
   uint8_t* inputOf(int rank, const Region& region) const {
+    if (region.tinyEntry >= 0) return tinyEntryOf(rank, region.tinyEntry).data;
     if (region.inlineLine >= 0) return areas_[rank]->inlineInputs[region.inlineLine].data;
     return buffers_[2 * rank + region.buffer] + region.offset;
   }
@@ -88,11 +99,14 @@ class OneShot : public NativeRunner {
   // before the last pass: there every input is read from the published copies.
   const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
   static constexpr int kInlineInputs = transport::NativeArea::kInlineInputs;
+  static constexpr int kTinyInputs = transport::NativeArea::kTinyLines * transport::TinyInputs::kPerLine;
   // How often an inline call also raises the flag (run): a divisor of kInlineInputs, small enough
   // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
   static constexpr uint64_t kProgressEvery = 64;
   // How many calls ahead a rank fetches inline lines, its own and the peers' it waits for.
   static constexpr int kPrefetchCalls = 16;
+  static_assert(kTinyInputs % kProgressEvery == 0 && kProgressEvery < kTinyInputs,
+                "a rank that waits for its entry's readers must find the flag it waits for below its own call");
   static_assert(kInlineInputs % kProgressEvery == 0 && kProgressEvery < kInlineInputs,
                 "a rank that waits for its line's readers must find the flag it waits for below its own call");
 
