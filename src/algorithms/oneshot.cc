@@ -90,16 +90,18 @@ void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
 
 uint64_t OneShot::progressOf(int rank, uint64_t target) const {
   // A rank that started call t raised its flag to t (a call in a region, and every
-  // kProgressEvery-th inline or tiny call), stamped line t % kInlineInputs with t (an inline
-  // call) or entry t % kTinyInputs (a tiny call); each word only grows, and each is a lower bound
-  // of the call the rank runs.
-  const transport::NativeArea* area = areas_[rank];
+  // kProgressEvery-th inline or tiny call), and stamped its inline line or tiny entry for call t
+  // with t (an inline or tiny call); each word only grows, and each is a lower bound of the call
+  // the rank runs.
+  transport::NativeArea* area = areas_[rank];
   const uint64_t flag = area->oneshotSeq.load(std::memory_order_acquire);
   if (flag >= target) return flag;
-  const uint64_t stamp = area->inlineInputs[target % kInlineInputs].stamp.load(std::memory_order_acquire);
+  const uint64_t stamp =
+      InlineRing::entry(area, static_cast<int>(target % InlineRing::kCalls)).stamp.load(std::memory_order_acquire);
   if (stamp >= target) return stamp;
-  return std::max(std::max(flag, stamp),
-                  tinyEntryOf(rank, static_cast<int>(target % kTinyInputs)).stamp.load(std::memory_order_acquire));
+  return std::max(
+      std::max(flag, stamp),
+      TinyRing::entry(area, static_cast<int>(target % TinyRing::kCalls)).stamp.load(std::memory_order_acquire));
 }
 
 bool OneShot::fitsTiny(const CollCall& call, size_t inputBytes) const {
@@ -110,38 +112,37 @@ bool OneShot::fitsInline(const CollCall& call, size_t inputBytes) const {
   return call.type != CollType::kBarrier && inputBytes <= sizeof(transport::InlineInput::data);
 }
 
+template <class Ring>
+int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter) {
+  constexpr uint64_t ringCalls = Ring::kCalls;
+  const int index = static_cast<int>(seq % ringCalls);
+  auto& entry = Ring::entry(areas_[rank_], index);
+  // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
+  if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForInlineReaders(seq - ringCalls, waiter);
+  if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
+  entry.stamp.store(seq, std::memory_order_release);
+  // And this rank's own entry of a call ahead, for writing: the readers took it last time.
+  __builtin_prefetch(&Ring::entry(areas_[rank_], static_cast<int>((seq + kPrefetchCalls) % ringCalls)), 1, 3);
+  // An entry's stamp tells a rank running ahead only that this rank reached that call, so it
+  // would read one of this rank's lines on every call (a line between the cores each time, and
+  // this rank's next stamp then takes it back). Every kProgressEvery calls the flag says how far
+  // this rank is, and the rank ahead reads again only that many calls later.
+  if (seq % kProgressEvery == 0) areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
+  return index;
+}
+
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
   if (fitsTiny(call, bytes)) {
-    // As an inline call below, on an entry of a line shared by four consecutive calls: a rank
-    // behind reads that line once for four calls, and the rank ahead takes it back once to
-    // write them. With a line per call, a 2-rank 8-byte gather took 0.17-0.25 us a call where a
-    // line took ~230 ns between the cores (0.08 us at ~50 ns), now 0.08-0.14 in both.
-    region.tinyEntry = static_cast<int>(seq % kTinyInputs);
-    transport::TinyInputs::Entry& entry = tinyEntryOf(rank_, region.tinyEntry);
-    // The entry's previous call was seq - kTinyInputs at the latest.
-    if (seq > static_cast<uint64_t>(kTinyInputs) && slowestSeen_ <= seq - kTinyInputs)
-      waitForInlineReaders(seq - kTinyInputs, waiter);
-    if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
-    entry.stamp.store(seq, std::memory_order_release);
-    __builtin_prefetch(&tinyEntryOf(rank_, static_cast<int>((seq + kPrefetchCalls) % kTinyInputs)), 1, 3);
-    if (seq % kProgressEvery == 0) areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
+    // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
+    // takes it back once to write them. With a line per call, a 2-rank 8-byte gather took
+    // 0.17-0.25 us a call where a line took ~230 ns between the cores (0.08 us at ~50 ns), now
+    // 0.08-0.14 in both.
+    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, waiter);
   } else if (fitsInline(call, bytes)) {
-    region.inlineLine = static_cast<int>(seq % kInlineInputs);
-    transport::InlineInput& line = areas_[rank_]->inlineInputs[region.inlineLine];
-    // The line's previous call was seq - kInlineInputs: every peer must have finished reading it.
-    if (seq > kInlineInputs && slowestSeen_ <= seq - kInlineInputs) waitForInlineReaders(seq - kInlineInputs, waiter);
-    if (publishes(call) && bytes > 0) memcpy(line.data, call.sendbuff, bytes);
-    line.stamp.store(seq, std::memory_order_release);
-    // And this rank's own line of a call ahead, for writing: the readers took it last time.
-    __builtin_prefetch(&areas_[rank_]->inlineInputs[(seq + kPrefetchCalls) % kInlineInputs], 1, 3);
-    // A line's stamp tells a rank running ahead only that this rank reached that call, so it
-    // would read one of this rank's lines on every call (a line between the cores each time, and
-    // this rank's next stamp then takes it back). Every kProgressEvery calls the flag says how far
-    // this rank is, and the rank ahead reads again only that many calls later.
-    if (seq % kProgressEvery == 0) areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
+    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
     if (publishes(call)) {
@@ -182,30 +183,41 @@ bool OneShot::publishes(const CollCall& call) const {
   }
 }
 
-void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter) {
-  int next = only >= 0 ? only : 0;
-  const int end = only >= 0 ? only + 1 : nranks_;
-  if (region.inlineLine >= 0) {
-    // The lines of the calls ahead: a rank that lags reads lines written long before, and a
-    // load of each only when its call comes would wait for it every time.
-    const int ahead = (region.inlineLine + kPrefetchCalls) % kInlineInputs;
-    for (int r = next; r < end; ++r)
-      if (r != rank_) __builtin_prefetch(&areas_[r]->inlineInputs[ahead], 0, 3);
-  } else if (region.tinyEntry >= 0) {
-    const int ahead = (region.tinyEntry + kPrefetchCalls) % kTinyInputs;
-    for (int r = next; r < end; ++r)
-      if (r != rank_) __builtin_prefetch(&tinyEntryOf(r, ahead), 0, 3);
-  }
+template <class Ring>
+void OneShot::waitForStamps(uint64_t seq, int first, int end, int index, PeerWaiter& waiter) {
+  // The entries of the calls ahead: a rank that lags reads entries written long before, and a
+  // load of each only when its call comes would wait for it every time.
+  const int ahead = (index + kPrefetchCalls) % Ring::kCalls;
+  for (int r = first; r < end; ++r)
+    if (r != rank_) __builtin_prefetch(&Ring::entry(areas_[r], ahead), 0, 3);
+  waitForWords(
+      seq, first, end,
+      [this, index](int r) -> const std::atomic<uint64_t>& { return Ring::entry(areas_[r], index).stamp; }, waiter);
+}
+
+template <class WordOf>
+void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter) {
+  int next = first;
   while (next < end) {
-    const std::atomic<uint64_t>& word = region.tinyEntry >= 0    ? tinyEntryOf(next, region.tinyEntry).stamp
-                                        : region.inlineLine >= 0 ? areas_[next]->inlineInputs[region.inlineLine].stamp
-                                                                 : areas_[next]->oneshotSeq;
-    if ((seen_[next] = word.load(std::memory_order_acquire)) >= seq) {
+    if ((seen_[next] = wordOf(next).load(std::memory_order_acquire)) >= seq) {
       ++next;
       waiter.progressed();
     } else {
       waiter.idle();
     }
+  }
+}
+
+void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter) {
+  const int first = only >= 0 ? only : 0;
+  const int end = only >= 0 ? only + 1 : nranks_;
+  if (region.tinyEntry >= 0) {
+    waitForStamps<TinyRing>(seq, first, end, region.tinyEntry, waiter);
+  } else if (region.inlineLine >= 0) {
+    waitForStamps<InlineRing>(seq, first, end, region.inlineLine, waiter);
+  } else {
+    waitForWords(
+        seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
   }
 }
 

@@ -68,9 +68,33 @@ class OneShot : public NativeRunner {
   // Waits until every peer has passed `lastUse`, the previous call on this inline call's line,
   // watching the peers' flags only (see run).
   void waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter);
-  // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline call,
-  // the stamp of its line.
+  // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline or tiny
+  // call, the stamp of its entry.
   void waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter);
+  // The two rings of stamped small inputs in each rank's area (transport::InlineInput lines and
+  // transport::TinyInputs entries): how many calls a ring holds, and where call `index`'s entry
+  // lies; an entry has a `stamp` and its `data`. Inline and tiny calls run the same code on them,
+  // instantiated for each ring, so neither pays a branch on the other's in its hot path.
+  struct InlineRing {
+    static constexpr int kCalls = transport::NativeArea::kInlineInputs;
+    static transport::InlineInput& entry(transport::NativeArea* area, int index) { return area->inlineInputs[index]; }
+  };
+  struct TinyRing {
+    static constexpr int kCalls = transport::NativeArea::kTinyLines * transport::TinyInputs::kPerLine;
+    static transport::TinyInputs::Entry& entry(transport::NativeArea* area, int index) {
+      return area->tinyInputs[index / transport::TinyInputs::kPerLine].entries[index % transport::TinyInputs::kPerLine];
+    }
+  };
+  // Puts call `seq`'s input (`bytes`, where this rank publishes) on its entry of Ring, once the
+  // entry's previous call is read, and stamps it; returns the entry's index.
+  template <class Ring>
+  int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter);
+  // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq.
+  template <class Ring>
+  void waitForStamps(uint64_t seq, int first, int end, int index, PeerWaiter& waiter);
+  // Waits until wordOf(r), for r in first..end-1, has reached seq (noting each in seen_).
+  template <class WordOf>
+  void waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter);
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
   // Whether the call's input goes on a quarter line with its stamp (transport::TinyInputs).
@@ -80,14 +104,9 @@ class OneShot : public NativeRunner {
   void computeOutput(const CollCall& call, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);
-  transport::TinyInputs::Entry& tinyEntryOf(int rank, int entry) const {
-    return areas_[rank]
-        ->tinyInputs[entry / transport::TinyInputs::kPerLine]
-        .entries[entry % transport::TinyInputs::kPerLine];
-  }
   uint8_t* inputOf(int rank, const Region& region) const {
-    if (region.tinyEntry >= 0) return tinyEntryOf(rank, region.tinyEntry).data;
-    if (region.inlineLine >= 0) return areas_[rank]->inlineInputs[region.inlineLine].data;
+    if (region.tinyEntry >= 0) return TinyRing::entry(areas_[rank], region.tinyEntry).data;
+    if (region.inlineLine >= 0) return InlineRing::entry(areas_[rank], region.inlineLine).data;
     return buffers_[2 * rank + region.buffer] + region.offset;
   }
   // Where this call reads `rank`'s input: its own from the caller's buffer, not from the copy it
@@ -98,16 +117,14 @@ class OneShot : public NativeRunner {
   // output in place, which may be any part of the caller's input (reduce-scatter), is written
   // before the last pass: there every input is read from the published copies.
   const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
-  static constexpr int kInlineInputs = transport::NativeArea::kInlineInputs;
-  static constexpr int kTinyInputs = transport::NativeArea::kTinyLines * transport::TinyInputs::kPerLine;
-  // How often an inline call also raises the flag (run): a divisor of kInlineInputs, small enough
+  // How often an inline call also raises the flag (run): a divisor of each ring's calls, small enough
   // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
   static constexpr uint64_t kProgressEvery = 64;
   // How many calls ahead a rank fetches inline lines, its own and the peers' it waits for.
   static constexpr int kPrefetchCalls = 16;
-  static_assert(kTinyInputs % kProgressEvery == 0 && kProgressEvery < kTinyInputs,
+  static_assert(TinyRing::kCalls % kProgressEvery == 0 && kProgressEvery < TinyRing::kCalls,
                 "a rank that waits for its entry's readers must find the flag it waits for below its own call");
-  static_assert(kInlineInputs % kProgressEvery == 0 && kProgressEvery < kInlineInputs,
+  static_assert(InlineRing::kCalls % kProgressEvery == 0 && kProgressEvery < InlineRing::kCalls,
                 "a rank that waits for its line's readers must find the flag it waits for below its own call");
 
   transport::LocalMemory& memory_;
