@@ -12,16 +12,24 @@ from gloo_parity import run_against_gloo
 
 
 def many_to_one(group, rank, ranks):
-    """Every other rank sends its rank to rank 0, which receives them from any source."""
+    """Every other rank sends its rank to rank 0, which receives them from any source.
+
+    The barrier closes each round: without it a sender that has finished may send its next
+    round's message before a slower sender's first one arrives, and rank 0, receiving from any
+    source, rightly takes it. With 3 ranks gloo's rank 0 once got rank 1 twice in CI; with rank 2
+    held back 0.3 s both backends did so every time."""
+    got = None
     if rank == 0:
         got = []
         for _ in range(ranks - 1):
             tensor = torch.zeros(5)
             source = dist.recv(tensor, group=group)
             got.append((source, tensor[0].item(), tensor[-1].item()))
-        return sorted(got)
-    dist.send(torch.full((5,), float(rank)), dst=0, group=group)
-    return None
+        got = sorted(got)
+    else:
+        dist.send(torch.full((5,), float(rank)), dst=0, group=group)
+    dist.barrier(group=group)
+    return got
 
 
 def ring_irecv(group, rank, ranks):
