@@ -68,7 +68,7 @@ void OneShot::waitForReaders(uint64_t lastUse, PeerWaiter& waiter) {
   }
 }
 
-void OneShot::waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter) {
+void OneShot::waitForStampedReaders(uint64_t lastUse, PeerWaiter& waiter) {
   // Only a rank a whole ring of lines ahead waits here: a reduce's or gather's leaves, a
   // broadcast's root, whose readers lag. Were it to watch the line stamps, it would gain one call
   // per stamp and from then on run in step with the slower rank: a read of that rank's line on
@@ -104,21 +104,13 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
       TinyRing::entry(area, static_cast<int>(target % TinyRing::kCalls)).stamp.load(std::memory_order_acquire));
 }
 
-bool OneShot::fitsTiny(const CollCall& call, size_t inputBytes) const {
-  return call.type != CollType::kBarrier && inputBytes <= sizeof(transport::TinyInputs::Entry::data);
-}
-
-bool OneShot::fitsInline(const CollCall& call, size_t inputBytes) const {
-  return call.type != CollType::kBarrier && inputBytes <= sizeof(transport::InlineInput::data);
-}
-
 template <class Ring>
 int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter) {
   constexpr uint64_t ringCalls = Ring::kCalls;
   const int index = static_cast<int>(seq % ringCalls);
   auto& entry = Ring::entry(areas_[rank_], index);
   // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
-  if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForInlineReaders(seq - ringCalls, waiter);
+  if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForStampedReaders(seq - ringCalls, waiter);
   if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
   entry.stamp.store(seq, std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
@@ -135,13 +127,13 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
-  if (fitsTiny(call, bytes)) {
+  if (fitsOn<TinyRing>(call, bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
     // takes it back once to write them. With a line per call, a 2-rank 8-byte gather took
     // 0.17-0.25 us a call where a line took ~230 ns between the cores (0.08 us at ~50 ns), now
     // 0.08-0.14 in both.
     region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, waiter);
-  } else if (fitsInline(call, bytes)) {
+  } else if (fitsOn<InlineRing>(call, bytes)) {
     region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);

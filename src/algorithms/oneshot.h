@@ -65,9 +65,9 @@ class OneShot : public NativeRunner {
   Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
   // Waits until every peer's flag has passed `lastUse` (from the flags seen before where it can).
   void waitForReaders(uint64_t lastUse, PeerWaiter& waiter);
-  // Waits until every peer has passed `lastUse`, the previous call on this inline call's line,
-  // watching the peers' flags only (see run).
-  void waitForInlineReaders(uint64_t lastUse, PeerWaiter& waiter);
+  // Waits until every peer has passed `lastUse`, the previous call on this inline or tiny call's
+  // entry, watching the peers' flags only (see publishStamped).
+  void waitForStampedReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline or tiny
   // call, the stamp of its entry.
   void waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter);
@@ -97,10 +97,11 @@ class OneShot : public NativeRunner {
   void waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter);
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
-  // Whether the call's input goes on a quarter line with its stamp (transport::TinyInputs).
-  bool fitsTiny(const CollCall& call, size_t inputBytes) const;
-  // Whether the call's input goes on one line with its stamp (transport::InlineInput).
-  bool fitsInline(const CollCall& call, size_t inputBytes) const;
+  // Whether the call's input fits an entry of Ring beside its stamp (a barrier publishes nothing).
+  template <class Ring>
+  static bool fitsOn(const CollCall& call, size_t inputBytes) {
+    return call.type != CollType::kBarrier && inputBytes <= sizeof(Ring::entry(nullptr, 0).data);
+  }
   void computeOutput(const CollCall& call, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);
@@ -117,10 +118,12 @@ class OneShot : public NativeRunner {
   // output in place, which may be any part of the caller's input (reduce-scatter), is written
   // before the last pass: there every input is read from the published copies.
   const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
-  // How often an inline call also raises the flag (run): a divisor of each ring's calls, small enough
-  // that a rank ahead by a whole ring of lines still finds the flag well past the line it reuses.
+  // How often an inline or tiny call also raises the flag (publishStamped): a divisor of each
+  // ring's calls, small enough that a rank ahead by a whole ring still finds the flag well past
+  // the entry it reuses.
   static constexpr uint64_t kProgressEvery = 64;
-  // How many calls ahead a rank fetches inline lines, its own and the peers' it waits for.
+  // How many calls ahead a rank fetches inline lines and tiny entries, its own and the peers' it
+  // waits for.
   static constexpr int kPrefetchCalls = 16;
   static_assert(TinyRing::kCalls % kProgressEvery == 0 && kProgressEvery < TinyRing::kCalls,
                 "a rank that waits for its entry's readers must find the flag it waits for below its own call");
@@ -146,8 +149,9 @@ class OneShot : public NativeRunner {
   int previousBuffer_ = 1;      // the buffer holding the previous call's region
   bool previousWhole_ = false;  // and whether it was the whole buffer
   std::vector<uint64_t> seen_;  // every rank's flag, as last read
-  // The least of the peers' entries in seen_ when waitForInlineReaders last looked (they only
-  // grow): while it is past an inline call's previous use of its line, that call asks no peer.
+  // The least of the peers' entries in seen_ when waitForStampedReaders last looked (they only
+  // grow): while it is past an inline or tiny call's previous use of its entry, that call asks no
+  // peer.
   uint64_t slowestSeen_ = 0;
 };
 
