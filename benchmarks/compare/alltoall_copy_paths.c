@@ -41,7 +41,9 @@
 #include <emmintrin.h>
 #endif
 
-enum { kMaxRanks = 16, kStrategies = 4, kWarmups = 5 };
+enum { kMaxRanks = 16, kWarmups = 5 };
+/* In the order of the header's list and of the printed columns. */
+enum strategy { kCma, kStageMemcpy, kStageStream, kCmaStream, kStrategies };
 static const char* const kNames[kStrategies] = {"cma", "stage-memcpy", "stage-stream", "cma-stream"};
 static const double kPeerTimeoutSeconds = 30.0;
 
@@ -65,7 +67,7 @@ struct control {
   struct padded_counter done[kMaxRanks];   /* call number whose blocks this rank has read */
   uintptr_t send_address[kMaxRanks];
   pid_t pid[kMaxRanks];
-  _Atomic int started;
+  struct padded_counter started; /* ranks that have published their send buffer */
 };
 
 static double now(void) {
@@ -137,7 +139,7 @@ static uint32_t expected_word(int from, int to, size_t i) {
 }
 
 /* One rank's whole run: warm-ups, then `iters` timed calls; returns seconds per call. */
-static double run_rank(const struct options* o, int strategy, int rank, struct control* ctl, char* staging,
+static double run_rank(const struct options* o, enum strategy strategy, int rank, struct control* ctl, char* staging,
                        size_t block) {
   const int n = o->ranks;
   uint32_t* send = aligned_alloc(4096, o->bytes);
@@ -149,21 +151,21 @@ static double run_rank(const struct options* o, int strategy, int rank, struct c
   memset(recv, 0xA5, o->bytes); /* poisoned: a block never written fails the check */
   ctl->send_address[rank] = (uintptr_t)send;
   ctl->pid[rank] = getpid();
-  atomic_fetch_add(&ctl->started, 1);
-  while (atomic_load(&ctl->started) < n) sched_yield();
+  atomic_fetch_add_explicit(&ctl->started.value, 1, memory_order_acq_rel);
+  wait_for(&ctl->started.value, n); /* a rank that failed before this point ends the run, not hangs it */
 
   char* own_stage = staging ? staging + (size_t)rank * n * block : NULL;
   double start = 0;
   for (long call = 1; call <= kWarmups + o->iters; call++) {
     if (call == kWarmups + 1) start = now();
-    if (strategy == 0 || strategy == 3) {
+    if (strategy == kCma || strategy == kCmaStream) {
       memcpy(recv + rank * block, (char*)send + rank * block, block);
       atomic_store_explicit(&ctl->posted[rank].value, call, memory_order_release);
       for (int k = 1; k < n; k++) {
         int peer = (rank + k) % n;
         wait_for(&ctl->posted[peer].value, call);
         uintptr_t remote = ctl->send_address[peer] + (uintptr_t)rank * block;
-        if (strategy == 0) {
+        if (strategy == kCma) {
           read_peer(ctl->pid[peer], remote, recv + peer * block, block);
         } else {
           for (size_t at = 0; at < block; at += o->chunk) {
@@ -183,7 +185,7 @@ static double run_rank(const struct options* o, int strategy, int rank, struct c
       for (int k = 1; k < n; k++) {
         int peer = (rank + k) % n;
         const char* from = (const char*)send + peer * block;
-        if (strategy == 2)
+        if (strategy == kStageStream)
           stream_copy(own_stage + peer * block, from, block);
         else
           memcpy(own_stage + peer * block, from, block);
@@ -214,14 +216,14 @@ static double run_rank(const struct options* o, int strategy, int rank, struct c
 }
 
 /* Forks the ranks for one run of one strategy; returns rank 0's seconds per call. */
-static double run_once(const struct options* o, int strategy) {
+static double run_once(const struct options* o, enum strategy strategy) {
   const size_t block = o->bytes / (size_t)o->ranks;
   struct control* ctl = mmap(NULL, sizeof *ctl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   double* result = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   size_t staging_bytes = (size_t)o->ranks * o->ranks * block;
   char* staging = NULL;
   if (ctl == MAP_FAILED || result == MAP_FAILED) fail("cannot map shared memory");
-  if (strategy == 1 || strategy == 2) {
+  if (strategy == kStageMemcpy || strategy == kStageStream) {
     staging = mmap(NULL, staging_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (staging == MAP_FAILED) fail("cannot map the staging area");
   }
@@ -338,7 +340,7 @@ int main(int argc, char** argv) {
   if (!times) fail("out of memory");
   for (int round = 0; round < o.rounds; round++) {
     for (int k = 0; k < kStrategies; k++) {
-      int s = (k + round) % kStrategies;
+      enum strategy s = (enum strategy)((k + round) % kStrategies);
       times[s * o.rounds + round] = run_once(&o, s) * 1e6;
     }
     printf("%5d", round + 1);
