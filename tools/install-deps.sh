@@ -1,33 +1,64 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever the build, the tests and the comparisons need and the
-# machine lacks. Safe to run again: it installs nothing that is already there.
-# Everything at once: the build (cmake, g++, hwloc), the tests (GoogleTest, iproute2 for the
-# network-namespace hosts, qemu-user to run the programs on older CPU models), the PyTorch
-# backend (python3-torch with its C++ headers in libtorch-dev, pybind11-dev) and the comparisons
-# (Open MPI, Gloo via torch, iperf3, matplotlib).
-#
-# Then the torch 2.x environment, from PyPI: a virtual environment in $COLL_PYENV (default
-# /opt/collective-py, outside the repository: torch's wheel with its CUDA libraries is several
-# GB) with exactly python/requirements-torch2.txt (torch, DeepSpeed, pytest, scikit-build-core).
-# Made once and reused; remade when the requirements file changes. SKIP_PYENV=1 skips it (the
-# build then covers Debian's torch 1.13 only).
+# machine lacks, then the torch 2.x environment from PyPI. Safe to run again (it installs nothing
+# that is already there) and safe to run twice at once (a lock: the second waits for the first).
 set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: tools/install-deps.sh [--build-only] [-h|--help]
+
+  (default)     every Debian package the build, the tests and the comparisons need, then the
+                torch 2.x environment from PyPI (unless SKIP_PYENV=1)
+  --build-only  only what the library, collrun and the perf programs need (what
+                tools/quickstart.sh builds): cmake, g++, make, pkg-config, hwloc, ccache, libssl3;
+                no torch environment
+
+environment:
+  COLL_PYENV    the torch 2.x environment (default /opt/collective-py), outside the repository:
+                torch's wheel with its CUDA libraries is several GB. It holds exactly
+                python/requirements-torch2.txt (torch, DeepSpeed, pytest, scikit-build-core), is
+                made once and remade when that file changes
+  SKIP_PYENV=1  no torch 2.x environment (the build then covers Debian's torch 1.13 only, and
+                tools/test.sh's summary says the torch 2.x tests did not run)
+  COLL_INSTALL_LOCK  the lock file (default /tmp/collective-install-deps.lock)
+USAGE
+}
+
+profile=all
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  --build-only) profile=build ;;
+  "") ;;
+  *) echo "install-deps.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 
-want=(python3-venv cmake g++ make pkg-config libgtest-dev libbenchmark-dev libhwloc-dev hwloc iproute2 procps
-      qemu-user openmpi-bin libopenmpi-dev python3-torch libtorch-dev pybind11-dev python3-numpy
-      python3-matplotlib iperf3)
-# OpenSSL's libcrypto: HMAC-SHA256 for the authenticated store and socket connections (loaded at
-# run time; no headers needed). clang: libFuzzer and the sanitizer build (tools/sanitize.sh).
-want+=(libssl3 clang)
-# valgrind: the memcheck tests (tests/memcheck) run the perf programs under it.
-want+=(valgrind)
-# ccache: every compile goes through it where installed (cmake/compiler_cache.cmake), so that CI's
-# clean clones and tools/sanitize.sh's builds reuse what an earlier build on this machine compiled.
-want+=(ccache)
-# rdma-core's header and libibverbs (libibverbs-dev): the verbs loader and its emulator build against
-# the header; without it they are left out (transport/verbs, tests/verbs_emulator).
-want+=(libibverbs-dev)
+# One install at a time: two runs side by side (a build and a test run started together) would
+# otherwise race in apt and pip-install into the same environment at once.
+lock=${COLL_INSTALL_LOCK:-/tmp/collective-install-deps.lock}
+exec 9>>"$lock"
+if ! flock -n 9; then
+  echo "install-deps: another tools/install-deps.sh holds $lock; waiting for it to finish"
+  flock 9
+fi
+
+# The build: cmake, g++, hwloc (topology; optional, sysfs without it), OpenSSL's libcrypto (HMAC
+# for the authenticated store and sockets, loaded at run time; no headers needed), ccache (every
+# compile goes through it where installed: cmake/compiler_cache.cmake).
+want=(cmake g++ make pkg-config libhwloc-dev hwloc libssl3 ccache)
+if [ "$profile" = all ]; then
+  # The tests: GoogleTest, iproute2 for the network-namespace hosts, qemu-user to run the programs
+  # on older CPU models, valgrind for tests/memcheck, clang for libFuzzer and the sanitizer build
+  # (tools/sanitize.sh), rdma-core's header for the verbs loader and its emulator
+  # (transport/verbs, tests/verbs_emulator).
+  want+=(libgtest-dev libbenchmark-dev iproute2 procps qemu-user valgrind clang libibverbs-dev)
+  # The PyTorch backend on Debian's torch 1.13 (python3-torch, its C++ headers in libtorch-dev,
+  # pybind11-dev), and the venv module for the torch 2.x environment.
+  want+=(python3-venv python3-torch libtorch-dev pybind11-dev python3-numpy)
+  # The comparisons: Open MPI, Gloo (through torch), iperf3, matplotlib.
+  want+=(openmpi-bin libopenmpi-dev python3-matplotlib iperf3)
+fi
 
 missing=()
 for pkg in "${want[@]}"; do
@@ -44,6 +75,7 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+[ "$profile" = build ] && exit 0
 [ "${SKIP_PYENV:-0}" = 1 ] && { echo "install-deps: SKIP_PYENV=1: no torch 2.x environment"; exit 0; }
 pyenv=${COLL_PYENV:-/opt/collective-py}
 requirements=python/requirements-torch2.txt
@@ -55,5 +87,6 @@ fi
 echo "install-deps: making the torch 2.x environment $pyenv from $requirements (a few GB, once)"
 [ -x "$pyenv/bin/python" ] || $SUDO /usr/bin/python3 -m venv "$pyenv"
 $SUDO "$pyenv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+# The stamp is written last: an install cut short is redone whole on the next run.
 $SUDO cp "$requirements" "$stamp"
 echo "install-deps: torch 2.x environment ready: $("$pyenv/bin/python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
