@@ -248,6 +248,7 @@ void Communicator::describePlanContext() {
     if (int depth = domain->fifoDepth(); depth > 0)
       ctx.fifoDepth = ctx.fifoDepth == 0 ? depth : std::min(ctx.fifoDepth, depth);
   ctx.overrides = params_.algoOverride;
+  ctx.overridesWhereRunnable = params_.algoOverrideWhereRunnable;
 }
 
 int Communicator::ranksOnThisMachine() const {

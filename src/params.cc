@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/list_spec.h"
+#include "common/logging.h"
 #include "transport/transport_table.h"
 
 namespace coll {
@@ -140,17 +141,43 @@ std::vector<SharedSetting> sharedSettings(const Params& p) {
   return settings;
 }
 
-void parseAlgoOverrides(const std::string& text, Algo* overrides) {
-  // "ring" applies to every collective; "allreduce:tree,broadcast:chain" to the ones named.
-  for (const std::string& item : splitList(text)) {
+void parseAlgoOverrides(const std::string& text, Algo* overrides, bool* whereRunnable) {
+  // "ring" applies to every collective the ring serves; "allreduce:tree,broadcast:chain" to the
+  // ones named, which win over an algorithm named alone wherever the list puts them.
+  constexpr int kTypes = static_cast<int>(CollType::kCount);
+  bool named[kTypes] = {};
+  std::string notServed;
+  const std::vector<std::string> items = splitList(text);
+  if (items.empty())
+    throwError(collInvalidUsage, "COLL_ALGO=\"%s\": no algorithm named; expected e.g. ring or allreduce:tree",
+               text.c_str());
+  if (text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
+    throwError(collInvalidUsage, "COLL_ALGO=\"%s\": an empty item; expected a comma list of ALGO or COLLECTIVE:ALGO",
+               text.c_str());
+  for (const std::string& item : items) {
     size_t colon = item.find(':');
-    if (colon == std::string::npos) {
-      Algo algo = parseAlgoName(item, text);
-      for (int t = 0; t < static_cast<int>(CollType::kCount); ++t) overrides[t] = algo;
-    } else {
-      overrides[collTypeByName(item.substr(0, colon), text)] = parseAlgoName(item.substr(colon + 1), text);
+    if (colon != std::string::npos) {
+      const int type = collTypeByName(item.substr(0, colon), text);
+      if (named[type])
+        throwError(collInvalidUsage, "COLL_ALGO=\"%s\": %s is named twice", text.c_str(),
+                   collTypeName(static_cast<CollType>(type)));
+      named[type] = true;
+      overrides[type] = parseAlgoName(item.substr(colon + 1), text);
+      if (whereRunnable != nullptr) whereRunnable[type] = false;
+      continue;
+    }
+    const Algo algo = parseAlgoName(item, text);
+    for (int t = 0; t < kTypes; ++t) {
+      if (named[t]) continue;
+      const bool serving = algo == Algo::kAuto || serves(algorithmRow(algo), static_cast<CollType>(t));
+      overrides[t] = serving ? algo : Algo::kAuto;
+      if (whereRunnable != nullptr) whereRunnable[t] = serving;
+      if (!serving) notServed += std::string(notServed.empty() ? "" : ", ") + collTypeName(static_cast<CollType>(t));
     }
   }
+  if (!notServed.empty())
+    COLL_INFO(kInit, "COLL_ALGO=\"%s\": the algorithm named alone does not serve %s, which choose as usual (so do "
+              "calls it cannot run: COLL_DEBUG=TRACE names them)", text.c_str(), notServed.c_str());
 }
 
 const Params& processParams() {
@@ -160,7 +187,7 @@ const Params& processParams() {
     p.checkConsistency = parseBool("COLL_CHECK", false);
     if (const char* transports = getenv("COLL_TRANSPORTS")) p.transports = transports;
     transport::validateTransportSpec(p.transports);
-    if (const char* algo = getenv("COLL_ALGO")) parseAlgoOverrides(algo, p.algoOverride);
+    if (isSet("COLL_ALGO")) parseAlgoOverrides(getenv("COLL_ALGO"), p.algoOverride, p.algoOverrideWhereRunnable);
     p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
     p.shmSingleCopyBytes =
         static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_BYTES", 0, 1LL << 50, p.shmSingleCopyBytes));

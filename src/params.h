@@ -24,6 +24,9 @@ struct Params {
   bool checkConsistency = false;                               // COLL_CHECK
   std::string transports;                                      // COLL_TRANSPORTS (empty: all)
   Algo algoOverride[static_cast<int>(CollType::kCount)] = {};  // COLL_ALGO
+  // COLL_ALGO named the algorithm alone (no collective): it applies where it can run, and the
+  // planner chooses as usual for calls it cannot run.
+  bool algoOverrideWhereRunnable[static_cast<int>(CollType::kCount)] = {};
   int shmFifoDepth = 8;                                        // COLL_SHM_FIFO_DEPTH
   size_t shmSingleCopyBytes = 32 << 10;                        // COLL_SHM_SINGLE_COPY_BYTES (0: never)
   // COLL_SHM_SINGLE_COPY_BYTES given: single copies even where ranks share cores.
@@ -74,7 +77,9 @@ constexpr int kMaxSharedSettings = 16;
 std::vector<SharedSetting> sharedSettings(const Params& params);
 
 // Parses a COLL_ALGO value into per-collective overrides (exposed for tests).
-void parseAlgoOverrides(const std::string& text, Algo* overrides);
+// "ring" sets every collective the row serves, marked in *whereRunnable (when given); "allreduce:tree"
+// sets one, unmarked. An empty item, an unknown name, or a collective named twice is refused.
+void parseAlgoOverrides(const std::string& text, Algo* overrides, bool* whereRunnable = nullptr);
 // Parses a COLL_LINK_COSTS value over `costs` (exposed for tests): "verbs=3:12,socket=8:2" sets each
 // named link's latency (us) and rate (GB/s); links not named keep their values.
 void parseLinkCosts(const std::string& text, LinkCosts* costs);

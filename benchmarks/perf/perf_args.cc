@@ -11,13 +11,15 @@
 
 namespace collperf {
 
-bool isReportingRank() {
+const char* launcherRank() {
   for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     const char* v = getenv(var);
-    if (v != nullptr) return strcmp(v, "0") == 0;
+    if (v != nullptr) return v;
   }
-  return true;
+  return "0";
 }
+
+bool isReportingRank() { return strcmp(launcherRank(), "0") == 0; }
 
 namespace {
 

@@ -45,6 +45,10 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
 // Under a launcher every rank parses the same flags: only one of them (rank 0) reports problems.
 bool isReportingRank();
 
+// This process's rank as the launcher gave it (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID),
+// "0" when run alone; for messages printed before the communicator exists.
+const char* launcherRank();
+
 // "8", "64K", "1M", "2G" (powers of 1024) -> bytes; false when malformed.
 bool parseBytes(const char* text, size_t* bytes);
 

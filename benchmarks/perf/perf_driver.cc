@@ -151,11 +151,11 @@ void Driver::init() {
   }
   r = finish(r);
   if (r != collSuccess) {
-    fprintf(stderr,
-            "%s: communicator init failed: %s: %s\n"
-            "Start the program with a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, "
-            "e.g. collrun -n 2 %s\n",
-            coll_.programName, collGetErrorString(r), collGetLastError(nullptr), coll_.programName);
+    fprintf(stderr, "%s: rank %s: communicator init failed: %s: %s\n", coll_.programName, launcherRank(),
+            collGetErrorString(r), collGetLastError(nullptr));
+    if (!startedByALauncher())
+      fprintf(stderr, "For several ranks, start the program with a launcher that sets RANK, WORLD_SIZE, MASTER_ADDR "
+                      "and MASTER_PORT, e.g. collrun -n 2 %s\n", coll_.programName);
     exit(1);
   }
   check(collCommUserRank(comm_, &rank_), "collCommUserRank");
@@ -333,9 +333,10 @@ bool Driver::chooseMemory() {
   std::string why;
   if (args_.memory != MemoryKind::kHost) memory_ = makeDeviceMemory(&why);
   if (memory_ == nullptr && args_.memory == MemoryKind::kDevice) {
-    if (isReportingRank())
-      fprintf(stderr, "%s: -m device: no CUDA device: %s; use -m host for host memory\n", coll_.programName,
-              why.c_str());
+    // Every rank says it, with its rank: a rank may lack a GPU alone, and then it is the only one
+    // that knows why the job ends.
+    fprintf(stderr, "%s: rank %s: -m device: no CUDA device: %s; use -m host for host memory\n", coll_.programName,
+            launcherRank(), why.c_str());
     return false;
   }
   if (memory_ == nullptr) memory_ = makeHostMemory();

@@ -47,6 +47,9 @@ struct PlanContext {
   size_t slotBytes = 0;              // transport slot size
   int fifoDepth = 2;                 // the shallowest FIFO any route has
   const Algo* overrides = nullptr;   // per CollType, from COLL_ALGO
+  // Per CollType: the override came from an algorithm named alone, and applies only where it can
+  // run (nullptr: every override is strict).
+  const bool* overridesWhereRunnable = nullptr;
   // Ranks that share memory, host by host (hierarchy.cc's HostLayout); empty means one group of
   // nranks. ringOrder visits them host by host. Equal on every rank.
   std::vector<std::vector<int>> hosts;

@@ -17,6 +17,7 @@ DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nr
   context_.mode = channels.kernelsConcurrent() ? DeviceMode::kConcurrent : DeviceMode::kSerialized;
   context_.forced = params.protocol;
   context_.overrides = params.algoOverride;
+  context_.overridesWhereRunnable = params.algoOverrideWhereRunnable;
   context_.sharedAddressSpace = channels.sharedAddressSpace();
   // No timing: the event only orders launches, and timing events cost more to record.
   COLL_CUDACHECK(cudaEventCreateWithFlags(&lastLaunch_, cudaEventDisableTiming));

@@ -237,6 +237,7 @@ PlanContext devicePlanContext(const DeviceCallContext& context, const device::Ch
   plan.slotBytes = size_t(geometry.lanes) * geometry.slotBytes;  // one slice is one FIFO slot
   plan.fifoDepth = static_cast<int>(geometry.depth);
   plan.overrides = context.overrides;
+  plan.overridesWhereRunnable = context.overridesWhereRunnable;
   // The planner rules out what the device path cannot run (more peers per step than a DeviceStep
   // holds) before lowering, with COLL_ALGO's error when it was forced.
   plan.deviceMemory = true;

@@ -63,6 +63,7 @@ struct DeviceCallContext {
   DeviceMode mode = DeviceMode::kConcurrent;
   ProtoChoice forced = ProtoChoice::kAuto;  // COLL_PROTO
   const Algo* overrides = nullptr;          // COLL_ALGO, per CollType
+  const bool* overridesWhereRunnable = nullptr;  // COLL_ALGO named the algorithm alone (PlanContext)
   // Every rank a thread of this process on this GPU (transport::DeviceChannels::
   // sharedAddressSpace): what the direct all-reduce needs, with concurrent kernels.
   bool sharedAddressSpace = false;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/logging.h"
 
 namespace coll {
 namespace {
@@ -34,9 +35,15 @@ Plan planCall(const CollCall& call, const PlanContext& ctx) {
   Algo forced = ctx.overrides != nullptr ? ctx.overrides[static_cast<int>(call.type)] : Algo::kAuto;
   if (forced != Algo::kAuto) {
     std::string why;
-    if (!runnable(algorithmRow(forced), call, ctx, &why)) throwError(collInvalidUsage, "COLL_ALGO: %s", why.c_str());
-    plan.algo = forced;
-    return plan;
+    if (runnable(algorithmRow(forced), call, ctx, &why)) {
+      plan.algo = forced;
+      return plan;
+    }
+    const bool whereRunnable =
+        ctx.overridesWhereRunnable != nullptr && ctx.overridesWhereRunnable[static_cast<int>(call.type)];
+    if (!whereRunnable) throwError(collInvalidUsage, "COLL_ALGO: %s", why.c_str());
+    COLL_TRACE(kPlan, "COLL_ALGO does not apply to this %s (%zu elements): %s; chosen as usual", collTypeName(call.type),
+               call.count, why.c_str());
   }
   // One pass over the table: the cheapest eligible modelled row, and the first eligible
   // alternative, shortcut and preferred row (which wins over all: the table says where). Where no

@@ -200,6 +200,49 @@ TEST(Planner, RespectsOverrides) {
   EXPECT_EQ(planCall(makeCall(CollType::kReduce, 1), ctx).algo, Algo::kOneShot);
 }
 
+// An algorithm named alone applies to the collectives it serves and, among their calls, to those it
+// can run; the others choose as usual. Named with a collective it stays strict.
+TEST(Planner, AlgorithmAloneAppliesWhereItRuns) {
+  constexpr int kTypes = static_cast<int>(CollType::kCount);
+  Algo parsed[kTypes] = {};
+  bool whereRunnable[kTypes] = {};
+  parseAlgoOverrides("bruck", parsed, whereRunnable);
+  PlanContext ctx = makeContext(4, true);
+  ctx.overrides = parsed;
+  ctx.overridesWhereRunnable = whereRunnable;
+  EXPECT_EQ(planCall(makeCall(CollType::kAllGather, 1000), ctx).algo, Algo::kBruck);
+  for (CollType type : {CollType::kBarrier, CollType::kAllReduce, CollType::kBroadcast, CollType::kGather}) {
+    EXPECT_EQ(parsed[static_cast<int>(type)], Algo::kAuto) << collTypeName(type);
+    EXPECT_NO_THROW(planCall(makeCall(type, 16), ctx)) << collTypeName(type);
+  }
+  // One-shot serves every collective but not large inputs: those fall back to the planner's choice.
+  parseAlgoOverrides("oneshot", parsed, whereRunnable);
+  EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, 16), ctx).algo, Algo::kOneShot);
+  EXPECT_NE(planCall(makeCall(CollType::kAllReduce, 1 << 22), ctx).algo, Algo::kOneShot);
+  // A collective named beside it wins wherever it is listed, and stays strict.
+  parseAlgoOverrides("allreduce:ring,oneshot", parsed, whereRunnable);
+  EXPECT_EQ(planCall(makeCall(CollType::kAllReduce, 16), ctx).algo, Algo::kRing);
+  EXPECT_EQ(planCall(makeCall(CollType::kBroadcast, 16), ctx).algo, Algo::kOneShot);
+  parseAlgoOverrides("allreduce:oneshot", parsed, whereRunnable);
+  EXPECT_THROW(planCall(makeCall(CollType::kAllReduce, 1 << 22), ctx), CollError);
+}
+
+TEST(Planner, MalformedAlgoListsAreRefused) {
+  constexpr int kTypes = static_cast<int>(CollType::kCount);
+  for (const char* text : {",,,", ",", "ring,", ",ring", "ring,,tree", "allreduce:ring,allreduce:tree", "nosuch",
+                           "allreduce:", "bogus:ring"}) {
+    Algo parsed[kTypes] = {};
+    bool whereRunnable[kTypes] = {};
+    try {
+      parseAlgoOverrides(text, parsed, whereRunnable);
+      ADD_FAILURE() << "COLL_ALGO=\"" << text << "\" was accepted";
+    } catch (const CollError& e) {
+      EXPECT_EQ(e.code(), collInvalidUsage) << text;
+      EXPECT_NE(std::string(e.what()).find(std::string("COLL_ALGO=\"") + text + "\""), std::string::npos) << e.what();
+    }
+  }
+}
+
 void expectInvalidUsage(CollType type, Algo forced, size_t count, const PlanContext& base) {
   Algo overrides[static_cast<int>(CollType::kCount)] = {};
   overrides[static_cast<int>(type)] = forced;

@@ -1,6 +1,7 @@
 // collrun: starts N ranks of a program on this node with the torchrun environment variables and
-// supervises them: forwards signals, stops everyone when one rank fails, enforces --timeout, and
-// optionally tags their output. It deliberately does not link libcollective, so it works (and is
+// supervises them: forwards signals, stops everyone when one rank fails (after a grace period in
+// which the others may print their own reasons and exit), enforces --timeout, and optionally tags
+// their output. It deliberately does not link libcollective, so it works (and is
 // useful for launching other libraries' programs) whatever state the library is in.
 #include <fcntl.h>
 #include <poll.h>
@@ -75,8 +76,10 @@ std::string describeStatus(int status, int* exitCode) {
 
 class Supervisor {
  public:
-  Supervisor(std::vector<Child> children, TaggedOutput* output, double timeoutSec)
-      : children_(std::move(children)), output_(output) {
+  Supervisor(std::vector<Child> children, TaggedOutput* output, double timeoutSec, double graceSec)
+      : children_(std::move(children)),
+        output_(output),
+        gracePeriod_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(graceSec))) {
     if (timeoutSec > 0) {
       timeoutAt_ =
           Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
@@ -110,6 +113,10 @@ class Supervisor {
     }
     if (output_ != nullptr) output_->flushAndCloseAll();
     if (timedOut_) return 124;
+    if (laterFailures_ > 0) {
+      fprintf(stderr, "collrun: rank %d failed first, with status %s; %d other rank%s ended with an error after it\n",
+              firstFailedRank_, firstFailure_.c_str(), laterFailures_, laterFailures_ == 1 ? "" : "s");
+    }
     return exitCode_;
   }
 
@@ -128,6 +135,7 @@ class Supervisor {
       if (d < wait) wait = d < std::chrono::milliseconds(0) ? std::chrono::milliseconds(0) : d;
     };
     if (killPending_) until(killAt_);
+    if (gracePending_) until(graceUntil_);
     if (hasTimeout_ && !timedOut_) until(timeoutAt_);
     if (draining_) until(drainUntil_);
     return static_cast<int>(wait.count());
@@ -190,18 +198,37 @@ class Supervisor {
 
   void onExit(const Child& c, int status) {
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (!failed || failureSeen_) return;
+    if (!failed) return;
+    if (failureSeen_) {
+      if (!stopIssued_ && !signalForwarded_) ++laterFailures_;
+      return;
+    }
     failureSeen_ = true;
-    std::string text = describeStatus(status, &exitCode_);
+    firstFailedRank_ = c.rank;
+    firstFailure_ = describeStatus(status, &exitCode_);
     if (stopIssued_) return;  // we asked for it (timeout)
     int others = runningCount();
     // After a forwarded SIGINT/SIGTERM the ranks' deaths are expected: stop the rest quietly.
     if (!signalForwarded_) {
-      fprintf(stderr, "collrun: rank %d (pid %d) exited with status %s", c.rank, static_cast<int>(c.pid), text.c_str());
-      if (others > 0) fprintf(stderr, "; stopping the other %d rank%s", others, others == 1 ? "" : "s");
+      fprintf(stderr, "collrun: rank %d (pid %d) exited with status %s", c.rank, static_cast<int>(c.pid),
+              firstFailure_.c_str());
+      if (others > 0 && gracePeriod_.count() > 0) {
+        fprintf(stderr, "; %s %g s to end before %s stopped", others == 1 ? "the other rank gets" : "the others get",
+                std::chrono::duration<double>(gracePeriod_).count(), others == 1 ? "it is" : "they are");
+      } else if (others > 0) {
+        fprintf(stderr, "; stopping the other %d rank%s", others, others == 1 ? "" : "s");
+      }
       fprintf(stderr, "\n");
     }
-    if (others > 0) stopAll();
+    if (others == 0) return;
+    // The others often fail on their own a moment later (a peer gone, the same bad setting), and
+    // their own messages say why: stopping them at once lost those lines.
+    if (signalForwarded_ || gracePeriod_.count() == 0) {
+      stopAll();
+    } else {
+      gracePending_ = true;
+      graceUntil_ = Clock::now() + gracePeriod_;
+    }
   }
 
   void checkDeadlines() {
@@ -211,6 +238,15 @@ class Supervisor {
       fprintf(stderr, "collrun: timeout after %g s; stopping %d rank%s\n", timeoutSec_, runningCount(),
               runningCount() == 1 ? "" : "s");
       stopAll();
+    }
+    if (gracePending_ && now >= graceUntil_) {
+      gracePending_ = false;
+      if (runningCount() > 0 && !stopIssued_) {
+        fprintf(stderr, "collrun: %d rank%s still running %g s after rank %d failed; stopping %s\n", runningCount(),
+                runningCount() == 1 ? "" : "s", std::chrono::duration<double>(gracePeriod_).count(),
+                firstFailedRank_, runningCount() == 1 ? "it" : "them");
+        stopAll();
+      }
     }
     if (killPending_ && now >= killAt_) {
       killPending_ = false;
@@ -232,6 +268,12 @@ class Supervisor {
   bool signalForwarded_ = false;
   bool killPending_ = false;
   Clock::time_point killAt_;
+  Clock::duration gracePeriod_;
+  bool gracePending_ = false;
+  Clock::time_point graceUntil_;
+  int firstFailedRank_ = -1;
+  std::string firstFailure_;
+  int laterFailures_ = 0;
   bool draining_ = false;
   Clock::time_point drainUntil_;
   bool failureSeen_ = false;
@@ -289,7 +331,7 @@ int launch(const Options& opts, const std::string& program) {
     }
     children.push_back({spec.rank, pid, true});
   }
-  Supervisor supervisor(std::move(children), opts.tagOutput ? &tagged : nullptr, opts.timeoutSec);
+  Supervisor supervisor(std::move(children), opts.tagOutput ? &tagged : nullptr, opts.timeoutSec, opts.graceSec);
   return supervisor.run();
 }
 

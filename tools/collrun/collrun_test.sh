@@ -82,6 +82,19 @@ check "others stopped promptly" 1 "$(( $(date +%s) - start < 10 ))"
 check "killed rank: 128+signal" 137 "$(status "$C" -n 2 sh -c 'if [ "$RANK" = 0 ]; then kill -9 $$; fi; sleep 30')"
 msg=$("$C" -n 2 sh -c 'if [ "$RANK" = 1 ]; then exit 3; fi; sleep 30' 2>&1 >/dev/null || true)
 check "failure message" "collrun: rank 1 (pid" "$(echo "$msg" | grep -o 'collrun: rank 1 (pid' | head -1)"
+# The others' own last words after a failure: ranks that end by themselves within the grace period
+# are not stopped, so what they print is kept (they were killed mid-sentence before), and collrun
+# names the rank that failed first.
+for i in 1 2 3; do
+  out=$("$C" -n 3 sh -c 'if [ "$RANK" = 2 ]; then echo "rank 2 gives up" >&2; exit 3; fi
+                         sleep 0.3; echo "rank $RANK says why" >&2; exit 4' 2>&1 || true)
+  check "others' reasons kept ($i)" "2 1" "$(grep -c 'says why' <<<"$out") $(grep -c 'rank 2 failed first, with status 3' <<<"$out")"
+done
+check "--grace 0 stops at once" 1 "$(( $(status "$C" -n 2 --grace 0 sh -c 'if [ "$RANK" = 1 ]; then exit 5; fi; sleep 30') == 5 ))"
+start=$(date +%s)
+check "grace then stop" 6 "$(status "$C" -n 2 --grace 0.5 sh -c 'if [ "$RANK" = 1 ]; then exit 6; fi; sleep 30')"
+check "grace is short" 1 "$(( $(date +%s) - start < 8 ))"
+check "bad --grace" 2 "$(status "$C" -n 1 --grace -1 true)"
 check "--timeout exits 124" 124 "$(status "$C" -n 2 --timeout 0.5 sleep 30)"
 check "SIGTERM-proof ranks killed" 124 "$(status "$C" -n 1 --timeout 0.3 sh -c 'trap "" TERM; sleep 8; sleep 8')"
 

@@ -14,7 +14,8 @@ namespace {
 
 const char kUsage[] =
     "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P --secret-file FILE]\n"
-    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] PROGRAM [ARGS...]\n"
+    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] [--grace SECONDS]\n"
+    "               PROGRAM [ARGS...]\n"
     "       collrun --new-secret\n";
 
 const char kHelp[] =
@@ -41,6 +42,9 @@ const char kHelp[] =
     "                         none. An explicit choice is printed to stderr, a line per rank\n"
     "  --tag-output           prefix every line the ranks print with \"[RANK] \"\n"
     "  --timeout SECONDS      stop every rank after SECONDS and exit 124\n"
+    "  --grace SECONDS        after a rank fails, how long the others may take to print their\n"
+    "                         own errors and exit before they are stopped (default 3; 0: stop\n"
+    "                         them at once)\n"
     "  -h, --help             this text\n"
     "  --version              print the version and exit\n"
     "  --                     end of collrun's options (only needed when PROGRAM starts with -)\n"
@@ -55,8 +59,9 @@ const char kHelp[] =
     "\n"
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to every rank (a third\n"
     "SIGINT/SIGTERM kills them). When a rank exits with a non-zero status or is killed by a\n"
-    "signal, the others get SIGTERM, then SIGKILL 5 s later, and collrun exits with that\n"
-    "rank's status (128+signal for a signal). Each rank runs in its own process group; when\n"
+    "signal, the others get --grace seconds to end by themselves (a rank that saw the same\n"
+    "failure prints its own reason), then SIGTERM, then SIGKILL 5 s later; collrun names the\n"
+    "rank that failed first and exits with its status (128+signal for a signal). Each rank runs in its own process group; when\n"
     "collrun's stdin is a terminal the ranks' stdin is /dev/null.\n";
 
 void usageError(const std::string& msg) {
@@ -73,12 +78,12 @@ bool parseInt(const char* s, long lo, long hi, int* out) {
   return true;
 }
 
-bool parseSeconds(const char* s, double* out) {
+bool parseSeconds(const char* s, double* out, bool allowZero = false) {
   if (s == nullptr || *s == '\0') return false;
   errno = 0;
   char* end = nullptr;
   double v = strtod(s, &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v <= 0) return false;
+  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0 || (v == 0 && !allowZero)) return false;
   *out = v;
   return true;
 }
@@ -98,7 +103,7 @@ bool parseBinding(const char* s, Binding* out) {
 }
 
 // Options that take a value, as "--opt VALUE" or "--opt=VALUE" ("-n4" too).
-enum class Key { kNproc, kNnodes, kNodeRank, kMasterAddr, kMasterPort, kBind, kTimeout, kSecretFile, kUnknown };
+enum class Key { kNproc, kNnodes, kNodeRank, kMasterAddr, kMasterPort, kBind, kTimeout, kGrace, kSecretFile, kUnknown };
 
 Key keyOf(const std::string& name) {
   if (name == "-n" || name == "--nproc" || name == "--nproc-per-node") return Key::kNproc;
@@ -108,6 +113,7 @@ Key keyOf(const std::string& name) {
   if (name == "--master-port") return Key::kMasterPort;
   if (name == "--bind") return Key::kBind;
   if (name == "--timeout") return Key::kTimeout;
+  if (name == "--grace") return Key::kGrace;
   if (name == "--secret-file") return Key::kSecretFile;
   return Key::kUnknown;
 }
@@ -136,6 +142,9 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
       break;
     case Key::kTimeout:
       ok = parseSeconds(value, &opts->timeoutSec);
+      break;
+    case Key::kGrace:
+      ok = parseSeconds(value, &opts->graceSec, /*allowZero=*/true);
       break;
     case Key::kSecretFile:
       ok = *value != '\0';
@@ -168,6 +177,9 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
         break;
       case Key::kTimeout:
         expected = "a positive number of seconds";
+        break;
+      case Key::kGrace:
+        expected = "a number of seconds >= 0";
         break;
       case Key::kSecretFile:
         expected = "a file name";

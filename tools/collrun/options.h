@@ -18,6 +18,7 @@ struct Options {
   Binding bind = Binding::kAuto;
   bool tagOutput = false;
   double timeoutSec = 0;             // 0: none
+  double graceSec = 3;               // --grace: the others' time to end by themselves after a failure
   std::string secretFile;            // --secret-file: COLL_STORE_SECRET from its first line
   std::vector<std::string> command;  // PROGRAM ARGS...
 };
