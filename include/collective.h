@@ -123,6 +123,14 @@ collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int
 collResult_t collGroupStart(void);
 collResult_t collGroupEnd(void);
 
+/* Receive from any source (docs/api.md): receives the next message that any rank sends this one
+ * with collSend, into host memory (stream NULL), outside a group, and sets *source to its sender.
+ * Works where every rank of comm shares this host's memory; elsewhere collInvalidUsage. */
+collResult_t collRecvAny(void* recvbuff, size_t count, collDataType_t datatype, int* source, collComm_t comm,
+                         collStream_t stream);
+/* *available = 1 where collRecvAny works on comm, else 0; the same on every rank. */
+collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

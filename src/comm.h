@@ -78,6 +78,11 @@ class Communicator : public ConnectionSource {
   void run(const CollCall& call, collStream_t stream);
   // Sends and receives issued together (a group): no ordering between them, so no deadlock.
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream);
+  // collRecvAny (comm_any_source.cc): receives, into host memory, the next message that any rank
+  // sends this one, and returns that rank. Throws collInvalidUsage where it cannot work.
+  int recvFromAnySource(const CollCall& call);
+  // Where it can: every rank in this host's shared memory. The same answer on every rank.
+  bool canRecvFromAnySource() const;
 
   // collCommFinalize: waits until the device launches enqueued so far have ended (host calls
   // ended when they returned). Throws collTimeout after the communicator's timeout.
@@ -145,6 +150,10 @@ class Communicator : public ConnectionSource {
   // cores, so all decide alike.
   bool ranksShareCores() const;
   Deadline initDeadline() const;
+  // comm_any_source.cc: counts a host-memory group's sends where receivers from any source see
+  // them, and the messages its receives take; then the sender whose count is ahead, or -1.
+  void countPointToPoint(const std::vector<CollCall>& calls);
+  int pendingSender();
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
   void checkConsistency(const CollCall& call);
@@ -173,6 +182,9 @@ class Communicator : public ConnectionSource {
   std::vector<std::unique_ptr<transport::Domain>> deviceDomains_;
   std::unique_ptr<Engine> deviceEngine_;
   std::atomic<Engine*> deviceEngineReady_{nullptr};
+  std::vector<uint64_t> receivedFrom_;           // per rank: messages this rank's receives took
+  std::atomic<uint64_t>* sentCounts_ = nullptr;  // this rank's NativeArea::pointToPointSent
+  int nextSender_ = 0;                           // where the next search for a sender starts
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   std::atomic<bool> aborted_{false};

@@ -34,6 +34,8 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
 void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {
   Engine& engine = engineFor(stream);
   throwIfFailed();
+  // Where receives from any source can happen, count the messages (comm_any_source.cc).
+  if (stream == nullptr && canRecvFromAnySource()) countPointToPoint(calls);
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {

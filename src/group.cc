@@ -101,6 +101,8 @@ void runQueued(GroupState& g) {
 
 void groupStart() { ++tGroup.depth; }
 
+bool groupIsOpen() { return tGroup.depth > 0; }
+
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
   GroupThread& group = tGroup;
   if (group.depth == 0) return false;

@@ -57,6 +57,13 @@ struct alignas(64) NativeArea {
   static constexpr uint8_t kSendByFifo = 1;
   static constexpr uint8_t kSendBySingleCopy = 2;
   alignas(64) std::atomic<uint8_t> largeSendPlans[kSendPlanClasses] = {};
+  // Receive from any source (collRecvAny): how many host-memory sends this rank has started to
+  // each rank, written by this rank alone as each send starts. A receiver compares a sender's
+  // count with the messages it has taken from it: a collective's bytes share the FIFO between two
+  // ranks with the sends', so what is waiting there cannot tell a receiver that a message is.
+  // Communicators of more ranks than this refuse collRecvAny.
+  static constexpr int kAnySourceRanks = 1024;
+  alignas(64) std::atomic<uint64_t> pointToPointSent[kAnySourceRanks] = {};
 };
 
 class LocalMemory {

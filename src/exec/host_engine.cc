@@ -172,6 +172,11 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   pointToPointTuner_.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
 }
 
+void HostEngine::waitUntil(const char* what, const std::function<bool()>& ready) {
+  ProgressWaiter waiter = makeWaiter(what);
+  while (!ready()) waiter.idle();
+}
+
 std::atomic<uint8_t>* HostEngine::hostSendPlan(size_t bytes) const {
   if (!args_.pointToPointRankZeroChooses || args_.localMemory == nullptr) return nullptr;
   static_assert(PlanTuner::kSizeClasses == transport::NativeArea::kSendPlanClasses, "one plan per size class");

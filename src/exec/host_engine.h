@@ -57,6 +57,9 @@ class HostEngine : public Engine {
   const char* name() const override { return "host"; }
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
+  // Waits, as a call waits for its peers (spin, then sleep on the doorbell, the deadline, the
+  // peers' health), until `ready` is true; `what` names the wait in a timeout's message.
+  void waitUntil(const char* what, const std::function<bool()>& ready);
 
  private:
   // A waiter for one call (its deadline starts at its first wait).
