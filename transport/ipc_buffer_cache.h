@@ -29,9 +29,7 @@ struct AllocationKey {
   uint64_t base = 0;
   uint64_t bytes = 0;
   uint64_t bufferId = 0;  // the driver's, unique within the exporting process
-  bool operator==(const AllocationKey& o) const {
-    return base == o.base && bytes == o.bytes && bufferId == o.bufferId;
-  }
+  bool operator==(const AllocationKey& o) const { return base == o.base && bytes == o.bytes && bufferId == o.bufferId; }
   bool operator!=(const AllocationKey& o) const { return !(*this == o); }
 };
 

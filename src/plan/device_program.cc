@@ -311,7 +311,8 @@ DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const D
   LoweringInput in;
   in.nranks = context.nranks;
   in.elemSize = 1;
-  in.geometry = context.geometryOf(chooseProtocol(largest, context.nranks, concurrentProtocols(context), context.forced));
+  in.geometry =
+      context.geometryOf(chooseProtocol(largest, context.nranks, concurrentProtocols(context), context.forced));
   in.mode = context.mode;
   return lowerSchedule(pointToPointSchedule(calls), in);
 }

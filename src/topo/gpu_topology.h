@@ -26,19 +26,19 @@ struct GpuLink {
 };
 
 struct GpuTopology {
-  std::vector<std::string> busIds;           // the GPUs asked about, in the caller's order
-  std::vector<std::vector<GpuLink>> links;   // links[a][b]
-  std::vector<int> activeNvlinks;            // per GPU: its NVLinks that are up
-  std::string source;                        // "NVML", or why the links are unknown
+  std::vector<std::string> busIds;          // the GPUs asked about, in the caller's order
+  std::vector<std::vector<GpuLink>> links;  // links[a][b]
+  std::vector<int> activeNvlinks;           // per GPU: its NVLinks that are up
+  std::string source;                       // "NVML", or why the links are unknown
 };
 
 // The subset of NVML used, with NVML's own signatures (handles as void*, enums as int).
 struct NvmlApi {
-  int (*init)() = nullptr;                                                  // nvmlInit_v2
-  int (*handleByBusId)(const char* busId, void** device) = nullptr;         // nvmlDeviceGetHandleByPciBusId_v2
-  int (*commonAncestor)(void* a, void* b, int* level) = nullptr;            // nvmlDeviceGetTopologyCommonAncestor
+  int (*init)() = nullptr;                                                    // nvmlInit_v2
+  int (*handleByBusId)(const char* busId, void** device) = nullptr;           // nvmlDeviceGetHandleByPciBusId_v2
+  int (*commonAncestor)(void* a, void* b, int* level) = nullptr;              // nvmlDeviceGetTopologyCommonAncestor
   int (*p2pStatus)(void* a, void* b, int capability, int* status) = nullptr;  // nvmlDeviceGetP2PStatus
-  int (*nvlinkState)(void* device, unsigned link, int* active) = nullptr;   // nvmlDeviceGetNvLinkState
+  int (*nvlinkState)(void* device, unsigned link, int* active) = nullptr;     // nvmlDeviceGetNvLinkState
 };
 
 // NVML's values (nvml.h) for the calls above.

@@ -63,11 +63,10 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
   std::vector<std::string> failures;
   const int perHost = (job.nranks + job.hosts - 1) / job.hosts;
   for (int r = 0; r < job.nranks; ++r) {
-    std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
-                                     std::string(kSizeVar) + "=" + std::to_string(job.nranks),
-                                     std::string(kIdVar) + "=" + uniqueIdToHex(id),
-                                     std::string(kBodyVar) + "=" + bodyName,
-                                     std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
+    std::vector<std::string> vars = {
+        std::string(kRankVar) + "=" + std::to_string(r), std::string(kSizeVar) + "=" + std::to_string(job.nranks),
+        std::string(kIdVar) + "=" + uniqueIdToHex(id), std::string(kBodyVar) + "=" + bodyName,
+        std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
     if (job.hosts > 1) vars.push_back("COLL_HOSTID=gpu-staged-host" + std::to_string(r / perHost));
     const pid_t pid = spawnSelf(vars);
     if (pid == 0) {
@@ -85,7 +84,8 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
     if (done == 0) {
       for (pid_t p : pids) kill(p, SIGKILL);
       waitpid(pids[r], &status, 0);
-      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(msSince(start)) + " ms)");
+      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(msSince(start)) +
+                         " ms)");
     } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
       failures.push_back("rank " + std::to_string(r) + " " +
                          (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))

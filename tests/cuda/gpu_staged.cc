@@ -25,9 +25,9 @@
 
 namespace {
 
+using coll::CollType;
 using colltest::ApiRank;
 using colltest::GpuCase;
-using coll::CollType;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kFilterVar = "COLL_GPU_TEST_FILTER";
@@ -56,14 +56,30 @@ std::string issue(const ApiRank& r, const GpuCase& c, const coll::CollCall& call
   const collDataType_t t = c.datatype;
   collResult_t rc = collSuccess;
   switch (c.type) {
-    case CollType::kAllReduce: rc = collAllReduce(send, recv, k, t, c.op, r.comm, r.stream); break;
-    case CollType::kBroadcast: rc = collBroadcast(send, recv, k, t, c.root, r.comm, r.stream); break;
-    case CollType::kReduce: rc = collReduce(send, recv, k, t, c.op, c.root, r.comm, r.stream); break;
-    case CollType::kAllGather: rc = collAllGather(send, recv, k, t, r.comm, r.stream); break;
-    case CollType::kReduceScatter: rc = collReduceScatter(send, recv, k, t, c.op, r.comm, r.stream); break;
-    case CollType::kGather: rc = collGather(send, recv, k, t, c.root, r.comm, r.stream); break;
-    case CollType::kScatter: rc = collScatter(send, recv, k, t, c.root, r.comm, r.stream); break;
-    case CollType::kAllToAll: rc = collAllToAll(send, recv, k, t, r.comm, r.stream); break;
+    case CollType::kAllReduce:
+      rc = collAllReduce(send, recv, k, t, c.op, r.comm, r.stream);
+      break;
+    case CollType::kBroadcast:
+      rc = collBroadcast(send, recv, k, t, c.root, r.comm, r.stream);
+      break;
+    case CollType::kReduce:
+      rc = collReduce(send, recv, k, t, c.op, c.root, r.comm, r.stream);
+      break;
+    case CollType::kAllGather:
+      rc = collAllGather(send, recv, k, t, r.comm, r.stream);
+      break;
+    case CollType::kReduceScatter:
+      rc = collReduceScatter(send, recv, k, t, c.op, r.comm, r.stream);
+      break;
+    case CollType::kGather:
+      rc = collGather(send, recv, k, t, c.root, r.comm, r.stream);
+      break;
+    case CollType::kScatter:
+      rc = collScatter(send, recv, k, t, c.root, r.comm, r.stream);
+      break;
+    case CollType::kAllToAll:
+      rc = collAllToAll(send, recv, k, t, r.comm, r.stream);
+      break;
     default: {  // a ring of sends and receives in one group
       collGroupStart();
       const collResult_t s = collSend(send, k, t, (r.rank + 1) % r.nranks, r.comm, r.stream);
@@ -125,8 +141,9 @@ int main(int argc, char** argv) {
     } else if (!strcmp(argv[i], "--bench") && i + 1 < argc) {
       benchBytes = strtoull(argv[++i], nullptr, 10);
     } else {
-      fprintf(stderr, "usage: gpu_staged [--ranks 2,3,4] [--modes processes,threads] [--hosts H] [--filter TEXT] "
-                      "[--quick] [--bench MAX_BYTES]\n");
+      fprintf(stderr,
+              "usage: gpu_staged [--ranks 2,3,4] [--modes processes,threads] [--hosts H] [--filter TEXT] "
+              "[--quick] [--bench MAX_BYTES]\n");
       return 2;
     }
   }
@@ -145,9 +162,9 @@ int main(int argc, char** argv) {
       if (benchBytes > 0) setenv("COLL_GPU_STAGED_BENCH_BYTES", std::to_string(benchBytes).c_str(), 1);
       const char* body = benchBytes > 0 ? "bench" : "cases";
       const Clock::time_point start = Clock::now();
-      const std::vector<std::string> failures =
-          colltest::runApiRanks(job, body, benchBytes > 0 ? colltest::ApiRankBody(colltest::runStagedBench)
-                                                          : colltest::ApiRankBody(runCases));
+      const std::vector<std::string> failures = colltest::runApiRanks(
+          job, body,
+          benchBytes > 0 ? colltest::ApiRankBody(colltest::runStagedBench) : colltest::ApiRankBody(runCases));
       const double secs = std::chrono::duration<double>(Clock::now() - start).count();
       for (const std::string& f : failures) printf("FAIL %s\n", f.c_str());
       printf("RESULT gpu_staged %s%s n=%d: %s (%zu cases, %.1f s; COLL_TRANSPORTS=%s)\n", body,

@@ -20,7 +20,8 @@ int itersFor(size_t bytes) { return bytes <= (size_t(1) << 20) ? 50 : bytes <= (
 double timeAllReduce(ApiRank& r, const void* send, void* recv, size_t bytes, bool device, std::string* error) {
   const size_t count = bytes / sizeof(float);
   const collStream_t stream = device ? r.stream : nullptr;
-  for (int i = 0; i < 2; ++i) *error += apiFailure("warm-up", collAllReduce(send, recv, count, collFloat, collSum, r.comm, stream), r.comm);
+  for (int i = 0; i < 2; ++i)
+    *error += apiFailure("warm-up", collAllReduce(send, recv, count, collFloat, collSum, r.comm, stream), r.comm);
   if (device) cudaStreamSynchronize(r.stream);
   *error += apiFailure("barrier", collBarrier(r.comm, nullptr), r.comm);
   const int iters = itersFor(bytes);

@@ -32,7 +32,9 @@ HostKernel::HostKernel(const HostKernelArgs& args) : args_(args), layout_{args.p
         [&](uint32_t first) {
           if (steps[first].flags & device::kStepBarrierBefore) events_.push_back({true, 0, 0});
         },
-        [&](uint32_t index, uint64_t slice) { events_.push_back({false, l.firstStep + index, slice}); });
+        [&](uint32_t index, uint64_t slice) {
+          events_.push_back({false, l.firstStep + index, slice});
+        });
     events_.push_back({true, 0, 0});
   }
   position_.assign(lanes(), 0);
@@ -84,7 +86,8 @@ bool HostKernel::runUnit(uint32_t lane, const device::DeviceStep& st, uint64_t s
   if (char* dst = local(st.dstBuffer, st.dstOffset, range.begin)) dsts[ndsts++] = dst;
   const uint64_t count = range.end - range.begin;
   const int divisor = (st.flags & device::kStepFinalAvg) ? p.avgDivisor : 0;
-  if (count > 0 && nsrcs > 0 && ndsts > 0) kernels::reduceCopy(args_.type, args_.op, srcs, nsrcs, dsts, ndsts, count, divisor);
+  if (count > 0 && nsrcs > 0 && ndsts > 0)
+    kernels::reduceCopy(args_.type, args_.op, srcs, nsrcs, dsts, ndsts, count, divisor);
   for (int i = 0; i < st.nsend; ++i)
     storeFlag(table[st.sendPeers[i]].send, layout_.flagOffset(lane, slotOf(st.sendSeq[i])), 1u);
   for (int i = 0; i < st.nrecv; ++i)

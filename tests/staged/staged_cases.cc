@@ -46,7 +46,9 @@ bool expected(const StagedCase& c, int rank, size_t i, double* value) {
   }
 }
 
-bool reduces(CollType t) { return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter; }
+bool reduces(CollType t) {
+  return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;
+}
 
 }  // namespace
 
@@ -87,8 +89,10 @@ CollCall callFor(const StagedCase& c, RankBuffers& buffers) {
   return call;
 }
 
-DeviceProgram programFor(const StagedCase& c, const CollCall& call, int rank, const Algo* overrides) {
+DeviceProgram programFor(const StagedCase& c, const CollCall& call, int rank, const Algo* overrides,
+                         const DeviceLayout* layout) {
   DeviceCallContext context;
+  if (layout != nullptr) context.layout = *layout;
   context.rank = rank;
   context.nranks = c.nranks;
   context.staged = true;

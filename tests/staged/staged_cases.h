@@ -39,8 +39,10 @@ struct RankBuffers {
 RankBuffers buffersFor(const StagedCase& c, int rank);
 // The call as `rank` issues it over its buffers.
 CollCall callFor(const StagedCase& c, RankBuffers& buffers);
-// The rank's program, as the device engine plans it for staged connections.
-DeviceProgram programFor(const StagedCase& c, const CollCall& call, int rank, const Algo* overrides);
+// The rank's program, as the device engine plans it for staged connections (with `layout`: two
+// levels, the groups and links given).
+DeviceProgram programFor(const StagedCase& c, const CollCall& call, int rank, const Algo* overrides,
+                         const DeviceLayout* layout = nullptr);
 // "" or the first wrong element of the rank's output.
 std::string checkOutput(const StagedCase& c, const RankBuffers& buffers, int rank);
 

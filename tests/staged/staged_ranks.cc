@@ -1,5 +1,6 @@
 #include "tests/staged/staged_ranks.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -7,6 +8,8 @@
 #include "bootstrap/memory_store.h"
 #include "common/error.h"
 #include "tests/staged/host_kernel.h"
+#include "transport/transport_table.h"
+#include "transport/verbs/verbs_domain.h"
 
 namespace coll {
 namespace staging_test {
@@ -21,11 +24,19 @@ bootstrap::Bytes bytesOf(const void* data, size_t size) {
 
 }  // namespace
 
+std::string StagedRankOptions::defaultTransports() {
+  const char* set = getenv("COLL_STAGED_TEST_TRANSPORTS");
+  return set != nullptr && *set != '\0' ? set : "^shm,p2p";
+}
+
 StagedRank::StagedRank(bootstrap::Store& store, int rank, int nranks, const StagedRankOptions& options)
     : rank_(rank), nranks_(nranks), options_(options) {
   const Deadline deadline = deadlineAfter(kSetupTimeout);
-  const transport::PeerInfo self = transport::describeLocalRank(rank, "");
-  for (const bootstrap::Bytes& b : bootstrap::allGather(store, "staged/peers", rank, nranks, bytesOf(&self, sizeof self), deadline)) {
+  transport::PeerInfo self = transport::describeLocalRank(rank, "");
+  // As init does: a rank offers verbs only where they are asked for and a device answers.
+  self.verbsDevice = transport::verbsRequested(options.transports) && transport::verbsUsableHere() ? 1 : 0;
+  for (const bootstrap::Bytes& b :
+       bootstrap::allGather(store, "staged/peers", rank, nranks, bytesOf(&self, sizeof self), deadline)) {
     transport::PeerInfo info;
     if (b.size() != sizeof info) throwError(collInternalError, "a peer description of %zu bytes", b.size());
     memcpy(&info, b.data(), sizeof info);
@@ -89,7 +100,9 @@ bool StagedRank::runKernel(size_t index, unsigned seed) {
   return kernel.runToEnd(seed);
 }
 
-std::string StagedRank::check(size_t index) const { return checkOutput(calls_[index]->c, calls_[index]->buffers, rank_); }
+std::string StagedRank::check(size_t index) const {
+  return checkOutput(calls_[index]->c, calls_[index]->buffers, rank_);
+}
 
 std::string StagedRank::error(collResult_t* code) const {
   std::string message;

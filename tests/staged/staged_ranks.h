@@ -17,10 +17,13 @@ namespace coll {
 namespace staging_test {
 
 struct StagedRankOptions {
-  std::string transports = "^shm,p2p";  // COLL_TRANSPORTS: staging everywhere, over sockets
-  int timeoutMs = 30000;             // the proxy's and the domain's
+  // COLL_TRANSPORTS: staging everywhere, over sockets; COLL_STAGED_TEST_TRANSPORTS replaces it
+  // (ctest runs the suite over the verbs emulator with "verbs,staged").
+  std::string transports = defaultTransports();
+  static std::string defaultTransports();
+  int timeoutMs = 30000;                                  // the proxy's and the domain's
   uint64_t kernelTimeoutNs = 30ull * 1000 * 1000 * 1000;  // the stand-in kernel's waits
-  size_t frameBytes = 80;            // the carriers' slots
+  size_t frameBytes = 80;                                 // the carriers' slots
   int fifoDepth = 2;
   size_t socketBufferBytes = 2 << 20;  // each socket's buffers (small: a stalled receiver stalls the sender soon)
 };

@@ -98,7 +98,7 @@ TEST(StagedFaults, APeerThatTakesNoFramesTimesTheSenderOut) {
     collResult_t code;
     const std::string message = errorWithin(me, 15, &code);
     if (code == collSuccess) return rankName(r) + " saw no error within 15 s";
-    if (r == 0 && (code != collTimeout || message.find("waited 1000 ms for a peer") == std::string::npos))
+    if (r == 0 && (code != collTimeout || message.find("for rank 1 waited 1000 ms") == std::string::npos))
       return "the root's error: " + std::string(collGetErrorString(code)) + ": " + message;
     if (secondsSince(start) > 15) return rankName(r) + " took " + std::to_string(secondsSince(start)) + " s";
     return "";

@@ -145,7 +145,7 @@ class Pipeline {
 
 // Runs `calls` back to back on every rank; returns failures.
 std::vector<std::string> runCalls(const std::vector<StagedCase>& calls, int nranks, unsigned seed,
-                                  const Algo* overrides = nullptr) {
+                                  const Algo* overrides = nullptr, const DeviceLayout* plannedFor = nullptr) {
   const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
   Pipeline pipeline(nranks, layout);
   std::vector<std::vector<RankBuffers>> buffers(nranks);
@@ -156,7 +156,7 @@ std::vector<std::string> runCalls(const std::vector<StagedCase>& calls, int nran
     programs[r].reserve(calls.size());
     for (const StagedCase& c : calls) {
       buffers[r].push_back(buffersFor(c, r));
-      programs[r].push_back(programFor(c, callFor(c, buffers[r].back()), r, overrides));
+      programs[r].push_back(programFor(c, callFor(c, buffers[r].back()), r, overrides, plannedFor));
       pipeline.enqueue(r, programs[r].back());
       HostKernelArgs args;
       args.program = &programs[r].back();
@@ -197,7 +197,9 @@ TEST_P(StagingPipeline, EveryCollectiveBackToBackInShuffledOrders) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, StagingPipeline, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "ranks";
+                         });
 
 // Every algorithm the planner may give a device all-reduce, forced, through the pipeline: the
 // two-level one among them (the device rows' plans run here as they would between hosts).
@@ -215,6 +217,30 @@ TEST(StagingPipelineAlgorithms, EveryAllReduceScheduleRunsThroughTheStaging) {
       ASSERT_TRUE(failures.empty()) << algoName(algo) << ": " << failures.front();
     }
   }
+}
+
+// Two levels: 4 ranks on 2 hosts, ranks dealt round-robin ({0, 2}, {1, 3}), the network dear:
+// the planner's own choices and the host-aware schedules forced, each through the staging.
+TEST(StagingPipelineAlgorithms, TwoLevelPlansRunThroughTheStaging) {
+  DeviceLayout layout;
+  layout.staged = true;
+  layout.hosts = {{0, 2}, {1, 3}};
+  layout.networkLink = LinkCost{20.0, 1000.0};
+  for (CollType type : {CollType::kAllReduce, CollType::kAllGather, CollType::kReduceScatter})
+    for (Algo algo : {Algo::kAuto, Algo::kHier, Algo::kDoubleTree, Algo::kRing, Algo::kBruck}) {
+      const AlgorithmRow& row = algo == Algo::kAuto ? algorithmRow(Algo::kRing) : algorithmRow(algo);
+      if (!serves(row, type)) continue;
+      Algo overrides[static_cast<int>(CollType::kCount)];
+      for (Algo& o : overrides) o = Algo::kAuto;
+      overrides[static_cast<int>(type)] = algo;
+      StagedCase c;
+      c.type = type;
+      c.nranks = 4;
+      c.count = 301;
+      c.algo = algo;
+      const std::vector<std::string> failures = runCalls({c, c}, 4, 11, overrides, &layout);
+      ASSERT_TRUE(failures.empty()) << algoName(algo) << ": " << failures.front();
+    }
 }
 
 // Both ends of every connection derive the same frames from their own programs.

@@ -34,7 +34,8 @@ int fakeAncestor(void* a, void* b, int* level) {
   return topo::nvml::kSuccess;
 }
 int fakeP2p(void* a, void* b, int capability, int* status) {
-  const bool ok = samePair(a, b) && (capability == topo::nvml::kP2pCapsRead || capability == topo::nvml::kP2pCapsNvlink);
+  const bool ok =
+      samePair(a, b) && (capability == topo::nvml::kP2pCapsRead || capability == topo::nvml::kP2pCapsNvlink);
   *status = ok ? topo::nvml::kP2pStatusOk : 1;
   return topo::nvml::kSuccess;
 }
@@ -56,7 +57,8 @@ topo::NvmlApi fakeNvml() {
 
 TEST(GpuTopology, NvlinkPairsPcieBetweenThemAndPeerAccessOnlyWhereNvmlSaysSo) {
   const topo::NvmlApi api = fakeNvml();
-  const topo::GpuTopology t = topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:ab:00.0"}, &api);
+  const topo::GpuTopology t =
+      topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:ab:00.0"}, &api);
   EXPECT_EQ(t.source, "NVML");
   EXPECT_EQ(t.links[0][1].kind, GpuLinkKind::kNvlink);
   EXPECT_EQ(t.links[2][3].kind, GpuLinkKind::kNvlink);
@@ -91,7 +93,8 @@ TEST(GpuTopology, TheCostModelPricesEachKindOfLink) {
   const topo::NvmlApi api = fakeNvml();
   const topo::GpuTopology pair = topo::describeGpus({"0000:18:00.0", "0000:2a:00.0"}, &api);
   EXPECT_DOUBLE_EQ(slowestGpuLink(pair, costs).bytesPerUs, costs.p2p.bytesPerUs);
-  const topo::GpuTopology four = topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:ab:00.0"}, &api);
+  const topo::GpuTopology four =
+      topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:ab:00.0"}, &api);
   EXPECT_DOUBLE_EQ(slowestGpuLink(four, costs).bytesPerUs, costs.staging.bytesPerUs / 2);
 }
 

@@ -5,8 +5,8 @@
 // (the stale one closed first, never read), and the cache stays within its capacity.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "common/error.h"
@@ -114,8 +114,8 @@ TEST(IpcBufferCache, PeersAreKeptApartAndTheLeastRecentlyUsedIsClosedFirst) {
   void* aFrom1 = in.mappingFor(1, a.first, a.second);
   void* aFrom2 = in.mappingFor(2, a.first, a.second);  // the same key from another peer: its own
   EXPECT_NE(aFrom1, aFrom2);
-  in.mappingFor(1, a.first, a.second);                 // peer 1's is now the most recent
-  in.mappingFor(1, b.first, b.second);                 // over capacity: peer 2's goes
+  in.mappingFor(1, a.first, a.second);  // peer 1's is now the most recent
+  in.mappingFor(1, b.first, b.second);  // over capacity: peer 2's goes
   EXPECT_EQ(in.size(), 2u);
   EXPECT_EQ(driver.openMappings.count(aFrom2), 0u);
   EXPECT_EQ(in.mappingFor(1, a.first, a.second), aFrom1) << "still cached";

@@ -115,7 +115,8 @@ TEST(Routes, DeviceMemoryRoutesThroughP2pOnOneHostAndIsStagedElsewhere) {
 }
 
 TEST(TransportTable, NamesAndSpecs) {
-  EXPECT_EQ(transportNames(), "self, shm, net, p2p, staged, verbs");  // verbs is listed always, used only when asked for
+  EXPECT_EQ(transportNames(),
+            "self, shm, net, p2p, staged, verbs");  // verbs is listed always, used only when asked for
   EXPECT_NO_THROW(validateTransportSpec("^shm"));
   EXPECT_NO_THROW(validateTransportSpec("shm,net"));
   try {

@@ -62,13 +62,15 @@ StagedCard parseStagedCard(const std::string& bytes, int rank, int round, uint32
     memcpy(&length, bytes.data() + at, kLengthBytes);
     at += kLengthBytes;
     if (length > kMaxCarrierCardBytes || bytes.size() - at < length)
-      throwError(collInvalidUsage, "staged setup: rank %d's card gives host transport %u a %u-byte card, which it lacks",
-                 rank, i, length);
+      throwError(collInvalidUsage,
+                 "staged setup: rank %d's card gives host transport %u a %u-byte card, which it lacks", rank, i,
+                 length);
     card.carrierCards.emplace_back(bytes.data() + at, length);
     at += length;
   }
   if (at != bytes.size())
-    throwError(collInvalidUsage, "staged setup: rank %d's card has %zu bytes after its last part", rank, bytes.size() - at);
+    throwError(collInvalidUsage, "staged setup: rank %d's card has %zu bytes after its last part", rank,
+               bytes.size() - at);
   return card;
 }
 

@@ -76,7 +76,8 @@ bool StagedReceiver::land(const ConnectionPlan& plan, const StagedFrame& frame, 
     uint32_t* flag = flagOf(region_, layout_, t);
     // The kernel has not yet read what the slot held (a lane's depth of slices earlier).
     if (loadFlag(flag) != 0u) return false;
-    if (piece.bytes > 0) kernels::copyBytes(slotOf(region_, layout_, t) + piece.offset, data + landedBytes_, piece.bytes);
+    if (piece.bytes > 0)
+      kernels::copyBytes(slotOf(region_, layout_, t) + piece.offset, data + landedBytes_, piece.bytes);
     landedBytes_ += piece.bytes;
     if (lastPieceOf(piece, t)) storeFlag(flag, 1u);
   }

@@ -74,8 +74,7 @@ class StagedSender {
 class StagedReceiver {
  public:
   // region: the host's view of the pinned region the kernels read what `peer` sends this rank.
-  StagedReceiver(int peer, char* region, const StagingLayout& layout)
-      : peer_(peer), region_(region), layout_(layout) {}
+  StagedReceiver(int peer, char* region, const StagingLayout& layout) : peer_(peer), region_(region), layout_(layout) {}
   void enqueue(ConnectionPlan plan) { plans_.push(std::move(plan)); }
   // Throws CollError(collRemoteError) for a frame whose size differs from the plan's.
   StagedProgress progress(RecvConnection& connection);

@@ -32,7 +32,8 @@ StagedDomain::StagedDomain(const DomainArgs& args, std::unique_ptr<StagingMemory
   }
   for (int peer : members_)
     if (peer != rank_ && carrierOf_[peer] == nullptr)
-      throwError(collInternalError, "staged: no host transport carries rank %d's device memory to rank %d", rank_, peer);
+      throwError(collInternalError, "staged: no host transport carries rank %d's device memory to rank %d", rank_,
+                 peer);
   try {
     allocate();
   } catch (...) {
@@ -166,7 +167,8 @@ void StagedDomain::setupDone() {
   StagingProxyArgs args;
   args.rank = rank_;
   for (int peer : members_)
-    if (peer != rank_) args.links.push_back({peer, carrierOf_[peer], regions_[peer].send.host, regions_[peer].recv.host});
+    if (peer != rank_)
+      args.links.push_back({peer, carrierOf_[peer], regions_[peer].send.host, regions_[peer].recv.host});
   for (auto& c : carriers_) args.carriers.push_back(c.get());
   args.layout = layout_;
   args.frameBytes = frameBytes_;
@@ -174,7 +176,8 @@ void StagedDomain::setupDone() {
   args.status = reinterpret_cast<device::DeviceStatus*>(status_.host);
   args.timeoutMs = settings_.timeoutMs;
   proxy_ = std::make_unique<StagingProxy>(std::move(args));
-  COLL_INFO(kTransport, "staged: rank %d stages device memory to %zu ranks through %s over %zu host transport(s) (%s kernels)",
+  COLL_INFO(kTransport,
+            "staged: rank %d stages device memory to %zu ranks through %s over %zu host transport(s) (%s kernels)",
             rank_, members_.size(), memory_->describe().c_str(), carriers_.size(),
             kernelsConcurrent_ ? "concurrent" : "serialized");
 }
@@ -215,7 +218,8 @@ void StagedDomain::announceFailure(const std::string& reason) {
 }
 
 void StagedDomain::requestAbort() {
-  if (status_.host != nullptr) __atomic_store_n(&reinterpret_cast<device::DeviceStatus*>(status_.host)->abort, 1u, __ATOMIC_RELEASE);
+  if (status_.host != nullptr)
+    __atomic_store_n(&reinterpret_cast<device::DeviceStatus*>(status_.host)->abort, 1u, __ATOMIC_RELEASE);
   if (proxy_) proxy_->fail(collRemoteError, formatString("rank %d: its device calls were aborted", rank_));
 }
 
@@ -242,7 +246,7 @@ bool StagedDomain::adoptPeers(const DeviceChannels& other, const std::vector<int
 DomainUsage StagedDomain::usage() const {
   DomainUsage usage;
   for (int peer : members_)
-    if (peer != rank_) usage.sendPeers.push_back(peer), usage.recvPeers.push_back(peer);
+    if (peer != rank_) usage.sendPeers.push_back(peer);
   usage.recvPeers = usage.sendPeers;
   usage.resources = static_cast<int>(2 * usage.sendPeers.size());
   usage.resourceKind = "pinned regions";

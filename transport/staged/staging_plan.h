@@ -29,7 +29,7 @@ namespace transport {
 
 // One lane's share of one slice on a connection.
 struct StagedTransfer {
-  uint32_t seq;    // the connection's slice number in this call
+  uint32_t seq;  // the connection's slice number in this call
   uint32_t lane;
   uint64_t bytes;  // may be 0
 };

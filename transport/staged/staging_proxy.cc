@@ -91,7 +91,8 @@ void StagingProxy::fail(collResult_t code, const std::string& message) {
   // The peers' proxies stop waiting for this rank's slices at once (a socket shut down, a
   // shared-memory failure word), not at their timeout.
   if (first)
-    for (Domain* carrier : args_.carriers) carrier->announceFailure(formatString("rank %d: %s", args_.rank, message.c_str()));
+    for (Domain* carrier : args_.carriers)
+      carrier->announceFailure(formatString("rank %d: %s", args_.rank, message.c_str()));
   wake_.notify_all();
   drained_.notify_all();
 }
@@ -106,8 +107,7 @@ void StagingProxy::drain(Deadline deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
   drained_.wait_until(lock, deadline, [this] { return idle_ || failure_ != collSuccess; });
   if (failure_ != collSuccess) throwError(failure_, "%s", failureMessage_.c_str());
-  if (!idle_)
-    throwError(collTimeout, "rank %d: staged device slices were still in flight at the deadline", args_.rank);
+  if (!idle_) throwError(collTimeout, "rank %d: staged device slices were still in flight at the deadline", args_.rank);
 }
 
 bool StagingProxy::takeQueued() {
@@ -135,7 +135,13 @@ StagingProxy::Round StagingProxy::progressLinks() {
       if (link.sendConnection == nullptr) link.sendConnection = link.where.carrier->sendConnection(link.where.peer);
       const StagedProgress p = link.sender.progress(*link.sendConnection);
       round.moved = round.moved || p == StagedProgress::kMoved;
-      round.waitsForPeer = round.waitsForPeer || p == StagedProgress::kWaitsForPeer;
+      if (p != StagedProgress::kWaitsForPeer) {
+        link.blockedSinceNs = 0;
+      } else if (link.blockedSinceNs == 0) {
+        link.blockedSinceNs = monotonicNs();
+      }
+    } else {
+      link.blockedSinceNs = 0;
     }
     if (!link.receiver.idle()) {
       if (link.recvConnection == nullptr) link.recvConnection = link.where.carrier->recvConnection(link.where.peer);
@@ -159,17 +165,14 @@ void StagingProxy::tellCarriers(ProgressDriver::Executor state) {
   for (ProgressDriver* driver : drivers_) driver->executorState(state);
 }
 
-void StagingProxy::checkSendTimeout(const Round& round, int64_t nowNs) {
-  if (round.moved || !round.waitsForPeer) {
-    waitingForPeerSinceNs_ = 0;
-    return;
-  }
-  if (waitingForPeerSinceNs_ == 0) waitingForPeerSinceNs_ = nowNs;
-  if (nowNs - waitingForPeerSinceNs_ > static_cast<int64_t>(args_.timeoutMs) * 1000000)
-    throwError(collTimeout,
-               "rank %d: staged device slices waited %d ms for a peer to take them (no frame went out): the receiving "
-               "rank stopped or is too slow",
-               args_.rank, args_.timeoutMs);
+void StagingProxy::checkSendTimeouts(int64_t nowNs) const {
+  const int64_t limitNs = static_cast<int64_t>(args_.timeoutMs) * 1000000;
+  for (const auto& link : links_)
+    if (link->blockedSinceNs != 0 && nowNs - link->blockedSinceNs > limitNs)
+      throwError(collTimeout,
+                 "rank %d: staged device slices for rank %d waited %d ms for it to take them (no frame went out): "
+                 "that rank stopped or is too slow",
+                 args_.rank, link->where.peer, args_.timeoutMs);
 }
 
 void StagingProxy::idleWait(int64_t sinceMoveNs) {
@@ -199,7 +202,7 @@ void StagingProxy::run() {
         lastHealthNs_ = now;
         checkHealth();
       }
-      checkSendTimeout(round, now);
+      checkSendTimeouts(now);
       if (round.moved || taken) lastMoveNs = now;
       if (round.busy) {
         if (!round.moved) idleWait(now - lastMoveNs);

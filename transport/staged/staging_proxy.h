@@ -46,21 +46,21 @@ namespace transport {
 
 struct StagedLink {
   int peer = -1;
-  Domain* carrier = nullptr;     // the host domain that reaches the peer
-  char* sendRegion = nullptr;    // host views of the pinned regions (staged_domain.h)
+  Domain* carrier = nullptr;   // the host domain that reaches the peer
+  char* sendRegion = nullptr;  // host views of the pinned regions (staged_domain.h)
   char* recvRegion = nullptr;
 };
 
 struct StagingProxyArgs {
   int rank = 0;
-  std::vector<StagedLink> links;       // one per staged peer (not this rank itself)
-  std::vector<Domain*> carriers;       // every host domain the links use
+  std::vector<StagedLink> links;  // one per staged peer (not this rank itself)
+  std::vector<Domain*> carriers;  // every host domain the links use
   StagingLayout layout{};
-  size_t frameBytes = 0;               // the carriers' slot size
-  Doorbell* bell = nullptr;            // the carriers ring it
+  size_t frameBytes = 0;                   // the carriers' slot size
+  Doorbell* bell = nullptr;                // the carriers ring it
   device::DeviceStatus* status = nullptr;  // host view of the kernels' status word
   int timeoutMs = 300000;
-  int64_t spinNs = 100000;             // how long to spin after a move before sleeping
+  int64_t spinNs = 100000;  // how long to spin after a move before sleeping
 };
 
 class StagingProxy {
@@ -90,6 +90,7 @@ class StagingProxy {
     StagedReceiver receiver;
     SendConnection* sendConnection = nullptr;  // asked for at first use (domain.h's lazy contract)
     RecvConnection* recvConnection = nullptr;
+    int64_t blockedSinceNs = 0;  // the sender holds posted slices and its host FIFO is full since
   };
   struct Queued {
     size_t link;
@@ -98,8 +99,7 @@ class StagingProxy {
   };
   struct Round {
     bool moved = false;
-    bool waitsForPeer = false;  // a sender holds posted slices and the host connection is full
-    bool busy = false;          // something is left to move
+    bool busy = false;  // something is left to move
   };
 
   void run();
@@ -108,7 +108,7 @@ class StagingProxy {
   void checkHealth();
   void tellCarriers(ProgressDriver::Executor state);
   void idleWait(int64_t sinceMoveNs);
-  void checkSendTimeout(const Round& round, int64_t nowNs);
+  void checkSendTimeouts(int64_t nowNs) const;
 
   StagingProxyArgs args_;
   std::vector<std::unique_ptr<Link>> links_;
@@ -126,7 +126,6 @@ class StagingProxy {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> calls_{0};
   int64_t lastHealthNs_ = 0;
-  int64_t waitingForPeerSinceNs_ = 0;
   std::thread thread_;
 };
 
