@@ -141,6 +141,8 @@ class Communicator : public ConnectionSource {
   // engineFor's answer for a CUDA stream: refused without a usable GPU, else deviceEngineFor.
   Engine& streamEngineFor(collStream_t stream);
   void setupDevice(int device, const transport::Routes& routes);
+  // The channels the device kernels use: one device domain's, with the others' ranks adopted.
+  transport::DeviceChannels* joinDeviceChannels(const transport::Routes& routes);
   void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();

@@ -167,6 +167,7 @@ void Communicator::setupTransports() {
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;
   transportSettings_.jobSecret = store_->secret();
+  transportSettings_.transports = params_.transports;
   // Every rank chooses from the same table, settings and peer descriptions: a pair that no
   // transport connects is refused on every rank alike, and all agree on which domains exist.
   routes_ = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kHost);

@@ -87,6 +87,8 @@ struct TransportSettings {
   std::string rendezvousAddress;       // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;              // bounds setup and the flush of pending sends at destruction
   int device = -1;                     // this rank's GPU, for device-memory transports
+  // COLL_TRANSPORTS: the staged transport routes its slices over the host transports it selects.
+  std::string transports;
   // The job's secret (the rendezvous store's): the socket transport's connections prove it.
   std::array<uint8_t, 32> jobSecret{};
 };

@@ -22,6 +22,9 @@ int ceilLog2(int n);
 // uses (equal on every rank), and what each kind of link costs: sockets whenever some pair talks
 // over them (a lock-step plan goes at its slowest link's pace), else verbs. Sets localLink too.
 void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, const LinkCosts& costs);
+// A network hop for device memory staged through pinned host memory: the network's latency plus
+// the staging's, at the slower of the two rates (the proxy pipelines slices, so the two overlap).
+LinkCost stagedLink(const LinkCost& network, const LinkCost& staging);
 // The network's link when some pair of ranks crosses it, else shared memory's.
 const LinkCost& slowestLink(const PlanContext& ctx);
 // The call's count in bytes (per rank, per block for gather-like calls).
