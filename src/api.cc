@@ -201,6 +201,13 @@ COLL_API collResult_t collGetUniqueId(collUniqueId* uniqueId) {
   });
 }
 
+COLL_API collResult_t collUniqueIdRelease(const collUniqueId* uniqueId) {
+  return coll::guarded("collUniqueIdRelease", [&] {
+    if (uniqueId == nullptr) coll::throwError(collInvalidArgument, "collUniqueIdRelease: uniqueId is NULL");
+    coll::bootstrap::releaseUniqueId(*uniqueId);
+  });
+}
+
 COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collUniqueId commId, int rank,
                                              collConfig_t* config) {
   return coll::guarded("collCommInitRank", [&] {

@@ -158,6 +158,9 @@ class Communicator : public ConnectionSource {
   int pendingSender();
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
+  // For a timeout's message: the ranks that did not begin this rank's collective, or stopped
+  // moving in it, as far as the transports can see ("" when none can tell).
+  std::string describeStall() const;
   void checkConsistency(const CollCall& call);
 
   uint64_t id_;

@@ -3,15 +3,34 @@
 // device kernels asked to stop), so that they stop waiting for this rank at once. Waits check
 // the peers' health through every transport; the engines report what they learn later (a device
 // kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses.
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/logging.h"
 #include "src/comm.h"
 
 namespace coll {
+namespace {
+
+// A waiting rank looks at its peers about once a millisecond: a peer in the call that has not
+// looked for this long (or half the timeout, if shorter) is not waiting but stopped or stuck.
+constexpr int64_t kStallQuietNs = 1000000000;
+
+}  // namespace
 
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
   for (const auto& domain : domains_) domain->checkPeers();
+}
+
+std::string Communicator::describeStall() const {
+  const int64_t quietNs = std::min<int64_t>(kStallQuietNs, static_cast<int64_t>(options_.timeoutMs) * 500000);
+  std::string blame;
+  for (const auto& domain : domains_) {
+    const std::string seen = domain->describeStall(callCount_, quietNs);
+    if (!seen.empty()) blame += (blame.empty() ? "" : "; ") + seen;
+  }
+  return blame;
 }
 
 void Communicator::markFailed(collResult_t code, const std::string& message) {

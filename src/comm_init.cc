@@ -289,6 +289,7 @@ void Communicator::startEngines() {
   }
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };
+  args.describeStall = [this] { return describeStall(); };
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));
   std::string transports;
   for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());

@@ -24,6 +24,8 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
   try {
     if (params_.checkConsistency) checkConsistency(call);
     ++callCount_;
+    // Where the peers can read it (the doorbell's line), for their timeouts (describeStall).
+    bell_->activity.collectivesBegun.store(callCount_, std::memory_order_relaxed);
     engine.run(call, stream);
   } catch (const CollError& e) {
     if (e.code() != collInvalidArgument && e.code() != collInvalidUsage) markFailed(e.code(), e.what());

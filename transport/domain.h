@@ -153,6 +153,15 @@ class Domain {
   // This rank failed (an error, or collCommAbort): tell the members at once, so that they stop
   // waiting for it instead of timing out.
   virtual void announceFailure(const std::string& reason) = 0;
+  // For a timeout's message, called once when a wait of this rank's collective number
+  // `collective` (from 1) times out: the members that, as far as this domain can see, have not
+  // begun that collective, or have begun it and not waited on anything for `quietNs` (stopped or
+  // stuck), named with why; "" when it sees none (the default: it cannot tell).
+  virtual std::string describeStall(uint64_t collective, int64_t quietNs) const {
+    (void)collective;
+    (void)quietNs;
+    return "";
+  }
 
   // Progress: a transport whose bytes someone must move (sockets) returns its driver; the
   // executor pumps it while it waits and hands it back while it sleeps.

@@ -25,13 +25,24 @@
 namespace coll {
 namespace transport {
 
+// What the doorbell's owner is doing, for its peers' timeout messages (docs/errors.md): written by
+// the owner alone, on a line of its own (a relaxed store per collective, and one per look at its
+// peers while it sleeps), read by a peer only when that peer's wait times out. A peer that has not
+// begun the call, or has begun it and no longer waits on anything (stopped, stuck), is the one to
+// name, not whichever rank happened to time out first.
+struct alignas(64) RankActivity {
+  std::atomic<uint64_t> collectivesBegun{0};  // this communicator's collective calls begun
+  std::atomic<int64_t> waitingAtNs{0};        // monotonicNs() at its last look while it waited
+};
+
 struct alignas(64) Doorbell {
   std::atomic<uint32_t> seq{0};
   char padSeq[60];
   std::atomic<uint32_t> sleeping{0};
   char padSleeping[60];
+  RankActivity activity;
 };
-static_assert(sizeof(Doorbell) == 128, "doorbell fields sit on separate cache lines");
+static_assert(sizeof(Doorbell) == 192, "doorbell fields sit on separate cache lines");
 
 // Wakes the owner whether or not it announced sleep (abort, errors).
 void forceRingDoorbell(Doorbell* bell);

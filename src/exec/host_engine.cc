@@ -12,7 +12,8 @@ HostEngine::HostEngine(HostEngineArgs args)
     : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
 
 ProgressWaiter HostEngine::makeWaiter(const char* what) const {
-  return ProgressWaiter(args_.bell, args_.spinNs, args_.healthCheck, what, args_.timeoutMs, args_.drivers);
+  return ProgressWaiter(args_.bell, args_.spinNs, args_.healthCheck, args_.describeStall, what, args_.timeoutMs,
+                        args_.drivers);
 }
 
 NativeRunner& HostEngine::native(Algo algo) {

@@ -49,6 +49,8 @@ struct HostEngineArgs {
   bool pointToPointRankZeroChooses = false;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
+  // For a timeout's message: the peers that did not begin the call or stopped moving ("" if none seen).
+  std::function<std::string()> describeStall;
 };
 
 class HostEngine : public Engine {
