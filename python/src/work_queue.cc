@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "library_call.h"
@@ -111,7 +112,17 @@ LiveQueues& liveQueues() {
   return live;
 }
 
+std::atomic<uint64_t> batchesRunByCaller{0};
+std::atomic<uint64_t> batchesRunByWorker{0};
+
 }  // namespace
+
+WorkQueue::RunCounts WorkQueue::runCounts() {
+  RunCounts counts;
+  counts.byCaller = batchesRunByCaller.load(std::memory_order_relaxed);
+  counts.byWorker = batchesRunByWorker.load(std::memory_order_relaxed);
+  return counts;
+}
 
 std::shared_ptr<WorkQueue> WorkQueue::create() {
   std::shared_ptr<WorkQueue> queue(new WorkQueue());
@@ -194,6 +205,7 @@ void WorkQueue::runThrough(uint64_t sequence) {
     running_ = true;
     lock.unlock();
     gil.release();
+    batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
     runTaken(batch, false);
     lock.lock();
   }
@@ -298,6 +310,7 @@ void WorkQueue::workerLoop() {
       aborted = aborted_;
       running_ = true;
     }
+    batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
     runTaken(batch, aborted);
     // The worker runs calls because their callers did not (asynchronous calls): it takes what
     // they queued meanwhile without leaving it to them for another tick.

@@ -87,6 +87,14 @@ class WorkQueue {
   // the library call in flight, if any). Idempotent.
   void abort(const std::function<void()>& abortLibrary);
 
+  // How many batches, process-wide so far, ran on the thread that waited for them and how many
+  // the worker ran: tests tell whether the small-call path is taken without timing anything.
+  struct RunCounts {
+    uint64_t byCaller = 0;
+    uint64_t byWorker = 0;
+  };
+  static RunCounts runCounts();
+
  private:
   struct Entry {
     QueuedCall call;
