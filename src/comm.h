@@ -23,6 +23,7 @@
 
 #include "bootstrap/rank_exchange.h"
 #include "bootstrap/store.h"
+#include "common/error.h"
 #include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
 #include "src/exec/engine.h"
@@ -158,6 +159,12 @@ class Communicator : public ConnectionSource {
   int pendingSender();
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
+  // A call failed with `error`: records the failure (markFailed) and throws. A mismatch of calls
+  // between ranks (src/call_tag.h) has its message left in the store for peers across the network,
+  // and a failure learned from a closed connection takes such a message where a peer left one.
+  [[noreturn]] void failCall(const CollError& error);
+  void shareMismatch(const std::string& message);
+  std::string sharedMismatch();  // "" when no rank left one
   void checkConsistency(const CollCall& call);
 
   uint64_t id_;

@@ -26,8 +26,8 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
     ++callCount_;
     engine.run(call, stream);
   } catch (const CollError& e) {
-    if (e.code() != collInvalidArgument && e.code() != collInvalidUsage) markFailed(e.code(), e.what());
-    throw;
+    if (e.code() == collInvalidArgument || e.code() == collInvalidUsage) throw;
+    failCall(e);
   }
 }
 
@@ -39,8 +39,7 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStrea
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {
-    markFailed(e.code(), e.what());
-    throw;
+    failCall(e);
   }
 }
 

@@ -7,9 +7,12 @@
 #include "common/enum_bits.h"
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace {
+
+static_assert(kMaxBufferBits <= kCallTagSizeBits, "a call tag holds every count and byte size validation lets through");
 
 bool isReduction(CollType t) {
   return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;

@@ -9,7 +9,7 @@ namespace coll {
 
 // No buffer reaches 2^kMaxBufferBits bytes: it would not fit in any 64-bit Linux address space.
 // Validation refuses a call whose buffers would run past the end of the address space, so every
-// count and byte size a call carries stays below this.
+// count and byte size a call carries stays below this (src/call_tag.h relies on it).
 constexpr int kMaxBufferBits = 56;
 
 // Checks a call's datatype, op, root or peer, count overflow and fit in the address space,
