@@ -23,6 +23,7 @@
 
 #include "bootstrap/rank_exchange.h"
 #include "bootstrap/store.h"
+#include "common/error.h"
 #include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
 #include "src/exec/engine.h"
@@ -161,6 +162,12 @@ class Communicator : public ConnectionSource {
   // For a timeout's message: the ranks that did not begin this rank's collective, or stopped
   // moving in it, as far as the transports can see ("" when none can tell).
   std::string describeStall() const;
+  // A call failed with `error`: records the failure (markFailed) and throws. A mismatch of calls
+  // between ranks (src/call_tag.h) has its message left in the store for peers across the network,
+  // and a failure learned from a closed connection takes such a message where a peer left one.
+  [[noreturn]] void failCall(const CollError& error);
+  void shareMismatch(const std::string& message);
+  std::string sharedMismatch();  // "" when no rank left one
   void checkConsistency(const CollCall& call);
 
   uint64_t id_;

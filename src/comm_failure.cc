@@ -2,11 +2,14 @@
 // transport announces it to the peers (a shared-memory flag with the reason, sockets shut down,
 // device kernels asked to stop), so that they stop waiting for this rank at once. Waits check
 // the peers' health through every transport; the engines report what they learn later (a device
-// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses.
+// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses. A
+// failure that names calls which differ between ranks (src/call_tag.h) also goes to the store,
+// where peers across sockets or verbs, which see only a connection close, read it.
 #include <algorithm>
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "src/call_tag.h"
 #include "src/comm.h"
 
 namespace coll {
@@ -16,7 +19,50 @@ namespace {
 // looked for this long (or half the timeout, if shorter) is not waiting but stopped or stuck.
 constexpr int64_t kStallQuietNs = 1000000000;
 
+// Where a communicator's ranks leave the message of a mismatch (src/call_tag.h), in its store.
+constexpr const char* kMismatchKey = "failure/mismatch";
+
 }  // namespace
+
+void Communicator::failCall(const CollError& error) {
+  const bool mismatch = dynamic_cast<const CallMismatchError*>(&error) != nullptr;
+  std::string message = error.what();
+  // Shared memory carries a failed peer's message to its peers; sockets and verbs carry only the
+  // failure (a connection closes). A peer across them reads a mismatch's message from the store.
+  const bool overTheNetwork = localMemory_ == nullptr;
+  if (overTheNetwork && !mismatch && error.code() == collRemoteError) {
+    const std::string shared = sharedMismatch();
+    if (!shared.empty()) message = formatString("%s (this rank saw: %s)", shared.c_str(), error.what());
+  }
+  // The rank that found the mismatch leaves its message; the ones that learn of it find it there.
+  if (overTheNetwork && mismatch) shareMismatch(formatString("rank %d: %s", rank_, message.c_str()));
+  const bool namesCalls = mismatch || message != error.what();
+  markFailed(error.code(), message);
+  if (!namesCalls) throw error;
+  CallMismatchError failure(error.code(), message);
+  failure.setCommunicator(error.communicator());
+  throw failure;
+}
+
+void Communicator::shareMismatch(const std::string& message) {
+  // Before the domains tell the peers (markFailed): a peer that learns of the failure then finds
+  // the message already here. A store that cannot take it leaves the peers the bare failure.
+  try {
+    store_->set(kMismatchKey, bootstrap::Bytes(message.begin(), message.end()));
+  } catch (const CollError& e) {
+    COLL_INFO(kColl, "rank %d could not leave its failure's message in the store: %s", rank_, e.what());
+  }
+}
+
+std::string Communicator::sharedMismatch() {
+  // A deadline of now: the store answers at once, with the message or without it.
+  try {
+    const bootstrap::Bytes value = store_->get(kMismatchKey, Clock::now());
+    return std::string(value.begin(), value.end());
+  } catch (const CollError&) {
+    return "";
+  }
+}
 
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");

@@ -28,8 +28,8 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
     bell_->activity.collectivesBegun.store(callCount_, std::memory_order_relaxed);
     engine.run(call, stream);
   } catch (const CollError& e) {
-    if (e.code() != collInvalidArgument && e.code() != collInvalidUsage) markFailed(e.code(), e.what());
-    throw;
+    if (e.code() == collInvalidArgument || e.code() == collInvalidUsage) throw;
+    failCall(e);
   }
 }
 
@@ -41,8 +41,7 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStrea
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {
-    markFailed(e.code(), e.what());
-    throw;
+    failCall(e);
   }
 }
 

@@ -15,12 +15,17 @@ namespace coll {
 namespace transport {
 
 // A call as the host side of the channels sees it: the steps lowered for this rank, and how they
-// are cut into slices (kernels/cuda/device_step.h).
+// are cut into slices (kernels/cuda/device_step.h), and the call's tag (src/call_tag.h), which
+// every frame a host connection carries for it holds (transport.h): 0 for a group of sends and
+// receives, whose frames are checked by their sizes alone. describeTag, where given, puts a tag in
+// words for the message of a frame of another call.
 struct CallShape {
   const device::DeviceStep* steps = nullptr;
   uint32_t nsteps = 0;
   uint32_t elemSize = 1;
   device::ChannelGeometry geometry = device::kSimpleGeometry;
+  uint64_t tag = 0;
+  std::string (*describeTag)(uint64_t tag) = nullptr;
 };
 
 collResult_t deviceStatusError(const volatile device::DeviceStatus* status, int rank, std::string* message);

@@ -11,6 +11,12 @@
 // A broadcast's or scatter's root in place writes a share of the others' outputs meanwhile. A
 // last handshake keeps every rank in the call until no peer still reads or writes its buffers.
 //
+// Each rank's offer carries its call's tag (src/call_tag.h). No rank reads or writes a peer's
+// buffer before it has checked every peer's tag against its own: ranks whose counts or datatypes
+// differ all fail at that point, naming both, and nothing is copied (a gather's rank that wrote
+// its block by its own count, or a broadcast's root that wrote by its own, would write past a
+// smaller buffer).
+//
 // Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
 // every byte read from a peer is its user buffer, read once. That matters most when the two
 // cores do not share a cache (and it is what Open MPI's CMA single-copy path does, too).
@@ -35,6 +41,9 @@ class DirectRead : public NativeRunner {
  private:
   enum class Stage { kPosted, kReduced, kDone };
   void publish(uint64_t seq, const CollCall& call);
+  // Throws when a peer's offer is for another call than this rank's (a count or datatype that
+  // differs): after every offer is posted, before anything is copied.
+  void checkOffers(const CollCall& call) const;
   void announce(Stage stage, uint64_t seq);
   void waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter);
   // ThreadSanitizer builds only (common/sanitizer_sync.h): the flag hand-offs, named on the

@@ -6,6 +6,7 @@
 #include "common/cuda_check.h"
 #include "common/cuda_device.h"
 #include "common/logging.h"
+#include "src/call_tag.h"
 
 namespace coll {
 
@@ -34,7 +35,7 @@ DeviceEngine::~DeviceEngine() {
 }
 
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
-                           void* recvbuff, collStream_t stream) {
+                           void* recvbuff, collStream_t stream, uint64_t tag) {
   if (program.direct ? program.count == 0 : program.launches.empty()) return;
   // The caller's thread may have another device current (a stream of ours can be used from
   // anywhere): launch with ours, and give the caller's back.
@@ -66,7 +67,8 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
     view.avgDivisor = program.avgDivisor;
     // Staged channels plan the call's slices before its kernels can post the first one.
     channels_.beginCall(transport::CallShape{program.steps.data(), static_cast<uint32_t>(program.steps.size()),
-                                             static_cast<uint32_t>(program.elemSize), program.geometry});
+                                             static_cast<uint32_t>(program.elemSize), program.geometry, tag,
+                                             &describeCallTag});
     launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
   }
   COLL_CUDACHECK(
@@ -76,7 +78,8 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
   if (call.count == 0 && call.type != CollType::kBarrier) return;
-  enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream);
+  enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
+          collectiveTagOf(call));
 }
 
 void DeviceEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {

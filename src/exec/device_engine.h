@@ -42,8 +42,10 @@ class DeviceEngine : public Engine {
   void drain(Deadline deadline) override;
 
   // Enqueues a program planned elsewhere (the GPU tests plan with their own protocol choices).
+  // tag: the call's (src/call_tag.h), which staged frames carry; 0 for a group of sends and
+  // receives, or a program of no single call.
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
-               collStream_t stream);
+               collStream_t stream, uint64_t tag = 0);
 
  private:
   void releaseStreamWaits();

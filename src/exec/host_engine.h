@@ -14,6 +14,7 @@
 #include "src/algorithms/plan_context.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
+#include "src/exec/peer_calls.h"
 #include "src/exec/progress.h"
 #include "src/plan/planner.h"
 #include "src/plan/tuner.h"
@@ -64,8 +65,9 @@ class HostEngine : public Engine {
   void waitUntil(const char* what, const std::function<bool()>& ready);
 
  private:
-  // A waiter for one call (its deadline starts at its first wait).
-  ProgressWaiter makeWaiter(const char* what) const;
+  // A waiter for one call (its deadline starts at its first wait); a collective's also compares
+  // the peers' call records when it waits long (peer_calls.h).
+  ProgressWaiter makeWaiter(const char* what, bool collective) const;
   void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   NativeRunner& native(Algo algo);
   // planCall's answer, kept per collective for the last call's count and element size: a training
@@ -88,6 +90,10 @@ class HostEngine : public Engine {
   };
 
   HostEngineArgs args_;
+  // Where every rank shares this host's memory: the records of which call each rank runs, and
+  // the health check of a collective's waits, which compares them.
+  std::unique_ptr<PeerCalls> peerCalls_;
+  std::function<void()> collectiveHealthCheck_;
   KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
 
   // What a schedule row's schedule depends on besides the rank and the communicator. The default

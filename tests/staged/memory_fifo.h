@@ -13,16 +13,21 @@ namespace staging_test {
 
 class MemoryFifo final : public transport::SendConnection, public transport::RecvConnection {
  public:
-  MemoryFifo(int depth, size_t slotBytes) : depth_(depth), slotBytes_(slotBytes), slots_(depth), sizes_(depth) {
+  MemoryFifo(int depth, size_t slotBytes)
+      : depth_(depth), slotBytes_(slotBytes), slots_(depth), sizes_(depth), tags_(depth) {
     for (auto& slot : slots_) slot.resize(slotBytes);
   }
   void* tryAcquire() override { return posted_ - released_ < static_cast<size_t>(depth_) ? slot(posted_) : nullptr; }
-  void post(size_t bytes) override { sizes_[posted_++ % depth_] = bytes; }
+  void post(size_t bytes, uint64_t tag) override {
+    tags_[posted_ % depth_] = tag;
+    sizes_[posted_++ % depth_] = bytes;
+  }
   size_t slotBytes() const override { return slotBytes_; }
   int depth() const override { return depth_; }
-  const void* tryPeek(size_t* bytes) override {
+  const void* tryPeek(size_t* bytes, uint64_t* tag) override {
     if (released_ == posted_) return nullptr;
     *bytes = sizes_[released_ % depth_];
+    *tag = tags_[released_ % depth_];
     return slot(released_);
   }
   void release() override { ++released_; }
@@ -34,6 +39,7 @@ class MemoryFifo final : public transport::SendConnection, public transport::Rec
   size_t slotBytes_;
   std::vector<std::vector<char>> slots_;
   std::vector<size_t> sizes_;
+  std::vector<uint64_t> tags_;
   size_t posted_ = 0;
   size_t released_ = 0;
 };

@@ -7,6 +7,7 @@
 #include "bootstrap/bootstrap_ops.h"
 #include "bootstrap/memory_store.h"
 #include "common/error.h"
+#include "src/call_tag.h"
 #include "tests/staged/host_kernel.h"
 #include "transport/transport_table.h"
 #include "transport/verbs/verbs_domain.h"
@@ -76,10 +77,13 @@ size_t StagedRank::enqueue(const StagedCase& c) {
   auto call = std::make_unique<Call>();
   call->c = c;
   call->buffers = buffersFor(c, rank_);
-  call->program = programFor(c, callFor(c, call->buffers), rank_, nullptr);
+  const CollCall collCall = callFor(c, call->buffers);
+  call->program = programFor(c, collCall, rank_, nullptr);
   const DeviceProgram& p = call->program;
+  // As the device engine does: the call's tag on every frame (src/call_tag.h).
   domain_->beginCall(transport::CallShape{p.steps.data(), static_cast<uint32_t>(p.steps.size()),
-                                          static_cast<uint32_t>(p.elemSize), p.geometry});
+                                          static_cast<uint32_t>(p.elemSize), p.geometry, collectiveTagOf(collCall),
+                                          &describeCallTag});
   calls_.push_back(std::move(call));
   return calls_.size() - 1;
 }

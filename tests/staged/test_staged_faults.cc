@@ -106,9 +106,9 @@ TEST(StagedFaults, APeerThatTakesNoFramesTimesTheSenderOut) {
   ASSERT_TRUE(failures.empty()) << failures.front();
 }
 
-// Rank 1 plans a hundred times the count rank 0 does: the first frame of another size fails the
-// receiver naming its peer, before a byte of it lands, and both ranks' kernels stop with errors.
-// (Counts whose frames happen to match for a while run until the kernels' waits time out.)
+// Rank 1 plans a hundred times the count rank 0 does: the first frame, of another call's tag
+// (src/call_tag.h), fails the receiver naming its peer, before a byte of it lands, and both ranks'
+// kernels stop with errors.
 TEST(StagedFaults, PeersThatPlannedDifferentCallsFailNamingThePeer) {
   const auto failures = runStagedThreads(2, StagedRankOptions{}, [](StagedRank& me, int r) -> std::string {
     StagedCase c = largeAllReduce(2);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "src/call_tag.h"
 #include "src/plan/device_program.h"
 #include "tests/staged/host_kernel.h"
 #include "tests/staged/memory_fifo.h"
@@ -316,13 +317,50 @@ TEST(StagedReceiver, AFrameOfAnotherSizeFailsNamingThePeer) {
   MemoryFifo fifo(kFifoDepth, kFrameBytes);
   char* slot = static_cast<char*>(fifo.tryAcquire());
   std::fill(slot, slot + kFrameBytes, 'x');
-  fifo.post(kFrameBytes);  // 10 floats on 2 ranks: no frame of the plan has more than 40 bytes
+  fifo.post(kFrameBytes, 0);  // 10 floats on 2 ranks: no frame of the plan has more than 40 bytes
   try {
     receiver.progress(fifo);
     ADD_FAILURE() << "a frame of the wrong size was taken";
   } catch (const CollError& e) {
     EXPECT_EQ(e.code(), collRemoteError);
     EXPECT_NE(std::string(e.what()).find("staging from rank 0"), std::string::npos) << e.what();
+  }
+  for (char byte : region) ASSERT_EQ(byte, 0);
+}
+
+// A frame of another call (the sender's count or datatype differs: its tag, src/call_tag.h) fails
+// naming both calls, even when its size is the one the plan expects, and writes nothing into the
+// slots: by size alone it would have been taken, and the counts told apart only when a later
+// frame's size differed, if ever.
+TEST(StagedReceiver, AFrameOfAnotherCallFailsEvenWithTheExpectedSize) {
+  StagedCase c;
+  c.count = 10;
+  RankBuffers b = buffersFor(c, 1);
+  const CollCall call = callFor(c, b);
+  const DeviceProgram p = programFor(c, call, 1, nullptr);
+  transport::CallShape shape = shapeOf(p);
+  shape.tag = collectiveTagOf(call);
+  shape.describeTag = &describeCallTag;
+  const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
+  std::vector<char> region(layout.regionBytes(), 0);
+  transport::StagedReceiver receiver(0, region.data(), layout);
+  const ConnectionPlan plan = transport::planConnection(shape, 0, StagedDirection::kReceive, kFrameBytes);
+  ASSERT_FALSE(plan.frames.empty());
+  receiver.enqueue(plan);
+  MemoryFifo fifo(kFifoDepth, kFrameBytes);
+  char* slot = static_cast<char*>(fifo.tryAcquire());
+  const size_t bytes = plan.frames.front().bytes;
+  std::fill(slot, slot + bytes, 'x');
+  CollCall twice = call;
+  twice.count = 2 * call.count;
+  fifo.post(bytes, collectiveTagOf(twice));
+  try {
+    receiver.progress(fifo);
+    ADD_FAILURE() << "a frame of another call was taken";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collRemoteError);
+    for (const char* words : {"staging from rank 0", "count 20 of float", "count 10 of float"})
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << words << " not in: " << e.what();
   }
   for (char byte : region) ASSERT_EQ(byte, 0);
 }

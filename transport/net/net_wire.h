@@ -11,8 +11,9 @@
 //       listener: NetChallenge  a fresh nonce, and its proof: HMAC(key, "listener", hello, nonce)
 //       dialler:  checks that proof, then NetProof: HMAC(key, "dialler", hello, nonce)
 //     where key = HMAC(job secret, label) (netConnectionKey);
-//   - frames: a 16-byte header (NetFrameHeader), `lead` zero bytes, for data the payload of one
-//     FIFO slot, and `trail` zero bytes (both fewer than 64; see NetFrameHeader for why).
+//   - frames: a 24-byte header (NetFrameHeader: kind, sequence number, length, padding and the
+//     slot's tag), `lead` zero bytes, for data the payload of one FIFO slot, and `trail` zero
+//     bytes (both fewer than 64; see NetFrameHeader for why).
 #pragma once
 
 #include <cstddef>
@@ -81,8 +82,11 @@ struct NetFrameHeader {
   uint8_t lead = 0;    // zero bytes between the header and the payload (< kNetFrameAlign)
   uint8_t trail = 0;   // zero bytes after the payload (< kNetFrameAlign)
   uint16_t reserved = 0;
+  // The slot's tag (transport.h): the receiver checks it before the payload lands anywhere but
+  // its slot. Opaque here; 0 in a closing frame.
+  uint64_t tag = 0;
 };
-static_assert(sizeof(NetFrameHeader) == 16, "NetFrameHeader is a fixed-size record");
+static_assert(sizeof(NetFrameHeader) == 24, "NetFrameHeader is a fixed-size record");
 constexpr size_t kNetFrameAlign = 64;
 // Payloads from this size on get a lead; below it the copy is too short to gain, and `trail`
 // alone keeps the frames that follow aligned.

@@ -174,15 +174,16 @@ ShmRankHeader* ShmDomain::headerOf(int rank) const {
   return headers_[local];
 }
 
-size_t ShmDomain::fifoAreaOffset() const { return kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096); }
+size_t ShmDomain::oneshotStride() const { return roundUp(oneshotBytes_ + kOneshotTrailerRoom, 4096); }
+
+size_t ShmDomain::fifoAreaOffset() const { return kHeaderBytes + 2 * oneshotStride(); }
 
 size_t ShmDomain::fifoStride() const { return roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096); }
 
 size_t ShmDomain::segmentBytes() const { return fifoAreaOffset() + fifoStride() * (localRanks_.size() - 1); }
 
 uint8_t* ShmDomain::oneshotBuffer(int rank, int which) const {
-  return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes +
-         static_cast<size_t>(which) * roundUp(oneshotBytes_, 4096);
+  return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes + static_cast<size_t>(which) * oneshotStride();
 }
 
 // No one initialises a FIFO: its pages come from the kernel zero-filled when the first end

@@ -17,6 +17,11 @@ uint32_t loadFlag(const uint32_t* flag) { return __atomic_load_n(flag, __ATOMIC_
 void storeFlag(uint32_t* flag, uint32_t value) { __atomic_store_n(flag, value, __ATOMIC_RELEASE); }
 bool lastPieceOf(const FramePiece& piece, const StagedTransfer& t) { return piece.offset + piece.bytes == t.bytes; }
 
+std::string describe(const ConnectionPlan& plan, uint64_t tag) {
+  if (plan.describeTag != nullptr) return plan.describeTag(tag);
+  return formatString("the call of tag 0x%016llx", static_cast<unsigned long long>(tag));
+}
+
 }  // namespace
 
 const StagedFrame* PlanQueue::next(const ConnectionPlan** plan) {
@@ -60,13 +65,21 @@ StagedProgress StagedSender::progress(SendConnection& connection) {
         kernels::copyBytes(slot, slotOf(region_, layout_, plan->transfers[piece.transfer]) + piece.offset, piece.bytes);
         slot += piece.bytes;
       }
-      connection.post(frame.bytes);
+      connection.post(frame.bytes, plan->tag);
     }
     handBack(*plan, frame);
     plans_.advance();
     result = StagedProgress::kMoved;
   }
   return result;
+}
+
+void StagedReceiver::throwFrameOfAnotherCall(const ConnectionPlan& plan, uint64_t tag) const {
+  // Before a byte of it lands: another call's frame may have the size this rank expects.
+  throwError(collRemoteError,
+             "staging from rank %d: it sent a frame of %s where this rank runs %s: every rank must pass the same "
+             "count and datatype (COLL_CHECK=1 names the first rank that differs)",
+             peer_, describe(plan, tag).c_str(), describe(plan, plan.tag).c_str());
 }
 
 bool StagedReceiver::land(const ConnectionPlan& plan, const StagedFrame& frame, const char* data) {
@@ -91,8 +104,10 @@ StagedProgress StagedReceiver::progress(RecvConnection& connection) {
     const StagedFrame& frame = *next;
     if (frame.bytes > 0 && frameData_ == nullptr) {
       size_t bytes = 0;
-      frameData_ = static_cast<const char*>(connection.tryPeek(&bytes));
+      uint64_t tag = 0;
+      frameData_ = static_cast<const char*>(connection.tryPeek(&bytes, &tag));
       if (frameData_ == nullptr) return result == StagedProgress::kMoved ? result : StagedProgress::kWaitsForPeer;
+      if (tag != plan->tag) throwFrameOfAnotherCall(*plan, tag);
       if (bytes != frame.bytes) {
         const StagedTransfer& first = plan->transfers[plan->pieces[frame.firstPiece].transfer];
         throwError(collRemoteError,

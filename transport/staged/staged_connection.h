@@ -4,7 +4,7 @@
 //
 //   sender:   a frame's lanes posted by the kernel (ready flag 1) -> copied into a host slot,
 //             posted -> each lane whose last bytes went out is handed back (flag 0);
-//   receiver: a frame arrived (its size checked against the plan) -> each piece copied into its
+//   receiver: a frame arrived (its tag and size checked against the plan) -> each piece copied into its
 //             lane's slot once the kernel freed it (flag 0) -> a lane whose last bytes landed is
 //             marked full (flag 1) for the kernel.
 //
@@ -76,12 +76,14 @@ class StagedReceiver {
   // region: the host's view of the pinned region the kernels read what `peer` sends this rank.
   StagedReceiver(int peer, char* region, const StagingLayout& layout) : peer_(peer), region_(region), layout_(layout) {}
   void enqueue(ConnectionPlan plan) { plans_.push(std::move(plan)); }
-  // Throws CollError(collRemoteError) for a frame whose size differs from the plan's.
+  // Throws CollError(collRemoteError) for a frame of another call (its tag) or whose size differs
+  // from the plan's.
   StagedProgress progress(RecvConnection& connection);
   bool idle() const { return plans_.empty(); }
   int peer() const { return peer_; }
 
  private:
+  [[noreturn]] void throwFrameOfAnotherCall(const ConnectionPlan& plan, uint64_t tag) const;
   // Copies the frame's pieces from nextPiece_ on into free slots; false when a slot is not free.
   bool land(const ConnectionPlan& plan, const StagedFrame& frame, const char* data);
 

@@ -61,6 +61,8 @@ uint64_t ConnectionPlan::bytes() const {
 ConnectionPlan planConnection(const CallShape& call, int peer, StagedDirection direction, size_t frameBytes) {
   if (frameBytes == 0) throwError(collInternalError, "staging: a host connection with 0-byte slots");
   ConnectionPlan plan;
+  plan.tag = call.tag;
+  plan.describeTag = call.describeTag;
   const bool send = direction == StagedDirection::kSend;
   // Steps in order are the connection's slices in order (src/plan/device_program.cc numbers
   // them so), whatever batch or round they run in.

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/device_step.h"
@@ -51,6 +52,8 @@ struct ConnectionPlan {
   std::vector<StagedTransfer> transfers;
   std::vector<FramePiece> pieces;
   std::vector<StagedFrame> frames;
+  uint64_t tag = 0;  // the call's (CallShape): every frame goes out with it and must arrive with it
+  std::string (*describeTag)(uint64_t tag) = nullptr;
   bool empty() const { return transfers.empty(); }
   uint64_t bytes() const;
 };
