@@ -513,7 +513,7 @@ fi
 # kernels/cuda/direct_kernel.cuh; the planner's choice for them from 128 B), forced with
 # COLL_ALGO=allreduce:cma so that 8 B runs it too, and the ring forced beside it: last, so that a
 # failure of the newest kernel cannot take the budget of the rows above; its waits are bounded by
-# 5 s of no progress (calls take milliseconds here), so a broken meeting fails fast instead of for
+# 5 s of no progress (calls take milliseconds), so a broken meeting fails fast, not after
 # the whole step. The API checks (its epochs across back-to-back calls, graph replays, two
 # communicators, abort), every all-reduce case on threads, and the measurement against the ring.
 if ! chosen direct; then

@@ -9,9 +9,9 @@
 //
 // The ringer's full fence is the protocol's one cost on the fast path, and not a small one: it
 // waits until the store of the data has taken the line from the peer's cache (a cross-core
-// hand-off, ~40 ns here) before the ringer may go on, once per send and once per release (8-byte
-// send/receive between 2 ranks: 0.216 us a call with it, 0.199 us without). Where the kernel has
-// membarrier's global expedited command, the fence moves to the sleeper, the rare side: every
+// hand-off) before the ringer may go on, once per send and once per release (measurably slower
+// 8-byte calls: docs/performance.md, "Defaults, and the measurement behind each"). Where the kernel
+// has membarrier's global expedited command, the fence moves to the sleeper, the rare side: every
 // process that rings registers for the command and rings with a compiler barrier only, and the
 // sleeper, after raising `sleeping`, has the kernel run a full fence on every CPU that runs a
 // thread of a registered process (fenceAgainstRingers). A ringer's read of `sleeping` then either

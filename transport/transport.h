@@ -98,8 +98,9 @@ class RecvConnection {
   // in the transport instead of being read ahead into slots, so that they can land in place in
   // their own step or call. The executor asks it in a batch that also sends: there a frame read
   // ahead costs a copy on a rank that is busy; a rank that only receives reads ahead while the
-  // bytes are fresh (sockets, 2 ranks, 1 MiB: sendrecv 1.5x faster holding back, broadcast 10%
-  // slower). Transports that read nothing ahead ignore it.
+  // bytes are fresh (holding back on a rank that only receives measured slower:
+  // docs/performance.md, "What we tried and why it lost", "Sockets"). Transports that read nothing
+  // ahead ignore it.
   virtual bool acceptsLanding() const { return false; }
   virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater, uint64_t tag) {
     (void)destination, (void)totalBytes, (void)sliceBytes, (void)holdLater, (void)tag;

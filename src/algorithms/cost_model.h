@@ -15,7 +15,7 @@ namespace coll {
 // between cores, a pipeline step, and the rate at which one core streams bytes through its caches.
 constexpr double kOneshotLatencyUs = 0.5;
 constexpr double kStepLatencyUs = 1.5;
-constexpr double kCopyBytesPerUs = 10000.0;  // about 10 GB/s
+constexpr double kCopyBytesPerUs = 10000.0;  // bytes per microsecond
 
 int ceilLog2(int n);
 // Which network the inter-host hops take, from the kinds of network transport some pair of ranks

@@ -217,7 +217,7 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       break;
     case CollType::kGather:
       // Every other rank writes its block into the root's output, all at once: the root reading
-      // them one after another took 2x the FIFO's time.
+      // them one after another was slower than the FIFO.
       if (rank_ != call.root) writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
       break;
     case CollType::kScatter:

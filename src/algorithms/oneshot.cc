@@ -133,9 +133,9 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   Region region;
   if (fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
-    // takes it back once to write them. With a line per call, a 2-rank 8-byte gather took
-    // 0.17-0.25 us a call where a line took ~230 ns between the cores (0.08 us at ~50 ns), now
-    // 0.08-0.14 in both.
+    // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
+    // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
+    // in both (docs/performance.md, "Latency at 8 bytes").
     region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, waiter);
   } else if (fitsOn<InlineRing>(bytes)) {
     region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, waiter);

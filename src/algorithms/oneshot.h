@@ -7,18 +7,18 @@
 // A rank raises its flag to s once it has published call s's input and finished every read of call
 // s-1. It then waits only for the ranks whose input it reads: everyone for the all-to-all kinds and
 // a barrier, the root for a broadcast or scatter, nobody for a reduce's or gather's non-roots (and
-// nobody for a broadcast's root), so a rooted call does not hold every rank in step (4 ranks on 2
-// cores: an 8-byte broadcast took 3.3 us, as long as an all-reduce).
+// nobody for a broadcast's root), so a rooted call does not hold every rank in step (with 4 ranks
+// on 2 cores, an 8-byte broadcast that waited for everyone took as long as an all-reduce).
 //
 // Inputs of 9 to 56 bytes go on the line of the rank's area for call s (s modulo 512), with the
 // call's number as the line's stamp in place of the flag: a reader polls that one line and finds
 // the input there (transport::InlineInput), one cache-line transfer where the flag and a slot take
-// two (2 ranks, 8-byte all-reduce, while a line took ~30 ns between the cores: 0.23 -> 0.21 us,
-// medians of interleaved launches). Inputs of at most 8 bytes go four calls to a line instead
-// (transport::TinyInputs: a stamp and 8 bytes each, call s on entry s modulo 2048), so that a
-// rank behind reads one line per four calls. A rank stamps its line or entry for every inline
-// call, reading or not, so the stamps are flags too; before it reuses a line or an entry, every
-// peer has started a later call than its last one.
+// two (measured faster; docs/performance.md, "Choices in the code, and the measurement behind
+// each"). Inputs of at most 8 bytes go four calls to a line instead (transport::TinyInputs: a stamp
+// and 8 bytes each, call s on entry s modulo 2048), so that a rank behind reads one line per four
+// calls. A rank stamps its line or entry for every inline call, reading or not, so the stamps are
+// flags too; before it reuses a line or an entry, every peer has started a later call than its last
+// one.
 //
 // Where a larger call's input goes: a whole buffer for inputs above an eighth of one, alternating
 // between the two; smaller inputs take the next of 16 slots (each an eighth of a buffer) in turn,
@@ -151,10 +151,11 @@ class OneShot : public NativeRunner {
   // Where this call reads `rank`'s input: its own from the caller's buffer, not from the copy it
   // has just published. That copy's lines were last read by the peers, so its stores wait for the
   // lines to come back, and a load that the store buffer cannot serve (the kernels' wider or
-  // masked loads) waits with them (2 ranks, 8 B all-reduce: 0.222 -> 0.200 us). Where a
-  // reduction folds in several passes (reduceAll, more ranks than the kernel's sources), an
-  // output in place, which may be any part of the caller's input (reduce-scatter), is written
-  // before the last pass: there every input is read from the published copies.
+  // masked loads) waits with them (measured faster; docs/performance.md, "Choices in the code, and
+  // the measurement behind each"). Where a reduction folds in several passes (reduceAll, more ranks
+  // than the kernel's sources), an output in place, which may be any part of the caller's input
+  // (reduce-scatter), is written before the last pass: there every input is read from the published
+  // copies.
   const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
   // How often an inline or tiny call also raises the flag (publishStamped): a divisor of each
   // ring's calls, small enough that a rank ahead by a whole ring still finds the flag well past

@@ -28,7 +28,7 @@ const char* networkLinkKindName(NetworkLinkKind kind);
 // sockets from the measurements in docs/performance.md; verbs from what a 100 Gb/s InfiniBand or
 // RoCE port gives (about 3 us for a small RDMA write with its completion, about 12 GB/s): no RDMA
 // device was ever measured here, so these are the fabric's nominal figures, to be overridden where
-// one is.
+// one is. (design value)
 struct LinkCosts {
   LinkCost sharedMemory{1.5, 10000.0};
   LinkCost socket{8.0, 2000.0};

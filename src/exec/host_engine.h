@@ -36,17 +36,17 @@ struct HostEngineArgs {
   // shared-memory single-copy window) goes through the FIFO or by a single copy, whichever this
   // rank measured faster for its size (PlanTuner). Which wins depends on whether the ranks' cores
   // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
-  // ranks the FIFO took 53 us against Open MPI's single copy's 91 where they did, 197 against a
-  // single copy's 116 where they did not (docs/performance.md). 0: never measured, the window
-  // alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
+  // ranks the FIFO measured faster where they did and slower where they did not
+  // (docs/performance.md, "Defaults, and the measurement behind each"). 0: never measured, the
+  // window alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
   size_t pointToPointSingleCopyMax = 0;
   // Where the host's ranks outnumber its cores, rank 0 alone measures and every rank sends such
   // messages the way rank 0 does now (its NativeArea's largeSendPlans); without memory shared by
   // every rank, by single copy, unmeasured. Each rank measuring alone did not work there: a rank
-  // that tried single copies while its neighbours used the FIFO found them slow, and 4 ranks on 2
-  // cores at 256 KiB sendrecv took the FIFO for 50-80% of calls (74-92 us a call) when single
-  // copies took 43-52 us; yet where the cores share a cache the FIFO is the faster, 38 against 60
-  // us (docs/performance.md, fourteenth and fifteenth passes).
+  // that tried single copies while its neighbours used the FIFO found them slow, so 4 ranks on 2
+  // cores at 256 KiB sendrecv took the FIFO for many calls when single copies were the faster;
+  // yet where the cores share a cache the FIFO is the faster (docs/performance.md,
+  // "Choices in the code, and the measurement behind each").
   bool pointToPointRankZeroChooses = false;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
@@ -77,7 +77,7 @@ class HostEngine : public Engine {
   // The schedule of a schedule row, kept per collective for the last call it was built for: a
   // schedule depends on the call's shape (count, element size, root, whether the op averages) and
   // the plan, never on its buffers, and building it allocates and fills a vector of steps (a few
-  // percent of an 8-byte broadcast over sockets, about 5 us).
+  // percent of an 8-byte broadcast over sockets).
   const Schedule& scheduleFor(const CollCall& call, const Plan& plan);
 
   Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)

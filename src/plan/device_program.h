@@ -95,9 +95,8 @@ struct DeviceCallContext {
 Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry);
 // The smallest all-reduce the planner gives the direct kernel unasked. Measured on an H200 at 4
 // and 8 thread ranks (docs/performance.md, "Device memory on one H200"): from 128 B up the direct
-// kernel is ahead (at 128 MiB 2.9x the ring at 4 ranks, 2.5x at 8); at 8 B the ring's LL protocol
-// answers sooner (32.5 against 46.4 us at 4 ranks), its entry and exit meetings costing more than
-// LL's one flag per line.
+// kernel is ahead, by most at the largest sizes; at 8 B the ring's LL protocol answers sooner,
+// the direct kernel's entry and exit meetings costing more than LL's one flag per line.
 constexpr size_t kDirectAllReduceSmallestBytes = 128;
 
 // planDeviceSchedule, then lowerSchedule; or the direct all-reduce (directAllReduceChosen).

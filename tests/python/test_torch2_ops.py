@@ -43,7 +43,7 @@ def test_monitored_barrier(check, rank, ranks):
     dist.monitored_barrier(timeout=timedelta(seconds=30))
     check.true(True, "monitored_barrier with every rank")
     # The last rank comes 2.5 s late: rank 0, waiting 1 s, names it; the others hear rank 0's
-    # verdict, and so does the late rank when it comes.
+    # verdict, and so does the late rank when it comes. (design value)
     late = ranks - 1
     if rank == late:
         time.sleep(2.5)

@@ -19,7 +19,7 @@ bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == 
 
 // The non-blocking socket calls of the data path, made straight as system calls. glibc's recv()
 // and sendmsg() are thread-cancellation points and switch asynchronous cancellation on and off
-// around every call: about 3% of an 8-byte broadcast's receiving rank over loopback. Nothing here
+// around every call: a visible share of an 8-byte broadcast's receiving rank. Nothing here
 // blocks, so there is nothing to cancel.
 ssize_t receiveNow(int fd, void* to, size_t bytes) {
   return static_cast<ssize_t>(syscall(SYS_recvfrom, fd, to, bytes, MSG_DONTWAIT, nullptr, nullptr));
@@ -31,8 +31,8 @@ ssize_t sendNow(int fd, const msghdr* message) {
 
 // What is left of a frame up to this size goes out copied into one buffer, through sendto(): the
 // kernel walks a single user buffer faster than a list of pieces, and for a small frame that
-// saving is larger than the copy (2 ranks over loopback, 8-byte gather, scatter and send/receive
-// 3.5-4% faster a call; docs/performance.md, twentieth pass).
+// saving is larger than the copy (measured faster over loopback; docs/performance.md,
+// "Defaults, and the measurement behind each").
 constexpr size_t kFlatFrameBytes = 2048;
 
 ssize_t sendFlat(int fd, const iovec* iov, int count) {

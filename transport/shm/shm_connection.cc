@@ -128,7 +128,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   // Read on through the single copies already posted behind this one that continue both the
   // sender's buffer and our destination (the next slices of one message): one system call for
   // the run. Each call pins the pages it copies and costs a fixed part besides; slice by slice
-  // (128 KiB) a 4 MiB sendrecv between two ranks took 2x as long as one read of 4 MiB.
+  // (128 KiB) a 4 MiB sendrecv between two ranks took much longer than one read of 4 MiB.
   uint64_t end = tail_ + 1;
   size_t run = postBytes;
   uint64_t slicesRead = (postBytes + fifo_.slotBytes - 1) / fifo_.slotBytes;

@@ -38,8 +38,8 @@ struct alignas(64) ShmFifoHeader {
 // rest of a send step at once): the receiver hands them out one slice of slotBytes at a time, and
 // releases the slot after the last. Why: posted slice by slice, a 64 MiB sendrecv's slices went
 // out as the FIFO freed, and the two ranks, each reading while the other posted, fell into reads
-// of 2-4 slices; one reference for the message is read with one system call (docs/performance.md,
-// fourteenth pass).
+// of a few slices; one reference for the message is read with one system call
+// (docs/performance.md, "Choices in the code, and the measurement behind each").
 //
 // `tag` is the sender's tag for the slot (transport.h): on the control line, so that the receiver
 // checks it from the line it reads anyway, before it copies a byte.
