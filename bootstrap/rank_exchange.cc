@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/random.h"
+#include "common/record_layer.h"
 #include "common/socket.h"
 
 namespace coll {
@@ -43,6 +44,7 @@ RankExchange::RankExchange(std::shared_ptr<Store> store, int rank, int nranks)
   ctx_.secret = store_->secret();
   ctx_.rank = rank;
   ctx_.nranks = nranks;
+  ctx_.encrypt = encryptionRequested();
   if (nranks == 1) return;
   fillRandom(ctx_.token.data(), ctx_.token.size(), "the bootstrap listener's token");
   // The address this rank reaches the store from is one its peers can reach (the socket

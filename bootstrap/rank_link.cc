@@ -19,7 +19,7 @@ using wire::Op;
 
 namespace {
 
-constexpr size_t kIntroBodyBytes = wire::kOpAndSeqBytes + 4 + 4 + sizeof(ListenerToken);
+constexpr size_t kIntroBodyBytes = wire::kOpAndSeqBytes + 4 + 4 + sizeof(ListenerToken) + 1;
 // What the listener may answer a dialler: a challenge, hello-ok, or a reject with its message.
 constexpr size_t kListenerReplyBodyBytes = wire::kOpAndSeqBytes + 1 + 4 + wire::kMaxErrorMessageBytes;
 // How much one onReadable() takes from the socket: the rest waits in the kernel (flow control).
@@ -53,6 +53,7 @@ short RankLink::events(bool wantData) const {
 }
 
 void RankLink::queue(Bytes frame) {
+  if (seal_ != nullptr) wire::sealRecord(*seal_, &frame);
   if (sent_ == out_.size()) {
     out_ = std::move(frame);
     sent_ = 0;
@@ -91,7 +92,7 @@ size_t RankLink::frameLimit() const {
     case Stage::kReady:
       break;
   }
-  return wire::kMaxBodyBytes;
+  return wire::kMaxBodyBytes + (open_ != nullptr ? kRecordTagBytes : 0);
 }
 
 bool RankLink::onReadable() {
@@ -133,10 +134,16 @@ std::optional<LinkFrame> RankLink::nextFrame() {
     case wire::FrameCheck::kComplete:
       break;
   }
+  size_t bodyEnd = frameBytes;
+  if (open_ != nullptr) {
+    if (!wire::openRecord(*open_, in_.data(), frameBytes))
+      throw LinkRefused{"a record that failed authentication (altered, replayed or reordered on the way)"};
+    bodyEnd -= kRecordTagBytes;
+  }
   LinkFrame frame;
   frame.op = in_[wire::kHeaderBytes];
   const size_t fieldsAt = wire::kHeaderBytes + wire::kOpAndSeqBytes;
-  frame.fields.assign(in_.begin() + static_cast<ptrdiff_t>(fieldsAt), in_.begin() + static_cast<ptrdiff_t>(frameBytes));
+  frame.fields.assign(in_.begin() + static_cast<ptrdiff_t>(fieldsAt), in_.begin() + static_cast<ptrdiff_t>(bodyEnd));
   in_.erase(in_.begin(), in_.begin() + static_cast<ptrdiff_t>(frameBytes));
   if (in_.empty()) in_.shrink_to_fit();
   return frame;
@@ -207,13 +214,15 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
       const int nranks = static_cast<int>(r.u32());
       ListenerToken token{};
       r.raw(token.data(), token.size());
+      const bool diallerEncrypts = r.u8() != 0;
       if (!r.atEnd()) refuse("a malformed introduction");
       if (nranks != ctx.nranks || token != ctx.token)
         refuse(
             formatString("an introduction for another communicator (%d ranks, or another listener's token)", nranks));
       if (!expectInbound(rank)) refuse(formatString("rank %d is not expected to dial rank %d", rank, ctx.rank));
       peer_ = rank;
-      queue(FrameWriter(Op::kHelloOk, 0).finish());
+      queue(FrameWriter(Op::kHelloOk, 0).u8(ctx.encrypt ? 1 : 0).finish());
+      startRecords(ctx, diallerEncrypts);
       stage_ = Stage::kReady;
       return;
     }
@@ -234,16 +243,21 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
                 .u32(static_cast<uint32_t>(ctx.rank))
                 .u32(static_cast<uint32_t>(ctx.nranks))
                 .raw(peerToken_.data(), peerToken_.size())
+                .u8(ctx.encrypt ? 1 : 0)
                 .finish());
       stage_ = Stage::kAwaitOk;
       return;
     }
     case Stage::kAwaitOk:
       if (frame.op == static_cast<uint8_t>(Op::kHelloReject)) break;
-      expectOp(Op::kHelloOk);
-      if (!r.atEnd()) refuse("a malformed hello-ok");
-      stage_ = Stage::kReady;
-      return;
+      {
+        expectOp(Op::kHelloOk);
+        const bool listenerEncrypts = r.u8() != 0;
+        if (!r.atEnd()) refuse("a malformed hello-ok");
+        startRecords(ctx, listenerEncrypts);
+        stage_ = Stage::kReady;
+        return;
+      }
     case Stage::kReady:
       return;
   }
@@ -251,6 +265,16 @@ void RankLink::handleFrame(const LinkContext& ctx, const LinkFrame& frame,
   r.u8();
   const std::string why = r.str(wire::kMaxErrorMessageBytes);
   refuse("refused by its listener: " + (r.ok() ? why : std::string("(malformed reason)")));
+}
+
+void RankLink::startRecords(const LinkContext& ctx, bool peerEncrypts) {
+  if (!ctx.encrypt && !peerEncrypts) return;
+  const RecordKeys keys = deriveRecordKeys(ctx.secret, "libcollective bootstrap link v1: records", clientNonce_.data(),
+                                           serverNonce_.data());
+  if (dialled_)
+    seal_ = std::move(makeRecordCiphers(keys, RecordSide::kOpener).seal);
+  else
+    open_ = std::move(makeRecordCiphers(keys, RecordSide::kAccepter).open);
 }
 
 }  // namespace bootstrap

@@ -5,7 +5,11 @@
 // introduces itself (kRankIntro: its rank, and the listener's token, which it read from the store:
 // proof that it dialled this communicator's listener and not a port since reused), and the
 // listener answers hello-ok. After that the link carries kRankRecords frames from dialler to
-// listener.
+// listener. The introduction and the hello-ok each carry a byte saying whether that side sets
+// COLL_NET_ENCRYPT; where either does, the records are sealed (record_layer.h) under keys from the
+// secret and both hello nonces. Each side encrypts whenever its own setting says so, so a byte
+// flipped on the way can only make the link fail, never turn encryption off; and ranks that
+// differ still complete init's first all-gather, after which every rank refuses the difference.
 //
 // Links are non-blocking: the owner polls fd() for events() and calls onReadable()/onWritable(),
 // so one thread drives every link of a rank at once, and ranks that all dial each other while
@@ -15,12 +19,14 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
 #include "common/fd.h"
+#include "common/record_layer.h"
 
 namespace coll {
 namespace bootstrap {
@@ -35,6 +41,7 @@ struct LinkContext {
   int nranks = 0;
   ListenerToken token{};  // this rank's listener's
   std::string during;     // for messages: "bootstrap allGather"
+  bool encrypt = false;   // COLL_NET_ENCRYPT
 };
 
 // One whole frame: the opcode and the fields after the sequence number.
@@ -74,13 +81,17 @@ class RankLink {
   void advanceHandshake(const LinkContext& ctx, const std::function<bool(int)>& expectInbound);
   // The next whole kRankRecords frame's fields, once the link is ready.
   std::optional<LinkFrame> takeFrame();
+  // Queues a whole frame; a records frame on an encrypting link goes as a sealed record.
   void queue(Bytes frame);
+  bool encrypted() const { return seal_ != nullptr || open_ != nullptr; }
   bool sending() const { return sent_ < out_.size(); }
 
  private:
   size_t frameLimit() const;
   std::optional<LinkFrame> nextFrame();
   void handleFrame(const LinkContext& ctx, const LinkFrame& frame, const std::function<bool(int)>& expectInbound);
+  // Once the handshake is done: the dialler seals, the listener opens, where either side asked.
+  void startRecords(const LinkContext& ctx, bool peerEncrypts);
 
   Fd fd_;
   int peer_ = -1;
@@ -93,6 +104,8 @@ class RankLink {
   Bytes in_;
   Bytes out_;
   size_t sent_ = 0;
+  std::unique_ptr<RecordCipher> seal_;  // a dialler's, on an encrypting link
+  std::unique_ptr<RecordCipher> open_;  // a listener's, on an encrypting link
 };
 
 // A handshake or frame that breaks the link protocol.

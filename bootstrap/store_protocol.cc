@@ -152,6 +152,27 @@ bool helloProofMatches(const Secret& secret, ProofRole role, const Nonce& client
   return equalInConstantTime(proof.data(), expected.data(), expected.size());
 }
 
+RecordKeys storeRecordKeys(const Secret& secret, const Nonce& clientNonce, const Nonce& serverNonce) {
+  return deriveRecordKeys(secret, "libcollective store v2: records", clientNonce.data(), serverNonce.data());
+}
+
+void sealRecord(RecordCipher& cipher, Bytes* frame) {
+  const size_t body = frame->size() - kHeaderBytes;
+  const uint32_t length = static_cast<uint32_t>(body + kRecordTagBytes);
+  for (int i = 0; i < 4; ++i) (*frame)[i] = static_cast<uint8_t>(length >> (8 * i));
+  frame->resize(frame->size() + kRecordTagBytes);
+  uint8_t* data = frame->data() + kHeaderBytes;
+  const ByteView plain{data, body};
+  cipher.seal({frame->data(), kHeaderBytes}, &plain, 1, data, data + body);
+}
+
+bool openRecord(RecordCipher& cipher, uint8_t* record, size_t recordBytes) {
+  if (recordBytes < kHeaderBytes + kRecordTagBytes) return false;
+  const size_t body = recordBytes - kHeaderBytes - kRecordTagBytes;
+  uint8_t* data = record + kHeaderBytes;
+  return cipher.open({record, kHeaderBytes}, data, body, data + body);
+}
+
 const char* opName(uint8_t op) {
   switch (static_cast<Op>(op)) {
     case Op::kHello:
@@ -174,6 +195,8 @@ const char* opName(uint8_t op) {
       return "rank-intro";
     case Op::kRankRecords:
       return "rank-records";
+    case Op::kEncrypt:
+      return "encrypt";
     case Op::kHelloOk:
       return "hello-ok";
     case Op::kHelloReject:

@@ -14,6 +14,12 @@
 //   client: checks the server's proof (a store that does not know the secret is refused), then
 //           kHelloProof   client proof = HMAC(secret, "client" label, nonces)
 //   server: kHelloOk, or kHelloReject and closes.
+// A client under COLL_NET_ENCRYPT=1 then sends kEncrypt, and from the server's reply on every
+// frame in both directions is a sealed record (record_layer.h): the u32 length (body plus
+// authentication tag, authenticated with them), the body encrypted, then the 16-byte tag. The
+// keys come from the secret and both hello nonces, so they are the connection's alone; that the
+// reply opens proves the store derived them too. The store encrypts every connection whose client
+// asks: ranks that differ on the setting are refused by every rank at init (src/comm_init.cc).
 // Readers here never trust a length: every field is checked against what remains in the frame
 // and against its own maximum before anything is allocated.
 #pragma once
@@ -24,6 +30,7 @@
 
 #include "bootstrap/store.h"
 #include "common/hmac.h"
+#include "common/record_layer.h"
 
 namespace coll {
 namespace bootstrap {
@@ -61,6 +68,7 @@ enum class Op : uint8_t {
   // rank -> rank, on the bootstrap all-gather's links (rank_link.h), after the same hello
   kRankIntro = 9,    // u32 rank, u32 nranks, 16-byte listener token          -> kHelloOk | kHelloReject
   kRankRecords = 10, // str tag, u32 round, u32 first rank, u32 n, n x bytes record
+  kEncrypt = 11,     // (nothing): every later frame both ways is a sealed record  -> kOk, sealed
   // server -> client
   kHelloOk = 64,
   kHelloReject = 65,  // u8 RejectReason, str message
@@ -133,6 +141,16 @@ Digest256 helloProof(const Secret& secret, ProofRole role, const Nonce& clientNo
 // Whether `proof` is that proof (compared in constant time).
 bool helloProofMatches(const Secret& secret, ProofRole role, const Nonce& clientNonce, const Nonce& serverNonce,
                        const Digest256& proof);
+
+// A store connection's record keys (kEncrypt): from the secret and both hello nonces.
+RecordKeys storeRecordKeys(const Secret& secret, const Nonce& clientNonce, const Nonce& serverNonce);
+// Turns a whole frame (length prefix included) into the next sealed record of `cipher`.
+void sealRecord(RecordCipher& cipher, Bytes* frame);
+// Opens a whole record (length prefix included, as checkFrame found it, with a maximum raised by
+// kRecordTagBytes) in place: its frame body is then at record + kHeaderBytes, recordBytes -
+// kHeaderBytes - kRecordTagBytes long. False when it is too short to hold a tag or does not
+// authenticate as the next record; the connection must then be closed.
+bool openRecord(RecordCipher& cipher, uint8_t* record, size_t recordBytes);
 
 const char* opName(uint8_t op);
 

@@ -37,8 +37,40 @@ bool StoreService::authenticated(ConnId conn) const {
   return it != clients_.end() && it->second.stage == Stage::kAuthenticated;
 }
 
+bool StoreService::encrypted(ConnId conn) const {
+  auto it = clients_.find(conn);
+  return it != clients_.end() && it->second.ciphers.open != nullptr;
+}
+
 bool StoreService::handleFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size,
                                std::vector<Outgoing>* out) {
+  const size_t first = out->size();
+  bool keep = true;
+  auto client = clients_.find(conn);
+  if (client != clients_.end() && client->second.ciphers.open != nullptr) {
+    Bytes record(wire::kHeaderBytes + size);
+    for (size_t i = 0; i < wire::kHeaderBytes; ++i) record[i] = static_cast<uint8_t>(size >> (8 * i));
+    std::copy(body, body + size, record.begin() + wire::kHeaderBytes);
+    if (!wire::openRecord(*client->second.ciphers.open, record.data(), record.size()))
+      throw ProtocolError("a record that failed authentication (altered, replayed or reordered on the way)");
+    keep = handlePlainFrame(conn, peer, record.data() + wire::kHeaderBytes, size - kRecordTagBytes, out);
+  } else {
+    keep = handlePlainFrame(conn, peer, body, size, out);
+  }
+  sealFrom(first, out);
+  return keep;
+}
+
+void StoreService::sealFrom(size_t first, std::vector<Outgoing>* out) {
+  for (size_t i = first; i < out->size(); ++i) {
+    auto client = clients_.find((*out)[i].conn);
+    if (client != clients_.end() && client->second.ciphers.seal != nullptr)
+      wire::sealRecord(*client->second.ciphers.seal, &(*out)[i].frame);
+  }
+}
+
+bool StoreService::handlePlainFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size,
+                                    std::vector<Outgoing>* out) {
   FrameReader r(body, size);
   uint8_t op = r.u8();
   uint32_t seq = r.u32();
@@ -203,6 +235,17 @@ void StoreService::handleRequest(ConnId conn, uint8_t op, uint32_t seq, FrameRea
       out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
       break;
     }
+    case Op::kEncrypt: {
+      requireEnd(r, op);
+      Client& client = clients_[conn];
+      if (client.ciphers.open != nullptr) throw ProtocolError("a second 'encrypt' request");
+      // The reply is the first sealed record (sealFrom): the client learns that the store
+      // derived the same keys by opening it.
+      const RecordKeys keys = wire::storeRecordKeys(secret_, client.clientNonce, client.serverNonce);
+      client.ciphers = makeRecordCiphers(keys, RecordSide::kAccepter);
+      out->push_back({conn, FrameWriter(Op::kOk, seq).finish()});
+      break;
+    }
     default:
       throw ProtocolError(formatString("unknown or unexpected opcode %u", static_cast<unsigned>(op)));
   }
@@ -243,7 +286,9 @@ void StoreService::answer(StoreTable::WaiterId id, bool found, std::vector<Outgo
 }
 
 void StoreService::expire(Deadline now, std::vector<Outgoing>* out) {
+  const size_t first = out->size();
   for (auto id : table_.takeExpired(now)) answer(id, false, out);
+  sealFrom(first, out);
 }
 
 void StoreService::disconnect(ConnId conn, std::vector<Outgoing>* out) {
@@ -262,7 +307,9 @@ void StoreService::disconnect(ConnId conn, std::vector<Outgoing>* out) {
   std::vector<StoreTable::WaiterId> ready;
   for (auto& [key, value] : onClose)
     if (table_.find(key) == nullptr) table_.set(key, std::move(value), &ready);
+  const size_t first = out->size();
   for (auto id : ready) answer(id, true, out);
+  sealFrom(first, out);
 }
 
 }  // namespace bootstrap

@@ -43,7 +43,9 @@ class StoreService {
         table_(maxStoredBytes,
                maxClientBytes != 0 ? maxClientBytes : StoreTable::maxBytesPerOwnerFromEnv(maxStoredBytes)) {}
 
-  // Handles one frame body (after the length prefix) from `conn`. Appends replies to *out.
+  // Handles one frame body (after the length prefix) from `conn`, or, once the connection asked
+  // for encryption (kEncrypt), one record's body and tag. Appends replies to *out, sealed where
+  // they go to an encrypting connection.
   // Returns false when the connection must be closed once its replies are sent (rejected
   // hello; lastRejection() then says why, for the server's rate-limited log). Throws
   // ProtocolError for anything malformed.
@@ -52,6 +54,8 @@ class StoreService {
   const std::string& lastRejection() const { return lastRejection_; }
   // Answers "not found" to parked requests whose deadline has passed.
   void expire(Deadline now, std::vector<Outgoing>* out);
+  // Whether `conn` asked for encryption: its frames are records from then on (one tag more).
+  bool encrypted(ConnId conn) const;
   Deadline nextDeadline() const { return table_.nextDeadline(); }
   // Forgets a closed connection and its parked requests, and sets the keys it asked to be set
   // when it closed (which may answer other connections' parked requests: appended to *out).
@@ -65,6 +69,7 @@ class StoreService {
     wire::Nonce serverNonce{};
     std::vector<StoreTable::WaiterId> waiters;
     std::vector<std::pair<std::string, Bytes>> onClose;  // kSetOnClose, oldest first; reserved in table_
+    RecordCiphers ciphers;  // after kEncrypt
   };
   struct Parked {
     ConnId conn;
@@ -73,6 +78,10 @@ class StoreService {
     std::string key;  // for get: whose value to send
   };
 
+  bool handlePlainFrame(ConnId conn, const std::string& peer, const uint8_t* body, size_t size,
+                        std::vector<Outgoing>* out);
+  // Seals the frames from out[first] on that go to encrypting connections, in order.
+  void sealFrom(size_t first, std::vector<Outgoing>* out);
   // The two steps of the challenge-response (store_protocol.h).
   bool handleHello(ConnId conn, const std::string& peer, wire::FrameReader& r, uint32_t seq,
                    std::vector<Outgoing>* out);

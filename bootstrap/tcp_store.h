@@ -15,6 +15,7 @@
 
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
+#include "common/record_layer.h"
 #include "common/socket.h"
 
 namespace coll {
@@ -63,10 +64,13 @@ class TcpStoreClient : public Store {
   // Bounds set, add and check, which the server answers at once unless it is stuck.
   static constexpr std::chrono::milliseconds kDefaultRequestTimeout{300000};
 
-  // Connects (retrying until connectDeadline while nobody listens) and presents the secret.
-  // Throws collTimeout when no store answers in time, collInvalidUsage when the store rejects
-  // the secret, collRemoteError when it closes the connection.
-  TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline);
+  // Connects (retrying until connectDeadline while nobody listens) and presents the secret; with
+  // `encrypt` (COLL_NET_ENCRYPT by default), every frame after that is a sealed record
+  // (store_protocol.h). Throws collTimeout when no store answers in time, collInvalidUsage when
+  // the store rejects the secret or `encrypt` has no secret to work with, collRemoteError when
+  // it closes the connection.
+  TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline,
+                 bool encrypt = encryptionRequested());
   ~TcpStoreClient() override;
   TcpStoreClient(const TcpStoreClient&) = delete;
   TcpStoreClient& operator=(const TcpStoreClient&) = delete;
@@ -97,7 +101,10 @@ class TcpStoreClient : public Store {
   bool roundTrip(wire::FrameWriter& request, Deadline replyDeadline, const std::string& what, Reply* reply);
   // roundTrip for requests the server answers at once (a timeout means the server is stuck).
   Reply request(wire::FrameWriter& request, const std::string& what);
-  void handshake(const Secret& secret, Clock::time_point start, Deadline deadline);
+  // Returns both hello nonces, which the record keys come from.
+  std::pair<wire::Nonce, wire::Nonce> handshake(const Secret& secret, Clock::time_point start, Deadline deadline);
+  // kEncrypt, after the handshake: the store's reply is the first record opened.
+  void startEncryption(const std::pair<wire::Nonce, wire::Nonce>& nonces, Deadline deadline);
   // Reads what the socket has (waiting until the deadline) and hands complete replies to their
   // slots. Called by one thread at a time (the "reader"). False on timeout.
   bool readAndDispatch(Deadline deadline);
@@ -110,7 +117,11 @@ class TcpStoreClient : public Store {
   Secret secret_;
   std::atomic<long long> requestTimeoutMs_{kDefaultRequestTimeout.count()};
   std::mutex sendMutex_;  // one frame at a time on the socket
-  std::mutex mutex_;      // guards everything below
+  // Under encryption (set during the handshake, before any other thread calls): seal_ under
+  // sendMutex_, so that records are numbered in the order they go out; open_ by the reader.
+  std::unique_ptr<RecordCipher> seal_;
+  std::unique_ptr<RecordCipher> open_;
+  std::mutex mutex_;  // guards everything below
   std::condition_variable cv_;
   uint32_t nextSeq_ = 1;
   std::unordered_map<uint32_t, Slot*> slots_;

@@ -71,18 +71,38 @@ void checkKey(const char* function, const std::string& key) {
 
 }  // namespace
 
-TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline)
+TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Secret& secret, Deadline connectDeadline,
+                               bool encrypt)
     : address_(formatHostPort(host, port)), secret_(secret) {
+  if (encrypt) requireSecretForEncryption(secret, "the rendezvous store connection");
   const auto start = Clock::now();
   fd_ = connectWithDeadline(host, port, connectDeadline, "rendezvous store");
-  handshake(secret, start, connectDeadline);
-  COLL_INFO(kBootstrap, "connected to the rendezvous store at %s", address_.c_str());
+  const auto nonces = handshake(secret, start, connectDeadline);
+  if (encrypt) startEncryption(nonces, connectDeadline);
+  COLL_INFO(kBootstrap, "connected to the rendezvous store at %s%s", address_.c_str(),
+            encrypt ? " (encrypted: COLL_NET_ENCRYPT=1)" : "");
+}
+
+void TcpStoreClient::startEncryption(const std::pair<wire::Nonce, wire::Nonce>& nonces, Deadline deadline) {
+  RecordCiphers ciphers =
+      makeRecordCiphers(wire::storeRecordKeys(secret_, nonces.first, nonces.second), RecordSide::kOpener);
+  // The request goes in plaintext, its reply comes sealed.
+  open_ = std::move(ciphers.open);
+  FrameWriter request(Op::kEncrypt, 0);
+  Reply reply;
+  if (!roundTrip(request, deadline, "starting encryption (COLL_NET_ENCRYPT=1)", &reply))
+    throwError(collTimeout, "TcpStoreClient: the rendezvous store at %s did not answer the request to encrypt",
+               address_.c_str());
+  if (reply.op != static_cast<uint8_t>(Op::kOk)) throwUnexpected("starting encryption (COLL_NET_ENCRYPT=1)", reply.op);
+  seal_ = std::move(ciphers.seal);
 }
 
 TcpStoreClient::~TcpStoreClient() = default;
 
-void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, Deadline deadline) {
+std::pair<wire::Nonce, wire::Nonce> TcpStoreClient::handshake(const Secret& secret, Clock::time_point start,
+                                                              Deadline deadline) {
   wire::Nonce clientNonce{};
+  wire::Nonce serverNonce{};
   fillRandom(clientNonce.data(), clientNonce.size(), "the rendezvous store client's nonce");
   FrameWriter hello(Op::kHello, 0);
   hello.u32(wire::kMagic).u16(wire::kVersion).raw(clientNonce.data(), clientNonce.size());
@@ -93,7 +113,6 @@ void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, De
   }
   if (reply.op == static_cast<uint8_t>(Op::kHelloChallenge)) {
     FrameReader r(reply.body.data(), reply.body.size());
-    wire::Nonce serverNonce{};
     Digest256 serverProof{};
     r.raw(serverNonce.data(), serverNonce.size());
     r.raw(serverProof.data(), serverProof.size());
@@ -114,7 +133,7 @@ void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, De
                  address_.c_str(), elapsedMs(start, Clock::now()));
     }
   }
-  if (reply.op == static_cast<uint8_t>(Op::kHelloOk)) return;
+  if (reply.op == static_cast<uint8_t>(Op::kHelloOk)) return {clientNonce, serverNonce};
   if (reply.op != static_cast<uint8_t>(Op::kHelloReject)) throwUnexpected("connecting", reply.op);
   FrameReader r(reply.body.data(), reply.body.size());
   auto reason = static_cast<wire::RejectReason>(r.u8());
@@ -143,6 +162,7 @@ bool TcpStoreClient::roundTrip(FrameWriter& request, Deadline replyDeadline, con
   IoStatus sent;
   {
     std::lock_guard<std::mutex> lock(sendMutex_);
+    if (seal_ != nullptr) wire::sealRecord(*seal_, &frame);
     sent = sendAll(fd_.get(), frame.data(), frame.size(), replyDeadline);
   }
   std::unique_lock<std::mutex> lock(mutex_);
@@ -217,19 +237,25 @@ bool TcpStoreClient::readAndDispatch(Deadline deadline) {
   size_t offset = 0;
   while (true) {
     size_t frameBytes = 0;
-    auto check = wire::checkFrame(rx_.data() + offset, rx_.size() - offset, kMaxReplyBody, &frameBytes);
+    const size_t tagBytes = open_ != nullptr ? kRecordTagBytes : 0;
+    auto check = wire::checkFrame(rx_.data() + offset, rx_.size() - offset, kMaxReplyBody + tagBytes, &frameBytes);
     if (check == wire::FrameCheck::kIncomplete) break;
     if (check != wire::FrameCheck::kComplete) {
       markBroken("sent a malformed reply");
       return true;
     }
-    FrameReader r(rx_.data() + offset + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes);
+    if (open_ != nullptr && !wire::openRecord(*open_, rx_.data() + offset, frameBytes)) {
+      markBroken("sent a record that failed authentication (altered, replayed or reordered on the way; "
+                 "COLL_NET_ENCRYPT=1)");
+      return true;
+    }
+    FrameReader r(rx_.data() + offset + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes - tagBytes);
     uint8_t op = r.u8();
     uint32_t seq = r.u32();
     auto it = slots_.find(seq);
     if (it != slots_.end()) {
       const uint8_t* fields = rx_.data() + offset + wire::kHeaderBytes + wire::kOpAndSeqBytes;
-      const uint8_t* end = rx_.data() + offset + frameBytes;
+      const uint8_t* end = rx_.data() + offset + frameBytes - tagBytes;
       it->second->reply.op = op;
       it->second->reply.body.assign(fields, end);
       it->second->done = true;

@@ -186,7 +186,8 @@ class TcpStoreServer::Loop {
       size_t frameBytes = 0;
       // Before the hello is accepted only a hello-sized frame is allowed: an unauthenticated peer
       // must not be able to make the server buffer up to kMaxBodyBytes.
-      size_t maxBody = c.authenticated ? wire::kMaxBodyBytes : wire::kMaxUnauthenticatedBodyBytes;
+      // An encrypting client's frames are records: a tag longer (store_protocol.h).
+      size_t maxBody = c.authenticated ? wire::kMaxBodyBytes + kRecordTagBytes : wire::kMaxUnauthenticatedBodyBytes;
       auto check = wire::checkFrame(c.in.data() + c.inStart, c.in.size() - c.inStart, maxBody, &frameBytes);
       if (check == wire::FrameCheck::kIncomplete) break;
       if (check != wire::FrameCheck::kComplete) {

@@ -1,12 +1,10 @@
 #include "common/hmac.h"
 
-#include <dlfcn.h>
-
-#include <mutex>
-#include <string>
+#include <algorithm>
 #include <vector>
 
 #include "common/error.h"
+#include "common/libcrypto.h"
 
 namespace coll {
 namespace {
@@ -17,32 +15,14 @@ using EvpSha256Fn = const void* (*)();
 using HmacFn = unsigned char* (*)(const void* md, const void* key, int keyLength, const unsigned char* data,
                                   size_t dataLength, unsigned char* out, unsigned int* outLength);
 
-struct Libcrypto {
-  EvpSha256Fn evpSha256 = nullptr;
-  HmacFn hmac = nullptr;
-  std::string loadError;  // why it could not be loaded, or ""
+struct HmacEntryPoints {
+  EvpSha256Fn evpSha256 = reinterpret_cast<EvpSha256Fn>(libcryptoSymbol("EVP_sha256"));
+  HmacFn hmac = reinterpret_cast<HmacFn>(libcryptoSymbol("HMAC"));
 };
 
-const Libcrypto& libcrypto() {
-  static Libcrypto lib;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // Versioned names first: the unversioned one exists only where the -dev package is installed.
-    void* handle = nullptr;
-    for (const char* name : {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"}) {
-      handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (handle != nullptr) break;
-    }
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      lib.loadError = why != nullptr ? why : "not found";
-      return;
-    }
-    lib.evpSha256 = reinterpret_cast<EvpSha256Fn>(dlsym(handle, "EVP_sha256"));
-    lib.hmac = reinterpret_cast<HmacFn>(dlsym(handle, "HMAC"));
-    if (lib.evpSha256 == nullptr || lib.hmac == nullptr) lib.loadError = "it lacks EVP_sha256 or HMAC";
-  });
-  return lib;
+const HmacEntryPoints& entryPoints() {
+  static const HmacEntryPoints points;
+  return points;
 }
 
 // Loads libcrypto and runs one HMAC when the library is loaded, while the process has one thread:
@@ -51,8 +31,8 @@ const Libcrypto& libcrypto() {
 // child inherits a library that is loaded and initialized instead.
 struct LoadAtStartup {
   LoadAtStartup() {
-    const Libcrypto& lib = libcrypto();
-    if (!lib.loadError.empty()) return;  // said, with what to install, at first use
+    const HmacEntryPoints& lib = entryPoints();
+    if (lib.evpSha256 == nullptr || lib.hmac == nullptr) return;  // said, with what to install, at first use
     unsigned char digest[32];
     unsigned int length = 0;
     const unsigned char nothing = 0;
@@ -64,12 +44,10 @@ const LoadAtStartup loadAtStartup;
 }  // namespace
 
 Digest256 hmacSha256(ByteView key, std::initializer_list<ByteView> message) {
-  const Libcrypto& lib = libcrypto();
-  if (!lib.loadError.empty()) {
-    throwError(collSystemError,
-               "authenticating a connection needs OpenSSL's libcrypto (libcrypto.so.3), which could not be loaded "
-               "(%s): install it (Debian/Ubuntu: apt install libssl3; RHEL: dnf install openssl-libs)",
-               lib.loadError.c_str());
+  const HmacEntryPoints& lib = entryPoints();
+  if (lib.evpSha256 == nullptr || lib.hmac == nullptr) {
+    requireLibcrypto("authenticating a connection", "EVP_sha256");
+    requireLibcrypto("authenticating a connection", "HMAC");
   }
   std::vector<unsigned char> joined;
   for (const ByteView& part : message) {
@@ -84,6 +62,20 @@ Digest256 hmacSha256(ByteView key, std::initializer_list<ByteView> message) {
     throwError(collSystemError, "libcrypto's HMAC-SHA256 failed (returned %u bytes)", length);
   }
   return digest;
+}
+
+std::vector<uint8_t> hkdfSha256(ByteView salt, ByteView inputKey, ByteView info, size_t length) {
+  if (length > 255 * sizeof(Digest256))
+    throwError(collInternalError, "hkdfSha256: %zu bytes asked, at most %zu", length, 255 * sizeof(Digest256));
+  const Digest256 pseudoRandomKey = hmacSha256(salt, {inputKey});
+  std::vector<uint8_t> key;
+  Digest256 block{};
+  for (uint8_t counter = 1; key.size() < length; ++counter) {
+    const ByteView previous{block.data(), counter == 1 ? 0 : block.size()};
+    block = hmacSha256({pseudoRandomKey.data(), pseudoRandomKey.size()}, {previous, info, {&counter, 1}});
+    key.insert(key.end(), block.begin(), block.begin() + std::min(block.size(), length - key.size()));
+  }
+  return key;
 }
 
 bool equalInConstantTime(const uint8_t* a, const uint8_t* b, size_t size) {

@@ -1,17 +1,17 @@
-// HMAC-SHA256, the one cryptographic primitive libcollective uses: the rendezvous store and the
-// socket transport authenticate every connection with a challenge-response over it, so that the
-// job's secret never crosses the wire (docs/security.md).
+// HMAC-SHA256: the rendezvous store and the socket transport authenticate every connection with a
+// challenge-response over it, so that the job's secret never crosses the wire, and the record
+// layer derives its keys with HKDF over it (docs/security.md).
 //
-// It comes from the system's OpenSSL libcrypto, loaded at run time (dlopen, when libcollective is
-// loaded: see hmac.cc for why not later) rather than linked: building needs no OpenSSL headers
-// (GPU images often lack them), and a machine without libcrypto fails only when a connection has
-// to be authenticated. The symbols used (EVP_sha256, HMAC) exist unchanged in OpenSSL 1.1 and 3.x.
+// It comes from the system's OpenSSL libcrypto, loaded at run time (libcrypto.h; when
+// libcollective is loaded: see hmac.cc for why not later). The symbols used (EVP_sha256, HMAC)
+// exist unchanged in OpenSSL 1.1 and 3.x.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 namespace coll {
 
@@ -25,6 +25,10 @@ struct ByteView {
 // HMAC-SHA256 of the concatenation of `message` under `key`. Throws collSystemError, with what to
 // install, when libcrypto cannot be loaded.
 Digest256 hmacSha256(ByteView key, std::initializer_list<ByteView> message);
+
+// RFC 5869's HKDF with HMAC-SHA256: a key of `length` bytes (at most 255 * 32) extracted from
+// `inputKey` with `salt` and expanded for the purpose that `info` names.
+std::vector<uint8_t> hkdfSha256(ByteView salt, ByteView inputKey, ByteView info, size_t length);
 
 // Compares in time independent of where the first difference is, so that answer timing reveals
 // nothing about how much of a forged proof was right.

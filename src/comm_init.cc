@@ -120,9 +120,14 @@ void Communicator::exchangePeers() {
                  theirs.settingCount, mine.settingCount);
     // Ranks that planned differently would wait on each other forever: name what differs.
     std::string differing;
-    for (uint32_t i = 0; i < mine.settingCount; ++i)
-      if (theirs.settings[i] != mine.settings[i])
-        differing += (differing.empty() ? "" : ", ") + std::string(shared[i].name);
+    for (uint32_t i = 0; i < mine.settingCount; ++i) {
+      if (theirs.settings[i] == mine.settings[i]) continue;
+      differing += (differing.empty() ? "" : ", ") + std::string(shared[i].name);
+      if (shared[i].plain)
+        differing +=
+            formatString(" is %llu on rank %d and %llu on rank %d", static_cast<unsigned long long>(theirs.settings[i]),
+                         r, static_cast<unsigned long long>(mine.settings[i]), rank_);
+    }
     if (!differing.empty())
       throwError(collInvalidUsage,
                  "communicator init: rank %d has different settings from rank %d (%s): every rank must use the same "
@@ -155,6 +160,7 @@ void Communicator::setupTransports() {
   transportSettings_.netFifoDepth = params_.netFifoDepth;
   transportSettings_.oneshotBytes = params_.oneshotBytes;
   transportSettings_.shmNamedSegments = params_.shmNamedSegments;
+  transportSettings_.netEncrypt = params_.netEncrypt;
   transportSettings_.socketsPerPeer = params_.socketsPerPeer;
   transportSettings_.socketBufferBytes = params_.socketBufferBytes;
   transportSettings_.ibTimeout = params_.ibTimeout;

@@ -8,6 +8,7 @@
 #include "common/hash.h"
 #include "common/list_spec.h"
 #include "common/logging.h"
+#include "common/record_layer.h"
 #include "transport/transport_table.h"
 
 namespace coll {
@@ -140,6 +141,9 @@ std::vector<SharedSetting> sharedSettings(const Params& p) {
       {"COLL_SOCKET_NSOCKS", Fnv1a().add(static_cast<uint64_t>(p.socketsPerPeer)).value()},
       {"COLL_PROTO", Fnv1a().add(static_cast<uint64_t>(p.protocol)).value()},
       {"COLL_LINK_COSTS", linkCostsDigest(p.linkCosts)},
+      // Both ends of a socket must agree, and a rank that sends plaintext must not join a job
+      // whose others encrypt: every rank refuses the difference at init, naming both values.
+      {"COLL_NET_ENCRYPT", p.netEncrypt ? 1u : 0u, true},
   };
   return settings;
 }
@@ -206,6 +210,7 @@ const Params& processParams() {
     p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
     p.membarrier = parseBool("COLL_MEMBARRIER", p.membarrier);
     p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);
+    p.netEncrypt = encryptionRequested();
     p.directReadBytes = static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
     p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;

@@ -45,6 +45,7 @@ struct Params {
   bool membarrier = true;              // COLL_MEMBARRIER: peers ring doorbells without a fence
   size_t directReadBytes = 1 << 20;    // COLL_DIRECT_READ_BYTES (0: never)
   bool shmNamedSegments = false;       // COLL_SHM_NAMED
+  bool netEncrypt = false;             // COLL_NET_ENCRYPT: sockets and the store carry sealed records
   size_t streamingBytes = 0;           // COLL_STREAMING_BYTES (0: never)
   std::string hostId;                  // COLL_HOSTID (overrides host detection; tests simulate hosts)
   std::string socketIfname;            // COLL_SOCKET_IFNAME (empty: the interface that reaches the rendezvous)
@@ -72,6 +73,7 @@ const Params& processParams();
 struct SharedSetting {
   const char* name;  // the environment variable
   uint64_t digest;   // of its value
+  bool plain = false;  // the digest is the value itself, which a mismatch then shows
 };
 constexpr int kMaxSharedSettings = 16;
 std::vector<SharedSetting> sharedSettings(const Params& params);

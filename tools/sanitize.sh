@@ -28,7 +28,7 @@ esac
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-15}
 fuzzers=("$@")
-[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(fuzz_store_frames fuzz_net_wire fuzz_settings)
+[ ${#fuzzers[@]} -gt 0 ] || fuzzers=(fuzz_store_frames fuzz_net_wire fuzz_settings fuzz_records)
 [ $runFuzz -eq 1 ] || fuzzers=()
 if ! command -v clang++ >/dev/null; then
   echo "sanitize: clang++ is not installed (apt install clang; tools/install-deps.sh does)" >&2

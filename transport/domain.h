@@ -76,6 +76,7 @@ struct TransportSettings {
   size_t oneshotBytes = 64 << 10;      // per one-shot buffer (COLL_ONESHOT_BYTES)
   bool shmNamedSegments = false;       // COLL_SHM_NAMED
   int socketsPerPeer = 2;              // COLL_SOCKET_NSOCKS
+  bool netEncrypt = false;             // COLL_NET_ENCRYPT: the socket transport's frames are sealed records
   size_t socketBufferBytes = 2 << 20;  // COLL_SOCKET_BUFFER_BYTES: each data socket's buffers (0: autotuned)
   int ibTimeout = 18;                  // COLL_IB_TIMEOUT: a verbs QP's ack timeout, 4.096 us * 2^value
   int ibRetryCount = 7;                // COLL_IB_RETRY_CNT: a verbs QP's retries before an error completion

@@ -79,6 +79,11 @@ def perf(a, hosts, per, size, iters, warmups, env, program="all_reduce_perf"):
     prog = os.path.join(a.build_dir, "benchmarks", "perf", program)
     out = cluster("run", hosts, per, a, [prog, "-b", str(size), "-e", str(size), "-n", str(iters), "-w",
                                          str(warmups), "-c", "1"], env)
+    return perf_row(out, size)
+
+
+def perf_row(out, size):
+    """A *_perf program's out-of-place time (us) and busbw (GB/s) at `size` bytes, checked."""
     for line in out.splitlines():
         f = line.split()
         if f and f[0] == str(size):

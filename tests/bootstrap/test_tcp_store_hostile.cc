@@ -13,6 +13,7 @@
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
 #include "common/socket.h"
+#include "recording_relay.h"
 #include "test_helpers.h"
 #include "tests/common/process_usage.h"
 
@@ -443,56 +444,12 @@ TEST_F(HostileClientTest, ReplayedHelloAndProofAreRefused) {
   EXPECT_FALSE(good_->check({"replayed"}));
 }
 
-// Relays one client connection to the store and records what the client sent.
-class RecordingRelay {
- public:
-  explicit RecordingRelay(uint16_t storePort) : listener_(listenOn("127.0.0.1", 0)), storePort_(storePort) {
-    port_ = localAddressOf(listener_.get()).port();
-    thread_ = std::thread([this] { run(); });
-  }
-  ~RecordingRelay() {
-    if (thread_.joinable()) thread_.join();
-  }
-  uint16_t port() const { return port_; }
-  // Waits for the client to close its connection; returns everything it sent.
-  Bytes finish() {
-    thread_.join();
-    return fromClient_;
-  }
-
- private:
-  void run() {
-    pollfd waitForClient{listener_.get(), POLLIN, 0};
-    if (poll(&waitForClient, 1, 5000) != 1) return;  // the listener is non-blocking
-    Fd client(accept(listener_.get(), nullptr, nullptr));
-    Fd store = connectWithDeadline("127.0.0.1", storePort_, in(2000));
-    auto deadline = in(10000);
-    while (Clock::now() < deadline) {
-      pollfd fds[2] = {{client.get(), POLLIN, 0}, {store.get(), POLLIN, 0}};
-      if (poll(fds, 2, 100) <= 0) continue;
-      uint8_t chunk[65536];
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].revents == 0) continue;
-        ssize_t n = recv(fds[i].fd, chunk, sizeof(chunk), 0);
-        if (n <= 0) return;
-        if (i == 0) fromClient_.insert(fromClient_.end(), chunk, chunk + n);
-        sendAll(fds[1 - i].fd, chunk, static_cast<size_t>(n), in(2000));
-      }
-    }
-  }
-  Fd listener_;
-  uint16_t storePort_;
-  uint16_t port_ = 0;
-  Bytes fromClient_;
-  std::thread thread_;
-};
-
 // The secret never crosses the wire: nothing the client sends contains it, or any 8 bytes of it.
 TEST_F(HostileClientTest, TheSecretNeverCrossesTheWire) {
   Secret secret{};
   for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<uint8_t>(0xa0 + i);
   TcpStoreServer server("127.0.0.1", 0, secret);
-  RecordingRelay relay(server.port());
+  testing::RecordingRelay relay(server.port());
   {
     TcpStoreClient client("127.0.0.1", relay.port(), secret, in(5000));
     client.set("k", toBytes("v"));

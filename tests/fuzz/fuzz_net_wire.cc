@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     NetFrameHeader header;
     std::memcpy(static_cast<void*>(&header), data, sizeof(header));
     (void)checkNetFrameHeader(header, 5, 131072);
+    (void)checkNetFrameHeader(header, 5, 131072, /*sealed=*/true);
   }
   collUniqueId id;
   std::memset(&id, 0, sizeof(id));

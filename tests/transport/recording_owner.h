@@ -12,10 +12,11 @@ namespace transport {
 struct RecordingOwner : NetConnectionOwner {
   void wakeProgress() override {}
   void channelFailed(int peer, const std::string& reason) override {
-    (void)peer;
+    failedPeer = peer;
     failure = reason;
   }
   std::string failure;
+  int failedPeer = -1;
 };
 
 }  // namespace transport

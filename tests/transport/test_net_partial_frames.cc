@@ -4,6 +4,7 @@
 // below which a frame is copied into one buffer before it is sent (2 KiB, net_connection.cc) and
 // past it, and each frame's bytes differ from every other's, so that a frame resumed at the
 // wrong offset, or a piece sent twice or not at all, shows as a wrong byte or a refused header.
+// It runs in plaintext and encrypted (COLL_NET_ENCRYPT): a frame resumed must not be sealed again.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/record_layer.h"
 #include "tests/transport/recording_owner.h"
 #include "transport/net/net_connection.h"
 
@@ -41,12 +43,25 @@ bool streamPair(int* sender, int* receiver) {
   return setsockopt(*sender, SOL_SOCKET, SO_SNDBUF, &smallest, sizeof(smallest)) == 0;
 }
 
-TEST(NetPartialFrames, FramesWrittenInPiecesArriveWhole) {
+class NetPartialFrames : public ::testing::TestWithParam<bool> {};
+
+TEST_P(NetPartialFrames, FramesWrittenInPiecesArriveWhole) {
   int sender = -1, receiver = -1;
   ASSERT_TRUE(streamPair(&sender, &receiver)) << strerror(errno);
   RecordingOwner owner;
-  NetSendConnection send(1, {sender}, kDepth, kSlotBytes, owner);
-  NetRecvConnection recv(0, {receiver}, kDepth, kSlotBytes, owner);
+  NetSendConnection send(1, {-1}, kDepth, kSlotBytes, owner);
+  NetRecvConnection recv(0, {-1}, kDepth, kSlotBytes, owner);
+  std::vector<std::unique_ptr<RecordCipher>> seal, open;
+  if (GetParam()) {
+    const std::array<uint8_t, 32> secret{1, 2, 3};
+    const uint8_t nonceA[32] = {4}, nonceB[32] = {5};
+    RecordCiphers ciphers = makeRecordCiphers(deriveRecordKeys(secret, "test", nonceA, nonceB), RecordSide::kOpener);
+    RecordCiphers peer = makeRecordCiphers(deriveRecordKeys(secret, "test", nonceA, nonceB), RecordSide::kAccepter);
+    seal.push_back(std::move(ciphers.seal));
+    open.push_back(std::move(peer.open));
+  }
+  send.attach({sender}, std::move(seal));
+  recv.attach({receiver}, std::move(open));
 
   int posted = 0, taken = 0, stalls = 0;
   while (taken < kFrames && owner.failure.empty()) {
@@ -94,6 +109,9 @@ TEST(NetPartialFrames, FramesWrittenInPiecesArriveWhole) {
   close(sender);
   close(receiver);
 }
+
+INSTANTIATE_TEST_SUITE_P(Plaintext, NetPartialFrames, ::testing::Values(false));
+INSTANTIATE_TEST_SUITE_P(Encrypted, NetPartialFrames, ::testing::Values(true));
 
 }  // namespace
 }  // namespace transport

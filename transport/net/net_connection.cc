@@ -45,15 +45,16 @@ ssize_t sendFlat(int fd, const iovec* iov, int count) {
   return static_cast<ssize_t>(syscall(SYS_sendto, fd, flat, bytes, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0));
 }
 
-// A frame's parts on the wire: header, lead, payload, trail (net_wire.h).
-constexpr int kFrameParts = 4;
+// A frame's parts on the wire: header, lead, payload, authentication tag, trail (net_wire.h).
+constexpr int kFrameParts = 5;
 const uint8_t kZeros[kNetFrameAlign] = {};
 
 // Fills iov with what is left of the frame after its first `offset` bytes; returns the count.
-int frameIovecs(const NetFrameHeader& header, const uint8_t* data, size_t offset, iovec* iov) {
+int frameIovecs(const NetFrameHeader& header, const uint8_t* data, const uint8_t* authTag, size_t offset, iovec* iov) {
   const iovec parts[kFrameParts] = {{const_cast<NetFrameHeader*>(&header), sizeof(header)},
                                     {const_cast<uint8_t*>(kZeros), header.lead},
                                     {const_cast<uint8_t*>(data), header.bytes},
+                                    {const_cast<uint8_t*>(authTag), netFrameSealBytes(header)},
                                     {const_cast<uint8_t*>(kZeros), header.trail}};
   int count = 0;
   for (const iovec& part : parts) {
@@ -87,13 +88,49 @@ NetSlots::NetSlots(int slotCount, size_t bytesPerSlot)
 NetSendConnection::NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
                                      NetConnectionOwner& owner)
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), external_(depth, nullptr), sent_(depth, 0) {
-  for (size_t s = 0; s < fds.size(); ++s) sockets_.push_back({fds[s], s, 0});
+  sockets_.resize(fds.size());
+  for (size_t s = 0; s < fds.size(); ++s) {
+    sockets_[s].fd = fds[s];
+    sockets_[s].seq = s;
+    sockets_[s].offset = 0;
+  }
   attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
 }
 
-void NetSendConnection::attach(const std::vector<int>& fds) {
-  for (size_t s = 0; s < sockets_.size(); ++s) sockets_[s].fd = fds.at(s);
+void NetSendConnection::attach(const std::vector<int>& fds, std::vector<std::unique_ptr<RecordCipher>> ciphers) {
+  for (size_t s = 0; s < sockets_.size(); ++s) {
+    sockets_[s].fd = fds.at(s);
+    if (ciphers.empty()) continue;
+    SocketState& socket = sockets_[s];
+    socket.cipher = std::move(ciphers.at(s));
+    socket.sealedMemory.reset(new uint8_t[slots_.slotBytes + kNetFrameAlign]);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(socket.sealedMemory.get());
+    socket.sealed = socket.sealedMemory.get() + (kNetFrameAlign - at % kNetFrameAlign) % kNetFrameAlign;
+  }
   attached_.store(true, std::memory_order_release);
+}
+
+void NetSendConnection::sealFrame(SocketState& s, const NetFrameHeader& header, const uint8_t* data) {
+  if (s.sealedSeq == s.seq) return;
+  const ByteView payload{data, header.bytes};
+  s.cipher->seal({&header, sizeof(header)}, &payload, 1, s.sealed, s.authTag);
+  s.sealedSeq = s.seq;
+}
+
+std::vector<uint8_t> NetSendConnection::closingFrame(int index) {
+  SocketState& s = sockets_.at(static_cast<size_t>(index));
+  NetFrameHeader bye;
+  bye.kind = kNetFrameBye;
+  bye.seq = static_cast<uint32_t>(s.seq);
+  bye.bytes = 0;
+  if (s.cipher != nullptr) bye.flags = kNetFrameSealed;
+  std::vector<uint8_t> frame(reinterpret_cast<const uint8_t*>(&bye), reinterpret_cast<const uint8_t*>(&bye + 1));
+  if (s.cipher != nullptr) {
+    uint8_t authTag[kRecordTagBytes];
+    s.cipher->seal({&bye, sizeof(bye)}, nullptr, 0, nullptr, authTag);
+    frame.insert(frame.end(), authTag, authTag + sizeof(authTag));
+  }
+  return frame;
 }
 
 void* NetSendConnection::tryAcquire() {
@@ -146,12 +183,26 @@ PumpResult NetSendConnection::pump() {
       header.bytes = static_cast<uint32_t>(slots_.sizes[slots_.index(s.seq)]);
       header.tag = slots_.tags[slots_.index(s.seq)];
       const uint8_t* data = payload(s.seq);
-      netFramePadding(header, data);
+      if (s.cipher != nullptr) {
+        // Encrypted into the socket's own buffer: the slot, or the caller's memory, stays as is.
+        header.flags = kNetFrameSealed;
+        netFramePadding(header, s.sealed);
+        try {
+          sealFrame(s, header, data);
+        } catch (const CollError& e) {
+          result.error = e.what();
+          owner_.channelFailed(peer_, result.error);
+          return result;
+        }
+        data = s.sealed;
+      } else {
+        netFramePadding(header, data);
+      }
       const size_t total = netFrameWireBytes(header);
       iovec iov[kFrameParts];
       msghdr msg{};
       msg.msg_iov = iov;
-      msg.msg_iovlen = frameIovecs(header, data, s.offset, iov);
+      msg.msg_iovlen = frameIovecs(header, data, s.authTag, s.offset, iov);
       ssize_t n = total - s.offset <= kFlatFrameBytes ? sendFlat(s.fd, iov, static_cast<int>(msg.msg_iovlen))
                                                       : sendNow(s.fd, &msg);
       if (n < 0) {
@@ -179,14 +230,36 @@ NetRecvConnection::NetRecvConnection(int peer, std::vector<int> fds, int depth, 
                                      NetConnectionOwner& owner)
     : peer_(peer), owner_(owner), slots_(depth, slotBytes), ready_(depth, 0), landedAt_(depth, nullptr) {
   for (size_t s = 0; s < fds.size(); ++s)
-    sockets_.push_back(
-        {fds[s], s, 0, 0, 0, NetFrameHeader{}, false, nullptr, std::make_unique<uint8_t[]>(kStashBytes), 0, 0});
+    sockets_.push_back({fds[s],
+                        s,
+                        0,
+                        0,
+                        0,
+                        NetFrameHeader{},
+                        false,
+                        nullptr,
+                        std::make_unique<uint8_t[]>(kStashBytes),
+                        0,
+                        0,
+                        nullptr,
+                        {},
+                        0});
   attached_.store(!fds.empty() && fds[0] >= 0, std::memory_order_release);
 }
 
-void NetRecvConnection::attach(const std::vector<int>& fds) {
-  for (size_t s = 0; s < sockets_.size(); ++s) sockets_[s].fd = fds.at(s);
+void NetRecvConnection::attach(const std::vector<int>& fds, std::vector<std::unique_ptr<RecordCipher>> ciphers) {
+  for (size_t s = 0; s < sockets_.size(); ++s) {
+    sockets_[s].fd = fds.at(s);
+    if (!ciphers.empty()) sockets_[s].cipher = std::move(ciphers.at(s));
+  }
   attached_.store(true, std::memory_order_release);
+}
+
+void NetRecvConnection::closeSocket(SocketState& s) {
+  s.closed = true;
+  bool all = true;
+  for (const SocketState& other : sockets_) all = all && other.closed;
+  if (all) departed_.store(true, std::memory_order_release);
 }
 
 const void* NetRecvConnection::tryPeek(size_t* bytes, uint64_t* tag) {
@@ -286,8 +359,10 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
       n = receive(s, dropped, std::min(s.padLeft, sizeof(dropped)));
     } else if (inHeader) {
       n = receive(s, reinterpret_cast<uint8_t*>(&s.header) + s.headerGot, sizeof(NetFrameHeader) - s.headerGot);
-    } else {
+    } else if (s.payloadGot < s.header.bytes) {
       n = receive(s, s.payloadTo + s.payloadGot, s.header.bytes - s.payloadGot);
+    } else {
+      n = receive(s, s.authTag + s.authTagGot, sizeof(s.authTag) - s.authTagGot);
     }
     if (n < 0) {
       if (wouldBlock(errno)) return "";
@@ -308,23 +383,32 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     if (inHeader) {
       s.headerGot += static_cast<size_t>(n);
       if (s.headerGot < sizeof(NetFrameHeader)) continue;
-      std::string bad = checkNetFrameHeader(s.header, static_cast<uint32_t>(s.seq), slots_.slotBytes);
+      std::string bad =
+          checkNetFrameHeader(s.header, static_cast<uint32_t>(s.seq), slots_.slotBytes, s.cipher != nullptr);
       if (!bad.empty()) return "received " + bad;
       if (s.header.kind == kNetFrameBye) {
-        s.closed = true;
-        bool all = true;
-        for (const SocketState& other : sockets_) all = all && other.closed;
-        if (all) departed_.store(true, std::memory_order_release);
-        return "";
+        // A sealed closing frame counts once its tag is read and checked, below.
+        if (s.cipher == nullptr) {
+          closeSocket(s);
+          return "";
+        }
+      } else {
+        s.padLeft = s.header.lead;  // before the payload; the trail follows it
+        uint8_t* place = landing_.placeOf(s.seq, s.header.bytes, s.header.tag);
+        landedAt_[slots_.index(s.seq)] = place;
+        s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
       }
-      s.padLeft = s.header.lead;  // before the payload; the trail follows it
-      uint8_t* place = landing_.placeOf(s.seq, s.header.bytes, s.header.tag);
-      landedAt_[slots_.index(s.seq)] = place;
-      s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
-    } else {
+    } else if (s.payloadGot < s.header.bytes) {
       s.payloadGot += static_cast<size_t>(n);
+    } else {
+      s.authTagGot += static_cast<size_t>(n);
     }
     if (s.payloadGot < s.header.bytes) continue;
+    if (s.cipher != nullptr) {
+      if (s.authTagGot < sizeof(s.authTag)) continue;
+      std::string bad = openFrame(s);
+      if (!bad.empty() || s.header.kind == kNetFrameBye) return bad;
+    }
     slots_.sizes[slots_.index(s.seq)] = s.header.bytes;
     slots_.tags[slots_.index(s.seq)] = s.header.tag;
     ready_[slots_.index(s.seq)] = 1;
@@ -332,6 +416,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     s.seq += sockets_.size();
     s.headerGot = 0;
     s.payloadGot = 0;
+    s.authTagGot = 0;
     s.payloadTo = nullptr;
     s.padLeft += s.header.trail;  // with the lead still unread when the payload is empty
     // What of the padding was read along with the frame is dropped here, so that it does not
@@ -344,6 +429,22 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     // next pump reads on (the progress thread's poll() is level-triggered).
     if (s.stashBegin == s.stashEnd) return "";
   }
+  return "";
+}
+
+std::string NetRecvConnection::openFrame(SocketState& s) {
+  bool authentic = false;
+  try {
+    authentic = s.cipher->open({&s.header, sizeof(s.header)}, s.payloadTo, s.header.bytes, s.authTag);
+  } catch (const CollError& e) {
+    return e.what();
+  }
+  if (!authentic)
+    return formatString(
+        "frame %u (%u bytes) failed authentication: it was altered, replayed or reordered on the way, or sealed under "
+        "another key (COLL_NET_ENCRYPT); the connection is closed",
+        s.header.seq, s.header.bytes);
+  if (s.header.kind == kNetFrameBye) closeSocket(s);
   return "";
 }
 

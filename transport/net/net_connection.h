@@ -63,8 +63,9 @@ class NetSendConnection : public SendConnection {
   // Made when the executor first asks for the peer, before its sockets exist (sockets of -1):
   // slots can be filled and posted at once, and go out once attach() hands over the sockets.
   NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
-  // The pair's sockets, once their handshakes completed. Caller holds mutex().
-  void attach(const std::vector<int>& fds);
+  // The pair's sockets, once their handshakes completed, and under COLL_NET_ENCRYPT=1 each one's
+  // sealing cipher (else none). Caller holds mutex().
+  void attach(const std::vector<int>& fds, std::vector<std::unique_ptr<RecordCipher>> ciphers = {});
   bool attached() const { return attached_.load(std::memory_order_acquire); }
 
   // SendConnection, for the executor.
@@ -85,8 +86,9 @@ class NetSendConnection : public SendConnection {
   bool wantsWrite(int s) const;
   // Every posted slot has gone out.
   bool drained() const { return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire); }
-  // The sequence number the next frame on socket s will carry (for the closing frame).
-  uint64_t nextSeq(int s) const { return sockets_[s].seq; }
+  // The closing frame for socket s (a sealed record under COLL_NET_ENCRYPT=1), once every posted
+  // frame went out and nothing pumps any more.
+  std::vector<uint8_t> closingFrame(int s);
   std::mutex& mutex() { return mutex_; }
 
  private:
@@ -94,7 +96,16 @@ class NetSendConnection : public SendConnection {
     int fd;
     uint64_t seq;   // the frame this socket sends next (or is sending)
     size_t offset;  // bytes of that frame (header + payload) already written
+    // Under COLL_NET_ENCRYPT=1: the sealing cipher, and the frame `sealedSeq` encrypted into
+    // `sealed` with its authentication tag, sealed once however many writes it takes.
+    std::unique_ptr<RecordCipher> cipher;
+    std::unique_ptr<uint8_t[]> sealedMemory;
+    uint8_t* sealed = nullptr;  // sealedMemory, aligned to kNetFrameAlign
+    uint64_t sealedSeq = ~uint64_t{0};
+    uint8_t authTag[kRecordTagBytes] = {};
   };
+  // Encrypts frame s.seq, whose header is final, into s.sealed (once per frame).
+  void sealFrame(SocketState& s, const NetFrameHeader& header, const uint8_t* data);
   // Where frame `seq`'s payload is: the caller's memory for an external post, else the slot.
   const uint8_t* payload(uint64_t seq) const {
     const uint8_t* external = external_[slots_.index(seq)];
@@ -117,9 +128,9 @@ class NetSendConnection : public SendConnection {
 
 class NetRecvConnection : public RecvConnection {
  public:
-  // Like NetSendConnection: nothing arrives until attach().
+  // Like NetSendConnection: nothing arrives until attach(), which takes the opening ciphers.
   NetRecvConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes, NetConnectionOwner& owner);
-  void attach(const std::vector<int>& fds);
+  void attach(const std::vector<int>& fds, std::vector<std::unique_ptr<RecordCipher>> ciphers = {});
   bool attached() const { return attached_.load(std::memory_order_acquire); }
 
   // RecvConnection, for the executor.
@@ -156,6 +167,11 @@ class NetRecvConnection : public RecvConnection {
     std::unique_ptr<uint8_t[]> stash;
     size_t stashBegin;
     size_t stashEnd;
+    // Under COLL_NET_ENCRYPT=1: the opening cipher and the frame's authentication tag, read after
+    // its payload.
+    std::unique_ptr<RecordCipher> cipher;
+    uint8_t authTag[kRecordTagBytes] = {};
+    size_t authTagGot = 0;
   };
   static constexpr size_t kStashBytes = 4096;
   // Up to `want` bytes of socket s into `to`: from the stash first; else, for a small request,
@@ -171,6 +187,10 @@ class NetRecvConnection : public RecvConnection {
   bool holdsBack(const SocketState& s) const;
   // Reads on one socket until it would block or the ring is full; returns an error or "".
   std::string pumpSocket(SocketState& s, bool* moved);
+  // Decrypts and checks the frame just read (COLL_NET_ENCRYPT=1); returns an error or "".
+  std::string openFrame(SocketState& s);
+  // A closing frame ends socket s; the peer departed once every socket has one.
+  void closeSocket(SocketState& s);
 
   int peer_;
   NetConnectionOwner& owner_;

@@ -130,7 +130,7 @@ void NetConnector::pump(std::vector<Established>* done, std::vector<Failure>* fa
       gate_.warn("refused a connection: " + error);
     } else {
       if (!dialled) gate_.proven(h.key);
-      done->push_back({h.rank, h.hello.socketIndex, std::move(h.fd)});
+      done->push_back({h.rank, h.hello.socketIndex, std::move(h.fd), recordCiphers(h, dialled)});
     }
     handshakes_.erase(handshakes_.begin() + static_cast<std::ptrdiff_t>(i));
   }
@@ -230,6 +230,14 @@ std::string NetConnector::advanceAccept(Handshake& h, bool* complete, bool* prog
     default:
       return "internal: an accept in a dial stage";
   }
+}
+
+RecordCiphers NetConnector::recordCiphers(const Handshake& h, bool dialled) const {
+  if (!settings_.netEncrypt) return {};
+  // Salted with both fresh nonces: every socket of every pair, in each direction, has its own key.
+  const RecordKeys keys = deriveRecordKeys(key_, "libcollective socket transport v1: records", h.hello.diallerNonce,
+                                           h.challenge.listenerNonce);
+  return makeRecordCiphers(keys, dialled ? RecordSide::kOpener : RecordSide::kAccepter);
 }
 
 void NetConnector::addPollFds(std::vector<pollfd>* fds) const {

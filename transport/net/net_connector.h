@@ -23,6 +23,7 @@
 #include "common/fd.h"
 #include "common/hmac.h"
 #include "common/listener_gate.h"
+#include "common/record_layer.h"
 #include "transport/domain.h"
 #include "transport/net/net_card.h"
 #include "transport/net/net_wire.h"
@@ -37,6 +38,7 @@ class NetConnector {
     int rank;
     int socketIndex;
     Fd fd;
+    RecordCiphers ciphers;  // this socket's, under COLL_NET_ENCRYPT=1 (else null)
   };
   // A dial that cannot complete: the peer's listener is gone or it failed the handshake.
   struct Failure {
@@ -77,6 +79,8 @@ class NetConnector {
     NetProof proof;
   };
   void acceptNew();
+  // The completed handshake's record ciphers under COLL_NET_ENCRYPT=1, else none.
+  RecordCiphers recordCiphers(const Handshake& h, bool dialled) const;
   void dropAccepted(ListenerGate::Key key);
   // Advances one handshake; returns "" while it is under way or done (*complete), else why it
   // failed.

@@ -58,6 +58,7 @@ NetDomain::NetDomain(const DomainArgs& args)
       setupWatch_(args.setupWatch),
       peerIndex_(args.nranks, -1) {
   fillRandom(nonce_, sizeof(nonce_), "the socket transport's nonce");
+  if (settings_.netEncrypt) requireSecretForEncryption(settings_.jobSecret, "the socket transport");
   connectionKey_ = netConnectionKey(settings_.jobSecret);
   wakeFd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
@@ -92,7 +93,8 @@ std::string NetDomain::card(int) {
   const SocketAddress bound = localAddressOf(listener_.get());
   listenAddress_ = bound.toString();
   NetCard card = makeNetCard(bound.host(), bound.port(), nonce_);
-  COLL_INFO(kTransport, "rank %d: socket transport listens on %s", myRank_, listenAddress_.c_str());
+  COLL_INFO(kTransport, "rank %d: socket transport listens on %s%s", myRank_, listenAddress_.c_str(),
+            settings_.netEncrypt ? " (frames encrypted: COLL_NET_ENCRYPT=1)" : "");
   return std::string(reinterpret_cast<const char*>(&card), sizeof(card));
 }
 
@@ -104,6 +106,7 @@ void NetDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     // The lower rank of a pair only accepts; it reads the dialler's card just for messages.
     if (rank < myRank_ || !cards.at(rank).empty()) peer->card = parseNetCard(cards.at(rank), rank);
     peer->sockets.resize(settings_.socketsPerPeer);
+    peer->ciphers.resize(settings_.socketsPerPeer);
     const bool sameHost = peerInfo_.at(rank).hostHash == peerInfo_.at(myRank_).hostHash;
     peer->sendSockets = netSocketsCarrying(myRank_, rank, settings_.socketsPerPeer, sameHost);
     peer->recvSockets = netSocketsCarrying(rank, myRank_, settings_.socketsPerPeer, sameHost);
@@ -192,19 +195,28 @@ bool NetDomain::pumpConnector() {
     }
     tuneSocket(e.fd.get(), bufferBytes_);
     peer.sockets[e.socketIndex] = std::move(e.fd);
+    peer.ciphers[e.socketIndex] = std::move(e.ciphers);
     if (++peer.connected < settings_.socketsPerPeer) continue;
     auto fdsOf = [&peer](const std::vector<int>& indices) {
       std::vector<int> fds;
       for (int s : indices) fds.push_back(peer.sockets[s].get());
       return fds;
     };
+    // Each socket's sealing cipher goes with the frames it sends, its opening one with those it
+    // receives (none without COLL_NET_ENCRYPT).
+    auto ciphersOf = [&peer](const std::vector<int>& indices, std::unique_ptr<RecordCipher> RecordCiphers::*which) {
+      std::vector<std::unique_ptr<RecordCipher>> ciphers;
+      for (int s : indices)
+        if (peer.ciphers[s].*which) ciphers.push_back(std::move(peer.ciphers[s].*which));
+      return ciphers;
+    };
     {
       std::lock_guard<std::mutex> sendLock(peer.send->mutex());
-      peer.send->attach(fdsOf(peer.sendSockets));
+      peer.send->attach(fdsOf(peer.sendSockets), ciphersOf(peer.sendSockets, &RecordCiphers::seal));
     }
     {
       std::lock_guard<std::mutex> recvLock(peer.recv->mutex());
-      peer.recv->attach(fdsOf(peer.recvSockets));
+      peer.recv->attach(fdsOf(peer.recvSockets), ciphersOf(peer.recvSockets, &RecordCiphers::open));
     }
     unattached_.fetch_sub(1);
     COLL_TRACE(kTransport, "rank %d: %d socket(s) to rank %d connected", myRank_, settings_.socketsPerPeer, e.rank);
@@ -426,12 +438,9 @@ void NetDomain::flushAndSayGoodbye() {
     if (!peer->send->attached()) continue;
     for (size_t i = 0; i < peer->sendSockets.size(); ++i) {
       const int s = peer->sendSockets[i];
-      NetFrameHeader bye;
-      bye.kind = kNetFrameBye;
-      bye.seq = static_cast<uint32_t>(peer->send->nextSeq(static_cast<int>(i)));
-      bye.bytes = 0;
+      const std::vector<uint8_t> bye = peer->send->closingFrame(static_cast<int>(i));
       // A peer that already left resets the connection; that is fine at this point.
-      if (sendAll(peer->sockets[s].get(), &bye, sizeof(bye), byeDeadline) == IoStatus::kOk)
+      if (sendAll(peer->sockets[s].get(), bye.data(), bye.size(), byeDeadline) == IoStatus::kOk)
         shutdown(peer->sockets[s].get(), SHUT_WR);
     }
   }

@@ -92,7 +92,8 @@ class NetDomain : public Domain, public NetConnectionOwner, public ProgressDrive
   struct Peer {
     int rank = -1;
     NetCard card;
-    std::vector<Fd> sockets;  // set by the connector, under connectorMutex_
+    std::vector<Fd> sockets;             // set by the connector, under connectorMutex_
+    std::vector<RecordCiphers> ciphers;  // each socket's, until attached (COLL_NET_ENCRYPT)
     // Indices into `sockets` of those carrying our frames to the peer, and the peer's to us
     // (netSocketsCarrying): the send and receive connections hold these, in this order.
     std::vector<int> sendSockets;

@@ -54,7 +54,7 @@ bool netProofMatches(const Digest256& key, NetRole role, const NetHello& hello, 
   return equalInConstantTime(proof, expected.data(), expected.size());
 }
 
-std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes) {
+std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes, bool sealed) {
   if (header.kind != kNetFrameData && header.kind != kNetFrameBye)
     return formatString("a frame of unknown kind 0x%08x (garbage on the connection?)", header.kind);
   if (header.seq != expectedSeq) return formatString("frame number %u where %u was expected", header.seq, expectedSeq);
@@ -64,9 +64,14 @@ std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedS
   if (header.bytes > slotBytes)
     return formatString("a frame of %llu bytes, more than the %zu-byte slot",
                         static_cast<unsigned long long>(header.bytes), slotBytes);
-  if (header.lead >= kNetFrameAlign || header.trail >= kNetFrameAlign || header.reserved != 0)
-    return formatString("a frame with %u and %u bytes of padding and reserved field 0x%04x (at most %zu, %zu and 0)",
-                        header.lead, header.trail, header.reserved, kNetFrameAlign - 1, kNetFrameAlign - 1);
+  if (header.lead >= kNetFrameAlign || header.trail >= kNetFrameAlign || (header.flags & ~kNetFrameSealed) != 0)
+    return formatString("a frame with %u and %u bytes of padding and flags 0x%04x (at most %zu, %zu and 0x%04x)",
+                        header.lead, header.trail, header.flags, kNetFrameAlign - 1, kNetFrameAlign - 1,
+                        kNetFrameSealed);
+  // Refused before any of it is read: a peer cannot turn encryption off (nor on) by itself.
+  if (((header.flags & kNetFrameSealed) != 0) != sealed)
+    return sealed ? "a frame in plaintext where this rank encrypts (COLL_NET_ENCRYPT=1 here, 0 at the peer?)"
+                  : "an encrypted frame where this rank sends plaintext (COLL_NET_ENCRYPT=0 here, 1 at the peer?)";
   return "";
 }
 

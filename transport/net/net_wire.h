@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/hmac.h"
+#include "common/record_layer.h"
 
 namespace coll {
 namespace transport {
@@ -81,22 +82,31 @@ struct NetFrameHeader {
   uint32_t bytes = 0;  // payload length, at most the slot size
   uint8_t lead = 0;    // zero bytes between the header and the payload (< kNetFrameAlign)
   uint8_t trail = 0;   // zero bytes after the payload (< kNetFrameAlign)
-  uint16_t reserved = 0;
+  uint16_t flags = 0;  // kNetFrameSealed or 0
   // The slot's tag (transport.h): the receiver checks it before the payload lands anywhere but
   // its slot. Opaque here; 0 in a closing frame.
   uint64_t tag = 0;
 };
 static_assert(sizeof(NetFrameHeader) == 24, "NetFrameHeader is a fixed-size record");
 constexpr size_t kNetFrameAlign = 64;
+// Under COLL_NET_ENCRYPT=1 every frame, closing frames included, is a record (record_layer.h):
+// the payload is encrypted, the header is authenticated with it, and the authentication tag
+// follows the payload, before the trail. Both ends insist on their own setting, so a frame
+// without the flag where it is expected (or with it where it is not) ends the connection.
+constexpr uint16_t kNetFrameSealed = 1;
 // Payloads from this size on get a lead; below it the copy is too short to gain, and `trail`
 // alone keeps the frames that follow aligned.
 constexpr size_t kNetAlignedPayloadBytes = 4096;
 
+// The authentication tag's bytes after the payload: kRecordTagBytes when sealed, else none.
+inline size_t netFrameSealBytes(const NetFrameHeader& header) {
+  return (header.flags & kNetFrameSealed) != 0 ? kRecordTagBytes : 0;
+}
 // Sets header.lead and header.trail for a payload of header.bytes at `payload`.
 void netFramePadding(NetFrameHeader& header, const void* payload);
-// The bytes a frame takes on the wire: header, padding and payload.
+// The bytes a frame takes on the wire: header, padding, payload and authentication tag.
 inline size_t netFrameWireBytes(const NetFrameHeader& header) {
-  return sizeof(header) + header.lead + header.bytes + header.trail;
+  return sizeof(header) + header.lead + header.bytes + netFrameSealBytes(header) + header.trail;
 }
 
 // Why a hello is refused, or "" when it is acceptable. Expected values are the listener's own.
@@ -112,8 +122,10 @@ std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int so
 // to fill a real link. With one socket, it carries both.
 std::vector<int> netSocketsCarrying(int from, int to, int socketsPerPeer, bool sameHost);
 
-// Why a frame header is refused, or "" when it is acceptable.
-std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes);
+// Why a frame header is refused, or "" when it is acceptable; `sealed`: whether this end
+// encrypts (COLL_NET_ENCRYPT).
+std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedSeq, size_t slotBytes,
+                                bool sealed = false);
 
 }  // namespace transport
 }  // namespace coll
