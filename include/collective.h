@@ -98,6 +98,10 @@ const char* collGetErrorString(collResult_t result);
 /* This thread's last failure message, about comm when comm is not NULL (docs/api.md). */
 const char* collGetLastError(collComm_t comm);
 
+/* The flight recorder (docs/api.md). */
+/* Writes this rank's flight recorder (its last calls) to path; NULL: a file in COLL_TRACE_DIR. */
+collResult_t collCommDumpTrace(collComm_t comm, const char* path);
+
 /* Collectives. count is in elements of datatype. */
 collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                            collRedOp_t op, collComm_t comm, collStream_t stream);

@@ -8,8 +8,9 @@
 // One job per file: comm_init.cc (peers, shared settings, transports, plan context, engines),
 // comm_run.cc (running calls), comm_device.cc (device memory: the lazy, collective setup of the
 // device transports and engine at the first call with a stream, and their teardown),
-// comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit) and comm_failure.cc (health,
-// failure, abort).
+// comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit), comm_failure.cc (health,
+// failure, abort) and comm_trace.cc (the flight recorder, dumps, the hang report and the watcher
+// thread).
 #pragma once
 
 #include <atomic>
@@ -23,16 +24,22 @@
 
 #include "bootstrap/rank_exchange.h"
 #include "bootstrap/store.h"
+#include "common/error.h"
 #include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/host_engine.h"
 #include "src/params.h"
+#include "src/trace/recorder.h"
 #include "transport/domain.h"
 #include "transport/routes.h"
 
 namespace coll {
+
+namespace trace {
+class CommWatcher;
+}
 
 struct CommOptions {
   int timeoutMs = 300000;
@@ -89,6 +96,13 @@ class Communicator : public ConnectionSource {
   // From any thread: ends pending calls with an error and tells the peers.
   void abort();
   bool aborted() const { return aborted_.load(); }
+
+  // The flight recorder (comm_trace.cc): writes this rank's dump to `path` ("" names a file in
+  // COLL_TRACE_DIR, or the current directory). Returns the path written.
+  std::string dumpTrace(const char* reason, const std::string& path);
+  const trace::FlightRecorder& recorder() const { return recorder_; }
+  // The same on every rank of this communicator (rank 0's at init): names its dumps.
+  uint64_t commToken() const { return commToken_; }
   // collSuccess, or the error that broke the communicator: recorded by a failed call, or
   // reported since by an engine (a device kernel that timed out).
   collResult_t asyncError();
@@ -148,6 +162,15 @@ class Communicator : public ConnectionSource {
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
   void checkConsistency(const CollCall& call);
+  // A call failed: a timeout gets the hang report (the peers' states through the store); then the
+  // communicator fails and the error is thrown, with the report in its message.
+  [[noreturn]] void failCall(const CollError& error, bool markFailedToo);
+  // comm_trace.cc.
+  void startWatching();
+  std::string traceReport(const char* reason, size_t newestCalls) const;
+  std::string reportHang();
+  void dumpTraceFor(const char* reason, unsigned policy) noexcept;
+  std::string silenceOf(int rank) const;
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
@@ -175,6 +198,10 @@ class Communicator : public ConnectionSource {
   std::atomic<Engine*> deviceEngineReady_{nullptr};
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
+  // The flight recorder and the watcher (comm_trace.cc).
+  trace::FlightRecorder recorder_;
+  uint64_t commToken_ = 0;
+  std::unique_ptr<trace::CommWatcher> watcher_;  // started last, stopped first
   std::atomic<bool> aborted_{false};
   std::atomic<int> callsInFlight_{0};  // CallInFlight
   std::atomic<collResult_t> asyncError_{collSuccess};

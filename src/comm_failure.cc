@@ -68,6 +68,7 @@ void Communicator::abort() {
   // Device kernels stop at their next wait; serialized mode's stream waits are released.
   if (Engine* device = deviceEngineReady_.load()) device->abort();
   transport::forceRingDoorbell(bell_);
+  dumpTraceFor("abort", kTraceDumpOnAbort);
 }
 
 }  // namespace coll

@@ -10,10 +10,12 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/net_interfaces.h"
+#include "common/random.h"
 #include "kernels/cpu/host_kernels.h"
 #include "src/algorithms/algorithms.h"
 #include "src/algorithms/cost_model.h"
 #include "src/comm.h"
+#include "src/trace/comm_watcher.h"
 #include "src/topo/topology_log.h"
 #include "transport/doorbell.h"
 #include "transport/transport_table.h"
@@ -28,10 +30,14 @@ struct InitInfo {
   transport::PeerInfo peer;
   uint32_t settingCount;
   uint64_t settings[kMaxSharedSettings];
+  // A random word of which every rank keeps rank 0's: the communicator's name in flight-recorder
+  // dumps.
+  uint64_t commToken;
 };
 
 InitInfo describeInit(int rank, const Params& params, const std::vector<SharedSetting>& shared) {
   InitInfo info{};
+  fillRandom(&info.commToken, sizeof(info.commToken), "the communicator's trace token");
   info.peer = transport::describeLocalRank(rank, params.hostId);
   info.peer.verbsDevice = transport::verbsRequested(params.transports) && transport::verbsUsableHere() ? 1 : 0;
   info.settingCount = static_cast<uint32_t>(shared.size());
@@ -52,7 +58,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
       nranks_(nranks),
       rank_(rank),
       options_(options),
-      params_(processParams()) {
+      params_(processParams()),
+      recorder_(params_.traceBuffer) {
   // The device this process already works on, if the calling thread has a current context;
   // asking creates none, so a host-only user on a GPU machine pays nothing (comm_device.cc).
   cudaDevice_.store(currentContextDevice());
@@ -61,9 +68,12 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
   setupTransports();
   describePlanContext();
   startEngines();
+  startWatching();
 }
 
 Communicator::~Communicator() {
+  // The watcher first: it calls into the communicator (reports, dumps).
+  watcher_.reset();
   // Device memory first: its launches may still run, and peers may still write into it.
   teardownDevice();
   // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
@@ -114,6 +124,7 @@ void Communicator::exchangePeers() {
     InitInfo theirs;
     memcpy(&theirs, all[r].data(), sizeof(InitInfo));
     peers_[r] = theirs.peer;
+    if (r == 0) commToken_ = theirs.commToken;
     if (peers_[r].rank != r) throwError(collRemoteError, "rank %d announced itself as rank %d", r, peers_[r].rank);
     if (theirs.settingCount != mine.settingCount)
       throwError(collRemoteError, "rank %d shares %u settings, this rank %u (a different libcollective version?)", r,

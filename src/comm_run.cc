@@ -21,25 +21,38 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
   }
   Engine& engine = engineFor(stream);
   throwIfFailed();
+  const uint64_t ticket = recorder_.begin(call, stream != nullptr);
   try {
     if (params_.checkConsistency) checkConsistency(call);
     ++callCount_;
     engine.run(call, stream);
   } catch (const CollError& e) {
-    if (e.code() != collInvalidArgument && e.code() != collInvalidUsage) markFailed(e.code(), e.what());
-    throw;
+    recorder_.end(ticket, trace::CallState::kFailed, e.code(), engine.lastAlgorithm());
+    failCall(e, e.code() != collInvalidArgument && e.code() != collInvalidUsage);
   }
+  // A device call is only enqueued: the host does not see it end.
+  recorder_.end(ticket, stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess,
+                engine.lastAlgorithm());
 }
 
 void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {
   Engine& engine = engineFor(stream);
   throwIfFailed();
+  // The tickets of the group's calls, kept between groups so that a loop allocates nothing.
+  thread_local std::vector<uint64_t> tickets;
+  tickets.clear();
+  if (recorder_.enabled())
+    for (const CollCall& call : calls) tickets.push_back(recorder_.begin(call, stream != nullptr));
+  auto endAll = [&](trace::CallState state, collResult_t result) {
+    for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, "");
+  };
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {
-    markFailed(e.code(), e.what());
-    throw;
+    endAll(trace::CallState::kFailed, e.code());
+    failCall(e, true);
   }
+  endAll(stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess);
 }
 
 }  // namespace coll

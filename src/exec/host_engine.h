@@ -57,6 +57,7 @@ class HostEngine : public Engine {
   const char* name() const override { return "host"; }
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
+  const char* lastAlgorithm() const override { return lastAlgo_ == Algo::kAuto ? "" : algoName(lastAlgo_); }
 
  private:
   // A waiter for one call (its deadline starts at its first wait).
@@ -83,6 +84,7 @@ class HostEngine : public Engine {
   };
 
   HostEngineArgs args_;
+  Algo lastAlgo_ = Algo::kAuto;  // the last plan's row, for the flight recorder
   KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
 
   // What a schedule row's schedule depends on besides the rank and the communicator. The default
