@@ -9,8 +9,8 @@
 // comm_run.cc (running calls), comm_device.cc (device memory: the lazy, collective setup of the
 // device transports and engine at the first call with a stream, and their teardown),
 // comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit), comm_failure.cc (health,
-// failure, abort) and comm_trace.cc (the flight recorder, dumps, the hang report and the watcher
-// thread).
+// failure, abort, revoke), comm_trace.cc (the flight recorder, dumps, the hang report and the
+// watcher thread), comm_shrink.cc (collCommShrink) and comm_grow.cc (collCommGrow).
 #pragma once
 
 #include <atomic>
@@ -30,6 +30,7 @@
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/host_engine.h"
+#include "src/ft/meeting_point.h"
 #include "src/params.h"
 #include "src/trace/recorder.h"
 #include "transport/domain.h"
@@ -96,6 +97,24 @@ class Communicator : public ConnectionSource {
   // From any thread: ends pending calls with an error and tells the peers.
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // collCommRevoke, from any thread: this rank's pending call and every later one fail with
+  // collRemoteError, and every other rank's do too (the transports' failure notice, and a message
+  // through the store for ranks no transport connects yet). The communicator stays, for shrink.
+  void revoke();
+
+  // collCommShrink (comm_shrink.cc): the survivors agree on the ranks to leave out (`exclude`,
+  // the union of every survivor's, and the ranks found gone) and build a communicator of the
+  // others. `revokeFirst`: revoke this one first (COLL_SHRINK_ABORT).
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude, bool revokeFirst, const CommOptions& options);
+  // For a communicator that shrink made: its parent's ranks that it left out, ascending.
+  const std::vector<int>& excludedFromParent() const { return excludedFromParent_; }
+
+  // collCommGrow (comm_grow.cc), on the ranks of this communicator: rank 0's `id` reaches every
+  // rank over this communicator (the others may pass null, or the same id).
+  collUniqueId shareGrowId(const collUniqueId* id);
+  // On the grown communicator: checks that its first `oldSize` ranks are the existing ones, on
+  // every rank alike (throws collInvalidUsage naming a rank in the wrong place).
+  void checkGrowth(bool existing, int oldSize);
 
   // The flight recorder (comm_trace.cc): writes this rank's dump to `path` ("" names a file in
   // COLL_TRACE_DIR, or the current directory). Returns the path written.
@@ -171,6 +190,9 @@ class Communicator : public ConnectionSource {
   std::string reportHang();
   void dumpTraceFor(const char* reason, unsigned policy) noexcept;
   std::string silenceOf(int rank) const;
+  // comm_failure.cc: `rank` revoked the communicator (this one, or a peer its watcher heard), or
+  // (`excluded`) told this rank that the survivors shrank it without this rank.
+  void revokedBy(int rank, bool excluded);
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
@@ -198,9 +220,16 @@ class Communicator : public ConnectionSource {
   std::atomic<Engine*> deviceEngineReady_{nullptr};
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
-  // The flight recorder and the watcher (comm_trace.cc).
+  // Fault tolerance (comm_trace.cc, comm_failure.cc, comm_shrink.cc).
   trace::FlightRecorder recorder_;
   uint64_t commToken_ = 0;
+  std::unique_ptr<ft::MeetingListener> meetingListener_;  // null on a store in process memory
+  std::vector<ft::MeetingCard> meetingCards_;             // every rank's, from init
+  std::unique_ptr<ft::MeetingPoint> meeting_;             // from the first shrink on
+  uint64_t shrinkCount_ = 0;
+  std::vector<int> excludedFromParent_;
+  std::atomic<int> revokedBy_{-1};
+  std::atomic<int> excludedBy_{-1};  // a shrink on these ranks left this one out (the watcher heard)
   std::unique_ptr<trace::CommWatcher> watcher_;  // started last, stopped first
   std::atomic<bool> aborted_{false};
   std::atomic<int> callsInFlight_{0};  // CallInFlight

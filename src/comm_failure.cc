@@ -2,15 +2,26 @@
 // transport announces it to the peers (a shared-memory flag with the reason, sockets shut down,
 // device kernels asked to stop), so that they stop waiting for this rank at once. Waits check
 // the peers' health through every transport; the engines report what they learn later (a device
-// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses.
+// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses;
+// collCommRevoke one that every rank shares and that leaves the communicator to shrink: it goes
+// through the transports like any failure, and through each rank's watcher (the store) to ranks
+// that no transport connects yet.
+//
+// Revoke's result is collRemoteError, not a code of its own: a program that handles a dead peer
+// already treats collRemoteError as "this communicator is finished: rebuild", which is what a
+// revoked communicator asks of it, and the message says "revoked". A new collResult_t value would
+// also move collNumResults, which callers may size tables by.
 #include "common/error.h"
 #include "common/logging.h"
 #include "src/comm.h"
+#include "src/trace/comm_watcher.h"
 
 namespace coll {
 
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
+  if (const int by = revokedBy_.load(); by >= 0)
+    throwError(collRemoteError, "the communicator was revoked (collCommRevoke on rank %d)", by);
   for (const auto& domain : domains_) domain->checkPeers();
 }
 
@@ -69,6 +80,24 @@ void Communicator::abort() {
   if (Engine* device = deviceEngineReady_.load()) device->abort();
   transport::forceRingDoorbell(bell_);
   dumpTraceFor("abort", kTraceDumpOnAbort);
+}
+
+void Communicator::revoke() {
+  revokedBy(rank_, false);
+  if (watcher_) watcher_->tellRevoked();
+}
+
+void Communicator::revokedBy(int rank, bool excluded) {
+  if (excluded) excludedBy_.store(rank);
+  int expected = -1;
+  if (!revokedBy_.compare_exchange_strong(expected, rank)) return;
+  // markFailed tells the peers through every transport and stops device kernels at their next
+  // wait; the doorbell wakes this rank's own waiter, which then sees revokedBy_ (healthCheck).
+  markFailed(collRemoteError,
+             excluded ? formatString("the survivors shrank the communicator without this rank (rank %d told it)", rank)
+                      : formatString("the communicator was revoked (collCommRevoke on rank %d)", rank));
+  if (hostEngine_) hostEngine_->abort();
+  transport::forceRingDoorbell(bell_);
 }
 
 }  // namespace coll

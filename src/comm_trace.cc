@@ -22,6 +22,8 @@ void Communicator::startWatching() {
     const std::string why = reason;
     dumpTraceFor(reason, why == "signal" ? kTraceDumpOnSignal : kTraceDumpOnTimeout);
   };
+  hooks.revoked = [this](int rank) { revokedBy(rank, false); };
+  hooks.excluded = [this](int rank) { revokedBy(rank, true); };
   hooks.silenceOf = [this](int rank) { return silenceOf(rank); };
   const std::string label = formatString("comm %s rank %d/%d", options_.name.c_str(), rank_, nranks_);
   watcher_ = std::make_unique<trace::CommWatcher>(store_, rank_, nranks_, label, std::move(hooks));

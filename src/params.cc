@@ -253,6 +253,7 @@ const Params& processParams() {
     if (const char* dir = getenv("COLL_TRACE_DIR")) p.traceDir = dir;
     if (isSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
     p.traceProbeMs = static_cast<int>(parseInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
+    p.agreeTimeoutMs = static_cast<int>(parseInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
     return p;
   }();
   return cached;

@@ -69,7 +69,8 @@ struct Params {
   size_t traceBuffer = 2000;  // COLL_TRACE_BUFFER: calls each communicator keeps (0: none)
   std::string traceDir;       // COLL_TRACE_DIR: where dumps go (empty: no dump files)
   unsigned traceDumpOn = kTraceDumpOnTimeout | kTraceDumpOnAbort;  // COLL_TRACE_DUMP_ON
-  int traceProbeMs = 1000;  // COLL_TRACE_PROBE_MS: how long a timed-out rank waits for its peers' answers
+  int traceProbeMs = 1000;     // COLL_TRACE_PROBE_MS: how long a timed-out rank waits for its peers' answers
+  int agreeTimeoutMs = 10000;  // COLL_AGREE_TIMEOUT_MS: how long a shrink waits for a silent rank
 
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
   LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)

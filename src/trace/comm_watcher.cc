@@ -59,6 +59,16 @@ void CommWatcher::sendToAll(const std::string& message) {
 
 void CommWatcher::tellVerdict(const std::string& line) { sendToAll("verdict " + std::to_string(rank_) + " " + line); }
 
+void CommWatcher::tellRevoked() { sendToAll("revoke " + std::to_string(rank_)); }
+
+void CommWatcher::tellExcluded(const std::vector<int>& ranks) {
+  try {
+    for (int r : ranks)
+      if (r != rank_) send(r, "excluded " + std::to_string(rank_));
+  } catch (const std::exception& e) {
+    COLL_INFO(kColl, "%s: could not tell the excluded ranks through the store: %s", label_.c_str(), e.what());
+  }
+}
 
 void CommWatcher::run() {
   int64_t next = 1;
@@ -107,6 +117,9 @@ bool CommWatcher::handle(const std::string& message) {
     // Every rank that timed out reports; the same line once is enough.
     if (line != lastVerdict_) COLL_WARN(kColl, "%s: rank %d reports a hang:%s", label_.c_str(), from, line.c_str());
     lastVerdict_ = line;
+  } else if (kind == "revoke" || kind == "excluded") {
+    words >> from;
+    if (from >= 0 && from < nranks_) (kind == "revoke" ? hooks_.revoked : hooks_.excluded)(from);
   }
   return true;
 }

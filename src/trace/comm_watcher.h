@@ -10,6 +10,11 @@
 //                         its recorder where COLL_TRACE_DIR asks for it
 //   verdict <from> <line> that rank's hang line, which every rank prints, so every rank's output
 //                         names the rank and the call that hold the job up
+//   revoke <from>         collCommRevoke on that rank: this rank's communicator is revoked too,
+//                         which ends its pending call and fails later ones (comm_failure.cc)
+//   excluded <from>       the survivors shrank the communicator without this rank (it was
+//                         stopped, or late): its communicator is revoked and its own
+//                         collCommShrink fails saying so, instead of building one of its own
 //   stop                  the communicator is being destroyed
 //
 // Between messages it wakes about once a second: to dump on SIGUSR1 (dump_signal.h) and to skip
@@ -36,6 +41,8 @@ namespace trace {
 struct WatcherHooks {
   std::function<std::string(const char* reason, size_t newestCalls)> report;  // this rank's trace
   std::function<void(const char* reason)> dump;  // to COLL_TRACE_DIR, where asked for `reason`
+  std::function<void(int byRank)> revoked;
+  std::function<void(int byRank)> excluded;
   std::function<std::string(int rank)> silenceOf;  // why a peer may be silent ("" when unknown)
 };
 
@@ -53,6 +60,8 @@ class CommWatcher {
   std::vector<RankStatus> probe(const std::string& mine, std::chrono::milliseconds patience);
   // Best effort, to every other rank (a store that is gone is logged, not thrown).
   void tellVerdict(const std::string& line);
+  void tellRevoked();
+  void tellExcluded(const std::vector<int>& ranks);
 
  private:
   void run();
