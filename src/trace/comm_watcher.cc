@@ -13,6 +13,8 @@ namespace {
 // How long one wait for the next message lasts: how late a SIGUSR1 dump may come, and how often a
 // rank with nothing to do asks the store anything.
 constexpr auto kSlice = std::chrono::milliseconds(1000);
+// How many waits a message number that was taken but never written may hold the later ones back.
+constexpr int kHoleWaits = 3;
 // A probe's answer carries this many of the newest calls: the hang line needs the last one, a
 // reader of the log a few.
 constexpr size_t kProbeCalls = 8;
@@ -72,14 +74,14 @@ void CommWatcher::tellExcluded(const std::vector<int>& ranks) {
 
 void CommWatcher::run() {
   int64_t next = 1;
-  int missedWaits = 0;
+  int heldBack = 0;  // waits in a row in which a later message waited behind `next`
   try {
     while (!stopping_.load()) {
       const std::string key = inboxKey(rank_, std::to_string(next));
       try {
         const std::string message = textOf(store_->get(key, Clock::now() + kSlice));
         ++next;
-        missedWaits = 0;
+        heldBack = 0;
         if (!handle(message)) return;
         continue;
       } catch (const CollError& e) {
@@ -89,10 +91,14 @@ void CommWatcher::run() {
         signalsSeen_ = signals;
         hooks_.dump("signal");
       }
-      // A number was taken and never written (its sender died): skip it once later ones exist.
-      if (++missedWaits >= 2 && store_->add(inboxKey(rank_, "n"), 0) > next) {
+      // A number taken and never written (its sender died) would hold every later message back:
+      // skip it once it has for kHoleWaits waits. Not sooner: a sender writes its message a round
+      // trip after it takes the number, and two senders may take numbers in either order.
+      heldBack = store_->add(inboxKey(rank_, "n"), 0) > next ? heldBack + 1 : 0;
+      if (heldBack >= kHoleWaits) {
+        COLL_INFO(kColl, "%s: message %lld never came; reading on", label_.c_str(), static_cast<long long>(next));
         ++next;
-        missedWaits = 0;
+        heldBack = 0;
       }
     }
   } catch (const std::exception& e) {
