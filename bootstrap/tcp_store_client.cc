@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/store_deadline.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
 #include "common/error.h"
@@ -130,6 +131,7 @@ void TcpStoreClient::handshake(const Secret& secret, Clock::time_point start, De
 }
 
 bool TcpStoreClient::roundTrip(FrameWriter& request, Deadline replyDeadline, const std::string& what, Reply* reply) {
+  replyDeadline = StoreRequestDeadline::bound(replyDeadline);
   Slot slot;
   uint32_t seq;
   {

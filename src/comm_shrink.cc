@@ -42,7 +42,9 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
                rank_, by);
   if (revokeFirst) revoke();
   const std::string prefix = "shrink" + std::to_string(++shrinkCount_);
-  const Deadline deadline = Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+  // Each step has the communicator's timeout from its own start: the meeting and the agreement
+  // may each wait `patience` for a stopped rank.
+  const auto timeout = std::chrono::milliseconds(options.timeoutMs);
   const auto patience = std::chrono::milliseconds(std::min(params_.agreeTimeoutMs, options.timeoutMs));
   auto gone = [this](int r) {
     return r != rank_ && ft::peerProcessState(peers_[r], peers_[rank_]) == ft::ProcessState::kGone;
@@ -67,7 +69,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   input.gone = gone;
   input.toldExcluded = [this] { return excludedBy_.load() >= 0; };
   input.patience = patience;
-  input.deadline = deadline;
+  input.deadline = Clock::now() + timeout;
   const std::vector<int> excluded = ft::agreeOnExcluded(*agreeStore, input);
 
   std::vector<int> members;
@@ -85,6 +87,7 @@ std::unique_ptr<Communicator> Communicator::shrink(const std::vector<int>& exclu
   std::shared_ptr<bootstrap::Store> base = store_;
   if (meetingListener_) {
     const int newRoot = members[0];
+    const Deadline deadline = Clock::now() + timeout;
     base = newRoot == rank_ ? hostedStore(meeting_->keepServer(), deadline)
                             : bootstrap::connectStore(meeting_->idOf(meetingCards_[newRoot]), deadline);
   }

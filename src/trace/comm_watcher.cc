@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "bootstrap/store_deadline.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "src/trace/dump_signal.h"
@@ -13,6 +14,10 @@ namespace {
 // How long one wait for the next message lasts: how late a SIGUSR1 dump may come, and how often a
 // rank with nothing to do asks the store anything.
 constexpr auto kSlice = std::chrono::milliseconds(1000);
+// How long a message to the other ranks (a verdict, a revoke, an exclusion, the stop at
+// destruction) and the handling of one received may take: a store whose host is stopped must not
+// hold a revoke, a shrink or a destroy for the store's request timeout.
+constexpr auto kNoticeTime = std::chrono::milliseconds(2000);
 // How many waits a message number that was taken but never written may hold the later ones back.
 constexpr int kHoleWaits = 3;
 // A probe's answer carries this many of the newest calls: the hang line needs the last one, a
@@ -34,6 +39,7 @@ CommWatcher::CommWatcher(std::shared_ptr<bootstrap::Store> store, int rank, int 
 CommWatcher::~CommWatcher() {
   stopping_.store(true);
   try {
+    bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
     send(rank_, "stop");
   } catch (const std::exception&) {
     // The store is gone: the watcher's own wait fails as well, or ends within a slice.
@@ -51,6 +57,7 @@ void CommWatcher::send(int to, const std::string& message) {
 }
 
 void CommWatcher::sendToAll(const std::string& message) {
+  bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
   try {
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_) send(r, message);
@@ -64,6 +71,7 @@ void CommWatcher::tellVerdict(const std::string& line) { sendToAll("verdict " + 
 void CommWatcher::tellRevoked() { sendToAll("revoke " + std::to_string(rank_)); }
 
 void CommWatcher::tellExcluded(const std::vector<int>& ranks) {
+  bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
   try {
     for (int r : ranks)
       if (r != rank_) send(r, "excluded " + std::to_string(rank_));
@@ -79,14 +87,21 @@ void CommWatcher::run() {
     while (!stopping_.load()) {
       const std::string key = inboxKey(rank_, std::to_string(next));
       try {
-        const std::string message = textOf(store_->get(key, Clock::now() + kSlice));
+        std::string message;
+        {
+          // A late reply is dropped; the message stays in the store for the next wait.
+          bootstrap::StoreRequestDeadline bound(Clock::now() + kSlice + kNoticeTime);
+          message = textOf(store_->get(key, Clock::now() + kSlice));
+        }
         ++next;
         heldBack = 0;
+        bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
         if (!handle(message)) return;
         continue;
       } catch (const CollError& e) {
         if (e.code() != collTimeout) throw;
       }
+      bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
       if (const uint64_t signals = dumpSignalCount(); signals != signalsSeen_) {
         signalsSeen_ = signals;
         hooks_.dump("signal");
@@ -140,6 +155,7 @@ std::vector<RankStatus> CommWatcher::probe(const std::string& mine, std::chrono:
   std::vector<RankStatus> statuses;
   statuses.push_back(statusFromTrace(parseTrace(mine)));
   const Deadline deadline = Clock::now() + patience;
+  bootstrap::StoreRequestDeadline bound(deadline);
   std::string id;
   try {
     id = std::to_string(store_->add("watch/probes", 1));
