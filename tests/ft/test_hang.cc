@@ -114,8 +114,9 @@ TEST(Hang, EveryRankNamesTheRankAndTheCallAndColltraceAgrees) {
 namespace colltest {
 namespace {
 
-// SIGUSR1 (COLL_TRACE_DUMP_ON=signal) dumps every communicator within about a second, and
-// collCommDumpTrace writes where it is told; both are traces colltrace reads.
+// SIGUSR1 (COLL_TRACE_DUMP_ON=signal) dumps every communicator within about a second,
+// collCommDumpTrace writes where it is told, and collCommAbort dumps; all are traces colltrace
+// reads.
 std::vector<std::string> dumpOnRequest(collComm_t comm, int rank, const std::string& traces) {
   std::vector<std::string> failures;
   float value = 1.0f;
@@ -133,21 +134,31 @@ std::vector<std::string> dumpOnRequest(collComm_t comm, int rank, const std::str
   while (!dumped() && secondsSince(start) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (!dumped()) failures.push_back(failure(rank, "no dump 10 s after SIGUSR1"));
   collAllReduce(&value, &value, 1, collFloat, collSum, comm, nullptr);  // nobody leaves before the others dumped
-  collCommDestroy(comm);
+  // collCommAbort dumps too (COLL_TRACE_DUMP_ON has abort): rank 1's last record is the call above.
+  if (rank == 1) {
+    collCommAbort(comm);
+    std::string command = "grep -l 'rank=1 .*reason=abort' " + traces + "/colltrace.*.txt >/dev/null 2>&1";
+    if (system(command.c_str()) != 0) failures.push_back(failure(rank, "no dump on collCommAbort"));
+  } else {
+    collCommDestroy(comm);
+  }
   return failures;
 }
 
-TEST(FlightRecorder, DumpsOnSigusr1AndOnRequest) {
+TEST(FlightRecorder, DumpsOnSigusr1OnRequestAndOnAbort) {
   char pattern[] = "/tmp/colltrace-signal.XXXXXX";
   const std::string traces = mkdtemp(pattern);
   RankJob job(
       2, [&](collComm_t comm, int rank, int, SharedBoard&) { return dumpOnRequest(comm, rank, traces); },
-      {"COLL_TRACE_DIR=" + traces, "COLL_TRACE_DUMP_ON=signal"});
+      {"COLL_TRACE_DIR=" + traces, "COLL_TRACE_DUMP_ON=signal,abort"});
   auto failures = job.wait(60);
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
   int status = -1;
   const std::string printed = runCommand(std::string(COLLTRACE_PATH) + " --calls 2 " + traces + " 2>&1", &status);
-  EXPECT_NE(printed.find("ranks 0-1 last completed #3 and are in no call"), std::string::npos) << printed;
+  // Rank 0's newest dump is the signal's, after call #3; rank 1's the abort's, after #4.
+  EXPECT_NE(printed.find("rank 0 last completed #3 and is in no call; rank 1 last completed #4 and is in no call"),
+            std::string::npos)
+      << printed;
   const std::string cleanup = "rm -rf '" + traces + "'";
   EXPECT_EQ(system(cleanup.c_str()), 0);
 }
