@@ -123,6 +123,10 @@ void CollectiveWork::complete(std::exception_ptr error) {
     future_->markCompleted(c10::IValue(outputs_));
   }
   finish(error);
+#if TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS
+  // After the Work reads completed: a hook that missed its key at issue time looks it up then.
+  if (!error && completionHooks_) completionHooks_->completed(getCompletionKey());
+#endif
 }
 
 }  // namespace torch_collective

@@ -56,6 +56,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
   if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
   auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_, device);
+  work->setCompletionHooks(completionHooks_);
   QueuedCall call;
   call.kind = kind;
   call.issue = std::move(issue);
