@@ -44,7 +44,7 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStrea
   if (recorder_.enabled())
     for (const CollCall& call : calls) tickets.push_back(recorder_.begin(call, stream != nullptr));
   auto endAll = [&](trace::CallState state, collResult_t result) {
-    for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, "");
+    for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, Algo::kAuto);
   };
   try {
     engine.runPointToPoint(calls, stream);

@@ -57,7 +57,7 @@ class HostEngine : public Engine {
   const char* name() const override { return "host"; }
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
-  const char* lastAlgorithm() const override { return lastAlgo_ == Algo::kAuto ? "" : algoName(lastAlgo_); }
+  Algo lastAlgorithm() const override { return lastAlgo_; }
 
  private:
   // A waiter for one call (its deadline starts at its first wait).

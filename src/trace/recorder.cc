@@ -4,7 +4,6 @@
 
 namespace coll {
 namespace trace {
-
 namespace {
 
 constexpr std::memory_order kRelaxed = std::memory_order_relaxed;
@@ -61,36 +60,71 @@ const char* operationName(CollType type) {
 }
 
 // Odd version: being written. A reader copies the fields between two reads of an even, unchanged
-// version.
+// version. `shape` packs the call's type, op, datatype, whether it is a device call, and its root
+// or peer; `outcome` its state, algorithm and result: two stores where six fields would be six.
 struct FlightRecorder::Slot {
   std::atomic<uint32_t> version{0};
   std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> count{0};
   std::atomic<int64_t> startNs{0};
   std::atomic<int64_t> endNs{0};
-  std::atomic<const char*> algorithm{""};
-  std::atomic<int32_t> root{-1};
-  std::atomic<int32_t> peer{-1};
-  std::atomic<int32_t> datatype{0};
-  std::atomic<uint8_t> type{0};
-  std::atomic<uint8_t> op{0};
-  std::atomic<uint8_t> state{0};
-  std::atomic<uint8_t> device{0};
-  std::atomic<int32_t> result{0};
+  std::atomic<uint64_t> shape{0};
+  std::atomic<uint64_t> outcome{0};
 };
 
+namespace {
+
+bool isPointToPoint(CollType type) { return type == CollType::kSend || type == CollType::kRecv; }
+
+size_t powerOfTwoAtLeast(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return n == 0 ? 0 : p;
+}
+
+uint64_t shapeOf(const CollCall& call, bool device) {
+  const int32_t other = isPointToPoint(call.type) ? call.peer : call.type == CollType::kAllReduce ? -1 : call.root;
+  return static_cast<uint64_t>(call.type) | static_cast<uint64_t>(static_cast<uint8_t>(call.op)) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(call.datatype)) << 16 | static_cast<uint64_t>(device) << 24 |
+         static_cast<uint64_t>(static_cast<uint32_t>(other)) << 32;
+}
+
+uint64_t outcomeOf(CallState state, Algo algorithm, collResult_t result) {
+  return static_cast<uint64_t>(state) | static_cast<uint64_t>(algorithm) << 8 |
+         static_cast<uint64_t>(static_cast<uint32_t>(result)) << 16;
+}
+
+void unpack(uint64_t shape, uint64_t outcome, CallRecord* r) {
+  r->type = static_cast<CollType>(shape & 0xff);
+  r->op = static_cast<collRedOp_t>((shape >> 8) & 0xff);
+  r->datatype = static_cast<collDataType_t>((shape >> 16) & 0xff);
+  r->device = ((shape >> 24) & 1) != 0;
+  const int32_t other = static_cast<int32_t>(static_cast<uint32_t>(shape >> 32));
+  r->root = isPointToPoint(r->type) ? -1 : other;
+  r->peer = isPointToPoint(r->type) ? other : -1;
+  r->state = static_cast<CallState>(outcome & 0xff);
+  const Algo algorithm = static_cast<Algo>((outcome >> 8) & 0xff);
+  r->algorithm = algorithm == Algo::kAuto ? "" : algoName(algorithm);
+  r->result = static_cast<collResult_t>(static_cast<int32_t>(static_cast<uint32_t>(outcome >> 16)));
+}
+
+}  // namespace
+
 FlightRecorder::FlightRecorder(size_t capacity)
-    : capacity_(capacity), slots_(capacity > 0 ? std::make_unique<Slot[]>(capacity) : nullptr) {}
+    : capacity_(powerOfTwoAtLeast(capacity)), slots_(capacity_ > 0 ? std::make_unique<Slot[]>(capacity_) : nullptr) {}
 
 FlightRecorder::~FlightRecorder() = default;
 
-uint64_t FlightRecorder::begin(const CollCall& call, bool device) {
-  if (capacity_ == 0) return 0;
-  const bool pointToPoint = call.type == CollType::kSend || call.type == CollType::kRecv;
-  const uint64_t seq = pointToPoint ? ++pointToPointCount_ : collectivesBegun_.load(kRelaxed) + 1;
-  if (!pointToPoint) collectivesBegun_.store(seq, kRelaxed);
-  const uint64_t ticket = nextTicket_++;
-  Slot& s = slots_[ticket % capacity_];
+uint64_t FlightRecorder::record(const CollCall& call, bool device) {
+  uint64_t seq;
+  if (isPointToPoint(call.type)) {
+    seq = ++pointToPointCount_;
+  } else {
+    seq = collectivesBegun_.load(kRelaxed) + 1;
+    collectivesBegun_.store(seq, kRelaxed);
+  }
+  const uint64_t ticket = written_.load(kRelaxed);
+  Slot& s = slots_[ticket & (capacity_ - 1)];
   const uint32_t v = s.version.load(kRelaxed);
   s.version.store(v + 1, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -98,34 +132,22 @@ uint64_t FlightRecorder::begin(const CollCall& call, bool device) {
   s.count.store(call.count, kRelaxed);
   s.startNs.store(coarseMonotonicNs(), kRelaxed);
   s.endNs.store(0, kRelaxed);
-  s.algorithm.store("", kRelaxed);
-  s.root.store(pointToPoint || call.type == CollType::kAllReduce ? -1 : call.root, kRelaxed);
-  s.peer.store(pointToPoint ? call.peer : -1, kRelaxed);
-  s.datatype.store(static_cast<int32_t>(call.datatype), kRelaxed);
-  s.type.store(static_cast<uint8_t>(call.type), kRelaxed);
-  s.op.store(static_cast<uint8_t>(call.op), kRelaxed);
-  s.state.store(static_cast<uint8_t>(CallState::kStarted), kRelaxed);
-  s.device.store(device ? 1 : 0, kRelaxed);
-  s.result.store(collSuccess, kRelaxed);
+  s.shape.store(shapeOf(call, device), kRelaxed);
+  s.outcome.store(outcomeOf(CallState::kStarted, Algo::kAuto, collSuccess), kRelaxed);
   s.version.store(v + 2, std::memory_order_release);
-  written_.store(nextTicket_, std::memory_order_release);
+  written_.store(ticket + 1, std::memory_order_release);
   return ticket;
 }
 
-void FlightRecorder::end(uint64_t ticket, CallState state, collResult_t result, const char* algorithm) {
-  if (capacity_ == 0) return;
-  Slot& s = slots_[ticket % capacity_];
+void FlightRecorder::close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
+  Slot& s = slots_[ticket & (capacity_ - 1)];
   const uint32_t v = s.version.load(kRelaxed);
   s.version.store(v + 1, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  s.state.store(static_cast<uint8_t>(state), kRelaxed);
-  s.result.store(static_cast<int32_t>(result), kRelaxed);
-  s.algorithm.store(algorithm != nullptr ? algorithm : "", kRelaxed);
+  s.outcome.store(outcomeOf(state, algorithm, result), kRelaxed);
   if (state != CallState::kQueued) s.endNs.store(coarseMonotonicNs(), kRelaxed);
-  const uint8_t type = s.type.load(kRelaxed);
-  const bool pointToPoint =
-      type == static_cast<uint8_t>(CollType::kSend) || type == static_cast<uint8_t>(CollType::kRecv);
-  if (state == CallState::kCompleted && !pointToPoint) collectivesCompleted_.store(s.seq.load(kRelaxed), kRelaxed);
+  if (state == CallState::kCompleted && !isPointToPoint(static_cast<CollType>(s.shape.load(kRelaxed) & 0xff)))
+    collectivesCompleted_.store(s.seq.load(kRelaxed), kRelaxed);
   s.version.store(v + 2, std::memory_order_release);
 }
 
@@ -137,18 +159,11 @@ bool FlightRecorder::readSlot(const Slot& s, CallRecord* out) const {
     out->count = s.count.load(kRelaxed);
     out->startNs = s.startNs.load(kRelaxed);
     out->endNs = s.endNs.load(kRelaxed);
-    const char* algorithm = s.algorithm.load(kRelaxed);
-    out->root = s.root.load(kRelaxed);
-    out->peer = s.peer.load(kRelaxed);
-    out->datatype = static_cast<collDataType_t>(s.datatype.load(kRelaxed));
-    out->type = static_cast<CollType>(s.type.load(kRelaxed));
-    out->op = static_cast<collRedOp_t>(s.op.load(kRelaxed));
-    out->state = static_cast<CallState>(s.state.load(kRelaxed));
-    out->device = s.device.load(kRelaxed) != 0;
-    out->result = static_cast<collResult_t>(s.result.load(kRelaxed));
+    const uint64_t shape = s.shape.load(kRelaxed);
+    const uint64_t outcome = s.outcome.load(kRelaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.version.load(kRelaxed) != before) continue;
-    out->algorithm = algorithm;
+    unpack(shape, outcome, out);
     return true;
   }
   return false;
@@ -162,7 +177,7 @@ std::vector<CallRecord> FlightRecorder::snapshot() const {
   records.reserve(written - first);
   for (uint64_t t = first; t < written; ++t) {
     CallRecord record;
-    if (readSlot(slots_[t % capacity_], &record)) records.push_back(std::move(record));
+    if (readSlot(slots_[t & (capacity_ - 1)], &record)) records.push_back(std::move(record));
   }
   return records;
 }

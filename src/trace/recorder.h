@@ -6,8 +6,9 @@
 // The thread that makes the calls writes; the communicator's watcher thread (answering a peer's
 // probe), a dump on SIGUSR1 and an abort from another thread read. Each slot sits under a version
 // word, as a seqlock: the writer never waits, and a reader skips a slot it caught mid-write. The
-// fields are relaxed atomics, which cost a plain store on x86, so the record of a call is a few
-// stores and one coarse clock read at its start and at its end.
+// fields are relaxed atomics, which cost a plain store on x86, packed into a few words, so the
+// record of a call is a handful of stores and one coarse clock read at its start and at its end:
+// it runs on every call, small ones included, whose whole path is a few hundred instructions.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "collective.h"
+#include "src/algorithms/algorithm_table.h"
 #include "src/coll_call.h"
 
 namespace coll {
@@ -54,7 +56,7 @@ struct CallRecord {
 
 class FlightRecorder {
  public:
-  // capacity 0: records nothing (COLL_TRACE_BUFFER=0).
+  // capacity 0: records nothing (COLL_TRACE_BUFFER=0); others are rounded up to a power of two.
   explicit FlightRecorder(size_t capacity);
   ~FlightRecorder();
   FlightRecorder(const FlightRecorder&) = delete;
@@ -63,10 +65,13 @@ class FlightRecorder {
   bool enabled() const { return capacity_ > 0; }
   size_t capacity() const { return capacity_; }
   // Records a call as it starts (device calls: as they are enqueued); returns the ticket for end().
-  uint64_t begin(const CollCall& call, bool device);
-  // The call's end: kCompleted, kFailed, or kQueued for a device call handed to its stream.
-  // `algorithm` is a static name ("" when unknown).
-  void end(uint64_t ticket, CallState state, collResult_t result, const char* algorithm);
+  // Inline, as end(): every call of every size comes here twice.
+  uint64_t begin(const CollCall& call, bool device) { return capacity_ == 0 ? 0 : record(call, device); }
+  // The call's end: kCompleted, kFailed, or kQueued for a device call handed to its stream, with
+  // the row its plan took (Algo::kAuto when unknown).
+  void end(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
+    if (capacity_ != 0) close(ticket, state, result, algorithm);
+  }
 
   // Oldest first; slots being written are left out.
   std::vector<CallRecord> snapshot() const;
@@ -76,12 +81,13 @@ class FlightRecorder {
 
  private:
   struct Slot;
+  uint64_t record(const CollCall& call, bool device);
+  void close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm);
   bool readSlot(const Slot& slot, CallRecord* out) const;
 
-  size_t capacity_;
+  size_t capacity_;  // a power of two, or 0
   std::unique_ptr<Slot[]> slots_;
-  uint64_t nextTicket_ = 0;  // the writer's alone
-  std::atomic<uint64_t> written_{0};
+  std::atomic<uint64_t> written_{0};  // tickets handed out; the writer's to change
   uint64_t pointToPointCount_ = 0;
   std::atomic<uint64_t> collectivesBegun_{0};
   std::atomic<uint64_t> collectivesCompleted_{0};

@@ -29,7 +29,7 @@ TEST(FlightRecorder, KeepsTheNewestCallsInOrderWithTheirStates) {
   FlightRecorder recorder(4);
   for (int i = 0; i < 6; ++i) {
     uint64_t ticket = recorder.begin(callOf(CollType::kAllReduce, 100 + i, collFloat), false);
-    recorder.end(ticket, CallState::kCompleted, collSuccess, "ring");
+    recorder.end(ticket, CallState::kCompleted, collSuccess, coll::Algo::kRing);
   }
   const uint64_t pending = recorder.begin(callOf(CollType::kBroadcast, 7, collInt32, 2), false);
   (void)pending;
@@ -49,9 +49,9 @@ TEST(FlightRecorder, KeepsTheNewestCallsInOrderWithTheirStates) {
 TEST(FlightRecorder, SendsAndReceivesCountApartFromCollectives) {
   FlightRecorder recorder(8);
   recorder.end(recorder.begin(callOf(CollType::kAllReduce, 1, collFloat), false), CallState::kCompleted, collSuccess,
-               "");
+               coll::Algo::kAuto);
   recorder.end(recorder.begin(callOf(CollType::kSend, 1, collFloat, 0, 3), false), CallState::kCompleted, collSuccess,
-               "");
+               coll::Algo::kAuto);
   recorder.begin(callOf(CollType::kAllReduce, 1, collFloat), false);
   const auto calls = recorder.snapshot();
   ASSERT_EQ(calls.size(), 3u);
@@ -64,7 +64,7 @@ TEST(FlightRecorder, OffRecordsNothing) {
   FlightRecorder recorder(0);
   EXPECT_FALSE(recorder.enabled());
   recorder.end(recorder.begin(callOf(CollType::kAllReduce, 1, collFloat), false), CallState::kCompleted, collSuccess,
-               "");
+               coll::Algo::kAuto);
   EXPECT_TRUE(recorder.snapshot().empty());
 }
 
@@ -75,7 +75,7 @@ TEST(FlightRecorder, AReaderBesideTheWriterSeesWholeRecords) {
   std::thread writer([&] {
     for (int i = 1; i <= 20000; ++i) {
       uint64_t ticket = recorder.begin(callOf(CollType::kAllReduce, static_cast<size_t>(i), collFloat), false);
-      recorder.end(ticket, CallState::kCompleted, collSuccess, "ring");
+      recorder.end(ticket, CallState::kCompleted, collSuccess, coll::Algo::kRing);
     }
     done.store(true);
   });
