@@ -8,8 +8,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
+#include "bootstrap/host_secret.h"
 #include "bootstrap/tcp_store.h"
+#include "bootstrap/unique_id.h"
 #include "common/error.h"
 #include "common/hmac.h"
 #include "common/list_spec.h"
@@ -20,6 +23,11 @@ namespace coll {
 namespace bootstrap {
 
 namespace {
+
+// A one-host job's store (connectOneHostStore) needs no network.
+const char* const kLoopback = "127.0.0.1";
+// How long a rank whose secret the store refused waits for rank 0 to replace a stale file.
+constexpr auto kStaleSecretGrace = std::chrono::seconds(5);
 
 const char* const kLaunchHint =
     "; launch with collrun, torchrun, mpirun -x MASTER_ADDR -x MASTER_PORT, or srun, or set RANK, WORLD_SIZE, "
@@ -139,11 +147,13 @@ std::string chooseSource() {
   notSet("RANK and WORLD_SIZE are");
 }
 
-// Keeps rank 0's server alive exactly as long as the store handed to the communicator.
+// Keeps rank 0's server (and a one-host job's secret file) alive exactly as long as the store
+// handed to the communicator.
 class ServerOwningStore : public Store {
  public:
-  ServerOwningStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
-      : server_(std::move(server)), client_(std::move(client)) {}
+  ServerOwningStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client,
+                    std::unique_ptr<HostSecretFile> secretFile = nullptr)
+      : server_(std::move(server)), secretFile_(std::move(secretFile)), client_(std::move(client)) {}
   void set(const std::string& key, const Bytes& value) override { client_->set(key, value); }
   Bytes get(const std::string& key, Deadline deadline) override { return client_->get(key, deadline); }
   int64_t add(const std::string& key, int64_t delta) override { return client_->add(key, delta); }
@@ -158,8 +168,64 @@ class ServerOwningStore : public Store {
  private:
   // Declared first so it is destroyed last, after the client's connection is closed.
   std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<HostSecretFile> secretFile_;
   std::shared_ptr<Store> client_;
 };
+
+// Rank 0's store on bindHost:MASTER_PORT, or an error that says the port is taken.
+std::unique_ptr<TcpStoreServer> startLaunchStore(const std::string& bindHost, const LaunchEnv& env,
+                                                 const Secret& secret) {
+  try {
+    return std::make_unique<TcpStoreServer>(bindHost, static_cast<uint16_t>(env.masterPort), secret);
+  } catch (const CollError& e) {
+    throwError(e.code(),
+               "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "
+               "(is another job or an earlier run using this port?)",
+               env.masterPort, e.what());
+  }
+}
+
+// The secret in `path` once it differs from `stale`, or `stale` when it has not changed by `until`.
+Secret hostSecretChangedFrom(const std::string& path, const Secret& stale, Deadline until) {
+  for (;;) {
+    try {
+      const Secret now = readHostSecret(path, Clock::now());
+      if (now != stale) return now;
+    } catch (const CollError& e) {
+      if (e.code() != collTimeout) throw;
+    }
+    if (Clock::now() >= until) return stale;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// A job on this host alone with no COLL_STORE_SECRET (host_secret.h): the store listens on
+// loopback, under a random secret that rank 0 leaves in a file only this user can read.
+std::shared_ptr<Store> connectOneHostStore(const LaunchEnv& env, Deadline deadline) {
+  const auto port = static_cast<uint16_t>(env.masterPort);
+  const std::string path = hostSecretPath(env.masterPort);
+  if (env.rank == 0) {
+    const Secret secret = randomSecret();
+    COLL_INFO(kBootstrap, "rendezvous store: a one-host job without COLL_STORE_SECRET, listening on %s:%d only",
+              kLoopback, env.masterPort);
+    std::unique_ptr<TcpStoreServer> server = startLaunchStore(kLoopback, env, secret);
+    auto file = std::make_unique<HostSecretFile>(path, secret);
+    auto client = std::make_shared<TcpStoreClient>(kLoopback, port, secret, deadline);
+    return std::make_shared<ServerOwningStore>(std::move(server), std::move(client), std::move(file));
+  }
+  Secret secret = readHostSecret(path, deadline);
+  for (;;) {
+    try {
+      return std::make_shared<TcpStoreClient>(kLoopback, port, secret, deadline);
+    } catch (const CollError& e) {
+      if (e.code() != collInvalidUsage) throw;
+      // Read before rank 0 replaced an earlier job's file: the store holds the new one.
+      const Secret again = hostSecretChangedFrom(path, secret, std::min(deadline, Clock::now() + kStaleSecretGrace));
+      if (again == secret) throw;
+      secret = again;
+    }
+  }
+}
 
 }  // namespace
 
@@ -256,6 +322,7 @@ std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadlin
     throwError(collInvalidArgument, "connectLaunchStore: MASTER_PORT=%d is outside [1, 65535]", env.masterPort);
   }
   checkLaunchSecretPolicy(env);
+  if (envValue("COLL_STORE_SECRET") == nullptr && !launchSpansHosts(env)) return connectOneHostStore(env, deadline);
   const Secret secret = launchSecret();
   const auto port = static_cast<uint16_t>(env.masterPort);
   std::unique_ptr<TcpStoreServer> server;
@@ -264,14 +331,7 @@ std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadlin
     const std::string bindHost = launchStoreBindHost(env.masterAddr, singleNode, listInterfaces());
     COLL_INFO(kBootstrap, "rendezvous store: MASTER_ADDR=%s, listening on %s", env.masterAddr.c_str(),
               bindHost.empty() ? "every interface (MASTER_ADDR is not one of this host's addresses)" : bindHost.c_str());
-    try {
-      server = std::make_unique<TcpStoreServer>(bindHost, port, secret);
-    } catch (const CollError& e) {
-      throwError(e.code(),
-                 "collCommInitFromEnv: rank 0 cannot host the rendezvous store on MASTER_PORT=%d: %s "
-                 "(is another job or an earlier run using this port?)",
-                 env.masterPort, e.what());
-    }
+    server = startLaunchStore(bindHost, env, secret);
   }
   auto client = std::make_shared<TcpStoreClient>(env.masterAddr, port, secret, deadline);
   if (!server) return client;

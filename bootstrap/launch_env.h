@@ -32,7 +32,8 @@ struct LaunchEnv {
 LaunchEnv detectLaunchEnv();
 
 // The secret launcher-started ranks share: COLL_STORE_SECRET through HMAC-SHA256 to 32 bytes, or
-// all zeros when unset (allowed only for a job on one host, or with COLL_STORE_ALLOW_NO_SECRET=1).
+// all zeros when unset, which only a job that may span hosts with COLL_STORE_ALLOW_NO_SECRET=1
+// uses (a one-host job without it gets a random one: host_secret.h).
 Secret launchSecret();
 
 // Whether the job's ranks may run on more than one host: the launcher did not say that every
@@ -43,9 +44,11 @@ bool launchSpansHosts(const LaunchEnv& env);
 // COLL_STORE_SECRET; COLL_STORE_ALLOW_NO_SECRET=1 lets it run, with a WARN on rank 0.
 void checkLaunchSecretPolicy(const LaunchEnv& env);
 
-// Rank 0 starts a TcpStoreServer on MASTER_PORT on every interface; every rank (0 included)
-// connects to MASTER_ADDR:MASTER_PORT, retrying until the deadline. On rank 0 the returned
-// store keeps the server alive for as long as the store lives.
+// Rank 0 starts a TcpStoreServer on MASTER_PORT where launchStoreBindHost says; every rank (0
+// included) connects to MASTER_ADDR:MASTER_PORT, retrying until the deadline. A job on one host
+// without COLL_STORE_SECRET instead listens and connects on 127.0.0.1:MASTER_PORT, under a random
+// secret that rank 0 leaves in a file only its user can read (host_secret.h). On rank 0 the
+// returned store keeps the server (and that file) alive for as long as the store lives.
 std::shared_ptr<Store> connectLaunchStore(const LaunchEnv& env, Deadline deadline);
 
 // Where rank 0's store listens: the address MASTER_ADDR names when it is one of this host's

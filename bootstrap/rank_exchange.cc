@@ -24,9 +24,12 @@ namespace {
 
 // How long a rank that saw a peer's link close waits for the notice that names who left first.
 constexpr auto kDepartureNoticeGrace = std::chrono::milliseconds(2000);
-// Connections to the listener still proving themselves: more are refused at once, so strangers
-// cannot hold this rank's descriptors.
+// Connections to the listener still proving themselves, and how long each may take: the rules
+// every listener applies (common/listener_gate.h). A peer dials only once it has every address it
+// needs, and sends its hello at once, so its handshake is a few round trips of two ranks that are
+// both in their exchange.
 constexpr size_t kMaxHandshakingLinks = 64;
+constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxAddressRecordBytes = sizeof(ListenerToken) + 512;
 
 std::string addressKey(int rank) { return "bootstrap/rank/" + std::to_string(rank); }
@@ -47,6 +50,8 @@ RankExchange::RankExchange(std::shared_ptr<Store> store, int rank, int nranks)
   const std::string host = store_->localAddress();
   listener_ = listenOn(host, 0);
   address_ = formatHostPort(host, localAddressOf(listener_.get()).port());
+  gate_ = std::make_unique<ListenerGate>("bootstrap listener " + address_, LogSubsys::kBootstrap,
+                                         GateRules{kMaxHandshakingLinks, kHelloTimeout});
   Bytes record(ctx_.token.begin(), ctx_.token.end());
   record.insert(record.end(), address_.begin(), address_.end());
   store_->set(addressKey(rank), record);
@@ -74,16 +79,21 @@ RankLink* RankExchange::outboundTo(int peer) {
 
 void RankExchange::dialPeers(Deadline deadline) {
   const std::string during = "bootstrap allGather, dialling the peers";
+  // Every address first: a peer's listener closes a connection that does not prove itself in
+  // time, and this rank proves nothing while it waits for a late rank's address.
+  std::vector<std::pair<int, Bytes>> records;
   for (int d = 1; d < nranks_; d *= 2) {
     const int peer = peerAt(-d);
-    Bytes record;
     try {
-      record = getUnlessDeparted(*store_, addressKey(peer), "allGather", "dialling the peers", deadline);
+      records.emplace_back(peer,
+                           getUnlessDeparted(*store_, addressKey(peer), "allGather", "dialling the peers", deadline));
     } catch (const CollError& e) {
       if (e.code() != collTimeout) throw;
       throwError(collTimeout, "%s: rank %d never published its address (did it start, with the same nranks %d?): %s",
                  during.c_str(), peer, nranks_, e.what());
     }
+  }
+  for (const auto& [peer, record] : records) {
     std::string host;
     uint16_t port = 0;
     // From another process, through the store: bounded and parsed before use.
@@ -96,39 +106,38 @@ void RankExchange::dialPeers(Deadline deadline) {
     Fd fd = connectWithDeadline(host, port, deadline, "bootstrap listener",
                                 [&] { throwIfARankDeparted(*store_, during, deadline); });
     links_.push_back(std::make_unique<RankLink>(std::move(fd), peer, token));
+    if (!links_.back()->onWritable()) lostPeer(peer, during, deadline, false);  // the hello, now
   }
 }
+
+ListenerGate::Key RankExchange::keyOf(const RankLink& link) { return reinterpret_cast<uintptr_t>(&link); }
 
 void RankExchange::acceptPending() {
-  for (;;) {
-    sockaddr_storage from{};
-    socklen_t length = sizeof(from);
-    Fd fd(accept4(listener_.get(), reinterpret_cast<sockaddr*>(&from), &length, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!fd.valid()) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      // EAGAIN: none left; EMFILE and the like: the peers retry their connect until the deadline.
-      return;
-    }
-    SocketAddress address;
-    address.storage = from;
-    address.length = length;
-    size_t handshaking = 0;
-    for (const auto& link : links_) handshaking += !link->dialled() && !link->ready() ? 1 : 0;
-    if (handshaking >= kMaxHandshakingLinks) {
-      COLL_WARN(kBootstrap,
-                "bootstrap listener %s: refused a connection from %s: %zu others are still proving "
-                "themselves",
-                address_.c_str(), address.toString().c_str(), handshaking);
-      continue;
-    }
-    setNoDelay(fd.get());
-    links_.push_back(std::make_unique<RankLink>(std::move(fd), address.toString()));
-  }
+  gate_->acceptPending(
+      listener_.get(),
+      [this](Fd& fd, const SocketAddress& from) -> std::optional<ListenerGate::Key> {
+        setNoDelay(fd.get());
+        links_.push_back(std::make_unique<RankLink>(std::move(fd), from.toString()));
+        return keyOf(*links_.back());
+      },
+      dropUnproven_);
 }
 
-void RankExchange::lostPeer(int peer, const std::string& during, Deadline deadline) {
+void RankExchange::forgetLink(size_t index) {
+  if (!links_[index]->dialled()) gate_->forget(keyOf(*links_[index]));
+  links_[index].reset();
+}
+
+void RankExchange::lostPeer(int peer, const std::string& during, Deadline deadline, bool handshakeDone) {
   // The peer may only have failed because another rank died: the notice names the first to go.
   throwIfARankDepartsBy(*store_, during, Clock::now() + kDepartureNoticeGrace, deadline);
+  // A listener also closes connections that are not proven yet when strangers crowd it: that is
+  // no sign its rank failed.
+  if (!handshakeDone)
+    throwError(collRemoteError,
+               "%s: rank %d's bootstrap listener closed rank %d's connection before its handshake was done (rank %d "
+               "exited, or its listener refused the connection or closed it to make room: its log says which)",
+               during.c_str(), peer, rank_, peer);
   throwError(collRemoteError,
              "%s: rank %d closed its bootstrap connection with rank %d (it failed or exited) before "
              "the exchange was done",
@@ -145,15 +154,18 @@ void RankExchange::serviceLink(size_t index, short revents, const std::string& d
     if ((revents & (POLLOUT | POLLERR | POLLHUP)) != 0 && link.sending()) open = link.onWritable();
     if (open && (revents & (POLLIN | POLLERR | POLLHUP)) != 0) open = link.onReadable();
     if (!open) {
-      if (known) lostPeer(link.peer(), during, deadline);
-      links_[index].reset();
+      if (known) lostPeer(link.peer(), during, deadline, link.ready());
+      forgetLink(index);
       return;
     }
-    if (!link.ready())
+    if (!known && (revents & POLLIN) != 0) gate_->heardFrom(keyOf(link));
+    if (!link.ready()) {
       link.advanceHandshake(ctx_, [&](int rank) { return expectsInbound(rank) && inboundFrom(rank) == nullptr; });
+      if (link.ready() && !link.dialled()) gate_->proven(keyOf(link));
+    }
     if (link.sending() && !link.onWritable()) {
-      if (known) lostPeer(link.peer(), during, deadline);
-      links_[index].reset();
+      if (known) lostPeer(link.peer(), during, deadline, link.ready());
+      forgetLink(index);
     }
   } catch (const LinkRefused& refused) {
     if (link.dialled())
@@ -161,9 +173,8 @@ void RankExchange::serviceLink(size_t index, short revents, const std::string& d
                  refused.why.c_str());
     if (link.ready())
       throwError(collRemoteError, "%s: rank %d sent %s", during.c_str(), link.peer(), refused.why.c_str());
-    COLL_WARN(kBootstrap, "bootstrap listener %s: dropped a connection from %s: %s", address_.c_str(),
-              link.from().c_str(), refused.why.c_str());
-    links_[index].reset();
+    gate_->warn(formatString("dropped a connection from %s: %s", link.from().c_str(), refused.why.c_str()));
+    forgetLink(index);
   }
 }
 
@@ -171,8 +182,12 @@ template <class Done>
 void RankExchange::pump(Done done, int wantedFrom, const std::string& during, Deadline deadline) {
   std::vector<pollfd> fds;
   while (!done()) {
+    if (listener_.valid()) {
+      gate_->dropExpired(dropUnproven_);
+      links_.erase(std::remove(links_.begin(), links_.end(), nullptr), links_.end());
+    }
     fds.clear();
-    fds.push_back({listener_.valid() ? listener_.get() : -1, POLLIN, 0});
+    fds.push_back({listener_.valid() ? gate_->listenerToPoll(listener_.get()) : -1, POLLIN, 0});
     for (const auto& link : links_) {
       // A ready link not in use is not polled: a peer that finished and left must not look like a
       // failure here (it can only leave once it has everything this rank sends it).
@@ -180,7 +195,8 @@ void RankExchange::pump(Done done, int wantedFrom, const std::string& during, De
       const short events = link->events(wanted);
       fds.push_back({events != 0 ? link->fd() : -1, events, 0});
     }
-    const Deadline slice = std::min(deadline, Clock::now() + kDepartureCheckInterval);
+    Deadline slice = std::min(deadline, Clock::now() + kDepartureCheckInterval);
+    if (listener_.valid()) slice = std::min(slice, gate_->nextDeadline());
     const int rc = poll(fds.data(), fds.size(), pollTimeoutMs(slice));
     if (rc < 0 && errno != EINTR) throwSystemError("poll() on the bootstrap links");
     if (rc <= 0) {
@@ -193,17 +209,17 @@ void RankExchange::pump(Done done, int wantedFrom, const std::string& during, De
     const size_t linkCount = links_.size();
     for (size_t i = 0; i < linkCount; ++i)
       if (fds[i + 1].revents != 0) serviceLink(i, fds[i + 1].revents, during, deadline);
-    links_.erase(std::remove(links_.begin(), links_.end(), nullptr), links_.end());
     if ((fds[0].revents & POLLIN) != 0) acceptPending();
+    links_.erase(std::remove(links_.begin(), links_.end(), nullptr), links_.end());
     // Every peer that dials this rank has: nothing more to listen for.
     if (listener_.valid()) {
       bool all = true;
       for (int d = 1; d < nranks_ && all; d *= 2) all = inboundFrom(peerAt(d)) != nullptr;
       if (all) {
         listener_.reset();
-        links_.erase(std::remove_if(links_.begin(), links_.end(),
-                                    [](const std::unique_ptr<RankLink>& l) { return !l->dialled() && !l->ready(); }),
-                     links_.end());
+        for (size_t i = 0; i < links_.size(); ++i)
+          if (!links_[i]->dialled() && !links_[i]->ready()) forgetLink(i);
+        links_.erase(std::remove(links_.begin(), links_.end(), nullptr), links_.end());
       }
     }
   }

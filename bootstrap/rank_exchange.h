@@ -14,7 +14,9 @@
 // Failures: a link that closes, or a wait that passes half a second, looks for the departure
 // notice in the store (bootstrap_ops.h) and throws collRemoteError naming the rank that left; the
 // deadline gives collTimeout naming the rank waited for. Connections to the listener that fail the
-// handshake are dropped with a warning, and the exchange goes on.
+// handshake are dropped with a warning, and the exchange goes on; the listener applies the rules
+// of every listener to connections not yet proven (common/listener_gate.h: a hello deadline,
+// bounded room that the longest-silent connection gives up, rate-limited warnings).
 #pragma once
 
 #include <memory>
@@ -25,6 +27,7 @@
 #include "bootstrap/rank_link.h"
 #include "bootstrap/store.h"
 #include "common/fd.h"
+#include "common/listener_gate.h"
 
 namespace coll {
 namespace bootstrap {
@@ -59,9 +62,14 @@ class RankExchange {
   template <class Done>
   void pump(Done done, int wantedFrom, const std::string& during, Deadline deadline);
   void acceptPending();
+  // Closes an accepted or dialled link for good (its slot in links_ becomes null).
+  void forgetLink(size_t index);
+  static ListenerGate::Key keyOf(const RankLink& link);
   void serviceLink(size_t index, short revents, const std::string& during, Deadline deadline);
   std::vector<Bytes> gatherRounds(const std::string& tag, const Bytes& mine, Deadline deadline);
-  [[noreturn]] void lostPeer(int peer, const std::string& during, Deadline deadline);
+  // A link to `peer` closed; `handshakeDone` says whether it had been proven (a listener may close
+  // an unproven connection to make room, which is no failure of its rank).
+  [[noreturn]] void lostPeer(int peer, const std::string& during, Deadline deadline, bool handshakeDone = true);
   RankLink* inboundFrom(int peer);
   RankLink* outboundTo(int peer);
 
@@ -70,6 +78,12 @@ class RankExchange {
   int nranks_;
   LinkContext ctx_;
   Fd listener_;
+  std::unique_ptr<ListenerGate> gate_;  // the listener's rules for connections not yet proven
+  // The gate's Drop: an unproven accepted link, closed at once.
+  const ListenerGate::Drop dropUnproven_ = [this](ListenerGate::Key key, const std::string&) {
+    for (auto& link : links_)
+      if (link && keyOf(*link) == key) link.reset();
+  };
   std::string address_;
   bool dialled_ = false;
   std::vector<std::unique_ptr<RankLink>> links_;

@@ -18,6 +18,7 @@
 #include "bootstrap/store_service.h"
 #include "bootstrap/tcp_store.h"
 #include "common/error.h"
+#include "common/listener_gate.h"
 #include "common/logging.h"
 
 namespace coll {
@@ -30,13 +31,9 @@ constexpr int kReadChunksPerWakeup = 16;  // bounds one client's share of a loop
 // Stop reading requests from a client that does not read its replies: its backlog stays bounded.
 constexpr size_t kOutputBackpressure = 1 << 20;
 // A legitimate client sends its hello right after connecting (TcpStoreClient does so before
-// anything else); one that has not within this time is closed. And when every slot is taken, the
-// longest-waiting connection without a hello gives its slot to the new one: idle connections
-// cannot keep a real rank out.
+// anything else) and proves the secret one round trip later; one that has not within this time is
+// closed (common/listener_gate.h has the rest of the rules every listener applies).
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
-// Warnings about closed connections: at most this many lines per interval, then one summary.
-constexpr int kWarningsPerInterval = 10;
-constexpr auto kWarningInterval = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -49,7 +46,8 @@ class TcpStoreServer::Loop {
         name_(name),
         service_(secret, name),
         stopRequested_(stopRequested),
-        endWhenIdle_(endWhenIdle) {}
+        endWhenIdle_(endWhenIdle),
+        gate_("rendezvous store " + name, LogSubsys::kBootstrap, GateRules{kMaxClients, kHelloTimeout}) {}
 
   // Runs until the destructor asks it to stop, or, once endWhenIdle() was called, until no
   // authenticated client is left. An unexpected failure closes every connection so that clients
@@ -72,7 +70,6 @@ class TcpStoreServer::Loop {
     bool authenticated = false;  // mirrors the service, to size the next frame without a lookup
     bool closeAfterFlush = false;
     bool dead = false;
-    Deadline helloDeadline;
     Bytes in;
     size_t inStart = 0;  // parsed prefix of `in`
     Bytes out;
@@ -88,8 +85,8 @@ class TcpStoreServer::Loop {
       fds.clear();
       order.clear();
       fds.push_back({wakeFd_, POLLIN, 0});
-      // poll() ignores a negative fd: that is how accepting pauses after EMFILE.
-      fds.push_back({Clock::now() >= acceptPausedUntil_ ? listenFd_.get() : -1, POLLIN, 0});
+      // poll() ignores a negative fd: that is how accepting pauses when no descriptor is left.
+      fds.push_back({gate_.listenerToPoll(listenFd_.get()), POLLIN, 0});
       for (auto& entry : conns_) {
         Connection& c = *entry.second;
         short events = 0;
@@ -133,47 +130,30 @@ class TcpStoreServer::Loop {
     return count;
   }
 
-  Deadline nextWakeup() const {
-    Deadline next = service_.nextDeadline();
-    for (const auto& entry : conns_) {
-      if (!entry.second->authenticated) next = std::min(next, entry.second->helloDeadline);
-    }
-    if (Clock::now() < acceptPausedUntil_) next = std::min(next, acceptPausedUntil_);
-    return next;
-  }
+  Deadline nextWakeup() const { return std::min(service_.nextDeadline(), gate_.nextDeadline()); }
 
   void acceptClients() {
-    for (int i = 0; i < 64; ++i) {
-      sockaddr_storage address{};
-      socklen_t length = sizeof(address);
-      int fd = accept4(listenFd_.get(), reinterpret_cast<sockaddr*>(&address), &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-        if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-        // Out of descriptors or memory: the pending connection would make poll() spin.
-        COLL_WARN(kBootstrap, "rendezvous store %s: accept() failed: %s; pausing 100 ms", name_.c_str(),
-                  strerror(errno));
-        acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(100);
-        return;
-      }
-      Fd socket(fd);
-      SocketAddress peer;
-      memcpy(&peer.storage, &address, sizeof(address));
-      peer.length = length;
-      if (conns_.size() >= kMaxClients && liveConnections() >= kMaxClients && !evictOneWithoutHello()) {
-        warn(formatString("refusing %s: already %zu clients, all authenticated", peer.toString().c_str(),
-                          conns_.size()));
-        continue;
-      }
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      auto c = std::make_unique<Connection>();
-      c->id = nextConnId_++;
-      c->fd = std::move(socket);
-      c->peer = peer.toString();
-      c->helloDeadline = Clock::now() + kHelloTimeout;
-      conns_.emplace(c->id, std::move(c));
-    }
+    gate_.acceptPending(
+        listenFd_.get(),
+        [this](Fd& fd, const SocketAddress& from) -> std::optional<ListenerGate::Key> {
+          // Authenticated clients are trusted with their slots; only an unproven one gives its up.
+          if (conns_.size() >= kMaxClients && liveConnections() >= kMaxClients &&
+              !gate_.dropLongestSilent(closeUnproven_, formatString("all %zu client slots are taken", kMaxClients))) {
+            warn(formatString("refusing %s: already %zu clients, all authenticated", from.toString().c_str(),
+                              conns_.size()));
+            return std::nullopt;
+          }
+          int one = 1;
+          setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          auto c = std::make_unique<Connection>();
+          c->id = nextConnId_++;
+          c->fd = std::move(fd);
+          c->peer = from.toString();
+          const uint64_t id = c->id;
+          conns_.emplace(id, std::move(c));
+          return id;
+        },
+        closeUnproven_);
   }
 
   void readFrom(Connection& c) {
@@ -183,6 +163,7 @@ class TcpStoreServer::Loop {
       ssize_t n = recv(c.fd.get(), c.in.data() + old, kReadChunk, 0);
       c.in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
       if (n > 0) {
+        if (!c.authenticated) gate_.heardFrom(c.id);
         processInput(c);
         continue;
       }
@@ -219,7 +200,10 @@ class TcpStoreServer::Loop {
           c.closeAfterFlush = true;  // after the rejection reply
           warn(service_.lastRejection());
         }
-        c.authenticated = service_.authenticated(c.id);
+        if (!c.authenticated && service_.authenticated(c.id)) {
+          c.authenticated = true;
+          gate_.proven(c.id);
+        }
         deliver();
       } catch (const ProtocolError& e) {
         drop(c, e.what());
@@ -250,10 +234,7 @@ class TcpStoreServer::Loop {
     outgoing_.clear();
     service_.expire(now, &outgoing_);
     deliver();
-    for (auto& entry : conns_) {
-      Connection& c = *entry.second;
-      if (!c.dead && !c.authenticated && c.helloDeadline <= now) drop(c, "no hello within the time limit");
-    }
+    gate_.dropExpired(closeUnproven_);
   }
 
   void reply(Connection& c, Bytes frame) {
@@ -292,48 +273,14 @@ class TcpStoreServer::Loop {
     c.dead = true;
   }
 
-  // Closes the connection that has waited longest without a hello, to make room; false when every
-  // connection has authenticated.
-  bool evictOneWithoutHello() {
-    Connection* oldest = nullptr;
-    for (auto& entry : conns_) {
-      Connection& c = *entry.second;
-      if (!c.dead && !c.authenticated && (oldest == nullptr || c.helloDeadline < oldest->helloDeadline)) oldest = &c;
-    }
-    if (oldest == nullptr) return false;
-    // Marked dead only: the loop still holds pointers to it this iteration; reap() closes it.
-    drop(*oldest, formatString("no hello yet, and all %zu slots are taken", kMaxClients));
-    return true;
-  }
-
   size_t liveConnections() const {
     size_t live = 0;
     for (const auto& entry : conns_) live += entry.second->dead ? 0 : 1;
     return live;
   }
 
-  // A WARN line, unless this interval has had its share: then it is counted, and the next line
-  // after the interval says how many were left out. A flood of bad connections costs the log a
-  // few lines, not one per connection.
-  void warn(const std::string& what) {
-    const Deadline now = Clock::now();
-    if (now >= warningIntervalEnd_) {
-      if (warningsSuppressed_ > 0)
-        COLL_WARN(kBootstrap, "rendezvous store %s: %d more such warnings in the last %lld s were not printed",
-                  name_.c_str(), warningsSuppressed_,
-                  static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(kWarningInterval).count()));
-      warningIntervalEnd_ = now + kWarningInterval;
-      warningsPrinted_ = 0;
-      warningsSuppressed_ = 0;
-    }
-    if (warningsPrinted_ < kWarningsPerInterval) {
-      ++warningsPrinted_;
-      COLL_WARN(kBootstrap, "rendezvous store %s: %s%s", name_.c_str(), what.c_str(),
-                warningsPrinted_ == kWarningsPerInterval ? " (further warnings in this interval are counted)" : "");
-    } else {
-      ++warningsSuppressed_;
-    }
-  }
+  // Rate-limited (common/listener_gate.h): a flood of bad connections costs the log a few lines.
+  void warn(const std::string& what) { gate_.warn(what); }
 
   // Closes dead connections and forgets their parked requests.
   void reap() {
@@ -344,6 +291,7 @@ class TcpStoreServer::Loop {
         continue;
       }
       service_.disconnect(it->first, &outgoing_);
+      gate_.forget(it->first);
       it = conns_.erase(it);
     }
     deliver();  // what the closed connections' notices woke
@@ -356,12 +304,17 @@ class TcpStoreServer::Loop {
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
   std::vector<StoreService::Outgoing> outgoing_;  // reused to avoid an allocation per request
   uint64_t nextConnId_ = 1;
-  Deadline acceptPausedUntil_{};
   const std::atomic<bool>& stopRequested_;
   const std::atomic<bool>& endWhenIdle_;
-  Deadline warningIntervalEnd_{};
-  int warningsPrinted_ = 0;
-  int warningsSuppressed_ = 0;
+  ListenerGate gate_;
+  // The gate's Drop: closes the socket at once (accept() may need the descriptor) and leaves the
+  // rest to reap(); the loop skips dead connections until then.
+  const ListenerGate::Drop closeUnproven_ = [this](ListenerGate::Key key, const std::string&) {
+    auto it = conns_.find(key);
+    if (it == conns_.end()) return;
+    it->second->fd.reset();
+    it->second->dead = true;
+  };
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret)

@@ -24,6 +24,8 @@ namespace bootstrap {
 namespace {
 
 constexpr uint32_t kIdMagic = 0x49554c43;  // "CLUI" in little-endian bytes
+// How long collUniqueIdRelease waits for a server without clients to end.
+constexpr auto kReleaseJoinWait = std::chrono::milliseconds(200);
 constexpr uint16_t kIdVersion = 1;
 constexpr size_t kOffMagic = 0, kOffVersion = 4, kOffPort = 6, kOffSecret = 8;
 constexpr size_t kOffHostLen = kOffSecret + sizeof(Secret);  // 40
@@ -228,6 +230,13 @@ bool joinReleasedUniqueIdServer(const collUniqueId& id, Deadline deadline) {
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+void releaseUniqueId(const collUniqueId& id) {
+  releaseUniqueIdServer(id);
+  // A server nobody is connected to ends at once; one with clients ends when they leave, and is
+  // joined by the next createUniqueId.
+  joinReleasedUniqueIdServer(id, Clock::now() + kReleaseJoinWait);
 }
 
 std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline) {

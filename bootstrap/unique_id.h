@@ -57,6 +57,11 @@ void releaseUniqueIdServer(const collUniqueId& id);
 // eventfd each); the next createUniqueId does it too.
 void reapEndedUniqueIdServers();
 
+// collUniqueIdRelease: the id makes no more communicators. As releaseUniqueIdServer, and a server
+// with no client left is joined at once (briefly waited for), so that its thread and descriptors
+// are gone when this returns. Throws collInvalidArgument for a malformed id.
+void releaseUniqueId(const collUniqueId& id);
+
 // For a process about to fork again (the test harness, between tests): after
 // releaseUniqueIdServer, waits until the id's server has ended and joins its thread, so that the
 // next fork finds no thread of it (one still ending may hold the allocator's lock, and a child

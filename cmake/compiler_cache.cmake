@@ -2,8 +2,8 @@
 # build of sources compiled before, in any clone and build folder on this machine, takes the objects
 # from the cache (ccache's own folder, ~/.cache/ccache by default) instead of compiling them again.
 # CI builds a clean clone three times (the release build, then tools/sanitize.sh's ASan and TSan
-# builds): 8.6 + 3.6 + 1.9 min of its 28 before the cache, 1.2 min + 22 s with it warm (17 min in
-# all; docs/performance.md). COLL_CCACHE=OFF turns it off, and a launcher of one's own
+# builds), most of its time before the cache and a small part with it warm (docs/performance.md,
+# "CI time"). COLL_CCACHE=OFF turns it off, and a launcher of one's own
 # (-DCMAKE_CXX_COMPILER_LAUNCHER=...) is kept.
 option(COLL_CCACHE "Compile through ccache where it is installed" ON)
 if(COLL_CCACHE)

@@ -82,6 +82,13 @@ typedef struct {
 /* Lifecycle and queries */
 collResult_t collGetVersion(int* version);
 collResult_t collGetUniqueId(collUniqueId* uniqueId);
+/* The id made by collGetUniqueId in this process will make no more communicators: its rendezvous
+ * server ends as soon as no rank is connected to it (at once if none is), and with it its thread
+ * and descriptors. Call it once every rank's collCommInitRank with the id has returned, or for an
+ * id never handed out. Communicators made from the id end its server by themselves when they are
+ * all gone; an id that is neither used nor released keeps its server until the process exits.
+ * A no-op in any other process, and for an id already released. */
+collResult_t collUniqueIdRelease(const collUniqueId* uniqueId);
 collResult_t collCommInitRank(collComm_t* comm, int nranks, collUniqueId commId, int rank);
 collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collUniqueId commId, int rank,
                                     collConfig_t* config);
@@ -142,6 +149,14 @@ collResult_t collRecv(void* recvbuff, size_t count, collDataType_t datatype, int
                       collStream_t stream);
 collResult_t collGroupStart(void);
 collResult_t collGroupEnd(void);
+
+/* Receive from any source (docs/api.md): receives the next message that any rank sends this one
+ * with collSend, into host memory (stream NULL), outside a group, and sets *source to its sender.
+ * Works where every rank of comm shares this host's memory; elsewhere collInvalidUsage. */
+collResult_t collRecvAny(void* recvbuff, size_t count, collDataType_t datatype, int* source, collComm_t comm,
+                         collStream_t stream);
+/* *available = 1 where collRecvAny works on comm, else 0; the same on every rank. */
+collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -230,6 +230,13 @@ COLL_API collResult_t collGetUniqueId(collUniqueId* uniqueId) {
   });
 }
 
+COLL_API collResult_t collUniqueIdRelease(const collUniqueId* uniqueId) {
+  return coll::guarded("collUniqueIdRelease", [&] {
+    if (uniqueId == nullptr) coll::throwError(collInvalidArgument, "collUniqueIdRelease: uniqueId is NULL");
+    coll::bootstrap::releaseUniqueId(*uniqueId);
+  });
+}
+
 COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collUniqueId commId, int rank,
                                              collConfig_t* config) {
   return coll::guarded("collCommInitRank", [&] {
@@ -426,6 +433,40 @@ COLL_API collResult_t collRecv(void* recvbuff, size_t count, collDataType_t data
                                collStream_t stream) {
   return coll::runCall("collRecv", pointToPointOf(CollType::kRecv, nullptr, recvbuff, count, datatype, peer), comm,
                        stream);
+}
+
+COLL_API collResult_t collRecvAny(void* recvbuff, size_t count, collDataType_t datatype, int* source, collComm_t comm,
+                                  collStream_t stream) {
+  return coll::guarded("collRecvAny", [&] {
+    collComm* handle = coll::liveComm(comm, "collRecvAny");
+    coll::Communicator& c = *handle->impl;
+    if (source == nullptr) coll::throwError(collInvalidArgument, "collRecvAny: source is NULL: expected an int*");
+    // Validated as a receive from this rank itself, a peer that is always valid: the sender is
+    // found below.
+    coll::CollCall call = pointToPointOf(CollType::kRecv, nullptr, recvbuff, count, datatype, c.rank());
+    coll::validateCall("collRecvAny", call, c.rank(), c.nranks());
+    if (stream != nullptr)
+      coll::throwError(collInvalidUsage,
+                       "collRecvAny: stream %p given: receive from any source takes host buffers (stream NULL); name "
+                       "the source with collRecv for device memory",
+                       stream);
+    coll::refuseDeviceBuffers("collRecvAny", call);
+    if (coll::groupIsOpen())
+      coll::throwError(collInvalidUsage,
+                       "collRecvAny inside collGroupStart/collGroupEnd: a receive from any source must find its "
+                       "sender before it runs, so it cannot wait for the group's end; call it outside the group");
+    coll::Communicator::CallInFlight inFlight(c);
+    *source = c.recvFromAnySource(call);
+  });
+}
+
+COLL_API collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available) {
+  return coll::guarded("collCommRecvAnyAvailable", [&] {
+    collComm* handle = coll::liveComm(comm, "collCommRecvAnyAvailable");
+    if (available == nullptr)
+      coll::throwError(collInvalidArgument, "collCommRecvAnyAvailable: available is NULL: expected an int*");
+    *available = handle->impl->canRecvFromAnySource() ? 1 : 0;
+  });
 }
 
 COLL_API collResult_t collGroupStart(void) {

@@ -86,6 +86,11 @@ class Communicator : public ConnectionSource {
   void run(const CollCall& call, collStream_t stream);
   // Sends and receives issued together (a group): no ordering between them, so no deadlock.
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream);
+  // collRecvAny (comm_any_source.cc): receives, into host memory, the next message that any rank
+  // sends this one, and returns that rank. Throws collInvalidUsage where it cannot work.
+  int recvFromAnySource(const CollCall& call);
+  // Where it can: every rank in this host's shared memory. The same answer on every rank.
+  bool canRecvFromAnySource() const;
 
   // collCommFinalize: waits until the device launches enqueued so far have ended (host calls
   // ended when they returned). Throws collTimeout after the communicator's timeout.
@@ -169,6 +174,8 @@ class Communicator : public ConnectionSource {
   // engineFor's answer for a CUDA stream: refused without a usable GPU, else deviceEngineFor.
   Engine& streamEngineFor(collStream_t stream);
   void setupDevice(int device, const transport::Routes& routes);
+  // The channels the device kernels use: one device domain's, with the others' ranks adopted.
+  transport::DeviceChannels* joinDeviceChannels(const transport::Routes& routes);
   void teardownDevice() noexcept;
   void describePlanContext();
   void startEngines();
@@ -178,12 +185,23 @@ class Communicator : public ConnectionSource {
   // cores, so all decide alike.
   bool ranksShareCores() const;
   Deadline initDeadline() const;
+  // comm_any_source.cc: counts a host-memory group's sends where receivers from any source see
+  // them, and the messages its receives take; then the sender whose count is ahead, or -1.
+  void countPointToPoint(const std::vector<CollCall>& calls);
+  int pendingSender();
   // Throws when the communicator was aborted or a peer failed (every transport's health check).
   void healthCheck() const;
+  // For a timeout's message: the ranks that did not begin this rank's collective, or stopped
+  // moving in it, as far as the transports can see ("" when none can tell).
+  std::string describeStall() const;
+  // A call failed with `error`: records the failure (markFailed) and throws. A mismatch of calls
+  // between ranks (src/call_tag.h) has its message left in the store for peers across the network,
+  // and a failure learned from a closed connection takes such a message where a peer left one. A
+  // timeout gets the hang report (the peers' states through the store, comm_trace.cc).
+  [[noreturn]] void failCall(const CollError& error);
+  void shareMismatch(const std::string& message);
+  std::string sharedMismatch();  // "" when no rank left one
   void checkConsistency(const CollCall& call);
-  // A call failed: a timeout gets the hang report (the peers' states through the store); then the
-  // communicator fails and the error is thrown, with the report in its message.
-  [[noreturn]] void failCall(const CollError& error, bool markFailedToo);
   // comm_trace.cc.
   void startWatching();
   std::string traceReport(const char* reason, size_t newestCalls) const;
@@ -218,6 +236,9 @@ class Communicator : public ConnectionSource {
   std::vector<std::unique_ptr<transport::Domain>> deviceDomains_;
   std::unique_ptr<Engine> deviceEngine_;
   std::atomic<Engine*> deviceEngineReady_{nullptr};
+  std::vector<uint64_t> receivedFrom_;           // per rank: messages this rank's receives took
+  std::atomic<uint64_t>* sentCounts_ = nullptr;  // this rank's NativeArea::pointToPointSent
+  int nextSender_ = 0;                           // where the next search for a sender starts
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
   // Fault tolerance (comm_trace.cc, comm_failure.cc, comm_shrink.cc).

@@ -20,7 +20,9 @@
 #include "common/cuda_device.h"
 #include "common/error.h"
 #include "common/logging.h"
+#include "src/algorithms/cost_model.h"
 #include "src/comm.h"
+#include "src/plan/device_program.h"
 #include "transport/device_channels.h"
 
 namespace coll {
@@ -76,20 +78,43 @@ void Communicator::setupDevice(int device, const transport::Routes& routes) {
   deviceSettings_.device = device;
   createDomains(routes, &deviceSettings_, &deviceDomains_, nullptr);
   runDomainSetup(deviceDomains_, "device/", initDeadline());
-  transport::DeviceChannels* channels = nullptr;
-  // createDomains made one domain per used entry, in the same order.
+  transport::DeviceChannels* channels = joinDeviceChannels(routes);
+  // The layout for two-level plans: the ranks P2P joins, and the cost rows of a hop inside a
+  // group and of a staged one between groups (over the host's network link).
+  DeviceLayout layout;
+  for (const transport::TransportEntry* entry : routes.used)
+    layout.staged = layout.staged || entry->link != transport::LinkKind::kLocal;
+  if (layout.staged) {
+    layout.hosts = routes.localGroups;
+    layout.localLink = params_.linkCosts.p2p;
+    layout.networkLink = stagedLink(planContext_.networkLink, params_.linkCosts.staging);
+    layout.networkLinkKind = planContext_.networkLinkKind;
+  }
+  deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs, &layout);
+  COLL_INFO(kInit, "comm %s rank %d: device memory on GPU %d (%s kernels; %zu group(s) of ranks sharing GPU memory%s)",
+            options_.name.c_str(), rank_, device, channels->kernelsConcurrent() ? "concurrent" : "serialized",
+            layout.staged ? layout.hosts.size() : size_t(1), layout.staged ? ", staged between them" : "");
+}
+
+transport::DeviceChannels* Communicator::joinDeviceChannels(const transport::Routes& routes) {
+  // createDomains made one domain per used entry, in the same order. One that serves every rank
+  // (P2P on one host, or staging everywhere) is the kernels' channels as it is.
   for (size_t i = 0; i < routes.used.size(); ++i)
     if (routes.membersOf(routes.used[i]).size() == static_cast<size_t>(nranks_))
-      channels = deviceDomains_[i]->deviceChannels();
-  // Ranks on other machines would need device buffers staged through host memory (docs/cuda.md).
-  if (channels == nullptr)
-    throwError(collInvalidUsage,
-               "device buffers need every rank on this machine (one device-memory domain for all %d ranks); "
-               "staging device memory across machines is not built yet: pass NULL and host buffers",
-               nranks_);
-  deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs);
-  COLL_INFO(kInit, "comm %s rank %d: device memory on GPU %d (%s kernels)", options_.name.c_str(), rank_, device,
-            channels->kernelsConcurrent() ? "concurrent" : "serialized");
+      return deviceDomains_[i]->deviceChannels();
+  // Otherwise a domain that can adopt the others' channels (staging adopts P2P's ranks of this
+  // host) gives one kernel every peer.
+  for (size_t i = 0; i < routes.used.size(); ++i) {
+    transport::DeviceChannels* joined = deviceDomains_[i]->deviceChannels();
+    bool adopted = joined != nullptr;
+    for (size_t j = 0; j < routes.used.size() && adopted; ++j) {
+      transport::DeviceChannels* other = deviceDomains_[j]->deviceChannels();
+      if (j != i) adopted = other != nullptr && joined->adoptPeers(*other, routes.membersOf(routes.used[j]));
+    }
+    if (adopted) return joined;
+  }
+  throwError(collInternalError, "device memory: no device transport can join the others' channels (%zu in use)",
+             routes.used.size());
 }
 
 void Communicator::finalize() {

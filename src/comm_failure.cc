@@ -5,24 +5,101 @@
 // kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses;
 // collCommRevoke one that every rank shares and that leaves the communicator to shrink: it goes
 // through the transports like any failure, and through each rank's watcher (the store) to ranks
-// that no transport connects yet.
+// that no transport connects yet. A failure that names calls which differ between ranks
+// (src/call_tag.h) also goes to the store, where peers across sockets or verbs, which see only a
+// connection close, read it.
 //
 // Revoke's result is collRemoteError, not a code of its own: a program that handles a dead peer
 // already treats collRemoteError as "this communicator is finished: rebuild", which is what a
 // revoked communicator asks of it, and the message says "revoked". A new collResult_t value would
 // also move collNumResults, which callers may size tables by.
+#include <algorithm>
+
 #include "common/error.h"
 #include "common/logging.h"
+#include "src/call_tag.h"
 #include "src/comm.h"
 #include "src/trace/comm_watcher.h"
 
 namespace coll {
+namespace {
+
+// A waiting rank looks at its peers about once a millisecond: a peer in the call that has not
+// looked for this long (or half the timeout, if shorter) is not waiting but stopped or stuck.
+constexpr int64_t kStallQuietNs = 1000000000;
+
+// Where a communicator's ranks leave the message of a mismatch (src/call_tag.h), in its store.
+constexpr const char* kMismatchKey = "failure/mismatch";
+
+}  // namespace
+
+void Communicator::failCall(const CollError& error) {
+  const bool mismatch = dynamic_cast<const CallMismatchError*>(&error) != nullptr;
+  std::string message = error.what();
+  // Shared memory carries a failed peer's message to its peers; sockets and verbs carry only the
+  // failure (a connection closes). A peer across them reads a mismatch's message from the store.
+  const bool overTheNetwork = localMemory_ == nullptr;
+  bool namesCalls = mismatch;
+  if (overTheNetwork && !mismatch && error.code() == collRemoteError) {
+    const std::string shared = sharedMismatch();
+    if (!shared.empty()) message = formatString("%s (this rank saw: %s)", shared.c_str(), error.what());
+    namesCalls = !shared.empty();
+  }
+  // The rank that found the mismatch leaves its message; the ones that learn of it find it there.
+  if (overTheNetwork && mismatch) shareMismatch(formatString("rank %d: %s", rank_, message.c_str()));
+  // A timeout names the ranks the transports saw stall (describeStall); the hang report adds
+  // what each rank's flight recorder says through the store (comm_trace.cc).
+  if (error.code() == collTimeout) {
+    const std::string line = reportHang();
+    if (!line.empty()) message += "; hang report: " + line;
+  }
+  markFailed(error.code(), message);
+  if (!namesCalls && message == error.what()) throw error;
+  if (namesCalls) {
+    CallMismatchError failure(error.code(), message);
+    failure.setCommunicator(error.communicator());
+    throw failure;
+  }
+  CollError failure(error.code(), message);
+  failure.setCommunicator(error.communicator());
+  throw failure;
+}
+
+void Communicator::shareMismatch(const std::string& message) {
+  // Before the domains tell the peers (markFailed): a peer that learns of the failure then finds
+  // the message already here. A store that cannot take it leaves the peers the bare failure.
+  try {
+    store_->set(kMismatchKey, bootstrap::Bytes(message.begin(), message.end()));
+  } catch (const CollError& e) {
+    COLL_INFO(kColl, "rank %d could not leave its failure's message in the store: %s", rank_, e.what());
+  }
+}
+
+std::string Communicator::sharedMismatch() {
+  // A deadline of now: the store answers at once, with the message or without it.
+  try {
+    const bootstrap::Bytes value = store_->get(kMismatchKey, Clock::now());
+    return std::string(value.begin(), value.end());
+  } catch (const CollError&) {
+    return "";
+  }
+}
 
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
   if (const int by = revokedBy_.load(); by >= 0)
     throwError(collRemoteError, "the communicator was revoked (collCommRevoke on rank %d)", by);
   for (const auto& domain : domains_) domain->checkPeers();
+}
+
+std::string Communicator::describeStall() const {
+  const int64_t quietNs = std::min<int64_t>(kStallQuietNs, static_cast<int64_t>(options_.timeoutMs) * 500000);
+  std::string blame;
+  for (const auto& domain : domains_) {
+    const std::string seen = domain->describeStall(callCount_, quietNs);
+    if (!seen.empty()) blame += (blame.empty() ? "" : "; ") + seen;
+  }
+  return blame;
 }
 
 void Communicator::markFailed(collResult_t code, const std::string& message) {

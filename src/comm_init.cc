@@ -153,17 +153,17 @@ void Communicator::exchangePeers() {
 
 // The slot when no two ranks share memory (sockets or verbs alone, one rank per host) and
 // COLL_SHM_SLOT_BYTES leaves it to us: a quarter of the frames and system calls per byte. Over
-// TCP on loopback, broadcast, reduce, scatter and point-to-point moved 1.3-2.3x faster with it at
-// 1-16 MiB and all-reduce the same (docs/performance.md); shared memory keeps 128 KiB, whose
-// slots must stay in the caches.
+// TCP on loopback, broadcast, reduce, scatter and point-to-point measured faster with it at 1-16
+// MiB and all-reduce the same (docs/performance.md, "Defaults, and the measurement behind each");
+// shared memory keeps 128 KiB, whose slots must stay in the caches.
 constexpr size_t kNetworkOnlySlotBytes = 512 << 10;
 
 void Communicator::setupTransports() {
   transportSettings_.shmFifoDepth = params_.shmFifoDepth;
   // A single copy makes the sender wait until its receiver has read its buffer. Where ranks
   // outnumber the cores the receiver is often not running then, and the FIFO's copy, after which
-  // the sender goes on, was faster: 4 ranks on 2 cores, 64 KiB sendrecv 18.9 -> 13.4 us (with a
-  // core each, 2 ranks, the single copy wins: 8.8 -> 6.7 us; docs/performance.md).
+  // the sender goes on, measured faster with 4 ranks on 2 cores; with a core each the single copy
+  // wins (docs/performance.md, "Defaults, and the measurement behind each").
   transportSettings_.shmSingleCopyBytes = params_.shmSingleCopyBytes;
   transportSettings_.shmSingleCopyWindow = params_.shmSingleCopyBytesSet || !ranksShareCores();
   if (!transportSettings_.shmSingleCopyWindow)
@@ -187,6 +187,7 @@ void Communicator::setupTransports() {
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;
   transportSettings_.jobSecret = store_->secret();
+  transportSettings_.transports = params_.transports;
   // Every rank chooses from the same table, settings and peer descriptions: a pair that no
   // transport connects is refused on every rank alike, and all agree on which domains exist.
   routes_ = transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kHost);
@@ -283,8 +284,9 @@ void Communicator::startEngines() {
   // Spinning only pays when every waiting rank has a core; otherwise it steals the core that
   // the rank we wait for needs, so oversubscribed ranks yield at once. Even with a core each, a
   // short spin: when the scheduler (or the hypervisor) puts two ranks on one core for a while, a
-  // 50 us spin made every 8-byte all-reduce take 54 us, a 5 us one 8.5 us, and with a core each
-  // both gave 0.20 us (docs/performance.md).
+  // long spin made every 8-byte call as slow as the spin, a short one much less so, and with a
+  // core each both measured the same (docs/performance.md, "Defaults, and the measurement behind
+  // each").
   const int64_t spinNs =
       params_.spinMicros >= 0 ? static_cast<int64_t>(params_.spinMicros) * 1000 : (ranksShareCores() ? 0 : 5000);
   HostEngineArgs args;
@@ -308,6 +310,7 @@ void Communicator::startEngines() {
   }
   args.timeoutMs = options_.timeoutMs;
   args.healthCheck = [this] { healthCheck(); };
+  args.describeStall = [this] { return describeStall(); };
   hostEngine_ = std::make_unique<HostEngine>(std::move(args));
   std::string transports;
   for (auto& domain : domains_) transports += (transports.empty() ? "" : ", ") + std::string(domain->name());

@@ -22,13 +22,18 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
   Engine& engine = engineFor(stream);
   throwIfFailed();
   const uint64_t ticket = recorder_.begin(call, stream != nullptr);
+  // Counted where the flight recorder counts it, so that a timeout's "collective N" (describeStall)
+  // and its hang report's "#N" name the same call; where the peers can read it (the doorbell's
+  // line), for their timeouts.
+  ++callCount_;
+  bell_->activity.collectivesBegun.store(callCount_, std::memory_order_relaxed);
   try {
     if (params_.checkConsistency) checkConsistency(call);
-    ++callCount_;
     engine.run(call, stream);
   } catch (const CollError& e) {
     recorder_.end(ticket, trace::CallState::kFailed, e.code(), engine.lastAlgorithm());
-    failCall(e, e.code() != collInvalidArgument && e.code() != collInvalidUsage);
+    if (e.code() == collInvalidArgument || e.code() == collInvalidUsage) throw;
+    failCall(e);
   }
   // A device call is only enqueued: the host does not see it end.
   recorder_.end(ticket, stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess,
@@ -46,11 +51,13 @@ void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStrea
   auto endAll = [&](trace::CallState state, collResult_t result) {
     for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, Algo::kAuto);
   };
+  // Where receives from any source can happen, count the messages (comm_any_source.cc).
+  if (stream == nullptr && canRecvFromAnySource()) countPointToPoint(calls);
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {
     endAll(trace::CallState::kFailed, e.code());
-    failCall(e, true);
+    failCall(e);
   }
   endAll(stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess);
 }

@@ -76,16 +76,4 @@ std::string Communicator::reportHang() {
   return line;
 }
 
-void Communicator::failCall(const CollError& error, bool markFailedToo) {
-  std::string message = error.what();
-  if (error.code() == collTimeout) {
-    const std::string line = reportHang();
-    if (!line.empty()) message += "; hang report: " + line;
-  }
-  if (markFailedToo) markFailed(error.code(), message);
-  CollError failure(error.code(), message);
-  failure.setCommunicator(error.communicator());
-  throw failure;
-}
-
 }  // namespace coll

@@ -29,7 +29,8 @@ struct GroupState {
 // The thread's group: its nesting depth and its queue, in one block with a constant initializer,
 // so that every lookup is one TLS access without a guard (a thread_local GroupState with its
 // vectors needed a guard check and its own lookups besides the depth's; with the inline lookup
-// of the current communicator (last_error.h), 8-byte sendrecv took 0.89x the time, paired). The
+// of the current communicator (last_error.h), the 8-byte sendrecv measured faster:
+// docs/performance.md, "Choices in the code, and the measurement behind each"). The
 // queue itself is made at the thread's first queued call and freed at its exit (QueueOwner).
 struct GroupThread {
   int depth = 0;
@@ -100,6 +101,8 @@ void runQueued(GroupState& g) {
 }  // namespace
 
 void groupStart() { ++tGroup.depth; }
+
+bool groupIsOpen() { return tGroup.depth > 0; }
 
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
   GroupThread& group = tGroup;

@@ -16,5 +16,7 @@ void groupStart();
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream);
 // Leaves one level; at the outermost level runs the queued calls (throws the first error).
 void groupEnd();
+// Whether this thread is between collGroupStart and its collGroupEnd.
+bool groupIsOpen();
 
 }  // namespace coll

@@ -64,7 +64,7 @@ int collTypeByName(const std::string& name, const std::string& whole) {
 
 uint64_t linkCostsDigest(const LinkCosts& costs) {
   Fnv1a digest;
-  for (const LinkCost* link : {&costs.sharedMemory, &costs.socket, &costs.verbs})
+  for (const LinkCost* link : {&costs.sharedMemory, &costs.socket, &costs.verbs, &costs.p2p, &costs.staging})
     for (double value : {link->latencyUs, link->bytesPerUs}) {
       uint64_t bits = 0;
       memcpy(&bits, &value, sizeof(bits));
@@ -95,12 +95,15 @@ void parseLinkCosts(const std::string& text, LinkCosts* costs) {
   for (const std::string& item : splitList(text)) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
-    LinkCost* link = name == "shm"      ? &costs->sharedMemory
-                     : name == "socket" ? &costs->socket
-                     : name == "verbs"  ? &costs->verbs
-                                        : nullptr;
+    LinkCost* link = name == "shm"       ? &costs->sharedMemory
+                     : name == "socket"  ? &costs->socket
+                     : name == "verbs"   ? &costs->verbs
+                     : name == "p2p"     ? &costs->p2p
+                     : name == "staging" ? &costs->staging
+                                         : nullptr;
     if (link == nullptr || eq == std::string::npos)
-      throwError(collInvalidUsage, "COLL_LINK_COSTS=\"%s\": unknown link in \"%s\"; expected shm, socket or verbs",
+      throwError(collInvalidUsage,
+                 "COLL_LINK_COSTS=\"%s\": unknown link in \"%s\"; expected shm, socket, verbs, p2p or staging",
                  text.c_str(), item.c_str());
     *link = parseLinkCost(item, item.substr(eq + 1), text);
   }

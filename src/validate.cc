@@ -1,14 +1,18 @@
 #include "src/validate.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/cuda_device.h"
 #include "common/enum_bits.h"
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace {
+
+static_assert(kMaxBufferBits <= kCallTagSizeBits, "a call tag holds every count and byte size validation lets through");
 
 bool isReduction(CollType t) {
   return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;
@@ -100,6 +104,40 @@ void refuseDeviceBuffers(const char* fn, const CollCall& c) {
 
 namespace {
 
+// Where the address space of a 64-bit Linux process ends for a buffer that starts at `address`: a
+// buffer that starts below 2^47 ends there (4-level page tables on x86-64; arm64's 48-bit spaces
+// map above it), any other at 2^56 (5-level page tables, arm64's 52-bit spaces).
+constexpr uint64_t kLowAddressTop = uint64_t{1} << 47;
+uint64_t addressSpaceTopFor(uintptr_t address) {
+  return address < kLowAddressTop ? kLowAddressTop : uint64_t{1} << kMaxBufferBits;
+}
+
+// Each buffer the call uses (sendMul or recvMul above zero) must fit there: a larger count cannot
+// describe memory the caller has (it is a negative or uninitialised value, or a count of the wrong
+// unit), and taken as given it would size the library's work, and a peer's expectations, by it.
+// Out of line: the usual buffers never come here (refuseBadBuffers).
+__attribute__((noinline, cold)) void refuseBeyondAddressSpace(const char* fn, const CollCall& c, size_t sendMul,
+                                                              size_t recvMul) {
+  const struct {
+    const char* name;
+    const void* buffer;
+    size_t multiple;
+  } buffers[] = {{"sendbuff", c.sendbuff, sendMul}, {"recvbuff", c.recvbuff, recvMul}};
+  for (const auto& b : buffers) {
+    if (b.multiple == 0) continue;
+    const size_t bytes = c.count * c.elemSize * b.multiple;  // did not overflow (refuseBadBuffers)
+    const auto address = reinterpret_cast<uintptr_t>(b.buffer);
+    const uint64_t top = addressSpaceTopFor(address);
+    if (address < top && bytes <= top - address) continue;
+    throwError(collInvalidArgument,
+               "%s: count %zu of %s (x%zu) is %zu bytes, which from %s %p runs past the end of the address space "
+               "(0x%llx): expected at most %llu bytes there",
+               fn, c.count, kernels::dataTypeName(c.datatype), b.multiple, bytes, b.name, b.buffer,
+               static_cast<unsigned long long>(top),
+               static_cast<unsigned long long>(address < top ? top - address : 0));
+  }
+}
+
 void refuseBadDatatype(const char* fn, const CollCall& c) {
   if (enumBits(c.datatype) < 0 || enumBits(c.datatype) >= collNumTypes)
     throwError(collInvalidArgument, "%s: datatype %d is out of range: expected a collDataType_t in [0, %d)", fn,
@@ -123,6 +161,11 @@ void refuseBadBuffers(const char* fn, const CollCall& c, int rank, size_t sendMu
   if (recvMul > 0 && c.recvbuff == nullptr)
     throwError(collInvalidArgument, "%s: recvbuff is NULL with count %zu: expected a buffer of %zu bytes", fn, c.count,
                c.count * c.elemSize * recvMul);
+  // Both buffers fit in the address space where the higher of them starts below 2^47 and the
+  // larger is smaller than the room above it: one comparison for the usual buffers.
+  const uintptr_t highest = std::max(reinterpret_cast<uintptr_t>(c.sendbuff), reinterpret_cast<uintptr_t>(c.recvbuff));
+  if (highest >= kLowAddressTop || totalBytes > kLowAddressTop - highest)
+    refuseBeyondAddressSpace(fn, c, sendMul, recvMul);
   if (sendMul > 0 && recvMul > 0) {
     auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
     auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);

@@ -7,8 +7,14 @@
 
 namespace coll {
 
-// Checks a call's datatype, op, root or peer, count overflow, buffer presence and overlap for a
-// communicator of `nranks` where this rank is `rank`. Fills call.elemSize.
+// No buffer reaches 2^kMaxBufferBits bytes: it would not fit in any 64-bit Linux address space.
+// Validation refuses a call whose buffers would run past the end of the address space, so every
+// count and byte size a call carries stays below this (src/call_tag.h relies on it).
+constexpr int kMaxBufferBits = 56;
+
+// Checks a call's datatype, op, root or peer, count overflow and fit in the address space,
+// buffer presence and overlap for a communicator of `nranks` where this rank is `rank`. Fills
+// call.elemSize.
 void validateCall(const char* function, CollCall& call, int rank, int nranks);
 
 // How many `count`s the call's send and receive buffers hold on `rank` (gather-like calls differ

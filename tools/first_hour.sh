@@ -13,7 +13,7 @@ usage: tools/first_hour.sh [--repo PATH_OR_URL] [--workdir DIR] [--no-test-sh] [
      sweep must end with "Out of bounds values : 0 OK"
   3. tools/test.sh there, timed (unless --no-test-sh): it must exit 0 and end with its summary,
      and its build folder (configured first by quickstart) must register as many tests as a
-     folder configured afterwards from the same clone
+     folder configured (and built) afterwards from the same clone
   4. the error cases:
      - without a GPU, collrun -n 2 all_reduce_perf -m device, N times (default 50): the reason
        ("no CUDA device") printed in every run
@@ -90,7 +90,10 @@ if [ $runTestSh -eq 1 ]; then
   fi
   sed -n '/== test.sh summary ==/,$p' "$logs/test.log"
   registered=$(ctest --test-dir build -N | sed -n 's/^Total Tests: //p')
-  cmake -S . -B "$workdir/build-after" -DCMAKE_BUILD_TYPE=Release -DCOLL_WERROR=ON >"$logs/configure-after.log" 2>&1
+  # GoogleTest's tests are listed once their programs are built: the folder configured afterwards is
+  # built too (ccache's cache, warm by now, makes that quick).
+  { cmake -S . -B "$workdir/build-after" -DCMAKE_BUILD_TYPE=Release -DCOLL_WERROR=ON &&
+    cmake --build "$workdir/build-after" --parallel "$(nproc)"; } >"$logs/build-after.log" 2>&1
   after=$(ctest --test-dir "$workdir/build-after" -N | sed -n 's/^Total Tests: //p')
   if [ -n "$registered" ] && [ "$registered" = "$after" ]; then
     record "tests registered: quickstart's folder" PASS "$registered, as many as a folder configured afterwards"

@@ -2,14 +2,15 @@
 # Every GPU check and measurement of libcollective in one call, on a machine with a GPU: builds
 # with CUDA, runs the GPU tests (every collective x type x op on 2, 4 and 8 ranks sharing one
 # GPU, as threads and as processes; the device path through the public API; a rank killed
-# mid-collective), compute-sanitizer, the device measurements (all-reduce of
+# mid-collective; device memory staged between socket "hosts"), compute-sanitizer, the device
+# measurements (the staged all-reduce against the host one over the same sockets; all-reduce of
 # 256 MiB on 4 ranks against a device-to-device copy measured in the same run, 8-byte latency),
 # all_reduce_perf -m device, and NCCL through PyTorch side by side; then prints one table.
 # docs/cuda.md says what each row means.
 #
 # usage: tools/gpu_check.sh [--quick] [LOG_DIR]
-#   --quick   2 and 4 ranks only, small cases under the sanitizer, a 64 MiB measurement: a first
-#             look in about half the time
+#   --quick   2 and 4 ranks only, small cases under the sanitizer, a 64 MiB measurement, the
+#             staged cases in three types: a first look inside 6 minutes
 #   LOG_DIR   where every log goes, the build's included (default: $BUILD_DIR/gpu_check)
 # Every step runs under `timeout`, inside one budget for the whole script (GPU_CHECK_BUDGET_S,
 # default 540 s, so that one 10-minute call holds it): a step gets at most its own limit and what
@@ -26,7 +27,7 @@
 #   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
 #   GPU_CHECK_STEPS  a comma-separated list of the steps to run, the others SKIPPED (default: all):
-#               host api faults progress collectives sanitizer bench mps perf nccl torch direct rdma
+#               host api faults progress staged collectives sanitizer bench mps perf nccl torch direct rdma
 #               (a short device lease spent on what changed since the last full run)
 #   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
 #               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
@@ -163,7 +164,11 @@ bin=$BUILD_DIR/tests/cuda
 if ! chosen host; then
   not_chosen "host-side device tests"
 elif [[ -x $BUILD_DIR/tests/cuda_host/test_cuda_host ]]; then
-  step 60 "$LOG_DIR/cuda_host.log" "$BUILD_DIR/tests/cuda_host/test_cuda_host"
+  # With the staging path's host tests where they were built (its state machine against a host
+  # stand-in for the kernels, staged domains over sockets, faults).
+  staged_tests=$BUILD_DIR/tests/staged/test_staged
+  step 120 "$LOG_DIR/cuda_host.log" bash -c "\"\$1\" && { [[ ! -x \$2 ]] || \"\$2\"; }" _ \
+    "$BUILD_DIR/tests/cuda_host/test_cuda_host" "$staged_tests"
   status=$?
   if [[ $status == 0 ]]; then
     row "host-side device tests" PASS "$(grep -c '^\[       OK' "$LOG_DIR/cuda_host.log") tests"
@@ -224,6 +229,91 @@ else
   row "device wait: no progress for T" SKIPPED "gpu_progress not built"
 fi
 
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+# 2e. Device memory between "hosts" on this one GPU (docs/cuda.md, "Device memory across
+# hosts"): with P2P and shared memory left out (COLL_TRANSPORTS=^shm,p2p) every byte of device
+# memory is staged through pinned host memory over sockets. Rank processes through the public
+# API: every collective x type x op x size on 2, 3 and 4 ranks (--quick: float32, bfloat16,
+# int32); a rank killed mid-collective; memcheck on the small cases; two COLL_HOSTID hosts with
+# P2P inside each and staging between; the verbs emulator in place of sockets where the build has
+# it; then the device all-reduce against the host all-reduce over the same sockets (2 thread
+# ranks: concurrent kernels, as one GPU per host), and the device-to-host copy rate.
+staged_rows() {  # status log label: one row per "RESULT gpu_staged cases" line
+  local status=$1 log=$2 label=$3 line what any=0
+  if [[ $status == 77 ]]; then
+    row "$label" SKIPPED "$(head -1 "$log")"
+    return
+  fi
+  while read -r line; do
+    any=1
+    what=${line#RESULT gpu_staged cases }
+    row "$label ${what%%:*}" "$(grep -o 'PASS\|FAIL' <<<"$what" | head -1)" "$(sed 's/^[^(]*(//; s/)$//' <<<"$what")"
+  done < <(grep '^RESULT gpu_staged cases' "$log")
+  [[ $any == 0 ]] && row "$label" FAIL "$(why $status "$log")"
+  [[ $status != 0 ]] && grep '^FAIL\|^TIMEOUT' "$log" | head -10
+}
+staged_bench_rows() {  # log
+  local copy
+  copy=$(awk '$1 == "RESULT" && $3 == "d2h_copy_bytes_per_s" { print $4 }' "$1")
+  row "staged: cudaMemcpy D2H ($BENCH_BYTES B)" "$([[ -n $copy ]] && echo INFO || echo FAIL)" \
+    "$(awk -v c="$copy" 'BEGIN { if (c != "") printf "%.1f GB/s", c / 1e9 }')"
+  while read -r _ _ _ bytes _ dev _ host; do
+    row "staged all-reduce $bytes B, 2 socket hosts" INFO "$(awk -v b="$bytes" -v d="$dev" -v h="$host" 'BEGIN {
+      printf "device %.1f us (%.2f GB/s busbw), host %.1f us (%.2f GB/s): %.2f x the host path%s", d, b / d / 1e3, h,
+        b / h / 1e3, h / d, b == 8 ? sprintf(", %+.1f us (goal: at most +15)", d - h) :
+        b >= 1048576 ? (h / d >= 0.9 ? " (goal 0.9: met)" : " (goal 0.9: not met)") : "" }')"
+  done < <(grep '^RESULT gpu_staged_bench allreduce' "$1")
+}
+if ! chosen staged; then
+  not_chosen "staged device memory"
+elif [[ ! -x $bin/gpu_staged ]]; then
+  row "staged device memory" SKIPPED "gpu_staged not built"
+else
+  quick_flag=()
+  [[ $quick == 1 ]] && quick_flag=(--quick)
+  step 200 "$LOG_DIR/staged.log" env COLL_TRANSPORTS=^shm,p2p "$bin/gpu_staged" --ranks 2,3,4 "${quick_flag[@]}"
+  staged_rows $? "$LOG_DIR/staged.log" "staged over sockets"
+  step 60 "$LOG_DIR/staged_faults.log" env COLL_TRANSPORTS=^shm,p2p COLL_TIMEOUT_MS=5000 "$bin/gpu_faults"
+  status=$?
+  if [[ $status == 0 ]]; then
+    row "staged: rank killed mid-collective" PASS "$(grep -o 'error [0-9]* ms after the kill' "$LOG_DIR/staged_faults.log" | awk '{print $2}' | sort -n | tail -1) ms at most"
+  elif [[ $status == 77 ]]; then
+    row "staged: rank killed mid-collective" SKIPPED "$(head -1 "$LOG_DIR/staged_faults.log")"
+  else
+    row "staged: rank killed mid-collective" FAIL \
+      "$(why $status "$LOG_DIR/staged_faults.log"): $(grep -m1 'FAIL\|^TIMEOUT' "$LOG_DIR/staged_faults.log" | cut -c1-150)"
+  fi
+  if [[ -n $sanitizer && $have_gpu == 1 ]]; then
+    log=$LOG_DIR/staged_memcheck.log
+    step 120 "$log" env COLL_TRANSPORTS=^shm,p2p "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 \
+      "$bin/gpu_staged" --ranks 2 --filter "count 1 " --quick
+    status=$?
+    row "staged: compute-sanitizer memcheck 2" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" \
+      "$(grep -m1 'ERROR SUMMARY\|^FAIL' "$log" | sed 's/^=* *//') $([[ $status != 0 ]] && why $status "$log")"
+  else
+    row "staged: compute-sanitizer memcheck" SKIPPED "no GPU, or compute-sanitizer not found"
+  fi
+  step 120 "$LOG_DIR/staged_hosts.log" "$bin/gpu_staged" --ranks 4 --hosts 2 "${quick_flag[@]}"
+  staged_rows $? "$LOG_DIR/staged_hosts.log" "two levels: P2P in 2 COLL_HOSTID hosts, staged between"
+  emulator=$BUILD_DIR/tests/verbs_emulator/libcoll_verbs_emulator.so
+  if [[ -f $emulator ]]; then
+    step 120 "$LOG_DIR/staged_verbs.log" env COLL_TRANSPORTS=verbs,staged "COLL_VERBS_LIBRARY=$(cd "$(dirname "$emulator")" && pwd)/$(basename "$emulator")" \
+      COLL_VERBS_EMU_REGISTRY=/dev/shm/coll-verbs-emu-gpu-check-$$ "$bin/gpu_staged" --ranks 2,3 --quick
+    staged_rows $? "$LOG_DIR/staged_verbs.log" "staged over the verbs emulator"
+  else
+    row "staged over the verbs emulator" SKIPPED "not built (no infiniband/verbs.h where the build was made)"
+  fi
+  step 120 "$LOG_DIR/staged_bench.log" env COLL_TRANSPORTS=^shm,p2p "$bin/gpu_staged" --modes threads --bench "$BENCH_BYTES"
+  status=$?
+  if [[ $status == 0 ]]; then
+    staged_bench_rows "$LOG_DIR/staged_bench.log"
+  elif [[ $status == 77 ]]; then
+    row "staged all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/staged_bench.log")"
+  else
+    row "staged all-reduce measurements" FAIL "$(why $status "$LOG_DIR/staged_bench.log")"
+  fi
+fi
+
 # 3. GPU correctness: one row per (mode, ranks).
 status=0
 chosen collectives && { step 240 "$LOG_DIR/collectives.log" "$bin/gpu_collectives" --ranks "$RANK_COUNTS" \
@@ -245,7 +335,6 @@ fi
 # 4. compute-sanitizer: processes (serialized mode never has a kernel wait on another's, so it
 # runs even if the sanitizer serializes kernels), then threads (informational: if the sanitizer
 # serializes the concurrent kernels, they time out instead of hanging).
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if ! chosen sanitizer; then
   not_chosen "compute-sanitizer"
 elif [[ $have_gpu == 1 && -n $sanitizer ]]; then
@@ -401,11 +490,30 @@ else
   fi
 fi
 
+# 8b. The same PyTorch checks (DDP on CUDA tensors against full-batch training among them) with
+# every byte of device memory staged over sockets between the two rank processes, as between two
+# hosts. Full mode only: the build of step 8 is reused.
+staged_torch_row="torch backend on CUDA tensors, staged over sockets"
+if ! chosen torch || ! chosen staged; then
+  not_chosen "$staged_torch_row"
+elif [[ $quick == 1 ]]; then
+  row "$staged_torch_row" SKIPPED "not in --quick"
+elif ! grep -q '^PYTHONPATH=' "$LOG_DIR/torch_build.log" 2>/dev/null; then
+  row "$staged_torch_row" SKIPPED "the backend was not built in step 8"
+else
+  step 200 "$LOG_DIR/torch_cuda_staged.log" env COLL_TRANSPORTS=^shm,p2p "$(grep '^PYTHONPATH=' "$LOG_DIR/torch_build.log")" \
+    "$(grep '^LD_LIBRARY_PATH=' "$LOG_DIR/torch_build.log")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    python3 tools/gpu_torch_check.py --ranks 2 --timeout 180
+  status=$?
+  summary=$(grep -m1 '^RESULT torch_collective summary' "$LOG_DIR/torch_cuda_staged.log" | cut -d' ' -f4-)
+  row "$staged_torch_row" "$([[ $status == 0 ]] && echo PASS || echo FAIL)" "$summary $([[ $status != 0 ]] && why $status "$LOG_DIR/torch_cuda_staged.log")"
+fi
+
 # 9. The direct all-reduce (thread ranks of one process reduce straight from each other's buffers,
 # kernels/cuda/direct_kernel.cuh; the planner's choice for them from 128 B), forced with
 # COLL_ALGO=allreduce:cma so that 8 B runs it too, and the ring forced beside it: last, so that a
 # failure of the newest kernel cannot take the budget of the rows above; its waits are bounded by
-# 5 s of no progress (calls take milliseconds here), so a broken meeting fails fast instead of for
+# 5 s of no progress (calls take milliseconds), so a broken meeting fails fast, not after
 # the whole step. The API checks (its epochs across back-to-back calls, graph replays, two
 # communicators, abort), every all-reduce case on threads, and the measurement against the ring.
 if ! chosen direct; then

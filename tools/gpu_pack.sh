@@ -10,13 +10,21 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 archive=${2:-.gpu/bundle.tar.xz}
 programs=(tests/cuda/gpu_api tests/cuda/gpu_faults tests/cuda/gpu_progress tests/cuda/gpu_collectives tests/cuda/gpu_bench
-          tests/cuda_host/test_cuda_host benchmarks/perf/all_reduce_perf tools/collrun/collrun)
+          tests/cuda/gpu_staged tests/cuda_host/test_cuda_host benchmarks/perf/all_reduce_perf tools/collrun/collrun)
+# Packed where the build has them: the staging path's host tests, and the verbs emulator (its row
+# runs the staged cases over it).
+optional=(tests/staged/test_staged tests/verbs_emulator/libcoll_verbs_emulator.so)
 grep -q '^COLL_HAVE_CUDA:INTERNAL=ON\|CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" ||
   { echo "gpu_pack.sh: $build is not a CUDA build" >&2; exit 1; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for p in "${programs[@]}"; do
   [[ -x $build/$p ]] || { echo "gpu_pack.sh: $build/$p is missing (build it first)" >&2; exit 1; }
+  mkdir -p "$stage/$(dirname "$p")"
+  cp "$build/$p" "$stage/$p"
+done
+for p in "${optional[@]}"; do
+  [[ -f $build/$p ]] || continue
   mkdir -p "$stage/$(dirname "$p")"
   cp "$build/$p" "$stage/$p"
 done

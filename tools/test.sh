@@ -24,10 +24,9 @@ environment:
   BUILD_TYPE  CMake build type (default: Release)
   JOBS        parallel build jobs (default: nproc)
   CTEST_JOBS  tests run at once (default: 2: every test passes with another beside it, as it
-              must under load; the GPU, multihost and scale tests run alone). A clean clone on
-              2 cores took 17m06s in all with ccache's cache warm (cmake/compiler_cache.cmake):
-              the release build 1.2 min, tools/sanitize.sh 2.4 (its builds 22 s), ctest 13.6;
-              28m37s with it cold
+              must under load; the GPU, multihost and scale tests run alone). How long a clean
+              clone takes, with ccache's cache warm and cold (cmake/compiler_cache.cmake):
+              docs/performance.md, "CI time"
   SKIP_DEPS=1 do not run tools/install-deps.sh
   COLL_WITH_CUDA   AUTO (default), ON or OFF: the CUDA kernels and GPU tests
   SKIP_SANITIZE=1  do not run tools/sanitize.sh (it is skipped anyway when CTEST_ARGS are given)

@@ -8,10 +8,27 @@
 #include <vector>
 
 #include "collective.h"
+#include "common/clock.h"
 #include "kernels/cuda/channel_layout.h"
 
 namespace coll {
 namespace transport {
+
+// A call as the host side of the channels sees it: the steps lowered for this rank, and how they
+// are cut into slices (kernels/cuda/device_step.h), and the call's tag (src/call_tag.h), which
+// every frame a host connection carries for it holds (transport.h): 0 for a group of sends and
+// receives, whose frames are checked by their sizes alone. describeTag, where given, puts a tag in
+// words for the message of a frame of another call.
+struct CallShape {
+  const device::DeviceStep* steps = nullptr;
+  uint32_t nsteps = 0;
+  uint32_t elemSize = 1;
+  device::ChannelGeometry geometry = device::kSimpleGeometry;
+  uint64_t tag = 0;
+  std::string (*describeTag)(uint64_t tag) = nullptr;
+};
+
+collResult_t deviceStatusError(const volatile device::DeviceStatus* status, int rank, std::string* message);
 
 class DeviceChannels {
  public:
@@ -35,11 +52,28 @@ class DeviceChannels {
   virtual void* scratch() const = 0;
   // Asks this rank's running and future kernels to stop at their next wait.
   virtual void requestAbort() = 0;
+
+  // Channels whose bytes the host moves for some peers (staging through pinned host memory,
+  // transport/staged): a call about to be launched, in launch order, so that the host side knows
+  // what each connection carries. Throws when the host side failed earlier.
+  virtual void beginCall(const CallShape& call) { (void)call; }
+  // What went wrong, without blocking: the kernels' report, or the host side's own failure.
+  virtual collResult_t pollError(int rank, std::string* message) const {
+    return deviceStatusError(hostStatus(), rank, message);
+  }
+  // After the last launch ended: waits until the host side has moved what the kernels handed it.
+  // Throws its failure, or collTimeout at the deadline.
+  virtual void drain(Deadline deadline) { (void)deadline; }
+  // Takes `other`'s channels to `ranks` into this one's table, so that one kernel reaches peers
+  // of both (P2P inside a host, staging across hosts); false where these channels cannot.
+  virtual bool adoptPeers(const DeviceChannels& other, const std::vector<int>& ranks) {
+    (void)other, (void)ranks;
+    return false;
+  }
 };
 
 // What a rank's kernels reported in their status word: collSuccess, collTimeout (a wait past its
 // deadline) or collRemoteError (aborted), with a message naming the rank, the peer and the step.
-collResult_t deviceStatusError(const volatile device::DeviceStatus* status, int rank, std::string* message);
 
 }  // namespace transport
 }  // namespace coll

@@ -87,6 +87,8 @@ struct TransportSettings {
   std::string rendezvousAddress;       // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;              // bounds setup and the flush of pending sends at destruction
   int device = -1;                     // this rank's GPU, for device-memory transports
+  // COLL_TRANSPORTS: the staged transport routes its slices over the host transports it selects.
+  std::string transports;
   // The job's secret (the rendezvous store's): the socket transport's connections prove it.
   std::array<uint8_t, 32> jobSecret{};
 };
@@ -151,6 +153,15 @@ class Domain {
   // This rank failed (an error, or collCommAbort): tell the members at once, so that they stop
   // waiting for it instead of timing out.
   virtual void announceFailure(const std::string& reason) = 0;
+  // For a timeout's message, called once when a wait of this rank's collective number
+  // `collective` (from 1) times out: the members that, as far as this domain can see, have not
+  // begun that collective, or have begun it and not waited on anything for `quietNs` (stopped or
+  // stuck), named with why; "" when it sees none (the default: it cannot tell).
+  virtual std::string describeStall(uint64_t collective, int64_t quietNs) const {
+    (void)collective;
+    (void)quietNs;
+    return "";
+  }
 
   // Progress: a transport whose bytes someone must move (sockets) returns its driver; the
   // executor pumps it while it waits and hands it back while it sleeps.

@@ -9,9 +9,9 @@
 //
 // The ringer's full fence is the protocol's one cost on the fast path, and not a small one: it
 // waits until the store of the data has taken the line from the peer's cache (a cross-core
-// hand-off, ~40 ns here) before the ringer may go on, once per send and once per release (8-byte
-// send/receive between 2 ranks: 0.216 us a call with it, 0.199 us without). Where the kernel has
-// membarrier's global expedited command, the fence moves to the sleeper, the rare side: every
+// hand-off) before the ringer may go on, once per send and once per release (measurably slower
+// 8-byte calls: docs/performance.md, "Defaults, and the measurement behind each"). Where the kernel
+// has membarrier's global expedited command, the fence moves to the sleeper, the rare side: every
 // process that rings registers for the command and rings with a compiler barrier only, and the
 // sleeper, after raising `sleeping`, has the kernel run a full fence on every CPU that runs a
 // thread of a registered process (fenceAgainstRingers). A ringer's read of `sleeping` then either
@@ -25,13 +25,24 @@
 namespace coll {
 namespace transport {
 
+// What the doorbell's owner is doing, for its peers' timeout messages (docs/errors.md): written by
+// the owner alone, on a line of its own (a relaxed store per collective, and one per look at its
+// peers while it sleeps), read by a peer only when that peer's wait times out. A peer that has not
+// begun the call, or has begun it and no longer waits on anything (stopped, stuck), is the one to
+// name, not whichever rank happened to time out first.
+struct alignas(64) RankActivity {
+  std::atomic<uint64_t> collectivesBegun{0};  // this communicator's collective calls begun
+  std::atomic<int64_t> waitingAtNs{0};        // monotonicNs() at its last look while it waited
+};
+
 struct alignas(64) Doorbell {
   std::atomic<uint32_t> seq{0};
   char padSeq[60];
   std::atomic<uint32_t> sleeping{0};
   char padSleeping[60];
+  RankActivity activity;
 };
-static_assert(sizeof(Doorbell) == 128, "doorbell fields sit on separate cache lines");
+static_assert(sizeof(Doorbell) == 192, "doorbell fields sit on separate cache lines");
 
 // Wakes the owner whether or not it announced sleep (abort, errors).
 void forceRingDoorbell(Doorbell* bell);

@@ -33,6 +33,19 @@ struct alignas(64) TinyInputs {
 };
 static_assert(sizeof(TinyInputs) == 64, "four tiny inputs are one cache line");
 
+// Which collective a rank runs, by its index among the communicator's collectives, and that
+// call's tag (src/call_tag.h): written by the rank at the call's start, read by its peers only
+// when they wait long or doubt what they read (src/exec/peer_calls.h). A sequence lock: the
+// index is cleared before the tag changes and written last, with release order.
+struct CallRecord {
+  std::atomic<uint64_t> index{0};
+  std::atomic<uint64_t> tag{0};
+};
+
+// Room each one-shot buffer has past COLL_ONESHOT_BYTES: an input that fills the buffer is still
+// followed by its call's number and tag (src/algorithms/oneshot.h).
+constexpr size_t kOneshotTrailerRoom = 64;
+
 // The words one rank publishes to the native algorithms, in memory every member maps. Addresses
 // are in the publishing rank's process: peers reach them only through readMemory() and writeMemory().
 struct alignas(64) NativeArea {
@@ -43,10 +56,13 @@ struct alignas(64) NativeArea {
   InlineInput inlineInputs[kInlineInputs];  // one-shot calls of at most 56 input bytes
   static constexpr int kTinyLines = 512;    // call s uses entry s % (kTinyLines * 4)
   TinyInputs tinyInputs[kTinyLines];        // one-shot calls of at most 8 input bytes
-  // Direct reads: where this rank's buffers are for call `directPostedSeq`, and how far it got.
+  // Direct reads: where this rank's buffers are for call `directPostedSeq` and the call's tag (its
+  // count and datatype: src/call_tag.h), which every peer checks before it reads or writes a byte
+  // of them; and how far it got.
   alignas(64) std::atomic<uint64_t> directPostedSeq{0};
   uint64_t directSendAddr = 0;
   uint64_t directRecvAddr = 0;
+  uint64_t directTag = 0;
   alignas(64) std::atomic<uint64_t> directReducedSeq{0};  // its share of call s is final
   alignas(64) std::atomic<uint64_t> directDoneSeq{0};     // it finished reading peers' buffers
   // Point-to-point sends above the single-copy window where the host's ranks outnumber its
@@ -57,6 +73,16 @@ struct alignas(64) NativeArea {
   static constexpr uint8_t kSendByFifo = 1;
   static constexpr uint8_t kSendBySingleCopy = 2;
   alignas(64) std::atomic<uint8_t> largeSendPlans[kSendPlanClasses] = {};
+  // Receive from any source (collRecvAny): how many host-memory sends this rank has started to
+  // each rank, written by this rank alone as each send starts. A receiver compares a sender's
+  // count with the messages it has taken from it: a collective's bytes share the FIFO between two
+  // ranks with the sends', so what is waiting there cannot tell a receiver that a message is.
+  // Communicators of more ranks than this refuse collRecvAny.
+  static constexpr int kAnySourceRanks = 1024;
+  alignas(64) std::atomic<uint64_t> pointToPointSent[kAnySourceRanks] = {};
+  // This rank's last kCallRecords collectives, call i in entry i % kCallRecords.
+  static constexpr int kCallRecords = 64;
+  alignas(64) CallRecord callRecords[kCallRecords];
 };
 
 class LocalMemory {
@@ -66,7 +92,8 @@ class LocalMemory {
   // every rank of the communicator; they then index members by rank.
   virtual const std::vector<int>& localRanks() const = 0;
   virtual NativeArea* area(int rank) const = 0;
-  // One of the two one-shot buffers of `rank`, of COLL_ONESHOT_BYTES each.
+  // One of the two one-shot buffers of `rank`, of COLL_ONESHOT_BYTES each and kOneshotTrailerRoom
+  // more.
   virtual uint8_t* oneshotBuffer(int rank, int which) const = 0;
   // Wakes every other member that sleeps; call after publishing what they wait for.
   virtual void ringPeers() const = 0;

@@ -3,8 +3,14 @@
 // receiver peeks at the oldest posted slot, consumes it in place and releases it. Both sides are
 // non-blocking: the executor progresses many connections at once and sleeps on the rank's
 // Doorbell when none can move, so a transport must ring the peer's doorbell whenever it posts or
-// releases. Every transport that carries host memory (self, shm, net) offers these two classes
-// from its domain (domain.h).
+// releases. Every transport that carries host memory (self, shm, net, verbs) offers these two
+// classes from its domain (domain.h).
+//
+// Every slot carries a tag beside its bytes: 64 bits the core gives each post (the call the slot
+// belongs to: src/call_tag.h) and the transport hands back with the slot, untouched, so that the
+// receiver checks that the sender ran the same call before it takes a byte. A transport that
+// writes into the receiver's memory by itself (a landing, below) does so only for slots whose
+// tag is the one the receiver offered the landing for.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +32,9 @@ class SendConnection {
   virtual ~SendConnection() = default;
   // A free slot of slotBytes() to write into, or nullptr when every slot is still in flight.
   virtual void* tryAcquire() = 0;
-  // Publishes the slot returned by the last tryAcquire() holding `bytes` bytes (<= slotBytes()).
-  virtual void post(size_t bytes) = 0;
+  // Publishes the slot returned by the last tryAcquire() holding `bytes` bytes (<= slotBytes()),
+  // with the tag of the call it belongs to.
+  virtual void post(size_t bytes, uint64_t tag) = 0;
   virtual size_t slotBytes() const = 0;
   virtual int depth() const = 0;
 
@@ -43,7 +50,7 @@ class SendConnection {
     (void)buffer;
     return false;
   }
-  virtual void postExternal(const void* data, size_t bytes) { (void)data, (void)bytes; }
+  virtual void postExternal(const void* data, size_t bytes, uint64_t tag) { (void)data, (void)bytes, (void)tag; }
   virtual bool externalPending() const { return false; }
 
   // Single-copy sends within a host (shared memory where ranks may read each other's memory):
@@ -69,9 +76,9 @@ class SendConnection {
 class RecvConnection {
  public:
   virtual ~RecvConnection() = default;
-  // The oldest posted slot and its byte count, or nullptr when none has arrived yet. The bytes
-  // come from another process: the caller checks *bytes against what it expects.
-  virtual const void* tryPeek(size_t* bytes) = 0;
+  // The oldest posted slot, its byte count and its tag, or nullptr when none has arrived yet. Both
+  // come from another process: the caller checks them against what it expects.
+  virtual const void* tryPeek(size_t* bytes, uint64_t* tag) = 0;
   // Returns the slot from the last tryPeek() to the sender.
   virtual void release() = 0;
   // The sender cuts data into slots of this size; both ends use it to agree on slices.
@@ -80,8 +87,9 @@ class RecvConnection {
   // Receiving straight into the caller's memory, for transports that move bytes with a system call
   // (sockets), so that a frame is read once instead of into a slot and then copied out. The
   // executor announces that the next frames it will take (from the one tryPeek returns next) are
-  // the slices of `totalBytes` bytes bound for `destination`, each `sliceBytes` long but the last.
-  // The transport may then read such a frame straight into its place there; tryPeek returns that
+  // the slices of `totalBytes` bytes bound for `destination`, each `sliceBytes` long but the last,
+  // of the call `tag`. The transport may then read such a frame, if it carries that tag and is
+  // exactly the size expected at its place, straight into its place there; tryPeek returns that
   // place, and the executor, finding its data already at home, copies nothing. Frames that came
   // in before the offer stay in their slots. withdrawLanding() ends the offer before the call
   // returns, whether it succeeded or not: from then on nothing writes into `destination`, and any
@@ -90,11 +98,12 @@ class RecvConnection {
   // in the transport instead of being read ahead into slots, so that they can land in place in
   // their own step or call. The executor asks it in a batch that also sends: there a frame read
   // ahead costs a copy on a rank that is busy; a rank that only receives reads ahead while the
-  // bytes are fresh (sockets, 2 ranks, 1 MiB: sendrecv 1.5x faster holding back, broadcast 10%
-  // slower). Transports that read nothing ahead ignore it.
+  // bytes are fresh (holding back on a rank that only receives measured slower:
+  // docs/performance.md, "What we tried and why it lost", "Sockets"). Transports that read nothing
+  // ahead ignore it.
   virtual bool acceptsLanding() const { return false; }
-  virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) {
-    (void)destination, (void)totalBytes, (void)sliceBytes, (void)holdLater;
+  virtual void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater, uint64_t tag) {
+    (void)destination, (void)totalBytes, (void)sliceBytes, (void)holdLater, (void)tag;
   }
   virtual void withdrawLanding() {}
 };

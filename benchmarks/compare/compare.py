@@ -13,7 +13,8 @@ medians (or with --stat min, the best runs) are reported, so that a noisy neighb
 alike. Iterations shrink with the size so that one size takes about --budget seconds in the
 slowest library run (Gloo when it is among --libs): a short calibration run of every library,
 not counted, measures each size's time per call first (--no-calibrate sizes the runs by a model
-of the libraries' speed instead, which at 4 ranks gave a 4 MiB all-to-all 90 ms, not 0.5 s).
+of the libraries' speed instead, which gave some large cells a fraction of their budget:
+docs/performance.md, "What we tried and why it lost", "Measuring").
 
 Writes to --out-dir: results.json (every run and the combined times), results.md (every table:
 first each peer's time / ours per collective and size, then a section per collective) and, per
@@ -141,7 +142,8 @@ def plan(size, nranks, a, transport, budget=None):
     on this kind of host roughly 250 us per rank per call plus 1 ns per byte per rank (TCP
     loopback); without Gloo, Open MPI and ours take at most about 10 us per rank per call over
     TCP (1 us on shared memory) plus 0.5 ns per byte per rank. Sizing by Gloo when it is not run
-    left an 8-byte cell at 1000 calls, a few milliseconds: one hiccup moved its median."""
+    left an 8-byte cell at 1000 calls, a few milliseconds: one hiccup moved its median. (The
+    model's constants are rough, and calibrated() corrects them: (design value).)"""
     if "gloo" in a.libs:
         est = 2.5e-4 * nranks + size * nranks / 1e9
     else:
@@ -156,7 +158,8 @@ def plan_for_call_time(seconds_per_call, a, budget):
 
 
 # The calibration run's share of --budget: long enough for a time per call within a factor of two
-# of the counted runs' (the model errs by up to 5x, mostly too slow at large sizes on shared memory).
+# of the counted runs' (the model errs by several times, mostly too slow at large sizes on shared
+# memory).
 CALIBRATION_SHARE = 0.2
 
 
@@ -242,8 +245,8 @@ def run_ours(tools, a, job):
     """One collrun for all the job's sizes, each with its own iteration count (--sizes, -n and -w
     lists), as Open MPI's mpi_bench runs them: a launch per size left our large sizes in a fresh
     process (pages, connections and plan choices all new) while Open MPI's ran after the smaller
-    ones, which made Open MPI's launch per size 5-11% slower than its one launch at 1-64 MiB
-    all-to-all (4 ranks, 7 rounds; docs/performance.md, nineteenth pass)."""
+    ones, which made Open MPI's launch per size measurably slower than its one launch at 1-64 MiB
+    all-to-all (docs/performance.md, "What we tried and why it lost", "Measuring")."""
     cmd = [tools.collrun, "-n", str(job.n), "--timeout", str(a.timeout), tools.perf[job.coll],
            "--sizes", ",".join(str(s) for s in job.sizes), "-n", ",".join(str(p[0]) for p in job.plans),
            "-w", ",".join(str(p[1]) for p in job.plans), "-c", "1" if a.check else "0", "-d", "float"]

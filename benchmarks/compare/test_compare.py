@@ -15,7 +15,7 @@ from collectives import COLLECTIVES, MISSING, busbw, effective_size  # noqa: E40
 
 
 def check_ratio_direction():
-    # The peer taking twice our time means we are 2x faster: ratio 2, not 0.5.
+    # The peer taking twice our time means we are twice as fast: ratio 2, not 0.5.
     med = {"ours": {8: 1.0, 64: 4.0}, "mpi": {8: 2.0, 64: 2.0}}
     head, body = compare_report.table(med, "broadcast", 2, [8, 64], ["ours", "mpi"])
     assert head[-1] == "ours/MPI", head
@@ -57,6 +57,7 @@ def check_options():
 def check_calibrated_plans():
     # The measured time per call sets the iterations: 0.5 s at 1 ms a call is 500 calls, clamped to
     # --min-iters and --iters, with at most --warmups warm-ups and never more than half the calls.
+    # (design value)
     a = compare.parse_args(["--budget", "0.5", "--iters", "2000", "--min-iters", "5", "--warmups", "50"])
     assert compare.plan_for_call_time(1e-3, a, a.budget) == (500, 50)
     assert compare.plan_for_call_time(1e-7, a, a.budget) == (2000, 50)

@@ -30,6 +30,18 @@ def parse_bytes(text):
     return int(text)
 
 
+def join_both_backends(program):
+    """Both backends over the launcher's ranks (collrun): the default group is gloo, the second
+    one is ours. Returns ({"collective": group, "gloo": group}, rank, ranks)."""
+    for variable in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        if variable not in os.environ:
+            raise SystemExit(f"{program}: {variable} is not set; start it with collrun -n N")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    groups = {"collective": dist.new_group(backend="collective"), "gloo": dist.group.WORLD}
+    return groups, dist.get_rank(), dist.get_world_size()
+
+
 def time_all_reduce(tensor, group, iters, warmups):
     """Seconds per call: the average over `iters` calls, the maximum over the ranks."""
     for _ in range(warmups):
@@ -60,14 +72,7 @@ def main():
     parser.add_argument("--warmups", type=int, default=3, help="untimed calls before each run (default 3)")
     parser.add_argument("--verbose", action="store_true", help="also print every run's time")
     args = parser.parse_args()
-    for variable in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        if variable not in os.environ:
-            raise SystemExit(f"torch_allreduce_bench: {variable} is not set; start it with collrun -n N")
-
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    groups = {"collective": dist.new_group(backend="collective"), "gloo": dist.group.WORLD}
-    rank, ranks = dist.get_rank(), dist.get_world_size()
+    groups, rank, ranks = join_both_backends("torch_allreduce_bench")
     bus_factor = 2 * (ranks - 1) / ranks
     if rank == 0:
         print(f"# torch_allreduce_bench: torch {torch.__version__}, {ranks} ranks, float32 sum all_reduce in place; "

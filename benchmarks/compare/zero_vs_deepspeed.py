@@ -238,8 +238,8 @@ def worker(args):
         return deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)[0]
 
     # What the engine loads lazily on first use, before the baseline, by one step of a 50-parameter
-    # model: the first torch.optim.Optimizer imports torch._dynamo (about 160 MiB of resident set),
-    # deepspeed.initialize imports some 600 more modules (about 50 MiB), the first collectives set
+    # model: the first torch.optim.Optimizer imports torch._dynamo (much of the resident set),
+    # deepspeed.initialize imports hundreds more modules, the first collectives set
     # up their buffers.
     tiny = initialize(torch.nn.Linear(4, CLASSES), bench_config(args.stage, 2))
     tiny.backward(F.cross_entropy(tiny(torch.zeros(2, 4)), torch.zeros(2, dtype=torch.long)))

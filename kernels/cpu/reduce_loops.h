@@ -44,8 +44,8 @@ struct ReduceLoops {
   static constexpr size_t kChunkBytes = kChunk * sizeof(typename Codec::Storage);
   // Sources are read side by side in one pass while there are few of them. Past that, one 16 KiB
   // block at a time, one source after the other, into an accumulator kept in L1. Measured on the
-  // development machine (Zen 4, float sum): one pass is faster for 3 and 8 sources at 1 and 16 MiB
-  // (86 vs 57 and 23 vs 16 GB/s for 3), blocks for 16 sources in L2 (60 vs 41 GB/s at 64 KiB).
+  // development machine (Zen 4, float sum): one pass is faster for 3 and 8 sources at 1 and 16 MiB,
+  // blocks for 16 sources in L2.
   static constexpr int kMaxStreamSources = 8;
   static constexpr size_t kBlockChunks = 16384 / kVectorBytes;
 
@@ -144,7 +144,7 @@ struct ReduceLoops {
     const unsigned char* s[kMaxReduceSources] = {};
     unsigned char* d[1] = {out};
     // Masked loads and stores: with variable-length memcpy and memset calls instead, a 2-float
-    // sum took 42 ns against 16 ns for a 64-float one.
+    // sum took longer than a 64-float one.
     static_assert(kChunkBytes <= 64, "one mask covers the chunk");
     const __mmask64 mask = (uint64_t(1) << bytes) - 1;  // bytes < kChunkBytes
     for (int i = 0; i < nsrcs; ++i) {

@@ -17,24 +17,30 @@ bool countingWanted() {
 
 }  // namespace
 
-AnySourceMatcher::AnySourceMatcher(c10::intrusive_ptr<c10d::Store> store, int rank, int size)
-    : store_(std::move(store)), rank_(rank), size_(size), enabled_(store_ && countingWanted()), taken_(size, 0) {}
+AnySourceMatcher::AnySourceMatcher(c10::intrusive_ptr<c10d::Store> store, int rank, int size, bool libraryReceives)
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      libraryReceives_(libraryReceives),
+      storeCounts_(store_ && countingWanted()),
+      taken_(size, 0) {}
 
 std::string AnySourceMatcher::counterKey(int receiver, int sender) const {
   return "torch_collective/sent/" + std::to_string(receiver) + "/" + std::to_string(sender);
 }
 
-void AnySourceMatcher::noteSend(int peer) {
-  if (enabled_) store_->add(counterKey(peer, rank_), 1);
+void AnySourceMatcher::noteSend(int peer, bool onDevice) {
+  if (countsInStore(onDevice)) store_->add(counterKey(peer, rank_), 1);
 }
 
-void AnySourceMatcher::noteRecv(int peer) {
+void AnySourceMatcher::noteRecv(int peer, bool onDevice) {
+  if (!countsInStore(onDevice)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   ++taken_[peer];
 }
 
 int AnySourceMatcher::claimSender(std::chrono::milliseconds timeout) {
-  TORCH_CHECK(enabled_, "collective backend: recv from any source is off: ",
+  TORCH_CHECK(storeCounts_, "collective backend: recv from any source is off: ",
               store_ ? "TORCH_COLLECTIVE_ANY_SOURCE=0" : "this group has no store", " (sends are not counted)");
   std::lock_guard<std::mutex> lock(mutex_);
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -69,7 +69,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce_coalesced(std::
   collComm_t comm = comm_.handle();
   std::vector<at::Tensor> outputs = tensors;
   return enqueue(
-      c10d::OpType::ALLREDUCE_COALESCED, outputs, device,
+      c10d::OpType::ALLREDUCE_COALESCED, outputs, outputs, device,
       [=] { checkResult(collAllReduce(flat.data_ptr(), flat.data_ptr(), flat.numel(), type, op, comm, stream)); },
       [=] { unpackTensors(flat, outputs); });
 }
@@ -94,7 +94,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_coalesced(
   std::shared_ptr<DeviceCall> device = deviceCallFor("allgather_coalesced", withTensors(outputs, inputTensors));
   PackedAllGather call = packedAllGather(inputTensors, type, comm_.handle(), streamOf(device), getSize(),
                                          [outputLists](size_t i, int rank, int64_t) { return outputLists[rank][i]; });
-  return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, std::move(device), std::move(call.issue),
+  return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, inputTensors, std::move(device), std::move(call.issue),
                  std::move(call.finish));
 }
 
@@ -113,7 +113,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_into_tensor_coa
                                          [out](size_t i, int rank, int64_t count) {
                                            return out[i].view({-1}).narrow(0, rank * count, count);
                                          });
-  return enqueue(c10d::OpType::COALESCED, out, std::move(device), std::move(call.issue), std::move(call.finish));
+  return enqueue(c10d::OpType::COALESCED, out, inputs, std::move(device), std::move(call.issue),
+                 std::move(call.finish));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coalesced(
@@ -140,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coa
   collComm_t comm = comm_.handle();
   std::vector<at::Tensor> out = outputs;
   return enqueue(
-      c10d::OpType::COALESCED, out, device,
+      c10d::OpType::COALESCED, out, inputs, device,
       [=] {
         checkResult(collReduceScatter(packed.data_ptr(), reduced.data_ptr(), total, type, reduceOp, comm, stream));
       },

@@ -16,8 +16,10 @@ std::vector<c10::Device> devicesOf(const std::shared_ptr<DeviceCall>& device) {
   return {device->device()};
 }
 
-// The name torch.profiler shows for a call: "backend:operation", as torch's own backends name
-// theirs, so a trace reads the same whichever backend made it. torch keeps the pointer: literals.
+// The name torch.profiler shows for a call: "backend:operation", with Gloo's operation names (its
+// coalesced all-reduce and all-gather are "all_reduce" and "all_gather", all_to_all_single is
+// "all_to_all"), so that a trace, and torch's own tests of one, read the same whichever backend
+// made it. torch keeps the pointer: literals.
 const char* profilingTitleOf(c10d::OpType type) {
   switch (type) {
     case c10d::OpType::BROADCAST:
@@ -25,7 +27,7 @@ const char* profilingTitleOf(c10d::OpType type) {
     case c10d::OpType::ALLREDUCE:
       return "collective:all_reduce";
     case c10d::OpType::ALLREDUCE_COALESCED:
-      return "collective:all_reduce_coalesced";
+      return "collective:all_reduce";
     case c10d::OpType::REDUCE:
       return "collective:reduce";
     case c10d::OpType::ALLGATHER:
@@ -33,7 +35,7 @@ const char* profilingTitleOf(c10d::OpType type) {
     case c10d::OpType::_ALLGATHER_BASE:
       return "collective:_all_gather_base";
     case c10d::OpType::ALLGATHER_COALESCED:
-      return "collective:all_gather_coalesced";
+      return "collective:all_gather";
     case c10d::OpType::GATHER:
       return "collective:gather";
     case c10d::OpType::SCATTER:
@@ -43,7 +45,7 @@ const char* profilingTitleOf(c10d::OpType type) {
     case c10d::OpType::_REDUCE_SCATTER_BASE:
       return "collective:_reduce_scatter_base";
     case c10d::OpType::ALLTOALL_BASE:
-      return "collective:all_to_all_single";
+      return "collective:all_to_all";
     case c10d::OpType::ALLTOALL:
       return "collective:all_to_all";
     case c10d::OpType::SEND:
@@ -62,14 +64,14 @@ const char* profilingTitleOf(c10d::OpType type) {
 }  // namespace
 
 CollectiveWork::CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
-                               std::weak_ptr<WorkQueue> queue, std::shared_ptr<DeviceCall> device)
-    // Torch's Work opens a profiler event (RECORD_FUNCTION's mechanism, with the tensors' shapes)
-    // when it is made and closes it in finish(), where the worker completes the call: the event
-    // spans the call from issue to completion, as Gloo's do.
-    : c10d::Work(rank, type, profilingTitleOf(type), outputs),
+                               const std::vector<at::Tensor>& inputs, std::weak_ptr<WorkQueue> queue,
+                               std::shared_ptr<DeviceCall> device)
+    // Torch's Work opens a profiler event (RECORD_FUNCTION's mechanism, with the inputs' shapes)
+    // when it is made and closes it in finish(), where the call completes: the event spans the
+    // call from issue to completion, as Gloo's do.
+    : c10d::Work(rank, type, profilingTitleOf(type), inputs),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
-                                                       devicesOf(device))),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(), devicesOf(device))),
       queue_(std::move(queue)),
       device_(std::move(device)) {}
 
@@ -84,7 +86,13 @@ bool CollectiveWork::isCompleted() {
 }
 
 bool CollectiveWork::wait(std::chrono::milliseconds timeout) {
-  startHeldCalls();
+  // Without a time limit the caller may run the call itself (work_queue.h); one it could not give
+  // up on after `timeout` goes to the worker.
+  if (timeout == kNoTimeout) {
+    if (std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->runThrough(sequence_.load());
+  } else {
+    startHeldCalls();
+  }
   // Calls synchronize() once the call is enqueued and did not fail.
   return c10d::Work::wait(timeout);
 }

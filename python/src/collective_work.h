@@ -22,10 +22,11 @@ class WorkQueue;
 
 class CollectiveWork : public c10d::Work {
  public:
-  // `outputs` are what the call writes (and what the Future holds; the profiler records their
-  // shapes, which for in-place calls are the inputs'); `device` is null for a call on host tensors.
-  CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::weak_ptr<WorkQueue> queue,
-                 std::shared_ptr<DeviceCall> device = nullptr);
+  // `outputs` are what the call writes (and what the Future holds); the profiler records the
+  // shapes of `inputs`, as it does Gloo's calls' (for in-place calls both are the same tensors);
+  // `device` is null for a call on host tensors.
+  CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& inputs,
+                 std::weak_ptr<WorkQueue> queue, std::shared_ptr<DeviceCall> device = nullptr);
 
   // On CUDA tensors: enqueued, and the device has passed the call's event.
   bool isCompleted() override;

@@ -62,7 +62,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
   at::Tensor gathered = flatBufferFor(input, getSize());
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::ALLGATHER, outputs, device,
+      c10d::OpType::ALLGATHER, outputs, {input}, device,
       [=] { checkResult(collAllGather(in.data(), gathered.data_ptr(), in.count(), type, comm, stream)); },
       [=] { unpackTensors(gathered, outputs); });
 }
@@ -77,7 +77,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tenso
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::_ALLGATHER_BASE, {outputBuffer}, device,
+      c10d::OpType::_ALLGATHER_BASE, {outputBuffer}, {inputBuffer}, device,
       [=] { checkResult(collAllGather(in.data(), out.data(), in.count(), type, comm, stream)); },
       [=] { out.copyBack(); });
 }
@@ -105,7 +105,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::gather(std::vector<std::v
   at::Tensor gathered = isRoot ? flatBufferFor(input, getSize()) : at::Tensor();
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::GATHER, outputs, device,
+      c10d::OpType::GATHER, outputs, {input}, device,
       [=] {
         void* recv = isRoot ? gathered.data_ptr() : nullptr;
         checkResult(collGather(in.data(), recv, in.count(), type, root, comm, stream));
@@ -138,7 +138,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::scatter(std::vector<at::T
   StagedTensor out(output);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::SCATTER, {output}, device,
+      c10d::OpType::SCATTER, {output}, isRoot ? inputTensors[0] : std::vector<at::Tensor>{}, device,
       [=] {
         const void* send = isRoot ? pieces.data_ptr() : nullptr;
         checkResult(collScatter(send, out.data(), out.count(), type, root, comm, stream));
@@ -161,7 +161,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter(
   StagedTensor out(output);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::REDUCE_SCATTER, {output}, device,
+      c10d::OpType::REDUCE_SCATTER, {output}, inputTensors[0], device,
       [=] { checkResult(collReduceScatter(pieces.data_ptr(), out.data(), out.count(), type, op, comm, stream)); },
       [=] { out.copyBack(); });
 }
@@ -177,7 +177,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_reduce_scatter_base(at::
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();
   return enqueue(
-      c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer}, device,
+      c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer}, {inputBuffer}, device,
       [=] { checkResult(collReduceScatter(in.data(), out.data(), out.count(), type, op, comm, stream)); },
       [=] { out.copyBack(); });
 }

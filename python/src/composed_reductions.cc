@@ -113,7 +113,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::bitwiseAllreduce(const at
   // Moved as bytes: a bitwise fold needs no element type from the library, so every integer width
   // torch has (int16 too) works.
   return enqueue(
-      c10d::OpType::ALLREDUCE, {tensor}, device,
+      c10d::OpType::ALLREDUCE, {tensor}, {tensor}, device,
       [=] { checkResult(collAllGather(in.data(), gathered.data_ptr(), in.bytes(), collUint8, comm, stream)); },
       [=] { foldBitwise(gathered, ranks, op, tensor); });
 }
@@ -145,7 +145,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::sparseAllreduce(const at:
     at::Tensor values = gatherRows(input._values().contiguous(), 0, nonZeros, maxNonZeros, comm);
     *result = at::sparse_coo_tensor(indices, values, input.sizes(), input.options()).coalesce();
   };
-  return enqueue(c10d::OpType::ALLREDUCE, {tensor}, nullptr, issue, [tensor, result] {
+  return enqueue(c10d::OpType::ALLREDUCE, {tensor}, {tensor}, nullptr, issue, [tensor, result] {
     // The caller's tensor becomes the sum (its sparse storage is replaced), as with Gloo.
     tensor.copy_(*result);
   });

@@ -45,7 +45,7 @@ std::vector<int> ProcessGroupCollective::prepareShrink(const std::vector<int64_t
   collComm_t comm = comm_.handle();
   const int flags = abortFirst ? COLL_SHRINK_ABORT : COLL_SHRINK_DEFAULT;
   // Behind this group's queued calls, as every call on the communicator.
-  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, nullptr, [=] {
+  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, {}, nullptr, [=] {
     checkResult(collCommShrink(comm, ranks.data(), static_cast<int>(ranks.size()), &result->first, nullptr, flags));
     int count = 0;
     checkResult(collCommExcludedRanks(result->first, nullptr, 0, &count));

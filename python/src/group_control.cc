@@ -37,8 +37,10 @@ std::vector<uint8_t> bytesOf(const std::string& text) { return std::vector<uint8
 
 void ProcessGroupCollective::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
   TORCH_CHECK(store_, "collective backend: monitoredBarrier needs the group's store, and this group has none");
+  // A negative timeout is torch's "unset" (kUnsetTimeout): the group's. Zero is zero, as with
+  // Gloo: rank 0 fails at once.
   std::chrono::milliseconds timeout = opts.timeout;
-  if (timeout <= std::chrono::milliseconds::zero()) timeout = std::chrono::milliseconds(comm_.timeoutMs());
+  if (timeout < std::chrono::milliseconds::zero()) timeout = std::chrono::milliseconds(comm_.timeoutMs());
   const uint64_t barrier = ++monitoredBarriers_;
   const std::string release = keyOf(barrier, "release");
   if (getRank() != 0) {
@@ -56,6 +58,13 @@ void ProcessGroupCollective::monitoredBarrier(const c10d::BarrierOptions& opts, 
     std::string message(outcome.begin(), outcome.end());
     TORCH_CHECK(message == kArrivedEveryone, message);
     return;
+  }
+  if (timeout == std::chrono::milliseconds::zero() && getSize() > 1) {
+    // Gloo's words for a rank 0 whose time ran out before it looked at any rank.
+    const std::string message =
+        "[Rank 0]: Rank 0 timed out in monitoredBarrier after 0 ms (collective backend: no rank was waited for)";
+    store_->set(release, bytesOf(message));
+    TORCH_CHECK(false, message);
   }
   // Rank 0 polls for the others' arrival keys: a store wait would stop at the first missing rank
   // and could not name the rest.
@@ -102,7 +111,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupCollective::split(const c10::intru
   collComm_t comm = comm_.handle();
   const int key = member ? static_cast<int>(mine - ranks.begin()) : 0;
   // Behind this group's queued calls: the split is a call on this communicator like the others.
-  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, nullptr, [=] {
+  c10::intrusive_ptr<c10d::Work> work = enqueue(c10d::OpType::UNKNOWN, {}, {}, nullptr, [=] {
     collConfig_t config = COLL_CONFIG_INITIALIZER;
     config.timeoutMs = timeoutMs;
     config.commName = "torch-split";

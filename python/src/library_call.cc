@@ -22,8 +22,9 @@ void checkResult(collResult_t result) {
   if (result == collSuccess) return;
   std::string message = collGetLastError(nullptr);
   if (message.empty()) message = collGetErrorString(result);
-  // Torch's backends say "Timed out" and programs match those words; the library's detail follows.
-  if (result == collTimeout) message = "Timed out: " + message;
+  // Torch's backends say "Timed out" and programs (torch's own tests among them) match those
+  // words with a space on either side; the library's detail follows.
+  if (result == collTimeout) message = "collective backend: Timed out waiting for peers: " + message;
   throw CollectiveError(result, message + " [" + resultName(result) + "]");
 }
 

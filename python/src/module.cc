@@ -38,6 +38,17 @@ PYBIND11_MODULE(_C, module) {
     py::gil_scoped_release released;
     torch_collective::WorkQueue::shutdownAll();
   }));
+  module.def(
+      "_run_counts",
+      [] {
+        torch_collective::WorkQueue::RunCounts counts = torch_collective::WorkQueue::runCounts();
+        py::dict result;
+        result["by_caller"] = counts.byCaller;
+        result["by_worker"] = counts.byWorker;
+        return result;
+      },
+      "How many batches of calls, process-wide so far, ran on the thread that waited for them\n"
+      "(by_caller) and how many the backend's worker thread ran (by_worker); for tests.");
   torch_collective::registerZeroBindings(module);
   torch_collective::registerFaultBindings(module);
   module.attr("torch_version") = TORCH_VERSION;

@@ -48,7 +48,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::send(std::vector<at::Tens
   collComm_t comm = comm_.handle();
   std::shared_ptr<AnySourceMatcher> anySource = anySource_;
   auto call = [=](void* data, size_t count, collStream_t stream) {
-    anySource->noteSend(dstRank);
+    anySource->noteSend(dstRank, stream != nullptr);
     return collSend(data, count, type, dstRank, comm, stream);
   };
   return enqueueOnTensor(c10d::OpType::SEND, "send", tensor, call, Writes::kNo, CallKind::kPointToPoint);
@@ -62,7 +62,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tens
   collComm_t comm = comm_.handle();
   std::shared_ptr<AnySourceMatcher> anySource = anySource_;
   auto call = [=](void* data, size_t count, collStream_t stream) {
-    anySource->noteRecv(srcRank);
+    anySource->noteRecv(srcRank, stream != nullptr);
     return collRecv(data, count, type, srcRank, comm, stream);
   };
   return enqueueOnTensor(c10d::OpType::RECV, "recv", tensor, call, Writes::kYes, CallKind::kPointToPoint);
@@ -72,9 +72,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recvAnysource(std::vector
   const at::Tensor& tensor = singleTensor(tensors, "recvAnysource");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "recvAnysource");
   TORCH_CHECK(getSize() > 1, "collective backend: recv from any source in a group of one rank: no rank can send");
-  TORCH_CHECK(anySource_->enabled(), "collective backend: recv from any source is off in this group",
-              " (TORCH_COLLECTIVE_ANY_SOURCE=0, or a group without a store)");
   std::shared_ptr<DeviceCall> device = deviceCallFor("recvAnysource", {tensor});
+  const bool onDevice = device != nullptr;
+  TORCH_CHECK(anySource_->available(onDevice), "collective backend: recv from any source is off in this group",
+              " (its ranks do not all share one host's memory, so sends are counted in the store, and",
+              " TORCH_COLLECTIVE_ANY_SOURCE=0 or a group without a store turned that off)");
   collStream_t stream = streamOf(device);
   StagedTensor data(tensor);
   collComm_t comm = comm_.handle();
@@ -82,21 +84,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recvAnysource(std::vector
   auto source = std::make_shared<std::atomic<int>>(-1);
   const std::chrono::milliseconds timeout(comm_.timeoutMs());
   auto issue = [=] {
+    if (anySource->inLibrary(onDevice)) {
+      int sender = -1;
+      checkResult(collRecvAny(data.data(), data.count(), type, &sender, comm, stream));
+      source->store(sender);
+      return;
+    }
     const int sender = anySource->claimSender(timeout);
     source->store(sender);
     checkResult(collRecv(data.data(), data.count(), type, sender, comm, stream));
   };
   // A collective as far as the queue goes: held calls before it start first, and it runs alone.
   c10::intrusive_ptr<c10d::Work> work = enqueue(
-      c10d::OpType::RECVANYSOURCE, {tensor}, std::move(device), issue, [data] { data.copyBack(); },
+      c10d::OpType::RECVANYSOURCE, {tensor}, {tensor}, std::move(device), issue, [data] { data.copyBack(); },
       CallKind::kCollective);
   static_cast<CollectiveWork*>(work.get())->setSourceCell(std::move(source));
   return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::exchangeWithEveryRank(
-    c10d::OpType type, std::vector<at::Tensor> outputs, std::shared_ptr<DeviceCall> device, std::vector<Segment> sends,
-    std::vector<Segment> recvs, collDataType_t datatype, size_t elementSize, std::function<void()> finish) {
+    c10d::OpType type, std::vector<at::Tensor> outputs, const std::vector<at::Tensor>& inputs,
+    std::shared_ptr<DeviceCall> device, std::vector<Segment> sends, std::vector<Segment> recvs, collDataType_t datatype,
+    size_t elementSize, std::function<void()> finish) {
   int rank = getRank(), ranks = getSize();
   TORCH_CHECK(sends[rank].count == recvs[rank].count, "collective backend: all_to_all: this rank sends itself ",
               sends[rank].count, " elements but expects ", recvs[rank].count);
@@ -118,7 +127,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::exchangeWithEveryRank(
     });
   };
   // `finish` holds the staged buffers that the segments point into until the call is done.
-  return enqueue(type, std::move(outputs), std::move(device), issue, std::move(finish));
+  return enqueue(type, std::move(outputs), inputs, std::move(device), issue, std::move(finish));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
@@ -141,15 +150,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor&
                 in.count(), " elements) and output (", out.count(), ") must be equal and split evenly over ", ranks,
                 " ranks");
     return enqueue(
-        c10d::OpType::ALLTOALL_BASE, {outputBuffer}, device,
+        c10d::OpType::ALLTOALL_BASE, {outputBuffer}, {inputBuffer}, device,
         [=] { checkResult(collAllToAll(in.data(), out.data(), in.count() / ranks, type, comm, stream)); },
         [=] { out.copyBack(); });
   }
   std::vector<Segment> sends = splitAlongRows(in, inputBuffer, inputSplitSizes, ranks, "input");
   std::vector<Segment> recvs = splitAlongRows(out, outputBuffer, outputSplitSizes, ranks, "output");
-  return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, std::move(device), std::move(sends),
-                               std::move(recvs), type,
-                               inputBuffer.element_size(), [in, out] { out.copyBack(); });
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, {inputBuffer}, std::move(device),
+                               std::move(sends), std::move(recvs), type, inputBuffer.element_size(),
+                               [in, out] { out.copyBack(); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::Tensor>& outputTensors,
@@ -175,9 +184,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::
     sends[r] = {ins.back().data(), ins.back().count()};
     recvs[r] = {outs.back().data(), outs.back().count()};
   }
-  return exchangeWithEveryRank(c10d::OpType::ALLTOALL, outputTensors, std::move(device), std::move(sends),
-                               std::move(recvs), type,
-                               first.element_size(), [ins, outs] {
+  return exchangeWithEveryRank(c10d::OpType::ALLTOALL, outputTensors, inputTensors, std::move(device), std::move(sends),
+                               std::move(recvs), type, first.element_size(), [ins, outs] {
                                  for (const StagedTensor& out : outs) out.copyBack();
                                });
 }

@@ -3,23 +3,68 @@
 #include <Python.h>
 #include <c10/util/Exception.h>
 
+#include <cstdint>
+#include <cstdlib>
+
 #include "library_call.h"
 
 namespace torch_collective {
+namespace {
+
+// Calls that write at most this many bytes are left to their caller for a moment (work_queue.h):
+// for them the hand-over to the worker and back costs more than the call, and a caller that waits
+// at once runs the call itself. Larger ones go to the worker at once, so that an asynchronous one
+// (a DDP bucket) starts while the caller works on. 0: every call goes to the worker at once.
+size_t callerRunLimitBytes() {
+  static const size_t limit = [] {
+    const char* value = std::getenv("TORCH_COLLECTIVE_SMALL_CALL_BYTES");
+    if (value == nullptr || *value == '\0') return size_t{64} << 10;
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(value, &end, 10);
+    TORCH_CHECK(end != nullptr && *end == '\0' && value[0] != '-',
+                "collective backend: TORCH_COLLECTIVE_SMALL_CALL_BYTES=", value,
+                ": expected a number of bytes (0 hands every call to the worker at once)");
+    return static_cast<size_t>(bytes);
+  }();
+  return limit;
+}
+
+// Whether the library receives from any source on this communicator (any_source.h).
+bool libraryReceivesFromAnySource(collComm_t comm) {
+  int available = 0;
+  checkResult(collCommRecvAnyAvailable(comm, &available));
+  return available != 0;
+}
+
+// What a call writes, for the small-call limit. A sparse tensor's all-reduce folds on the CPU
+// (composed_reductions.cc): never small.
+size_t bytesOf(const std::vector<at::Tensor>& tensors) {
+  size_t bytes = 0;
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined()) continue;
+    if (tensor.is_sparse()) return SIZE_MAX;
+    bytes += tensor.nbytes();
+  }
+  return bytes;
+}
+
+}  // namespace
 
 ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::string& uniqueId, int timeoutMs,
                                                c10::intrusive_ptr<c10d::Store> store)
     : BackendBase(rank, size),
       comm_(rank, size, uniqueId, timeoutMs),
       store_(std::move(store)),
-      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize())),
+      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize(),
+                                                    libraryReceivesFromAnySource(comm_.handle()))),
       queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store)
     : BackendBase(Communicator::rankOf(comm), Communicator::sizeOf(comm)),
       comm_(comm, timeoutMs),
       store_(std::move(store)),
-      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize())),
+      anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize(),
+                                                    libraryReceivesFromAnySource(comm_.handle()))),
       queue_(WorkQueue::create()) {}
 
 ProcessGroupCollective::~ProcessGroupCollective() {
@@ -48,6 +93,7 @@ void ProcessGroupCollective::checkPeer(int peer, const char* op) const {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                               const std::vector<at::Tensor>& inputs,
                                                                std::shared_ptr<DeviceCall> device,
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind) {
@@ -55,7 +101,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
       type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
   if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
-  auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), queue_, device);
+  const bool small = kind == CallKind::kCollective && !device && bytesOf(outputs) <= callerRunLimitBytes();
+  auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), inputs, queue_, device);
   work->setCompletionHooks(completionHooks_);
   QueuedCall call;
   call.kind = kind;
@@ -65,6 +112,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   {
     std::lock_guard<std::mutex> lock(coalescingMutex_);
     if (device) lastDeviceCall_ = device;
+    // A group with calls on CUDA tensors hands all of them to the worker at once: its barrier
+    // waits on the device.
+    call.forCaller = small && !lastDeviceCall_;
     if (coalescing_) {
       coalesced_.push_back(std::move(call));
       lastCoalescedWork_ = work;
@@ -86,8 +136,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpT
   if (writes == Writes::kYes) finish = [data] { data.copyBack(); };
   collStream_t stream = streamOf(device);
   return enqueue(
-      type, {tensor}, std::move(device), [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); },
-      std::move(finish), kind);
+      type, {tensor}, {tensor}, std::move(device),
+      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& /*opts*/) {
@@ -100,7 +150,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
     lastDeviceCall = lastDeviceCall_;
   }
   int timeoutMs = comm_.timeoutMs();
-  return enqueue(c10d::OpType::BARRIER, {}, nullptr, [comm, lastDeviceCall, timeoutMs] {
+  return enqueue(c10d::OpType::BARRIER, {}, {}, nullptr, [comm, lastDeviceCall, timeoutMs] {
     if (lastDeviceCall) lastDeviceCall->waitOnHost(timeoutMs);
     checkResult(collBarrier(comm, nullptr));
   });
@@ -109,7 +159,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
     std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t)> call) {
   collComm_t comm = comm_.handle();
-  return enqueue(c10d::OpType::UNKNOWN, std::move(tensors), nullptr, [comm, call] { checkResult(call(comm)); });
+  return enqueue(c10d::OpType::UNKNOWN, tensors, tensors, nullptr, [comm, call] { checkResult(call(comm)); });
 }
 
 void ProcessGroupCollective::startCoalescing() {

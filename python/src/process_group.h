@@ -157,11 +157,12 @@ class ProcessGroupCollective : public BackendBase {
 
  private:
   // Queues `issue` (the library calls) and `finish` (copies into the caller's tensors after
-  // success) on the worker thread; returns the call's Work, which holds `outputs`. `device`
-  // (deviceCallFor) is null for host tensors; for CUDA tensors both run with its stream current.
+  // success) on the worker thread; returns the call's Work, which holds `outputs` and records the
+  // shapes of `inputs` for the profiler. `device` (deviceCallFor) is null for host tensors; for
+  // CUDA tensors both run with its stream current.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         std::shared_ptr<DeviceCall> device, std::function<void()> issue,
-                                         std::function<void()> finish = nullptr,
+                                         const std::vector<at::Tensor>& inputs, std::shared_ptr<DeviceCall> device,
+                                         std::function<void()> issue, std::function<void()> finish = nullptr,
                                          CallKind kind = CallKind::kCollective);
   // For the calls on one tensor, used in place: stages it, queues `call(buffer, count, stream)`
   // and, when the call writes the tensor, copies the buffer back into it afterwards.
@@ -173,9 +174,10 @@ class ProcessGroupCollective : public BackendBase {
   // Sends `sends[p]` to and receives `recvs[p]` from every rank p in one group; this rank's own
   // pair is copied. Both all_to_all forms.
   c10::intrusive_ptr<c10d::Work> exchangeWithEveryRank(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                       std::shared_ptr<DeviceCall> device, std::vector<Segment> sends, std::vector<Segment> recvs,
-                                                       collDataType_t datatype, size_t elementSize,
-                                                       std::function<void()> finish);
+                                                       const std::vector<at::Tensor>& inputs,
+                                                       std::shared_ptr<DeviceCall> device, std::vector<Segment> sends,
+                                                       std::vector<Segment> recvs, collDataType_t datatype,
+                                                       size_t elementSize, std::function<void()> finish);
   // composed_reductions.cc: all-reduce with BAND, BOR, BXOR, which the library does not reduce
   // with, as an all-gather and a fold on each rank.
   static bool isBitwiseOp(const c10d::ReduceOp& reduceOp);

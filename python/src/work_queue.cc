@@ -1,8 +1,10 @@
 #include "work_queue.h"
 
 #include <ATen/core/grad_mode.h>
+#include <Python.h>
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "library_call.h"
@@ -65,6 +67,40 @@ void runPointToPointGroup(std::vector<QueuedCall>& batch) {
   completeBatch(batch, error);
 }
 
+// Runs a batch that was taken off the queue: the worker's and a caller's way alike.
+void runBatch(std::vector<QueuedCall>& batch, bool aborted) {
+  // Results are copied into tensors that may require grad; these copies are not part of any graph.
+  at::NoGradGuard noGrad;
+  if (aborted) {
+    completeBatch(batch, std::make_exception_ptr(std::runtime_error(
+                             "collective backend: the process group was aborted; this call did not run")));
+  } else if (batch.front().kind == CallKind::kCollective) {
+    runCollective(batch.front());
+  } else {
+    runPointToPointGroup(batch);
+  }
+}
+
+// A caller about to run calls on its own thread lets go of the GIL if it holds it (torch's
+// bindings release it around backend calls, but not every caller is torch's): the calls wait for
+// peers, and completing a Work may drop the last reference to a tensor, which takes the GIL.
+class GilReleased {
+ public:
+  GilReleased() = default;
+  ~GilReleased() {
+    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+  // Idempotent.
+  void release() {
+    if (saved_ == nullptr && Py_IsInitialized() && PyGILState_Check()) saved_ = PyEval_SaveThread();
+  }
+
+ private:
+  PyThreadState* saved_ = nullptr;
+};
+
 // The live queues, for shutdownAll. The registry is process-wide because interpreter exit is.
 struct LiveQueues {
   std::mutex mutex;
@@ -76,7 +112,17 @@ LiveQueues& liveQueues() {
   return live;
 }
 
+std::atomic<uint64_t> batchesRunByCaller{0};
+std::atomic<uint64_t> batchesRunByWorker{0};
+
 }  // namespace
+
+WorkQueue::RunCounts WorkQueue::runCounts() {
+  RunCounts counts;
+  counts.byCaller = batchesRunByCaller.load(std::memory_order_relaxed);
+  counts.byWorker = batchesRunByWorker.load(std::memory_order_relaxed);
+  return counts;
+}
 
 std::shared_ptr<WorkQueue> WorkQueue::create() {
   std::shared_ptr<WorkQueue> queue(new WorkQueue());
@@ -106,33 +152,97 @@ void WorkQueue::shutdownAll() {
 }
 
 void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (stopping_) {
-      // No worker will take them: fail them now (outside the lock: completing a Work runs its
-      // callbacks) rather than leave their waiters waiting.
-      lock.unlock();
-      completeBatch(calls, std::make_exception_ptr(std::runtime_error(
-                               "collective backend: the process group was shut down; this call did not run")));
-      return;
-    }
-    for (QueuedCall& call : calls) {
-      uint64_t sequence = ++lastSequence_;
-      call.work->setSequence(sequence);
-      if (together) startedThrough_ = std::max(startedThrough_, sequence);
-      queue_.push_back({std::move(call), sequence});
-    }
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) {
+    // No worker will take them: fail them now (outside the lock: completing a Work runs its
+    // callbacks) rather than leave their waiters waiting.
+    lock.unlock();
+    completeBatch(calls, std::make_exception_ptr(std::runtime_error(
+                             "collective backend: the process group was shut down; this call did not run")));
+    return;
   }
-  wakeWorker_.notify_one();
+  bool small = false, mustStart = false;
+  for (QueuedCall& call : calls) {
+    uint64_t sequence = ++lastSequence_;
+    call.work->setSequence(sequence);
+    if (together) startedThrough_ = std::max(startedThrough_, sequence);
+    if (call.forCaller && !together) {
+      small = true;
+    } else if (together || call.kind == CallKind::kCollective) {
+      mustStart = true;
+    }
+    queue_.push_back({std::move(call), sequence});
+  }
+  // A call that must start at once takes every call before it along: they run first.
+  if (mustStart) workerMayTakeThrough_ = lastSequence_;
+  if (small && !ticking_) {
+    // From its sleep to its ticks, once per burst; also while someone runs calls, or the worker
+    // would sleep on and leave this call to a caller that may never wait for it.
+    ticking_ = true;
+    wakeWorker_.notify_one();
+  }
+  wakeWorkerIfReady();
 }
 
 void WorkQueue::startThrough(uint64_t sequence) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (sequence <= startedThrough_) return;
-    startedThrough_ = sequence;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (sequence <= startedThrough_ && sequence <= workerMayTakeThrough_) return;
+  startedThrough_ = std::max(startedThrough_, sequence);
+  workerMayTakeThrough_ = std::max(workerMayTakeThrough_, sequence);
+  wakeWorkerIfReady();
+}
+
+void WorkQueue::runThrough(uint64_t sequence) {
+  GilReleased gil;  // taken back after the lock is let go: never wait for the GIL holding it
+  std::unique_lock<std::mutex> lock(mutex_);
+  startedThrough_ = std::max(startedThrough_, sequence);
+  // Whatever this caller cannot run itself (a thread runs calls now) the worker takes at once.
+  workerMayTakeThrough_ = std::max(workerMayTakeThrough_, sequence);
+  // Calls on CUDA tensors stay with the worker, which makes their device current.
+  while (!running_ && !aborted_ && !queue_.empty() && queue_.front().sequence <= sequence && frontIsReady() &&
+         frontBatchOnHost()) {
+    std::vector<QueuedCall> batch = takeBatch();
+    running_ = true;
+    lock.unlock();
+    gil.release();
+    batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
+    runTaken(batch, false);
+    lock.lock();
   }
-  wakeWorker_.notify_one();
+  wakeWorkerIfReady();
+}
+
+void WorkQueue::runTaken(std::vector<QueuedCall>& batch, bool aborted) {
+  runBatch(batch, aborted);
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_ = false;
+  wakeWorkerIfReady();
+}
+
+bool WorkQueue::workerMayTakeFront() const {
+  if (queue_.empty() || !frontIsReady()) return false;
+  return stopping_ || aborted_ || queue_.front().sequence <= workerMayTakeThrough_;
+}
+
+void WorkQueue::wakeWorkerIfReady() {
+  if (running_) return;  // whoever runs will hand over when done
+  if (queue_.empty() ? stopping_ : workerMayTakeFront()) wakeWorker_.notify_one();
+}
+
+void WorkQueue::waitForWork(std::unique_lock<std::mutex>& lock) {
+  int idleTicks = 0;
+  while (running_ || !(queue_.empty() ? stopping_ : workerMayTakeFront())) {
+    if (!ticking_) {
+      wakeWorker_.wait(lock);
+      continue;
+    }
+    if (wakeWorker_.wait_for(lock, kCallerTick) != std::cv_status::timeout) continue;
+    // A tick: what was queued at the last one has been left to its caller long enough.
+    workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
+    queuedAtLastTick_ = lastSequence_;
+    idleTicks = queue_.empty() ? idleTicks + 1 : 0;
+    if (idleTicks >= kTicksBeforeSleep) ticking_ = false;
+  }
 }
 
 void WorkQueue::shutdown() {
@@ -154,10 +264,11 @@ void WorkQueue::abort(const std::function<void()>& abortLibrary) {
     if (aborted_) return;
     aborted_ = true;
   }
-  // The worker takes no new batch to the library from here on. The one it may be running ends
+  // No thread takes a new batch to the library from here on. The one that may be running ends
   // with the library's error; collCommAbort waits for that call to let go before freeing.
   abortLibrary();
-  wakeWorker_.notify_one();
+  std::lock_guard<std::mutex> lock(mutex_);
+  wakeWorkerIfReady();
 }
 
 bool WorkQueue::frontIsReady() const {
@@ -177,27 +288,34 @@ std::vector<QueuedCall> WorkQueue::takeBatch() {
   return batch;
 }
 
+bool WorkQueue::frontBatchOnHost() const {
+  // The calls takeBatch would take.
+  const CallKind kind = queue_.front().call.kind;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (i > 0 && (kind == CallKind::kCollective || queue_[i].call.kind != kind)) break;
+    if (queue_[i].call.work->device()) return false;
+  }
+  return true;
+}
+
 void WorkQueue::workerLoop() {
-  // Results are copied into tensors that may require grad; these copies are not part of any graph.
-  at::NoGradGuard noGrad;
   for (;;) {
     std::vector<QueuedCall> batch;
     bool aborted = false;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wakeWorker_.wait(lock, [this] { return queue_.empty() ? stopping_ : frontIsReady(); });
+      waitForWork(lock);
       if (queue_.empty()) return;
       batch = takeBatch();
       aborted = aborted_;
+      running_ = true;
     }
-    if (aborted) {
-      completeBatch(batch, std::make_exception_ptr(std::runtime_error(
-                               "collective backend: the process group was aborted; this call did not run")));
-    } else if (batch.front().kind == CallKind::kCollective) {
-      runCollective(batch.front());
-    } else {
-      runPointToPointGroup(batch);
-    }
+    batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
+    runTaken(batch, aborted);
+    // The worker runs calls because their callers did not (asynchronous calls): it takes what
+    // they queued meanwhile without leaving it to them for another tick.
+    std::lock_guard<std::mutex> lock(mutex_);
+    workerMayTakeThrough_ = std::max(workerMayTakeThrough_, lastSequence_);
   }
 }
 

@@ -18,6 +18,10 @@ void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, 
   ctx.networkLink = ctx.networkLinkKind == NetworkLinkKind::kVerbs ? costs.verbs : costs.socket;
 }
 
+LinkCost stagedLink(const LinkCost& network, const LinkCost& staging) {
+  return LinkCost{network.latencyUs + staging.latencyUs, std::min(network.bytesPerUs, staging.bytesPerUs)};
+}
+
 const LinkCost& slowestLink(const PlanContext& ctx) { return ctx.crossesNetwork ? ctx.networkLink : ctx.localLink; }
 
 size_t callBytes(const CollCall& call) { return call.count * call.elemSize; }

@@ -15,13 +15,16 @@ namespace coll {
 // between cores, a pipeline step, and the rate at which one core streams bytes through its caches.
 constexpr double kOneshotLatencyUs = 0.5;
 constexpr double kStepLatencyUs = 1.5;
-constexpr double kCopyBytesPerUs = 10000.0;  // about 10 GB/s
+constexpr double kCopyBytesPerUs = 10000.0;  // bytes per microsecond
 
 int ceilLog2(int n);
 // Which network the inter-host hops take, from the kinds of network transport some pair of ranks
 // uses (equal on every rank), and what each kind of link costs: sockets whenever some pair talks
 // over them (a lock-step plan goes at its slowest link's pace), else verbs. Sets localLink too.
 void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, const LinkCosts& costs);
+// A network hop for device memory staged through pinned host memory: the network's latency plus
+// the staging's, at the slower of the two rates (the proxy pipelines slices, so the two overlap).
+LinkCost stagedLink(const LinkCost& network, const LinkCost& staging);
 // The network's link when some pair of ranks crosses it, else shared memory's.
 const LinkCost& slowestLink(const PlanContext& ctx);
 // The call's count in bytes (per rank, per block for gather-like calls).

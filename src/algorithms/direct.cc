@@ -76,7 +76,8 @@ Schedule pairwiseAllToAll(int n, int r, size_t count) {
     recv.dst = recvAt(static_cast<size_t>(from) * count);
   }
   // The copy of the own block last: the sends are on the wire and the receives have offered their
-  // places in the output before it runs (sockets, 2 ranks, 1 MiB: 166 -> 149 us, medians of 7).
+  // places in the output before it runs (measured faster over sockets; docs/performance.md,
+  // "Choices in the code, and the measurement behind each").
   Step& own = s.add(count);
   own.src = sendAt(static_cast<size_t>(r) * count);
   own.dst = recvAt(static_cast<size_t>(r) * count);

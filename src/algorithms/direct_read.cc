@@ -7,6 +7,7 @@
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/streaming.h"
 #include "src/algorithms/cost_model.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace {
@@ -34,7 +35,16 @@ void DirectRead::publish(uint64_t seq, const CollCall& call) {
   transport::NativeArea* me = areas_[rank_];
   me->directSendAddr = reinterpret_cast<uint64_t>(call.sendbuff);
   me->directRecvAddr = reinterpret_cast<uint64_t>(call.recvbuff);
+  me->directTag = collectiveTagOf(call);
   announce(Stage::kPosted, seq);
+}
+
+void DirectRead::checkOffers(const CollCall& call) const {
+  // Every rank has seen every offer before any rank reads or writes: all of them find the
+  // mismatch, and none has touched a peer's buffer.
+  const uint64_t mine = collectiveTagOf(call);
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_ && areas_[p]->directTag != mine) throwTagMismatch(p, areas_[p]->directTag, rank_, mine);
 }
 
 void DirectRead::announce(Stage stage, uint64_t seq) {
@@ -175,6 +185,7 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
   copyOwnShare(call, bytes);
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) waitFor(p, Stage::kPosted, seq, waiter);
+  checkOffers(call);
 
   switch (call.type) {
     case CollType::kAllReduce: {
@@ -206,7 +217,7 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       break;
     case CollType::kGather:
       // Every other rank writes its block into the root's output, all at once: the root reading
-      // them one after another took 2x the FIFO's time.
+      // them one after another was slower than the FIFO.
       if (rank_ != call.root) writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
       break;
     case CollType::kScatter:

@@ -11,6 +11,12 @@
 // A broadcast's or scatter's root in place writes a share of the others' outputs meanwhile. A
 // last handshake keeps every rank in the call until no peer still reads or writes its buffers.
 //
+// Each rank's offer carries its call's tag (src/call_tag.h). No rank reads or writes a peer's
+// buffer before it has checked every peer's tag against its own: ranks whose counts or datatypes
+// differ all fail at that point, naming both, and nothing is copied (a gather's rank that wrote
+// its block by its own count, or a broadcast's root that wrote by its own, would write past a
+// smaller buffer).
+//
 // Compared with the FIFO ring, nothing crosses between cores as freshly written cache lines:
 // every byte read from a peer is its user buffer, read once. That matters most when the two
 // cores do not share a cache (and it is what Open MPI's CMA single-copy path does, too).
@@ -35,6 +41,9 @@ class DirectRead : public NativeRunner {
  private:
   enum class Stage { kPosted, kReduced, kDone };
   void publish(uint64_t seq, const CollCall& call);
+  // Throws when a peer's offer is for another call than this rank's (a count or datatype that
+  // differs): after every offer is posted, before anything is copied.
+  void checkOffers(const CollCall& call) const;
   void announce(Stage stage, uint64_t seq);
   void waitFor(int peer, Stage stage, uint64_t seq, PeerWaiter& waiter);
   // ThreadSanitizer builds only (common/sanitizer_sync.h): the flag hand-offs, named on the
@@ -75,24 +84,24 @@ class DirectRead : public NativeRunner {
 // The table's entry (algorithm_table.cc).
 bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
 // Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks; a 2-rank
-// all-gather from kDirectReadTwoRankBytes on: there the ring was 1.2-1.5x faster than direct reads
-// while the two cores shared a cache and 4-5x slower while they did not, and the tuner follows.
+// all-gather from kDirectReadTwoRankBytes on: there the ring measured faster than direct reads
+// while the two cores shared a cache and much slower while they did not, and the tuner follows.
 // An all-to-all among more ranks than the host has cores, from kDirectReadCrowdedAllToAllBytes on:
-// at 256 KiB on 4 ranks and 2 cores direct reads took 46-57 us a call, the pairwise exchange
-// 74-87 (Open MPI 59), while the cores shared no cache (docs/performance.md, fourteenth pass).
+// there direct reads measured faster than the pairwise exchange while the cores shared no cache
+// (docs/performance.md, "Choices in the code, and the measurement behind each").
 bool directReadEligible(const CollCall& call, const PlanContext& ctx);
 constexpr size_t kDirectReadCrowdedAllToAllBytes = 128 * 1024;
 // A broadcast, an all-to-all, a scatter or a gather between two ranks from kDirectReadTwoRankBytes
 // up to COLL_DIRECT_READ_BYTES takes direct reads outright, before the one-shot shortcut and
 // without the tuner: each block crosses once, straight from one rank's buffer into the other's,
 // which costs the same whether or not the two cores share a cache, where the chain's, the FIFOs'
-// and the one-shot path's two copies hand every line across and ran 2-5x slower when they do not,
-// and were not faster by much when they do (docs/algorithms.md). (A gather joined once its ranks
-// wrote their blocks instead of the root reading them: at 512 KiB the FIFO took 15-124 us within
-// one run, the writes 21-27, Open MPI 29-35.) Below the window the one-shot path's single
-// synchronisation wins; on 4 ranks sharing 2 cores the binomial tree and the pairwise exchange
-// were 1.8-2.7x faster than direct reads at 64 KiB while the cores shared a cache, so more ranks
-// keep the usual plan.
+// and the one-shot path's two copies hand every line across and ran several times slower when
+// they do not, and were not faster by much when they do (docs/algorithms.md). (A gather joined
+// once its ranks wrote their blocks instead of the root reading them: then the writes held steady
+// where the FIFO swung with the cores' phase; docs/performance.md, "Choices in the code, and the
+// measurement behind each".) Below the window the one-shot path's single synchronisation wins; on 4
+// ranks sharing 2 cores the binomial tree and the pairwise exchange measured faster than direct
+// reads at 64 KiB while the cores shared a cache, so more ranks keep the usual plan.
 constexpr size_t kDirectReadTwoRankBytes = 32 * 1024;
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx);
 double modelDirectRead(const CollCall& call, const PlanContext& ctx);

@@ -30,9 +30,9 @@ constexpr int kMostExchangeRanks = 4;
 constexpr double kExtraSendInHops = 0.25;
 // From this input size the ring is as fast or faster, though both move the same bytes between two
 // ranks: its slices overlap the reduction with the transfer, and the exchange's whole-input
-// messages do not. 2 ranks over sockets, medians of 7 rounds in rotating order (docs/performance.md,
-// twelfth pass): exchange 74 us against the ring's 90 at 256 KiB, 156 against 145 at 512 KiB, 235
-// against 161 at 768 KiB, 392 against 287 at 1 MiB, 805 against 706 at 2 MiB.
+// messages do not. Measured over sockets, 2 ranks, each forced in rotating order: the exchange
+// faster at 256 KiB, the ring from 512 KiB (docs/performance.md, "Defaults, and the measurement
+// behind each").
 constexpr size_t kExchangeLargestBytes = size_t{512} << 10;
 
 }  // namespace
@@ -90,8 +90,8 @@ double modelExchange(const CollCall& call, const PlanContext& ctx) {
   // One message's latency and the extra sends; each rank's link carries n-1 copies of its input.
   // The reduction is not charged: it runs slice by slice as the inputs arrive, behind the link,
   // as the ring's does (whose model charges none either). Charging all n inputs made the ring win
-  // from 40 KiB at 2 ranks, where measurement says otherwise: 2 ranks over sockets, 256 KiB
-  // 97 us (ring) against 68 (exchange), 1 MiB 290 against 222 (docs/performance.md).
+  // from 40 KiB at 2 ranks, where measurement says otherwise: over sockets the exchange was the
+  // faster at 256 KiB (docs/performance.md, "Defaults, and the measurement behind each").
   const LinkCost& link = slowestLink(ctx);
   const double bytes = static_cast<double>(callBytes(call));
   return link.latencyUs * (1 + kExtraSendInHops * (n - 2)) + (n - 1) * bytes / link.bytesPerUs;

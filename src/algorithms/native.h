@@ -12,6 +12,8 @@
 
 namespace coll {
 
+class PeerCalls;
+
 // How a native algorithm waits for its peers: the host executor's waiter (src/exec/progress.h),
 // which spins, sleeps, and checks the deadline and the peers' health, so that a wait can end in
 // an error but never in a hang.
@@ -30,6 +32,9 @@ struct NativeArgs {
   int nranks = 1;
   size_t streamingBytes = 0;  // COLL_STREAMING_BYTES
   size_t oneshotBytes = 0;    // each one-shot buffer's capacity (COLL_ONESHOT_BYTES)
+  // Which call each rank runs (src/exec/peer_calls.h): to name a peer's call that differs from
+  // this rank's where its bytes do not say.
+  PeerCalls* peerCalls = nullptr;
 };
 
 class NativeRunner {

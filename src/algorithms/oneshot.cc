@@ -6,11 +6,14 @@
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "src/algorithms/cost_model.h"
+#include "src/call_tag.h"
+#include "src/exec/peer_calls.h"
 
 namespace coll {
 
 OneShot::OneShot(const NativeArgs& args)
     : memory_(*args.memory),
+      peerCalls_(args.peerCalls),
       rank_(args.rank),
       nranks_(args.nranks),
       slotBytes_(args.oneshotBytes / kSlotsPerBuffer),
@@ -23,9 +26,10 @@ OneShot::OneShot(const NativeArgs& args)
 
 OneShot::Region OneShot::chooseRegion(const CollCall& call, size_t bytes, uint64_t seq) {
   Region region;
-  if (call.type == CollType::kBarrier) return region;  // nobody writes
   int first, count;
-  const size_t packed = std::max<size_t>(1, (bytes + kPackedAlignBytes - 1) / kPackedAlignBytes) * kPackedAlignBytes;
+  // Every published input is followed by its trailer (oneshot.h), in the region it takes.
+  const size_t held = bytes + sizeof(Trailer);
+  const size_t packed = (held + kPackedAlignBytes - 1) / kPackedAlignBytes * kPackedAlignBytes;
   const bool packs = bytes <= kPackedMaxBytes && 2 * packed <= slotBytes_;
   if (packs && packedEnd_ > 0 && packedEnd_ + packed <= slotBytes_) {
     // The next lines of the slot the previous call opened: no earlier call of this round wrote
@@ -38,7 +42,7 @@ OneShot::Region OneShot::chooseRegion(const CollCall& call, size_t bytes, uint64
     return region;  // lastUse 0: nothing to wait for
   }
   packedEnd_ = packs ? packed : 0;
-  if (bytes > slotBytes_) {
+  if (held > slotBytes_) {
     region.buffer = 1 - previousBuffer_;
     first = region.buffer * kSlotsPerBuffer, count = kSlotsPerBuffer;
   } else {
@@ -96,12 +100,12 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
   transport::NativeArea* area = areas_[rank];
   const uint64_t flag = area->oneshotSeq.load(std::memory_order_acquire);
   if (flag >= target) return flag;
-  const uint64_t stamp =
-      InlineRing::entry(area, static_cast<int>(target % InlineRing::kCalls)).stamp.load(std::memory_order_acquire);
+  const uint64_t stamp = callOfStamp(
+      InlineRing::entry(area, static_cast<int>(target % InlineRing::kCalls)).stamp.load(std::memory_order_acquire));
   if (stamp >= target) return stamp;
-  return std::max(
-      std::max(flag, stamp),
-      TinyRing::entry(area, static_cast<int>(target % TinyRing::kCalls)).stamp.load(std::memory_order_acquire));
+  return std::max(std::max(flag, stamp),
+                  callOfStamp(TinyRing::entry(area, static_cast<int>(target % TinyRing::kCalls))
+                                  .stamp.load(std::memory_order_acquire)));
 }
 
 template <class Ring>
@@ -112,7 +116,7 @@ int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, Pe
   // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
   if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForStampedReaders(seq - ringCalls, waiter);
   if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
-  entry.stamp.store(seq, std::memory_order_release);
+  entry.stamp.store(stampOf(seq, call), std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
   __builtin_prefetch(&Ring::entry(areas_[rank_], static_cast<int>((seq + kPrefetchCalls) % ringCalls)), 1, 3);
   // An entry's stamp tells a rank running ahead only that this rank reached that call, so it
@@ -127,13 +131,13 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
-  if (fitsOn<TinyRing>(call, bytes)) {
+  if (fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
-    // takes it back once to write them. With a line per call, a 2-rank 8-byte gather took
-    // 0.17-0.25 us a call where a line took ~230 ns between the cores (0.08 us at ~50 ns), now
-    // 0.08-0.14 in both.
+    // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
+    // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
+    // in both (docs/performance.md, "Latency at 8 bytes").
     region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, waiter);
-  } else if (fitsOn<InlineRing>(call, bytes)) {
+  } else if (fitsOn<InlineRing>(bytes)) {
     region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
@@ -142,6 +146,8 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
       // say they are done with the region; where it does not (a broadcast's root), this wait does.
       waitForReaders(region.lastUse, waiter);
       if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
+      const Trailer trailer{seq, collectiveTagOf(call)};
+      memcpy(inputOf(rank_, region) + bytes, &trailer, sizeof(trailer));
     }
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   }
@@ -150,24 +156,28 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   switch (call.type) {
     case CollType::kBroadcast:
     case CollType::kScatter:
-      if (rank_ != call.root) waitForRanks(seq, call.root, region, waiter);
+      if (rank_ != call.root) waitForRanks(seq, call.root, region, call, bytes, waiter);
       break;
     case CollType::kReduce:
     case CollType::kGather:
-      if (rank_ == call.root) waitForRanks(seq, -1, region, waiter);
+      if (rank_ == call.root) waitForRanks(seq, -1, region, call, bytes, waiter);
       break;
     default:
-      waitForRanks(seq, -1, region, waiter);
+      waitForRanks(seq, -1, region, call, bytes, waiter);
       break;
   }
+  // Where the ranks meet, the calls since the last barrier are compared (peer_calls.h).
+  if (call.type == CollType::kBarrier && peerCalls_ != nullptr) peerCalls_->checkSinceLastBarrier();
   computeOutput(call, region);
 }
 
-bool OneShot::publishes(const CollCall& call) const {
+bool OneShot::publishes(const CollCall& call) const { return publishesOn(rank_, call); }
+
+bool OneShot::publishesOn(int rank, const CollCall& call) {
   switch (call.type) {
     case CollType::kBroadcast:
     case CollType::kScatter:
-      return rank_ == call.root;
+      return rank == call.root;
     case CollType::kBarrier:
       return false;
     default:
@@ -176,22 +186,28 @@ bool OneShot::publishes(const CollCall& call) const {
 }
 
 template <class Ring>
-void OneShot::waitForStamps(uint64_t seq, int first, int end, int index, PeerWaiter& waiter) {
+void OneShot::waitForStamps(uint64_t seq, int first, int end, int index, const CollCall& call, PeerWaiter& waiter) {
   // The entries of the calls ahead: a rank that lags reads entries written long before, and a
   // load of each only when its call comes would wait for it every time.
   const int ahead = (index + kPrefetchCalls) % Ring::kCalls;
   for (int r = first; r < end; ++r)
     if (r != rank_) __builtin_prefetch(&Ring::entry(areas_[r], ahead), 0, 3);
-  waitForWords(
-      seq, first, end,
-      [this, index](int r) -> const std::atomic<uint64_t>& { return Ring::entry(areas_[r], index).stamp; }, waiter);
+  auto stampOfRank = [this, index](int r) -> const std::atomic<uint64_t>& { return Ring::entry(areas_[r], index).stamp; };
+  waitForWords(seq, first, end, kStampTagBits, stampOfRank, waiter);
+  // A peer cannot stamp the entry for a later call before this rank is done with this one, so the
+  // stamp is this call's: its tag must be this rank's.
+  const uint64_t mine = stampOf(seq, call);
+  for (int r = first; r < end; ++r) {
+    const uint64_t stamp = stampOfRank(r).load(std::memory_order_relaxed);
+    if (r != rank_ && stamp != mine) throwMismatch(r, callTagOfStamp(stamp), call);
+  }
 }
 
 template <class WordOf>
-void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter) {
+void OneShot::waitForWords(uint64_t seq, int first, int end, int shift, WordOf wordOf, PeerWaiter& waiter) {
   int next = first;
   while (next < end) {
-    if ((seen_[next] = wordOf(next).load(std::memory_order_acquire)) >= seq) {
+    if ((seen_[next] = wordOf(next).load(std::memory_order_acquire) >> shift) >= seq) {
       ++next;
       waiter.progressed();
     } else {
@@ -200,17 +216,50 @@ void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, Peer
   }
 }
 
-void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter) {
+void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, const CollCall& call, size_t bytes,
+                           PeerWaiter& waiter) {
   const int first = only >= 0 ? only : 0;
   const int end = only >= 0 ? only + 1 : nranks_;
   if (region.tinyEntry >= 0) {
-    waitForStamps<TinyRing>(seq, first, end, region.tinyEntry, waiter);
+    waitForStamps<TinyRing>(seq, first, end, region.tinyEntry, call, waiter);
   } else if (region.inlineLine >= 0) {
-    waitForStamps<InlineRing>(seq, first, end, region.inlineLine, waiter);
+    waitForStamps<InlineRing>(seq, first, end, region.inlineLine, call, waiter);
   } else {
     waitForWords(
-        seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
+        seq, first, end, 0, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
+    checkTrailers(seq, first, end, region, call, bytes);
   }
+}
+
+void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call,
+                            size_t bytes) const {
+  const Trailer mine{seq, collectiveTagOf(call)};
+  for (int r = first; r < end; ++r) {
+    if (r == rank_ || !publishesOn(r, call)) continue;
+    // Where this rank's own count puts the peer's trailer: a peer that published by another count
+    // left it elsewhere (what lies here is its data, or an older call's trailer, never this call's).
+    Trailer theirs;
+    memcpy(&theirs, inputOf(r, region) + bytes, sizeof(theirs));
+    if (theirs.seq != mine.seq || theirs.tag != mine.tag) throwMismatch(r, theirs.seq == seq ? theirs.tag : 0, call);
+  }
+}
+
+void OneShot::throwMismatch(int peer, uint64_t tagInItsBytes, const CollCall& call) const {
+  // The call the peer recorded names what the user asked of it, which its bytes may not (the
+  // plan choice rank 0 broadcasts, or an input left where this rank's count does not look).
+  const uint64_t mine = collectiveTagOf(call);
+  // A call further back that differs is where the ranks parted: named first.
+  if (peerCalls_ != nullptr) peerCalls_->check();
+  uint64_t theirs = peerCalls_ != nullptr ? peerCalls_->peerTag(peer) : 0;
+  if (theirs == 0 || theirs == mine) theirs = tagInItsBytes;
+  if (theirs == 0 || theirs == mine)
+    throw CallMismatchError(
+        collRemoteError,
+        formatString("rank %d published its input for this one-shot call where this rank (%d), running %s, did not "
+                     "find it: every rank must pass the same count and datatype (COLL_CHECK=1 names the first rank "
+                     "that differs)",
+                     peer, rank_, describeCallTag(mine).c_str()));
+  throwTagMismatch(peer, theirs, rank_, mine);
 }
 
 void OneShot::reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst) {

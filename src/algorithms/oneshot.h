@@ -7,18 +7,18 @@
 // A rank raises its flag to s once it has published call s's input and finished every read of call
 // s-1. It then waits only for the ranks whose input it reads: everyone for the all-to-all kinds and
 // a barrier, the root for a broadcast or scatter, nobody for a reduce's or gather's non-roots (and
-// nobody for a broadcast's root), so a rooted call does not hold every rank in step (4 ranks on 2
-// cores: an 8-byte broadcast took 3.3 us, as long as an all-reduce).
+// nobody for a broadcast's root), so a rooted call does not hold every rank in step (with 4 ranks
+// on 2 cores, an 8-byte broadcast that waited for everyone took as long as an all-reduce).
 //
 // Inputs of 9 to 56 bytes go on the line of the rank's area for call s (s modulo 512), with the
 // call's number as the line's stamp in place of the flag: a reader polls that one line and finds
 // the input there (transport::InlineInput), one cache-line transfer where the flag and a slot take
-// two (2 ranks, 8-byte all-reduce, while a line took ~30 ns between the cores: 0.23 -> 0.21 us,
-// medians of interleaved launches). Inputs of at most 8 bytes go four calls to a line instead
-// (transport::TinyInputs: a stamp and 8 bytes each, call s on entry s modulo 2048), so that a
-// rank behind reads one line per four calls. A rank stamps its line or entry for every inline
-// call, reading or not, so the stamps are flags too; before it reuses a line or an entry, every
-// peer has started a later call than its last one.
+// two (measured faster; docs/performance.md, "Choices in the code, and the measurement behind
+// each"). Inputs of at most 8 bytes go four calls to a line instead (transport::TinyInputs: a stamp
+// and 8 bytes each, call s on entry s modulo 2048), so that a rank behind reads one line per four
+// calls. A rank stamps its line or entry for every inline call, reading or not, so the stamps are
+// flags too; before it reuses a line or an entry, every peer has started a later call than its last
+// one.
 //
 // Where a larger call's input goes: a whole buffer for inputs above an eighth of one, alternating
 // between the two; smaller inputs take the next of 16 slots (each an eighth of a buffer) in turn,
@@ -33,6 +33,18 @@
 // call is at most s-2, the wait is for flags at most s-1, which every rank raises before it waits
 // for anyone: no cycle. Every rank makes the same choices, for its own buffers and for those it
 // reads, from the call sizes alone.
+//
+// Each input says which call it belongs to (src/call_tag.h), where its reader looks anyway: a
+// stamp holds the call's number and, in its low kStampTagBits, the call's collective, datatype and
+// count (an input that fits an entry has a count below 64); an input in a region is followed by a
+// trailer with the call's number and tag. A reader checks the stamps or trailers of the ranks it
+// waits for before it reads their inputs, and fails naming both calls where they differ (a rank
+// whose count differs chooses another entry or region, so that its trailer is not where the
+// reader looks: what lies there is never a trailer of this call). Inputs are copied only within
+// their own entry or region, and outputs written by the rank's own count, so a peer's count never
+// makes anyone write past a buffer; the check makes the mismatch an error instead of wrong data.
+// A rank that reads nobody (a broadcast's root) returns without knowing, and fails at its next
+// call that meets the readers' failure.
 #pragma once
 
 #include <cstdint>
@@ -51,8 +63,25 @@ class OneShot : public NativeRunner {
   void run(const CollCall& call, PeerWaiter& waiter) override;
 
  private:
-  // Whether this rank's input goes into its buffer for this call.
+  // Whether this rank's (rank `rank`'s) input goes into its buffer for this call.
   bool publishes(const CollCall& call) const;
+  static bool publishesOn(int rank, const CollCall& call);
+  // What follows an input in its region: the call's number and tag.
+  struct Trailer {
+    uint64_t seq;
+    uint64_t tag;
+  };
+  // A stamp: the call's number, and in its low bits the call's collective, datatype and count.
+  static constexpr int kStampTagBits = 14;
+  static uint64_t stampOf(uint64_t seq, const CollCall& call) {
+    return seq << kStampTagBits | uint64_t{static_cast<uint8_t>(call.type)} << 10 |
+           (uint64_t{static_cast<uint32_t>(call.datatype)} & 0xf) << 6 | (call.count & 63);
+  }
+  static uint64_t callOfStamp(uint64_t stamp) { return stamp >> kStampTagBits; }
+  // The call tag (src/call_tag.h) a stamp's low bits stand for.
+  static uint64_t callTagOfStamp(uint64_t stamp) {
+    return (((stamp >> 10) & 0xf) + 1) << 60 | ((stamp >> 6) & 0xf) << 56 | (stamp & 63);
+  }
   // Where call `seq`'s input (`bytes` per rank) lies in every rank's buffers (offset from buffer
   // 0's start, as a buffer index and offset within it), and the last call that used any part of it.
   struct Region {
@@ -63,14 +92,21 @@ class OneShot : public NativeRunner {
     int tinyEntry = -1;   // a tiny call's entry in every rank's tiny inputs (likewise)
   };
   Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
+  // Throws when rank `r` (first <= r < end), whose input this rank reads, published it for another
+  // call: its trailer is not this call's where this rank's count puts it.
+  void checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call, size_t bytes) const;
+  // Throws collRemoteError naming the peer's call (its record, or the tag its bytes carry, where
+  // known: 0 when not) and this rank's.
+  [[noreturn]] void throwMismatch(int peer, uint64_t tagInItsBytes, const CollCall& call) const;
   // Waits until every peer's flag has passed `lastUse` (from the flags seen before where it can).
   void waitForReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until every peer has passed `lastUse`, the previous call on this inline or tiny call's
   // entry, watching the peers' flags only (see publishStamped).
   void waitForStampedReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline or tiny
-  // call, the stamp of its entry.
-  void waitForRanks(uint64_t seq, int only, const Region& region, PeerWaiter& waiter);
+  // call, the stamp of its entry; then checks that what they published is this call's.
+  void waitForRanks(uint64_t seq, int only, const Region& region, const CollCall& call, size_t bytes,
+                    PeerWaiter& waiter);
   // The two rings of stamped small inputs in each rank's area (transport::InlineInput lines and
   // transport::TinyInputs entries): how many calls a ring holds, and where call `index`'s entry
   // lies; an entry has a `stamp` and its `data`. Inline and tiny calls run the same code on them,
@@ -89,18 +125,20 @@ class OneShot : public NativeRunner {
   // entry's previous call is read, and stamps it; returns the entry's index.
   template <class Ring>
   int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter);
-  // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq.
+  // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq, and checks that
+  // they stamped it for this call.
   template <class Ring>
-  void waitForStamps(uint64_t seq, int first, int end, int index, PeerWaiter& waiter);
-  // Waits until wordOf(r), for r in first..end-1, has reached seq (noting each in seen_).
+  void waitForStamps(uint64_t seq, int first, int end, int index, const CollCall& call, PeerWaiter& waiter);
+  // Waits until wordOf(r) >> shift, for r in first..end-1, has reached seq (noting each in seen_).
   template <class WordOf>
-  void waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter);
+  void waitForWords(uint64_t seq, int first, int end, int shift, WordOf wordOf, PeerWaiter& waiter);
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
-  // Whether the call's input fits an entry of Ring beside its stamp (a barrier publishes nothing).
+  // Whether the call's input fits an entry of Ring beside its stamp. A barrier publishes nothing:
+  // its stamp alone says that the rank reached it, and which call it runs.
   template <class Ring>
-  static bool fitsOn(const CollCall& call, size_t inputBytes) {
-    return call.type != CollType::kBarrier && inputBytes <= sizeof(Ring::entry(nullptr, 0).data);
+  static bool fitsOn(size_t inputBytes) {
+    return inputBytes <= sizeof(Ring::entry(nullptr, 0).data);
   }
   void computeOutput(const CollCall& call, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
@@ -113,10 +151,11 @@ class OneShot : public NativeRunner {
   // Where this call reads `rank`'s input: its own from the caller's buffer, not from the copy it
   // has just published. That copy's lines were last read by the peers, so its stores wait for the
   // lines to come back, and a load that the store buffer cannot serve (the kernels' wider or
-  // masked loads) waits with them (2 ranks, 8 B all-reduce: 0.222 -> 0.200 us). Where a
-  // reduction folds in several passes (reduceAll, more ranks than the kernel's sources), an
-  // output in place, which may be any part of the caller's input (reduce-scatter), is written
-  // before the last pass: there every input is read from the published copies.
+  // masked loads) waits with them (measured faster; docs/performance.md, "Choices in the code, and
+  // the measurement behind each"). Where a reduction folds in several passes (reduceAll, more ranks
+  // than the kernel's sources), an output in place, which may be any part of the caller's input
+  // (reduce-scatter), is written before the last pass: there every input is read from the published
+  // copies.
   const uint8_t* sourceOf(int rank, const CollCall& call, const Region& region) const;
   // How often an inline or tiny call also raises the flag (publishStamped): a divisor of each
   // ring's calls, small enough that a rank ahead by a whole ring still finds the flag well past
@@ -131,6 +170,7 @@ class OneShot : public NativeRunner {
                 "a rank that waits for its line's readers must find the flag it waits for below its own call");
 
   transport::LocalMemory& memory_;
+  PeerCalls* peerCalls_;
   // Every rank's area and two buffers, looked up once: a small call's latency is a few hundred
   // nanoseconds, and the lookups would be a measurable part of it.
   std::vector<transport::NativeArea*> areas_;

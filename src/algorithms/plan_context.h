@@ -28,11 +28,19 @@ const char* networkLinkKindName(NetworkLinkKind kind);
 // sockets from the measurements in docs/performance.md; verbs from what a 100 Gb/s InfiniBand or
 // RoCE port gives (about 3 us for a small RDMA write with its completion, about 12 GB/s): no RDMA
 // device was ever measured here, so these are the fabric's nominal figures, to be overridden where
-// one is.
+// one is. (design value)
 struct LinkCosts {
   LinkCost sharedMemory{1.5, 10000.0};
   LinkCost socket{8.0, 2000.0};
   LinkCost verbs{3.0, 12000.0};
+  // Device memory. p2p: between GPUs of one host (NVLink or PCIe peer access): a flag's round trip
+  // between kernels and the rate of a peer-to-peer copy. staging: what device memory adds to a
+  // network hop when it goes through pinned host memory (the kernels' writes and reads over PCIe,
+  // the proxies' hand-offs at both ends): its latency adds to the network's, and the pipelined
+  // hop goes at the slower of the two rates (stagedLink). Nominal figures (an H100's PCIe 5 and
+  // NVLink 4, derated) until a GPU run measures them: docs/cuda.md says how.
+  LinkCost p2p{2.0, 100000.0};
+  LinkCost staging{6.0, 20000.0};
 };
 
 struct PlanContext {

@@ -95,9 +95,10 @@ constexpr size_t kAllGatherLoopsPerBatch = 8;
 // forwarded, so receives never wait on sends. The receive is then posted, and its landing
 // offered, while the own block goes out. As separate steps the rank received only after sending,
 // and over sockets the peer's frames arrived meanwhile and were copied out of slots instead of
-// landing in place: a 1 MiB all-gather took 1.2-1.3x the time of the all-to-all that moves the
-// same bytes. On more ranks the steps stay apart: joining the own block with the first receive
-// measured 5% slower at 4 ranks on shared memory (1 and 4 MiB).
+// landing in place: a 1 MiB all-gather took longer than the all-to-all that moves the same bytes.
+// On more ranks the steps stay apart: joining the own block with the first receive measured slower
+// at 4 ranks on shared memory (docs/performance.md, "Choices in the code, and the measurement
+// behind each").
 // Called after each loop is appended: the loop is the last two steps.
 void joinTwoRankAllGatherLoop(Schedule& s) {
   const size_t loops = s.steps.size() / 2;

@@ -46,6 +46,9 @@ struct Step {
   // Begin only once every earlier send of this call has left the caller's memory: a step that
   // writes where an earlier step sent from (in place) must not change bytes a socket still reads.
   bool afterSends = false;
+  // The tag this step's slices carry and must arrive with (src/call_tag.h), for steps that bring
+  // their own call (point-to-point); 0: the call's.
+  uint64_t tag = 0;
 
   Step& recvFrom(int peer) {
     recvPeers[nrecv++] = peer;

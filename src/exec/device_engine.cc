@@ -6,12 +6,17 @@
 #include "common/cuda_check.h"
 #include "common/cuda_device.h"
 #include "common/logging.h"
+#include "src/call_tag.h"
 
 namespace coll {
 
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
-                           int timeoutMs)
+                           int timeoutMs, const DeviceLayout* layout)
     : channels_(channels), rank_(rank), launcher_(channels, timeoutMs) {
+  if (layout != nullptr) {
+    context_.layout = *layout;
+    context_.staged = layout->staged;
+  }
   context_.rank = rank;
   context_.nranks = nranks;
   context_.mode = channels.kernelsConcurrent() ? DeviceMode::kConcurrent : DeviceMode::kSerialized;
@@ -30,7 +35,7 @@ DeviceEngine::~DeviceEngine() {
 }
 
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
-                           void* recvbuff, collStream_t stream) {
+                           void* recvbuff, collStream_t stream, uint64_t tag) {
   if (program.direct ? program.count == 0 : program.launches.empty()) return;
   // The caller's thread may have another device current (a stream of ours can be used from
   // anywhere): launch with ours, and give the caller's back.
@@ -39,6 +44,11 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLL_CUDACHECK(cudaStreamIsCapturing(s, &capture));
   const bool capturing = capture == cudaStreamCaptureStatusActive;
+  // The proxy learns of a call when it is enqueued, not when a graph replays it.
+  if (capturing && context_.staged)
+    throwError(collInvalidUsage,
+               "a device call whose peers are staged through host memory (ranks on other hosts) cannot be captured "
+               "in a CUDA graph yet: call it outside the capture");
   // Launches that ended hold no stream wait any more: keep the list abort releases short.
   if (!capturing && order_.anyLaunch() && cudaEventQuery(lastLaunch_) == cudaSuccess) launcher_.forgetPendingWaits();
   const LaunchOrder::Before before = order_.before(stream, capturing);
@@ -55,6 +65,10 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
     view.protocol = program.protocol;
     view.geometry = program.geometry;
     view.avgDivisor = program.avgDivisor;
+    // Staged channels plan the call's slices before its kernels can post the first one.
+    channels_.beginCall(transport::CallShape{program.steps.data(), static_cast<uint32_t>(program.steps.size()),
+                                             static_cast<uint32_t>(program.elemSize), program.geometry, tag,
+                                             &describeCallTag});
     launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
   }
   COLL_CUDACHECK(
@@ -64,16 +78,15 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
   if (call.count == 0 && call.type != CollType::kBarrier) return;
-  enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream);
+  enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
+          collectiveTagOf(call));
 }
 
 void DeviceEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {
   enqueue(planDevicePointToPoint(calls, context_), collUint8, collSum, nullptr, nullptr, stream);
 }
 
-collResult_t DeviceEngine::pollError(std::string* message) const {
-  return transport::deviceStatusError(channels_.hostStatus(), rank_, message);
-}
+collResult_t DeviceEngine::pollError(std::string* message) const { return channels_.pollError(rank_, message); }
 
 void DeviceEngine::abort() {
   aborted_.store(true);
@@ -99,7 +112,10 @@ void DeviceEngine::drain(Deadline deadline) {
   CurrentDeviceScope scope(channels_.device());
   for (;;) {
     const cudaError_t rc = cudaEventQuery(lastLaunch_);
-    if (rc == cudaSuccess) return;
+    if (rc == cudaSuccess) {
+      channels_.drain(deadline);
+      return;
+    }
     if (rc != cudaErrorNotReady) COLL_CUDACHECK(rc);
     if (Clock::now() >= deadline)
       throwError(collTimeout, "rank %d: the last device launch did not end before the deadline (%llu launches)", rank_,
@@ -111,8 +127,8 @@ void DeviceEngine::drain(Deadline deadline) {
 }
 
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
-                                         const Params& params, int timeoutMs) {
-  return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs);
+                                         const Params& params, int timeoutMs, const DeviceLayout* layout) {
+  return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs, layout);
 }
 
 }  // namespace coll

@@ -24,9 +24,11 @@ namespace coll {
 
 class DeviceEngine : public Engine {
  public:
-  // params: COLL_ALGO and COLL_PROTO; timeoutMs bounds every wait of a kernel. Creates the
+  // params: COLL_ALGO and COLL_PROTO; timeoutMs bounds every wait of a kernel; layout (may be
+  // null) groups the ranks for two-level plans and says that some peers are staged. Creates the
   // ordering event on the channels' device (which must be current).
-  DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params, int timeoutMs);
+  DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params, int timeoutMs,
+               const DeviceLayout* layout = nullptr);
   ~DeviceEngine() override;
   const char* name() const override { return "device"; }
   void run(const CollCall& call, collStream_t stream) override;
@@ -34,13 +36,16 @@ class DeviceEngine : public Engine {
   collResult_t pollError(std::string* message) const override;
   // Asks the kernels to stop and releases serialized mode's stream waits (from any thread).
   void abort() override;
-  // Waits for the last launch (eager, or a graph replay recorded since) to end; after an abort,
-  // keeps releasing stream waits meanwhile. Throws collTimeout at the deadline.
+  // Waits for the last launch (eager, or a graph replay recorded since) to end, and for staged
+  // slices to leave; after an abort, keeps releasing stream waits meanwhile. Throws collTimeout
+  // at the deadline.
   void drain(Deadline deadline) override;
 
   // Enqueues a program planned elsewhere (the GPU tests plan with their own protocol choices).
+  // tag: the call's (src/call_tag.h), which staged frames carry; 0 for a group of sends and
+  // receives, or a program of no single call.
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
-               collStream_t stream);
+               collStream_t stream, uint64_t tag = 0);
 
  private:
   void releaseStreamWaits();

@@ -5,7 +5,8 @@
 
 namespace coll {
 
-std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels&, int, int, const Params&, int) {
+std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels&, int, int, const Params&, int,
+                                         const DeviceLayout*) {
   throwError(collInvalidUsage, "no CUDA device: this build of libcollective has no CUDA support");
 }
 

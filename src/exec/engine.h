@@ -45,10 +45,12 @@ class Engine {
 namespace transport {
 class DeviceChannels;
 }
+struct DeviceLayout;  // src/plan/device_program.h
 
 // The device engine (device_engine.h) over a device-memory domain's channels, with its device
-// current. In a build without CUDA (device_engine_none.cc) it throws collInvalidUsage.
+// current; `layout` (may be null: one host) groups the ranks for two-level plans. In a build
+// without CUDA (device_engine_none.cc) it throws collInvalidUsage.
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
-                                         const Params& params, int timeoutMs);
+                                         const Params& params, int timeoutMs, const DeviceLayout* layout = nullptr);
 
 }  // namespace coll

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "kernels/cpu/streaming.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace {
@@ -17,12 +18,8 @@ void* pointerOf(const ExecBuffers& b, BufferRef ref, size_t extra) {
   return static_cast<char*>(base) + (ref.offset + extra) * b.elemSize;
 }
 
-[[noreturn]] void throwSliceMismatch(int peer, size_t bytes, size_t expected) {
-  throwError(collRemoteError,
-             "rank %d sent a slice of %zu bytes where %zu were expected: do all ranks call the same collective "
-             "with the same count and datatype? (COLL_CHECK=1 tells which rank differs)",
-             peer, bytes, expected);
-}
+// The tag the step's slices carry (schedule.h): its own, or the call's.
+uint64_t tagOf(const Step& step, const ExecBuffers& b) { return step.tag != 0 ? step.tag : b.tag; }
 
 // The whole caller buffer that `ref` points into: the call's send or receive buffer, or for memory
 // named by address (point-to-point, each call its own buffer) the step's range of it.
@@ -42,8 +39,9 @@ bool bySingleCopy(transport::SendConnection* send, const Step& step, const ExecB
 
 }  // namespace
 
-Executor::Executor(ConnectionSource& connections, int nranks)
+Executor::Executor(ConnectionSource& connections, int rank, int nranks)
     : connections_(connections),
+      rank_(rank),
       sendClaim_(nranks, 0),
       recvClaim_(nranks, 0),
       externalSent_(nranks, 0),
@@ -113,11 +111,13 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     }
   }
   size_t sliceBytes = slice * b.elemSize;
+  const uint64_t tag = tagOf(step, b);
   for (int i = 0; i < step.nrecv; ++i) {
     size_t bytes = 0;
-    const void* data = recvs[i]->tryPeek(&bytes);
+    uint64_t arrivedTag = 0;
+    const void* data = recvs[i]->tryPeek(&bytes, &arrivedTag);
     if (data == nullptr) return false;
-    if (bytes != sliceBytes) throwSliceMismatch(step.recvPeers[i], bytes, sliceBytes);
+    checkArrival(step.recvPeers[i], arrivedTag, bytes, tag, sliceBytes);
     srcs[nsrcs++] = data;
   }
   void* localDst = step.dst.buffer != BufferId::kNone ? pointerOf(b, step.dst, active.done) : nullptr;
@@ -146,7 +146,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     srcs[at] = localSrc;
     ++nsrcs;
   }
-  if (sendsSource) postSends(step, sends, external, resultInCallerMemory, sliceBytes, /*externalOnly=*/true);
+  if (sendsSource) postSends(step, sends, external, resultInCallerMemory, sliceBytes, tag, /*externalOnly=*/true);
   // A received slice the transport read straight into place (offerLanding) needs no copy there.
   bool landed = localDst != nullptr && nsrcs == 1 && srcs[0] == localDst;
   if (localDst != nullptr && !landed) dsts[ndsts++] = localDst;
@@ -165,26 +165,34 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
       }
     }
   }
-  postSends(step, sends, external, resultInCallerMemory, sliceBytes, /*externalOnly=*/false);
+  postSends(step, sends, external, resultInCallerMemory, sliceBytes, tag, /*externalOnly=*/false);
   for (int i = 0; i < step.nrecv; ++i) recvs[i]->release();
   active.done += slice;
   return true;
 }
 
 void Executor::postSends(const Step& step, transport::SendConnection** sends, const bool* external,
-                         const void* fromCallerMemory, size_t sliceBytes, bool externalOnly) {
+                         const void* fromCallerMemory, size_t sliceBytes, uint64_t tag, bool externalOnly) {
   for (int i = 0; i < step.nsend; ++i) {
     if (sends[i] == nullptr) continue;  // posted already
     if (external[i]) {
-      sends[i]->postExternal(fromCallerMemory, sliceBytes);
+      sends[i]->postExternal(fromCallerMemory, sliceBytes, tag);
       externalSent_[step.sendPeers[i]] = 1;
     } else if (externalOnly) {
       continue;
     } else {
-      sends[i]->post(sliceBytes);
+      sends[i]->post(sliceBytes, tag);
     }
     sends[i] = nullptr;
   }
+}
+
+void Executor::throwArrivalMismatch(int peer, uint64_t tag, size_t bytes, uint64_t expectedTag,
+                                    size_t expectedBytes) const {
+  if (tag != expectedTag) throwTagMismatch(peer, tag, rank_, expectedTag);
+  // The same call cut into other slices: only a peer whose bytes went wrong on the way sends this.
+  throwError(collRemoteError, "rank %d sent a slice of %zu bytes of %s where this rank (%d) expected %zu", peer, bytes,
+             describeCallTag(tag).c_str(), rank_, expectedBytes);
 }
 
 bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter) {
@@ -217,7 +225,7 @@ bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, Progr
     if (bytes == 0) continue;  // as in the schedule: a zero-byte call exchanges nothing
     if (call.type == CollType::kSend) {
       std::memcpy(slots[i], call.sendbuff, bytes);
-      sends[i]->post(bytes);
+      sends[i]->post(bytes, pointToPointTagOf(call));
     } else {
       ++pending;
     }
@@ -231,9 +239,10 @@ bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, Progr
       if (call.type != CollType::kRecv || bytes == 0 || done[i]) continue;
       transport::RecvConnection* recv = recvFrom(call.peer);
       size_t arrived = 0;
-      const void* data = recv->tryPeek(&arrived);
+      uint64_t tag = 0;
+      const void* data = recv->tryPeek(&arrived, &tag);
       if (data == nullptr) continue;
-      if (arrived != bytes) throwSliceMismatch(call.peer, arrived, bytes);
+      checkArrival(call.peer, tag, arrived, pointToPointTagOf(call), bytes);
       std::memcpy(call.recvbuff, data, bytes);
       recv->release();
       done[i] = 1;
@@ -257,7 +266,8 @@ void Executor::offerLanding(const Step& step, transport::RecvConnection* recv, c
     return;
   const bool batchSends =
       std::any_of(batch_.begin(), batch_.end(), [](const ActiveStep& a) { return a.step->nsend > 0; });
-  recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize, batchSends);
+  recv->offerLanding(pointerOf(b, step.dst, 0), step.count * b.elemSize, sliceElems * b.elemSize, batchSends,
+                     tagOf(step, b));
   landings_.push_back(recv);
 }
 

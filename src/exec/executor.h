@@ -4,6 +4,10 @@
 // one, then makes one pass of reduceCopy from the received slots and the local source into the
 // local destination and the send slots. Nothing blocks inside a round; when a round moves
 // nothing the ProgressWaiter spins or sleeps.
+//
+// Every slot goes out with its call's tag and must arrive with this rank's (src/call_tag.h): a
+// received slot of another call (a count or datatype that differs) ends the call with an error
+// naming both, before a byte of it is copied anywhere.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +38,7 @@ struct ExecBuffers {
   size_t recvBytes = 0;
   collDataType_t datatype = collUint8;
   collRedOp_t op = collSum;
+  uint64_t tag = 0;  // the call's tag (src/call_tag.h); a step's own tag, where it has one, wins
   size_t elemSize = 1;
   int nranks = 1;
   bool streamOutput = false;  // write the receive buffer with non-temporal stores
@@ -48,7 +53,7 @@ struct ExecBuffers {
 
 class Executor {
  public:
-  Executor(ConnectionSource& connections, int nranks);
+  Executor(ConnectionSource& connections, int rank, int nranks);
   void run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter);
   // Runs a group of sends and receives that each fit one slot, with at most one of each per peer,
   // without a schedule: acquire every send slot, fill and post them, then take each receive as it
@@ -70,7 +75,14 @@ class Executor {
   // the caller's memory where external[i], else the slot filled for it (unless externalOnly, for
   // the sends that may go before the slots are filled).
   void postSends(const Step& step, transport::SendConnection** sends, const bool* external,
-                 const void* fromCallerMemory, size_t sliceBytes, bool externalOnly);
+                 const void* fromCallerMemory, size_t sliceBytes, uint64_t tag, bool externalOnly);
+  // Throws when a slot from `peer` does not belong where this rank expects it: another call's
+  // tag (a count or datatype that differs), or another size.
+  void checkArrival(int peer, uint64_t tag, size_t bytes, uint64_t expectedTag, size_t expectedBytes) const {
+    if (tag != expectedTag || bytes != expectedBytes) throwArrivalMismatch(peer, tag, bytes, expectedTag, expectedBytes);
+  }
+  [[noreturn]] void throwArrivalMismatch(int peer, uint64_t tag, size_t bytes, uint64_t expectedTag,
+                                         size_t expectedBytes) const;
   // Ends every offer of this call (on return and on error alike).
   void withdrawLandings();
   // Moves one slice of a step if every peer is ready; returns true if it moved.
@@ -83,6 +95,7 @@ class Executor {
   transport::RecvConnection* recvFrom(int peer);
 
   ConnectionSource& connections_;
+  int rank_;
   std::vector<ActiveStep> batch_;
   // A step that only copies locally, in a batch with transfers, moves kLocalSliceBytes per round
   // (advance, run) instead of all at once: the transfers, which this thread drives (sockets),

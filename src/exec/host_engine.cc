@@ -5,14 +5,22 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "kernels/cpu/reduce.h"
+#include "src/call_tag.h"
 #include "src/validate.h"
 
 namespace coll {
 HostEngine::HostEngine(HostEngineArgs args)
-    : args_(std::move(args)), executor_(*args_.connections, args_.nranks), natives_(kAlgoIdCount) {}
+    : args_(std::move(args)), executor_(*args_.connections, args_.rank, args_.nranks), natives_(kAlgoIdCount) {
+  if (args_.localMemory != nullptr) peerCalls_ = std::make_unique<PeerCalls>(*args_.localMemory, args_.rank, args_.nranks);
+  collectiveHealthCheck_ = [this] {
+    args_.healthCheck();
+    if (peerCalls_) peerCalls_->check();
+  };
+}
 
-ProgressWaiter HostEngine::makeWaiter(const char* what) const {
-  return ProgressWaiter(args_.bell, args_.spinNs, args_.healthCheck, what, args_.timeoutMs, args_.drivers);
+ProgressWaiter HostEngine::makeWaiter(const char* what, bool collective) const {
+  return ProgressWaiter(args_.bell, args_.spinNs, collective ? collectiveHealthCheck_ : args_.healthCheck,
+                        args_.describeStall, what, args_.timeoutMs, args_.drivers);
 }
 
 NativeRunner& HostEngine::native(Algo algo) {
@@ -27,6 +35,7 @@ NativeRunner& HostEngine::native(Algo algo) {
     native.nranks = args_.nranks;
     native.streamingBytes = args_.streamingBytes;
     native.oneshotBytes = args_.planContext->oneshotBytes;
+    native.peerCalls = peerCalls_.get();
     runner = row.makeNative(native);
   }
   return *runner;
@@ -55,8 +64,11 @@ const Schedule& HostEngine::scheduleFor(const CollCall& call, const Plan& plan) 
 }
 
 void HostEngine::run(const CollCall& call, collStream_t) {
+  // Recorded even when the call moves nothing: its peers, if their counts are not zero, find
+  // this rank's record of it instead of waiting for their deadline.
+  if (peerCalls_) peerCalls_->begin(collectiveTagOf(call));
   if (call.count == 0 && call.type != CollType::kBarrier) return;
-  ProgressWaiter waiter = makeWaiter(collTypeName(call.type));
+  ProgressWaiter waiter = makeWaiter(collTypeName(call.type), /*collective=*/true);
   Plan plan = planFor(call);
   if (plan.alternative == Algo::kAuto) {
     runPlan(call, plan, waiter);
@@ -114,6 +126,7 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
   buffers.recv = call.type == CollType::kBarrier ? &barrierOut : call.recvbuff;
   buffers.datatype = call.datatype;
   buffers.op = call.op;
+  buffers.tag = collectiveTagOf(call);
   buffers.elemSize = call.elemSize;
   buffers.nranks = args_.nranks;
   buffers.streamOutput = args_.streamingBytes > 0 && call.count * call.elemSize >= args_.streamingBytes;
@@ -129,7 +142,8 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
 void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t) {
   // Point-to-point moves bytes, whatever the datatypes: one byte-typed schedule serves calls of
   // different types, and every transfer progresses together.
-  ProgressWaiter waiter = makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd");
+  ProgressWaiter waiter =
+      makeWaiter(calls.size() == 1 ? collTypeName(calls[0].type) : "GroupEnd", /*collective=*/false);
   if (executor_.tryRunSmallPointToPoint(calls, waiter)) return;
   fillPointToPointSchedule(calls, pointToPointSchedule_);
   const Schedule& schedule = pointToPointSchedule_;
@@ -171,6 +185,11 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   const int64_t start = monotonicNs();
   executor_.run(schedule, buffers, waiter);
   pointToPointTuner_.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
+}
+
+void HostEngine::waitUntil(const char* what, const std::function<bool()>& ready) {
+  ProgressWaiter waiter = makeWaiter(what, /*collective=*/false);
+  while (!ready()) waiter.idle();
 }
 
 std::atomic<uint8_t>* HostEngine::hostSendPlan(size_t bytes) const {

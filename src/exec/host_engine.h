@@ -14,6 +14,7 @@
 #include "src/algorithms/plan_context.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
+#include "src/exec/peer_calls.h"
 #include "src/exec/progress.h"
 #include "src/plan/planner.h"
 #include "src/plan/tuner.h"
@@ -35,20 +36,22 @@ struct HostEngineArgs {
   // shared-memory single-copy window) goes through the FIFO or by a single copy, whichever this
   // rank measured faster for its size (PlanTuner). Which wins depends on whether the ranks' cores
   // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
-  // ranks the FIFO took 53 us against Open MPI's single copy's 91 where they did, 197 against a
-  // single copy's 116 where they did not (docs/performance.md). 0: never measured, the window
-  // alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
+  // ranks the FIFO measured faster where they did and slower where they did not
+  // (docs/performance.md, "Defaults, and the measurement behind each"). 0: never measured, the
+  // window alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
   size_t pointToPointSingleCopyMax = 0;
   // Where the host's ranks outnumber its cores, rank 0 alone measures and every rank sends such
   // messages the way rank 0 does now (its NativeArea's largeSendPlans); without memory shared by
   // every rank, by single copy, unmeasured. Each rank measuring alone did not work there: a rank
-  // that tried single copies while its neighbours used the FIFO found them slow, and 4 ranks on 2
-  // cores at 256 KiB sendrecv took the FIFO for 50-80% of calls (74-92 us a call) when single
-  // copies took 43-52 us; yet where the cores share a cache the FIFO is the faster, 38 against 60
-  // us (docs/performance.md, fourteenth and fifteenth passes).
+  // that tried single copies while its neighbours used the FIFO found them slow, so 4 ranks on 2
+  // cores at 256 KiB sendrecv took the FIFO for many calls when single copies were the faster;
+  // yet where the cores share a cache the FIFO is the faster (docs/performance.md,
+  // "Choices in the code, and the measurement behind each").
   bool pointToPointRankZeroChooses = false;
   int timeoutMs = 300000;
   std::function<void()> healthCheck;  // throws when a peer failed or the communicator was aborted
+  // For a timeout's message: the peers that did not begin the call or stopped moving ("" if none seen).
+  std::function<std::string()> describeStall;
 };
 
 class HostEngine : public Engine {
@@ -58,10 +61,14 @@ class HostEngine : public Engine {
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
   Algo lastAlgorithm() const override { return lastAlgo_; }
+  // Waits, as a call waits for its peers (spin, then sleep on the doorbell, the deadline, the
+  // peers' health), until `ready` is true; `what` names the wait in a timeout's message.
+  void waitUntil(const char* what, const std::function<bool()>& ready);
 
  private:
-  // A waiter for one call (its deadline starts at its first wait).
-  ProgressWaiter makeWaiter(const char* what) const;
+  // A waiter for one call (its deadline starts at its first wait); a collective's also compares
+  // the peers' call records when it waits long (peer_calls.h).
+  ProgressWaiter makeWaiter(const char* what, bool collective) const;
   void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
   NativeRunner& native(Algo algo);
   // planCall's answer, kept per collective for the last call's count and element size: a training
@@ -71,7 +78,7 @@ class HostEngine : public Engine {
   // The schedule of a schedule row, kept per collective for the last call it was built for: a
   // schedule depends on the call's shape (count, element size, root, whether the op averages) and
   // the plan, never on its buffers, and building it allocates and fills a vector of steps (a few
-  // percent of an 8-byte broadcast over sockets, about 5 us).
+  // percent of an 8-byte broadcast over sockets).
   const Schedule& scheduleFor(const CollCall& call, const Plan& plan);
 
   Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)
@@ -85,6 +92,10 @@ class HostEngine : public Engine {
 
   HostEngineArgs args_;
   Algo lastAlgo_ = Algo::kAuto;  // the last plan's row, for the flight recorder
+  // Where every rank shares this host's memory: the records of which call each rank runs, and
+  // the health check of a collective's waits, which compares them.
+  std::unique_ptr<PeerCalls> peerCalls_;
+  std::function<void()> collectiveHealthCheck_;
   KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
 
   // What a schedule row's schedule depends on besides the rank and the communicator. The default

@@ -65,10 +65,10 @@ void ProgressWaiter::sleepUntilRung() {
   // Peers' health costs a syscall per peer: look at most once a millisecond.
   if (nowNs - lastHealthCheckNs_ >= 1000000) {
     lastHealthCheckNs_ = nowNs;
+    // Peers read it when they time out: this rank is here, waiting, not stopped.
+    bell_->activity.waitingAtNs.store(nowNs, std::memory_order_relaxed);
     healthCheck_();
-    if (nowNs >= deadlineNs_)
-      throwError(collTimeout, "%s: timed out after %d ms waiting for peers (COLL_TIMEOUT_MS or collConfig_t.timeoutMs)",
-                 what_, timeoutMs_);
+    if (nowNs >= deadlineNs_) throwTimeout();
   }
   int64_t remainingNs = deadlineNs_ - monotonicNs();
   if (remainingNs < 1) remainingNs = 1;
@@ -77,6 +77,12 @@ void ProgressWaiter::sleepUntilRung() {
   transport::sleepOnDoorbell(bell_, snapshot_, remainingNs < 5000000 ? remainingNs : 5000000);
   tellDrivers(transport::ProgressDriver::Executor::kDriving);
   snapshot_ = bell_->seq.load(std::memory_order_seq_cst);
+}
+
+void ProgressWaiter::throwTimeout() const {
+  const std::string blame = describeStall_ ? describeStall_() : std::string();
+  throwError(collTimeout, "%s: timed out after %d ms waiting for peers%s%s (COLL_TIMEOUT_MS or collConfig_t.timeoutMs)",
+             what_, timeoutMs_, blame.empty() ? "" : ": ", blame.c_str());
 }
 
 }  // namespace coll

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <vector>
 
@@ -21,18 +22,21 @@ namespace coll {
 class ProgressWaiter final : public PeerWaiter {
  public:
   // healthCheck throws when a peer failed or the call was aborted; `what` names the call for the
-  // timeout message. drivers: the transports this waiter drives on idle rounds and hands back to
-  // their own threads while asleep (sockets); the vector must outlive the waiter.
+  // timeout message, and describeStall (called only then) says which peers are to blame.
+  // drivers: the transports this waiter drives on idle rounds and hands back to their own threads
+  // while asleep (sockets); the vector must outlive the waiter.
   // The deadline is timeoutMs after the first idle round that reads the clock (a call that never
   // waits reads it not at all: at a few hundred nanoseconds a call, a clock read shows).
   // Inline, as are the drivers' notices when there are none (shared memory only): every call makes
   // a waiter, and an 8-byte call is a few hundred instructions in all.
-  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck, const char* what,
-                 int timeoutMs, const std::vector<transport::ProgressDriver*>& drivers)
+  ProgressWaiter(transport::Doorbell* bell, int64_t spinNs, const std::function<void()>& healthCheck,
+                 const std::function<std::string()>& describeStall, const char* what, int timeoutMs,
+                 const std::vector<transport::ProgressDriver*>& drivers)
       : bell_(bell),
         drivers_(drivers),
         spinNs_(spinNs),
         healthCheck_(healthCheck),
+        describeStall_(describeStall),
         what_(what),
         timeoutMs_(timeoutMs),
         spinning_(spinNs > 0) {
@@ -51,6 +55,7 @@ class ProgressWaiter final : public PeerWaiter {
  private:
   void disarm();
   void sleepUntilRung();
+  [[noreturn]] void throwTimeout() const;
   void tellDrivers(transport::ProgressDriver::Executor state) {
     if (!drivers_.empty()) tellDriversNow(state);
   }
@@ -60,6 +65,7 @@ class ProgressWaiter final : public PeerWaiter {
   int64_t spinNs_;
   int64_t deadlineNs_ = 0;  // on monotonicNs(); 0 until the first clock read
   const std::function<void()>& healthCheck_;
+  const std::function<std::string()>& describeStall_;
   const char* what_;
   int timeoutMs_;
   int64_t idleStartNs_ = 0;

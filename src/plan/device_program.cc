@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/unit_order.h"
+#include "src/algorithms/algorithms.h"
 #include "src/plan/planner.h"
 #include "src/plan/protocol.h"
 
@@ -242,14 +243,25 @@ PlanContext devicePlanContext(const DeviceCallContext& context, const device::Ch
   // holds) before lowering, with COLL_ALGO's error when it was forced.
   plan.deviceMemory = true;
   plan.maxStepPeers = device::kMaxDevicePeers;
+  // Two levels where some ranks' device memory is staged to others: the host-aware rows (hier,
+  // dbtree, bruck, the host-ordered ring) and the models read the groups and the two links.
+  if (!context.layout.hosts.empty()) {
+    algorithms::describeHostLayout(plan, context.layout.hosts);
+    plan.localLink = context.layout.localLink;
+    plan.networkLink = context.layout.networkLink;
+    plan.networkLinkKind = context.layout.networkLinkKind;
+  }
   return plan;
+}
+
+bool concurrentProtocols(const DeviceCallContext& context) {
+  return context.mode == DeviceMode::kConcurrent && !context.staged;
 }
 
 }  // namespace
 
 Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry) {
-  const bool concurrent = context.mode == DeviceMode::kConcurrent;
-  *geometry = context.geometryOf(chooseProtocol(call, context.nranks, concurrent, context.forced));
+  *geometry = context.geometryOf(chooseProtocol(call, context.nranks, concurrentProtocols(context), context.forced));
   const PlanContext planContext = devicePlanContext(context, *geometry);
   return buildSchedule(call, planCall(call, planContext), context.rank, planContext);
 }
@@ -299,8 +311,8 @@ DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const D
   LoweringInput in;
   in.nranks = context.nranks;
   in.elemSize = 1;
-  in.geometry = context.geometryOf(
-      chooseProtocol(largest, context.nranks, context.mode == DeviceMode::kConcurrent, context.forced));
+  in.geometry =
+      context.geometryOf(chooseProtocol(largest, context.nranks, concurrentProtocols(context), context.forced));
   in.mode = context.mode;
   return lowerSchedule(pointToPointSchedule(calls), in);
 }

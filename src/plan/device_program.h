@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_step.h"
+#include "src/algorithms/plan_context.h"
 #include "src/algorithms/schedule.h"
 #include "src/coll_call.h"
 #include "src/params.h"
@@ -25,6 +26,17 @@
 namespace coll {
 
 enum class DeviceMode : uint8_t { kConcurrent, kSerialized };
+
+// Where device memory moves, for the planner: the groups of ranks whose GPUs reach each other
+// (P2P), and the cost rows of a hop inside a group and of one between groups (device memory
+// staged through pinned host memory over the network: describeDeviceLinks).
+struct DeviceLayout {
+  bool staged = false;                  // some pair of ranks is staged (transport/staged)
+  std::vector<std::vector<int>> hosts;  // ascending groups in order of their lowest rank; empty: one
+  LinkCost localLink{2.0, 100000.0};
+  LinkCost networkLink{16.0, 2000.0};
+  NetworkLinkKind networkLinkKind = NetworkLinkKind::kSocket;
+};
 
 struct DeviceProgram {
   device::Protocol protocol = device::Protocol::kSimple;
@@ -70,6 +82,12 @@ struct DeviceCallContext {
   // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
   // that small counts span many slices and steps; the launcher accepts only the build's.
   device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;
+  // Some peer is reached through staging in pinned host memory (transport/staged), whose proxies
+  // move Simple slots: every call takes Simple, as serialized mode does.
+  bool staged = false;
+  // Two levels (deviceLayout): the ranks that share device memory through P2P, host by host, and
+  // what a hop costs inside a host and between hosts. Empty: every rank on one host, as before.
+  DeviceLayout layout;
 };
 
 // Chooses the protocol, plans the call with that protocol's slot geometry (one slice is a FIFO
@@ -77,9 +95,8 @@ struct DeviceCallContext {
 Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& context, device::ChannelGeometry* geometry);
 // The smallest all-reduce the planner gives the direct kernel unasked. Measured on an H200 at 4
 // and 8 thread ranks (docs/performance.md, "Device memory on one H200"): from 128 B up the direct
-// kernel is ahead (at 128 MiB 2.9x the ring at 4 ranks, 2.5x at 8); at 8 B the ring's LL protocol
-// answers sooner (32.5 against 46.4 us at 4 ranks), its entry and exit meetings costing more than
-// LL's one flag per line.
+// kernel is ahead, by most at the largest sizes; at 8 B the ring's LL protocol answers sooner,
+// the direct kernel's entry and exit meetings costing more than LL's one flag per line.
 constexpr size_t kDirectAllReduceSmallestBytes = 128;
 
 // planDeviceSchedule, then lowerSchedule; or the direct all-reduce (directAllReduceChosen).

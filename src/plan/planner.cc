@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/logging.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace {
@@ -97,6 +98,7 @@ void fillPointToPointSchedule(const std::vector<CollCall>& calls, Schedule& sche
     const size_t bytes = call.count * call.elemSize;
     if (bytes == 0) continue;
     Step& step = schedule.add(bytes);
+    step.tag = callTagOf(call);
     if (call.type == CollType::kSend) {
       step.src = atAddress(call.sendbuff);
       step.sendTo(call.peer);

@@ -54,8 +54,8 @@ Algo PlanTuner::choose(size_t bytes, Algo usual, Algo alternative, uint32_t* lea
   // Measure each at least once, then prefer the faster but retry the slower now and then, so that
   // a change of the machine is noticed: every kExploreEvery runs' worth of calls times how much
   // slower it is, so the retries cost at most 1/kExploreEvery of the time whatever the gap. (A
-  // fixed 1 in 16 cost 25% at 4 MiB all-gather while the ring took 1400 us a call against direct
-  // reads' 275.)
+  // fixed 1 in 16 cost a large share where one plan was several times slower: docs/performance.md,
+  // "Choices in the code, and the measurement behind each".)
   double estimate[2];
   for (int i = 0; i < 2; ++i) {
     estimate[i] = c.estimates[i].median();

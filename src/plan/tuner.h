@@ -1,9 +1,9 @@
 // Measured choice between two plans for large messages. On one host the best large-message
 // algorithm depends on how the cores share caches, which can change while a job runs (a virtual
-// machine's vCPUs move between chiplets): FIFO rings win by 2-3x when the cores share a cache,
-// single-copy direct reads win by 2x when they do not (docs/performance.md). So rank 0 times its
-// calls, keeps an estimate per algorithm and size class, mostly takes the faster one and now and
-// then retries the other; a small one-shot broadcast gives every rank rank 0's choice, once per
+// machine's vCPUs move between chiplets): FIFO rings win when the cores share a cache, single-copy
+// direct reads when they do not (docs/performance.md, "Cross-core variability"). So rank 0 times
+// its calls, keeps an estimate per algorithm and size class, mostly takes the faster one and now
+// and then retries the other; a small one-shot broadcast gives every rank rank 0's choice, once per
 // lease of calls (choose). A rank also uses a tuner of its own, with no lease, for its large
 // point-to-point sends, where each rank chooses for itself (host_engine.h).
 #pragma once
@@ -22,9 +22,9 @@ class PlanTuner {
   // With `leaseCalls`, the choice is held for a lease: *leaseCalls calls of this size class from
   // this one (set on the call that starts a lease, 0 on the calls within one), so that rank 0
   // tells the other ranks its choice once per lease, not once per call. Why: that one-byte
-  // broadcast is a meeting of all ranks, which costs most where ranks share cores: 4 ranks on 2
-  // cores, 256 KiB all-to-all took 90 us a call with it against 57 without (docs/performance.md,
-  // fourteenth pass). The others count the lease's calls down themselves (host_engine.h).
+  // broadcast is a meeting of all ranks, which costs most where ranks share cores (measured
+  // slower on every call: docs/performance.md, "What we tried and why it lost", "The plan tuner").
+  // The others count the lease's calls down themselves (host_engine.h).
   Algo choose(size_t bytes, Algo usual, Algo alternative, uint32_t* leaseCalls = nullptr);
   // Reports how long a call of `bytes` took with `algo`.
   void record(size_t bytes, Algo algo, double seconds);
@@ -39,24 +39,23 @@ class PlanTuner {
   // A plan is tried as a run of this many calls, and the first call of each run is not recorded:
   // it pays for how far the ranks drifted apart under the other plan (rank 0 may start a ring
   // while its peers still finish direct reads), so a single retry timed only the switch. With 4
-  // ranks on 2 cores that made the ring look 2x slower than direct reads at 1 MiB all-reduce, when
-  // back to back it is 2x faster (167 against 372 us, docs/performance.md).
+  // ranks on 2 cores that made the ring look slower than direct reads at 1 MiB all-reduce, when
+  // back to back it is the faster (docs/performance.md, "What we tried and why it lost", "The plan
+  // tuner").
   //
   // Runs are longer than that one call, and a plan's estimate is the median of its latest
   // samples: with ranks sharing cores a call now and then takes several times its usual time (a
   // rank preempted), and a running average of single calls followed those spikes. With 4 ranks
-  // on 2 cores at 1 MiB all-to-all, direct reads took 170-200 us a call and pairwise exchange
-  // 300-480, yet a spike while direct reads were tried kept pairwise for 500 calls in 2 of 5 runs.
+  // on 2 cores at 1 MiB all-to-all, direct reads were the faster, yet a spike while they were
+  // tried kept pairwise exchange for most calls of some runs (docs/performance.md, same section).
   static constexpr int kRunCalls = 6;
   static_assert(kRunCalls <= static_cast<int>(kLeaseCalls), "a run of tries is one lease");
   static constexpr int kWindow = 15;  // the samples a plan's estimate is the median of (odd)
   // A plan's first run in a size class is timed on its last calls only: its first calls also pay
   // for memory touched for the first time (pages of the output, the FIFO's slots) and come in
   // falling, and their median decided the first choice, which then holds for a lease and the
-  // next retry is 192 calls on. Printing rank 0's times, 2 ranks, 4 MiB all-to-all, pairwise
-  // exchange's first run went 510 397 371 287 305 us and direct reads' 457 439 325 322 316: the
-  // median took direct reads for 344 of 350 calls, where pairwise then ran at 243 us a call
-  // against direct reads' 337.
+  // next retry is 192 calls on. At 2 ranks, 4 MiB all-to-all, that median took the slower plan for
+  // nearly every call (docs/performance.md, "What we tried and why it lost", "The plan tuner").
   static constexpr int kFirstRunUntimedCalls = 3;
   static_assert(kFirstRunUntimedCalls < kRunCalls, "a first run times some calls");
   struct Estimate {

@@ -2,7 +2,10 @@
 // and the value in collGetLastError, writes nothing, touches no peer, and the communicator keeps
 // working (a correct collective right after still gives the right answer on every rank).
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -71,6 +74,20 @@ std::vector<Expectation> badCalls(int nranks) {
       {"alltoall count overflows",
        [](collComm_t c, void* s, void* r) { return collAllToAll(s, r, SIZE_MAX / 2, collUint8, c, nullptr); },
        {"collAllToAll", "overflows"}},
+      // Byte sizes that fit in size_t but in no address space (issue 48): refused, not run.
+      {"count past the address space",
+       [](collComm_t c, void* s, void* r) {
+         return collAllReduce(s, r, 0x3fffffffffffffff, collFloat, collSum, c, nullptr);
+       },
+       {"collAllReduce", "count 4611686018427387903", "address space"}},
+      // A send buffer that could be there, and a receive buffer of three times its size that could
+      // not: addresses only, never touched.
+      {"all-gather's receive buffer past the address space",
+       [](collComm_t c, void*, void*) {
+         return collAllGather(reinterpret_cast<void*>(0x10000), reinterpret_cast<void*>(uint64_t{1} << 46),
+                              uint64_t{1} << 46, collUint8, c, nullptr);
+       },
+       {"collAllGather", "recvbuff", "address space"}},
       {"partial overlap",
        [](collComm_t c, void* s, void*) {
          return collAllReduce(s, static_cast<char*>(s) + 4, n, collFloat, collSum, c, nullptr);
@@ -102,6 +119,61 @@ TEST(BadInput, EveryRuleGivesInvalidArgumentAndTheCommunicatorKeepsWorking) {
     }
     return problems;
   });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// Issue 48: an all-reduce of 0x3fffffffffffffff floats and a reduce-scatter of 0x1fffffffffffffff
+// (their bytes fit in size_t) passed validation, never returned despite the timeout and grew by
+// gigabytes. Now each is refused at once on every rank. Two processes, each with its address
+// space capped, and a deadline: a call that runs, grows or hangs fails the test instead of the
+// machine.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kUnderSanitizer = true;
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+
+TEST(BadInput, CountsNoBufferCanHoldAreRefusedAtOnce) {
+  constexpr rlim_t kAddressSpaceCap = rlim_t{4} << 30;
+  auto failures = runAsProcessesWithSetup(
+      2,
+      [](int) {
+        // The cap turns an allocation that grows with the count into a quick failure. Sanitizers
+        // reserve terabytes of shadow address space, which any such cap breaks: they run uncapped.
+        if (!kUnderSanitizer) {
+          const rlimit cap{kAddressSpaceCap, kAddressSpaceCap};
+          setrlimit(RLIMIT_AS, &cap);
+        }
+        setenv("COLL_TIMEOUT_MS", "10000", 1);
+      },
+      [](collComm_t comm, int rank, int) {
+        std::vector<std::string> problems;
+        const std::string me = "rank " + std::to_string(rank) + ": ";
+        std::vector<float> send(16, 1.0f), recv(16, 0.0f);
+        const auto start = std::chrono::steady_clock::now();
+        collResult_t rc = collAllReduce(send.data(), recv.data(), 0x3fffffffffffffff, collFloat, collSum, comm, nullptr);
+        if (rc != collInvalidArgument || std::string(collGetLastError(comm)).find("address space") == std::string::npos)
+          problems.push_back(me + "all-reduce of 0x3fffffffffffffff floats: " + collGetErrorString(rc) + ": " +
+                             collGetLastError(comm));
+        rc = collReduceScatter(send.data(), recv.data(), 0x1fffffffffffffff, collFloat, collSum, comm, nullptr);
+        if (rc != collInvalidArgument || std::string(collGetLastError(comm)).find("address space") == std::string::npos)
+          problems.push_back(me + "reduce-scatter of 0x1fffffffffffffff floats: " + collGetErrorString(rc) + ": " +
+                             collGetLastError(comm));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (seconds > 1.0) problems.push_back(me + "the refusals took " + std::to_string(seconds) + " s");
+        if (recv[0] != 0.0f) problems.push_back(me + "the receive buffer was written");
+        // Nothing was sent: the communicator still works.
+        rc = collAllReduce(send.data(), recv.data(), 16, collFloat, collSum, comm, nullptr);
+        if (rc != collSuccess || recv[0] != 2.0f) problems.push_back(me + "all-reduce after: " + collGetLastError(comm));
+        return problems;
+      },
+      initMustSucceed(), 30);
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 

@@ -13,6 +13,7 @@
 #include "bootstrap/store.h"
 #include "bootstrap/store_protocol.h"
 #include "common/error.h"
+#include "common/socket.h"
 
 namespace coll {
 namespace bootstrap {
@@ -51,6 +52,12 @@ inline Bytes toBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 inline std::string toString(const Bytes& b) { return std::string(b.begin(), b.end()); }
 
 inline Deadline in(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+
+// A loopback port nothing listens on right now (the kernel's pick, closed again).
+inline uint16_t freePort() {
+  Fd probe = listenOn("127.0.0.1", 0);
+  return localAddressOf(probe.get()).port();
+}
 
 inline long long msSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();

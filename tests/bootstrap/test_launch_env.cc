@@ -13,6 +13,7 @@ namespace {
 
 using testing::EnvGuard;
 using testing::expectCollError;
+using testing::freePort;
 using testing::in;
 using testing::toBytes;
 using testing::toString;
@@ -263,11 +264,6 @@ TEST_F(LaunchEnvTest, OneHostJobsNeedNoSecret) {
   env.masterAddr = "127.0.0.1";
   EXPECT_FALSE(launchSpansHosts(env));
   checkLaunchSecretPolicy(env);
-}
-
-uint16_t freePort() {
-  Fd probe = listenOn("127.0.0.1", 0);
-  return localAddressOf(probe.get()).port();
 }
 
 LaunchEnv localEnv(int rank, int size, uint16_t port) {

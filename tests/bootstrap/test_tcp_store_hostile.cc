@@ -366,7 +366,9 @@ TEST(TcpStoreLimits, AFloodingClientLeavesTheOtherRanksRoom) {
   EXPECT_NE(message.find("share of the rendezvous store is used up"), std::string::npos) << message;
   EXPECT_NE(message.find("COLL_STORE_MAX_CLIENT_BYTES"), std::string::npos) << message;
   rank.set("card", value);
-  EXPECT_EQ(rank.get("card", in(2000)).size(), kMaxValueBytes);
+  // A deadline for a loaded machine under ThreadSanitizer, where the largest value takes seconds;
+  // the test is about room, not speed.
+  EXPECT_EQ(rank.get("card", in(30000)).size(), kMaxValueBytes);
   // The flooder can still replace what it holds with something smaller.
   flooder.set("flood/0", toBytes("small"));
   EXPECT_EQ(toString(flooder.get("flood/0", in(2000))), "small");

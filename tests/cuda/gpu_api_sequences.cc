@@ -338,7 +338,7 @@ struct AbortShared {
   std::atomic<bool> rank0Done{false};
 };
 
-// Rank 0 makes an all-reduce that rank 1 never joins; another thread aborts after ~1 s. The
+// Rank 0 makes an all-reduce that rank 1 never joins; another thread aborts a second later. The
 // kernel waits for rank 1's flags and sees the abort flag (DeviceStatus.abort, host-mapped) at
 // its next poll, so the stream must end within a few seconds of the abort, long before the
 // kernel's own timeout. collCommAbort frees the communicator (API.md), so rank 0 cannot ask it

@@ -158,21 +158,20 @@ GpuArena::~GpuArena() {
   cudaFreeHost(after_);
 }
 
-std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena) {
+std::string runGpuCaseWith(const GpuCaseRun& run, const GpuCase& c, GpuArena& arena) {
   if (!arena.error().empty()) return arena.error();
-  const int n = rank.nranks;
+  const int n = run.nranks;
   const size_t elem = typeSize(c.datatype);
-  const CallExtents e = callExtents(c.type, n, rank.rank, c.root, c.count);
-  const Layout b = layoutOf(c, rank.rank, n);
+  const CallExtents e = callExtents(c.type, n, run.rank, c.root, c.count);
+  const Layout b = layoutOf(c, run.rank, n);
   unsigned char* before = arena.before();
   poison(before, b.bytes);
-  for (size_t i = 0; i < e.send; ++i) storeValue(before + b.sendAt, i, c.datatype, inputOf(c, rank.rank, i));
+  for (size_t i = 0; i < e.send; ++i) storeValue(before + b.sendAt, i, c.datatype, inputOf(c, run.rank, i));
   char* device = arena.device();
-  if (cudaMemcpyAsync(device, before, b.bytes, cudaMemcpyHostToDevice, rank.stream) != cudaSuccess)
+  if (cudaMemcpyAsync(device, before, b.bytes, cudaMemcpyHostToDevice, run.stream) != cudaSuccess)
     return "cudaMemcpyAsync of the inputs failed";
-
   coll::CollCall call;
-  call.type = c.type == CollType::kSend ? CollType::kAllReduce : c.type;
+  call.type = c.type;
   call.sendbuff = e.send > 0 ? device + b.sendAt : nullptr;
   call.recvbuff = e.recv > 0 ? device + b.recvAt : nullptr;
   call.count = c.count;
@@ -180,32 +179,51 @@ std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena) {
   call.op = c.op;
   call.root = c.root;
   call.elemSize = elem;
-  coll::DeviceCallContext context = testCallContext(rank);
-  context.forced = c.protocol;
-  try {
-    if (c.type == CollType::kSend) {
-      coll::CollCall send = call, recv = call;
-      send.type = CollType::kSend;
-      send.peer = (rank.rank + 1) % n;
-      send.recvbuff = nullptr;
-      recv.type = CollType::kRecv;
-      recv.peer = (rank.rank - 1 + n) % n;
-      recv.sendbuff = nullptr;
-      enqueueProgram(rank, coll::planDevicePointToPoint({send, recv}, context), collUint8, collSum, nullptr, nullptr);
-    } else {
-      enqueueProgram(rank, coll::planDeviceCall(call, context), c.datatype, c.op, call.sendbuff, call.recvbuff);
-    }
-  } catch (const std::exception& ex) {
-    return std::string("enqueue: ") + ex.what();
-  }
+  const std::string issued = run.issue(call);
+  if (!issued.empty()) return issued;
   unsigned char* after = arena.after();
-  if (cudaMemcpyAsync(after, device, b.bytes, cudaMemcpyDeviceToHost, rank.stream) != cudaSuccess)
+  if (cudaMemcpyAsync(after, device, b.bytes, cudaMemcpyDeviceToHost, run.stream) != cudaSuccess)
     return "cudaMemcpyAsync of the outputs failed";
-  const cudaError_t rc = cudaStreamSynchronize(rank.stream);
+  const cudaError_t rc = cudaStreamSynchronize(run.stream);
   if (rc != cudaSuccess) return std::string("cudaStreamSynchronize: ") + cudaGetErrorString(rc);
-  std::string asyncMessage;
-  if (rank.engine->pollError(&asyncMessage) != collSuccess) return "device error: " + asyncMessage;
-  return check(c, rank.rank, n, e, b, before, after);
+  const std::string asyncError = run.asyncError();
+  if (!asyncError.empty()) return "device error: " + asyncError;
+  return check(c, run.rank, n, e, b, before, after);
+}
+
+std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena) {
+  GpuCaseRun run;
+  run.rank = rank.rank;
+  run.nranks = rank.nranks;
+  run.stream = rank.stream;
+  run.issue = [&](const coll::CollCall& planned) -> std::string {
+    coll::CollCall call = planned;
+    const int n = rank.nranks;
+    coll::DeviceCallContext context = testCallContext(rank);
+    context.forced = c.protocol;
+    try {
+      if (c.type == CollType::kSend) {
+        coll::CollCall send = call, recv = call;
+        send.type = CollType::kSend;
+        send.peer = (rank.rank + 1) % n;
+        send.recvbuff = nullptr;
+        recv.type = CollType::kRecv;
+        recv.peer = (rank.rank - 1 + n) % n;
+        recv.sendbuff = nullptr;
+        enqueueProgram(rank, coll::planDevicePointToPoint({send, recv}, context), collUint8, collSum, nullptr, nullptr);
+      } else {
+        enqueueProgram(rank, coll::planDeviceCall(call, context), c.datatype, c.op, call.sendbuff, call.recvbuff);
+      }
+    } catch (const std::exception& ex) {
+      return std::string("enqueue: ") + ex.what();
+    }
+    return "";
+  };
+  run.asyncError = [&]() -> std::string {
+    std::string message;
+    return rank.engine->pollError(&message) != collSuccess ? message : "";
+  };
+  return runGpuCaseWith(run, c, arena);
 }
 
 }  // namespace colltest

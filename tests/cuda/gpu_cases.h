@@ -4,6 +4,7 @@
 // every byte around them is checked too.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,5 +61,17 @@ class GpuArena {
 // caller keeps the ranks in step between cases (a store barrier): a peer may still read this
 // rank's buffers until it has finished the previous case.
 std::string runGpuCase(GpuRank& rank, const GpuCase& c, GpuArena& arena);
+
+// How a case's call is made on the rank's stream, "" or what failed: through the rank's engine
+// (runGpuCase), or through the public API (gpu_staged). `call` holds the case's buffers in the
+// arena (null where the rank passes none); kSend stands for the ring of sends and receives.
+struct GpuCaseRun {
+  int rank = 0;
+  int nranks = 1;
+  cudaStream_t stream = nullptr;
+  std::function<std::string(const coll::CollCall& call)> issue;
+  std::function<std::string()> asyncError;  // after the stream synchronized: "" or the error
+};
+std::string runGpuCaseWith(const GpuCaseRun& run, const GpuCase& c, GpuArena& arena);
 
 }  // namespace colltest

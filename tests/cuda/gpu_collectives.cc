@@ -67,8 +67,7 @@ int main(int argc, char** argv) {
   bool spread = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-      ranks.clear();
-      for (const std::string& n : colltest::splitCommaList(argv[++i])) ranks.push_back(atoi(n.c_str()));
+      ranks = colltest::splitRankCounts(argv[++i]);
     } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
       modes = colltest::splitCommaList(argv[++i]);
     } else if (!strcmp(argv[i], "--thorough")) {

@@ -112,8 +112,15 @@ int rankMain(int rank, int n, const std::string& idHex) {
       how = "all-reduce " + std::to_string(k) + " after the kill failed: " + collGetLastError(comm);
   while (how.empty() && msSince(start) < limitMs + kMarginMs + 10000) {
     const cudaError_t q = cudaStreamQuery(s);
-    if (q == cudaSuccess)
+    collResult_t stopped = collSuccess;
+    // Kernels asked to stop end their launches (staged peers: the proxy stops them at once), so a
+    // stream that ended is right only with an error recorded.
+    if (q == cudaSuccess && (collCommGetAsyncError(comm, &stopped) != collSuccess || stopped == collSuccess))
       leave(rank, 1, "every all-reduce completed although rank " + std::to_string(victim) + " was killed");
+    if (q == cudaSuccess) {
+      how = std::string("the kernels stopped; collCommGetAsyncError: ") + collGetErrorString(stopped);
+      break;
+    }
     if (q != cudaErrorNotReady) {
       how = std::string("stream error: ") + cudaGetErrorString(q);
       break;

@@ -6,8 +6,8 @@
 //    on an engine whose waits are bounded by T = D/4: the call lasts about 4 T in all, every
 //    wait is short, so it must succeed, with the right values and no device error;
 //  - stalled: rank 0 makes a 4 MiB all-reduce on an engine bounded by 300 ms that rank 1 never
-//    joins: rank 0's kernel must end with a device error after about 300 ms (not hang, not end
-//    at once).
+//    joins: rank 0's kernel must end with a device error once that bound has passed (not hang, not
+//    end at once).
 // Prints "RESULT gpu_progress <check>: PASS|FAIL ..."; exits 0, 1 on a failure, 77 without a GPU.
 #include <cuda_runtime.h>
 

@@ -172,6 +172,12 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   return items;
 }
 
+std::vector<int> splitRankCounts(const std::string& text) {
+  std::vector<int> counts;
+  for (const std::string& n : splitCommaList(text)) counts.push_back(atoi(n.c_str()));
+  return counts;
+}
+
 bool gpuAvailable(std::string* why) {
   // Before the process's first CUDA call: thread ranks on one GPU need a hardware queue per stream
   // (docs/cuda.md, "Several ranks per GPU"); rank processes inherit it.

@@ -95,6 +95,8 @@ collUniqueId uniqueIdFromHex(const std::string& hex);
 
 // "a,b,c" -> {"a", "b", "c"} (command-line lists).
 std::vector<std::string> splitCommaList(const std::string& text);
+// "2,4,8" -> {2, 4, 8} (--ranks).
+std::vector<int> splitRankCounts(const std::string& text);
 
 // Enqueues the program on the rank's stream through its device engine.
 void enqueueProgram(GpuRank& rank, const coll::DeviceProgram& program, collDataType_t type, collRedOp_t op,

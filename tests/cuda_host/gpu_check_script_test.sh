@@ -22,7 +22,10 @@ for check in "host-side device tests" "device path through the API" "rank killed
              "device wait: no progress for T" "collectives on one GPU" "compute-sanitizer" \
              "device all-reduce measurements" "MPS" "all_reduce_perf -m device n=4" "torch NCCL" \
              "torch 2.x backend on CUDA tensors" "API, direct all-reduce (cma)" "direct all-reduce (cma) cases" \
-             "all-reduce threads_n4_ring" "all-reduce threads_n8_ring" "RDMA devices"; do
+             "all-reduce threads_n4_ring" "all-reduce threads_n8_ring" "RDMA devices" "staged over sockets" \
+             "staged: rank killed mid-collective" "staged: compute-sanitizer memcheck" \
+             "two levels: P2P in 2 COLL_HOSTID hosts, staged between" "staged over the verbs emulator" \
+             "staged all-reduce measurements" "torch backend on CUDA tensors, staged over sockets"; do
   grep -q "^| $check" <<<"$table" || { echo "FAIL: no row '$check' in the table"; exit 1; }
 done
 if grep '^| ' <<<"$table" | grep -v '^| host-side device tests \| RDMA devices ' | grep -qv '| SKIPPED |'; then

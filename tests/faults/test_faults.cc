@@ -126,7 +126,8 @@ TEST(Faults, RendezvousThatNeverCompletesTimesOut) {
 }
 
 // A rank that dies during init: its peers hear of it within about a second (the store announces
-// its lost connection), not at the init deadline (60 s here; before, they waited all of it).
+// its lost connection), not at the init deadline (60 s here (design value); before, they waited all
+// of it).
 TEST(Faults, RankThatDiesDuringInitGivesItsPeersAnErrorWithinSeconds) {
   int idPipe[2];
   ASSERT_EQ(pipe(idPipe), 0);

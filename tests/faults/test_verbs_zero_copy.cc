@@ -334,7 +334,7 @@ std::vector<std::string> judgeFailure(Clock::time_point started, int rank, collR
 }
 
 // Two ranks broadcast `bytes` from rank 0, with `variable`=`value` in rank `faulty`'s emulator,
-// until a call fails: every rank must fail within 15 s, and rank `witness`'s error must name the
+// until one fails: every rank must fail within 15 s, and rank `witness`'s error must name the
 // other rank and say `what`. 100 broadcasts that succeed are a failure of the test.
 std::vector<std::string> faultyBroadcasts(int faulty, const char* variable, const char* value, size_t bytes,
                                           int witness, const std::string& what) {

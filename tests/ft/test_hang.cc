@@ -90,7 +90,7 @@ TEST(Hang, EveryRankNamesTheRankAndTheCallAndColltraceAgrees) {
   RankJob job(
       4, [](collComm_t comm, int rank, int, SharedBoard&) { return skipOneCollective(comm, rank); },
       // 1.5 s for the peers' answers: a loaded machine (CI runs two tests at once) may be slow to
-      // schedule a watcher, and the report still comes before the timeout plus 2 s.
+      // schedule a watcher, and the report still comes before the timeout plus 2 s (design value).
       {"COLL_TRACE_DIR=" + traces, "COLL_TRACE_PROBE_MS=1500"}, &config);
   auto failures = job.wait(90);
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);

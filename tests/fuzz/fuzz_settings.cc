@@ -1,10 +1,13 @@
 // Fuzz target: the parsers of settings a user (or a launcher) writes in the environment:
 // COLL_ALGO, COLL_PROTO, cpu lists (collrun --bind, COLL_*_CPUS), COLL_SOCKET_IFNAME and the other
-// name selections. Bad text must end in a CollError naming it, never in a crash.
+// name selections; and the one-host job's secret file (bootstrap/host_secret.h), which another
+// process writes. Bad text must end in a CollError naming it (or no secret), never in a crash.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "bootstrap/host_secret.h"
 #include "common/error.h"
 #include "common/list_spec.h"
 #include "common/net_interfaces.h"
@@ -37,5 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)splitList(text);
   const NameSelection names = NameSelection::parse(text, NameSelection::Match::kPrefix);
   (void)names.selects("shm");
+  // A secret that parses is written back as the same text.
+  if (const std::optional<bootstrap::Secret> secret = bootstrap::parseHostSecret(text)) {
+    const std::optional<bootstrap::Secret> again = bootstrap::parseHostSecret(bootstrap::formatHostSecret(*secret));
+    if (again != secret) __builtin_trap();
+  }
   return 0;
 }

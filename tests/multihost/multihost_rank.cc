@@ -8,6 +8,10 @@
 //                          prints "READY" after the first call and, on failure, one line
 //                          "rank R: FAILED after T ms: <error>: <message>", then exits 3.
 //                          A call must never hang: the launcher's deadline catches that.
+//   multihost_rank probe HOST PORT
+//                          no rank: a stranger who presents the all-zero key to the rendezvous
+//                          store at HOST:PORT; prints "PROBE REFUSED: <why>" (exit 0) or, let in,
+//                          "PROBE JOINED" (exit 1).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,8 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/tcp_store.h"
 #include "collective.h"
 #include "collective_cases.h"
+#include "common/error.h"
 
 namespace {
 
@@ -73,11 +79,26 @@ int loopUntilFailure(collComm_t comm, int rank) {
   }
 }
 
+int probeWithTheZeroKey(const char* host, const char* port) {
+  try {
+    coll::bootstrap::TcpStoreClient stranger(host, static_cast<uint16_t>(atoi(port)), coll::bootstrap::Secret{},
+                                             coll::deadlineAfter(std::chrono::seconds(3)));
+    stranger.set("probe/was-here", {1});
+    printf("PROBE JOINED: the store at %s:%s took the all-zero key and a write\n", host, port);
+    return 1;
+  } catch (const coll::CollError& e) {
+    printf("PROBE REFUSED: %s\n", e.what());
+    return 0;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "probe") == 0) return probeWithTheZeroKey(argv[2], argv[3]);
   if (argc != 2 || (strcmp(argv[1], "cases") != 0 && strcmp(argv[1], "loop") != 0)) {
     fprintf(stderr, "usage: %s cases|loop   (rank and rendezvous from the launcher's environment)\n", argv[0]);
+    fprintf(stderr, "       %s probe HOST PORT\n", argv[0]);
     return 2;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);

@@ -15,6 +15,10 @@
 #             error well within the timeout (COLL_TIMEOUT_MS=20000).
 #   loopback  every rank is told COLL_SOCKET_IFNAME=lo: init must refuse on every rank (loopback
 #             cannot reach other hosts) with collInvalidUsage naming loopback, not hang.
+#   onehost   a job on host 0 alone, started as torchrun, mpirun and srun start one on one node
+#             (LOCAL_WORLD_SIZE=WORLD_SIZE), with MASTER_ADDR host 0's network address and no
+#             COLL_STORE_SECRET; a stranger on host 1, and one on host 0, present the all-zero key
+#             to the store: both must be refused while the job runs.
 #   run       collrun on every host runs the command after "--" (e.g. all_reduce_perf); prints
 #             host 0's output, and the others' only if they fail. For benchmarks.
 #   iperf     iperf3 from host 0 to host 1 (-t 3), its summary lines. For benchmarks.
@@ -196,6 +200,30 @@ case "$mode" in
       [ "$r" -eq 0 ] && [ -n "$line" ] && rank0_refused=1
     done
     [ "$status" -eq 0 ] && echo "PASS: every rank refused loopback across hosts"
+    exit $status
+    ;;
+  onehost)
+    nranks=$per
+    pids=()
+    for ((r = 0; r < per; r++)); do
+      ip netns exec "$(ns 0)" env -u COLL_STORE_SECRET RANK=$r WORLD_SIZE=$per LOCAL_RANK=$r LOCAL_WORLD_SIZE=$per \
+        MASTER_ADDR="$(addr 0)" MASTER_PORT=$port COLL_TIMEOUT_MS=20000 TMPDIR="$workdir" \
+        timeout -s KILL 120 "$prog" loop >"$workdir/rank$r.log" 2>&1 &
+      pids[$r]=$!
+    done
+    wait_until_ready || exit 1
+    status=0
+    for k in 1 0; do
+      line=$(ip netns exec "$(ns $k)" "$prog" probe "$(addr 0)" $port)
+      rc=$?
+      echo "  a stranger on host $k with the all-zero key: $line"
+      [ "$rc" -eq 0 ] && [[ "$line" == "PROBE REFUSED"* ]] || status=1
+      line=$(ip netns exec "$(ns $k)" "$prog" probe 127.0.0.1 $port)
+      echo "  the same at 127.0.0.1 on host $k: $line"
+      [[ "$line" == "PROBE JOINED"* ]] && status=1
+    done
+    for r in "${pids[@]}"; do kill -9 "$r" 2>/dev/null; wait "$r" 2>/dev/null; done
+    [ "$status" -eq 0 ] && echo "PASS: the one-host job's store refused every stranger" || echo "FAIL: a stranger joined the one-host job's store"
     exit $status
     ;;
   run)

@@ -48,7 +48,9 @@ void fillInput(void* base, int rank, size_t first, size_t count, const Case& c) 
   for (size_t i = 0; i < count; ++i) storeValue(base, i, c.type, inputValue(rank, first + i, c.type, c.op));
 }
 
-collResult_t issue(collComm_t comm, const Case& c, const void* send, void* recv) {
+}  // namespace
+
+collResult_t issueCase(collComm_t comm, const Case& c, const void* send, void* recv) {
   switch (c.coll) {
     case Coll::kAllReduce:
       return collAllReduce(send, recv, c.count, c.type, c.op, comm, nullptr);
@@ -72,6 +74,8 @@ collResult_t issue(collComm_t comm, const Case& c, const void* send, void* recv)
       return collInternalError;
   }
 }
+
+namespace {
 
 std::string runSendRecv(collComm_t comm, int rank, int nranks, const Case& c) {
   // A ring and its reverse in one group: every rank sends to and receives from both neighbours.
@@ -185,7 +189,7 @@ std::string runCase(collComm_t comm, int rank, int n, const Case& c) {
       fillInput(send, rank, 0, count, c);
       break;
   }
-  collResult_t rc = issue(comm, c, send, out);
+  collResult_t rc = issueCase(comm, c, send, out);
   if (rc != collSuccess) return std::string("call failed: ") + collGetErrorString(rc) + ": " + collGetLastError(comm);
   Checker check{c, "", 0};
   switch (c.coll) {

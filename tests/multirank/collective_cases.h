@@ -34,6 +34,9 @@ struct Case {
   std::string describe() const;
 };
 
+// Issues the case's collective (not a send/receive) with these buffers; its result.
+collResult_t issueCase(collComm_t comm, const Case& c, const void* send, void* recv);
+
 // Runs one case on this rank. Returns "" when every output element and every guard byte is as
 // expected, otherwise a description of the first problems.
 std::string runCase(collComm_t comm, int rank, int nranks, const Case& c);

@@ -77,7 +77,7 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
 
 std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
                                                  const RankBody& body, const InitFailureBody& onInitFailure,
-                                                 int timeoutSeconds) {
+                                                 int timeoutSeconds, collConfig_t* config) {
   // Fork first, then start the rendezvous server: a child forked while the server's thread runs
   // may inherit a lock that thread held (the allocator's, say) and hang on it. Each child waits
   // for the id on a pipe of its own.
@@ -104,7 +104,7 @@ std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function
       setup(r);
       collComm_t comm = nullptr;
       std::vector<std::string> mine;
-      collResult_t rc = collCommInitRank(&comm, nranks, id, r);
+      collResult_t rc = collCommInitRankConfig(&comm, nranks, id, r, config);
       if (rc != collSuccess) {
         mine = onInitFailure(r, rc, collGetLastError(nullptr));
       } else {

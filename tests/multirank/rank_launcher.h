@@ -27,9 +27,10 @@ std::vector<std::string> runAsProcesses(int nranks, const RankBody& body, int ti
 using InitFailureBody = std::function<std::vector<std::string>(int rank, collResult_t rc, const std::string& message)>;
 // For runs whose init must succeed: an init failure is reported as the rank's failure.
 InitFailureBody initMustSucceed();
-// Like runAsProcesses, with setup(rank) run in each child before init (e.g. setenv).
+// Like runAsProcesses, with setup(rank) run in each child before init (e.g. setenv), and each
+// communicator made with `config` (null: the defaults).
 std::vector<std::string> runAsProcessesWithSetup(int nranks, const std::function<void(int rank)>& setup,
                                                  const RankBody& body, const InitFailureBody& onInitFailure,
-                                                 int timeoutSeconds = 120);
+                                                 int timeoutSeconds = 120, collConfig_t* config = nullptr);
 
 }  // namespace colltest

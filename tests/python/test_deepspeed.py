@@ -250,7 +250,7 @@ def compare(ranks, gloo, collective):
 
 def prebuild_shm_op():
     """DeepSpeed JIT-compiles its CPU shared-memory op (deepspeed_shm_comm) at its first
-    init_distributed, in every rank at once, into one cache (~70 s the first time on this machine).
+    init_distributed, in every rank at once, into one cache (a minute or more the first time).
     Ranks that found another rank compiling have ended in "terminate called without an active
     exception"; compiling it here first, in one process, leaves the ranks only loading it."""
     started = time.perf_counter()

@@ -22,8 +22,8 @@ VICTIM = 1
 DEATH_STEP = 20
 GROUP_TIMEOUT = timedelta(seconds=60)
 # For the whole run: startup, 20 steps, detection, exit. Under load (two other jobs on the two
-# cores) the ZeRO-3 run took 30-34 s with detection in well under a second; a survivor that
-# waited for the group's 60 s timeout instead would still exceed this.
+# cores) the ZeRO-3 run stays well inside it with detection in well under a second; a survivor
+# that waited for the group's 60 s timeout instead would exceed it.
 DEADLINE_SECONDS = 50
 
 

@@ -5,7 +5,9 @@
 A DDP step, then a send and a recv, run under torch.profiler on the "collective" group and on a
 gloo group; the trace must hold one "collective:<operation>" event per call, with its tensors'
 shapes, wherever gloo's trace holds the "gloo:<operation>" event, with the same shapes. Read both
-from prof.key_averages() and from the exported Chrome trace.
+from prof.key_averages() and from the exported Chrome trace. Then the calls whose inputs and
+outputs differ, or which gloo names after another operation: all_gather, all_gather_coalesced and
+all_reduce_coalesced record the inputs' shapes under gloo's names, as torch's own tests require.
 """
 import json
 import os
@@ -85,8 +87,24 @@ def test_ddp_trace(check, twin, rank, ranks):
         check.true(our_trace.get(op) == dims, f"trace {op}: ours {our_trace.get(op)}, gloo's {dims}")
 
 
+def profiled_gathers(group, rank, ranks):
+    inputs = [torch.full((3, 2), float(rank)), torch.full((5,), float(rank))]
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        dist.all_gather([torch.empty(3, 2) for _ in range(ranks)], inputs[0], group=group)
+        dist.all_gather_coalesced([[torch.empty_like(t) for t in inputs] for _ in range(ranks)], inputs, group=group)
+        dist.all_reduce_coalesced([t.clone() for t in inputs], group=group)
+    return prof
+
+
+def test_gather_shapes(check, twin, rank, ranks):
+    ours = events_of(profiled_gathers(None, rank, ranks), "collective")
+    gloo = events_of(profiled_gathers(twin.group, rank, ranks), "gloo")
+    check.true(sorted(gloo) == ["all_gather", "all_reduce"], f"gloo's events: {gloo}")
+    check.true(ours == gloo, f"all_gather, all_gather_coalesced, all_reduce_coalesced: ours {ours}, gloo's {gloo}")
+
+
 def main():
-    run_against_gloo("test_profiler", [test_ddp_trace])
+    run_against_gloo("test_profiler", [test_ddp_trace, test_gather_shapes])
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ def many_to_one(group, rank, ranks):
     The barrier closes each round: without it a sender that has finished may send its next
     round's message before a slower sender's first one arrives, and rank 0, receiving from any
     source, rightly takes it. With 3 ranks gloo's rank 0 once got rank 1 twice in CI; with rank 2
-    held back 0.3 s both backends did so every time."""
+    held back a moment both backends did so every time."""
     got = None
     if rank == 0:
         got = []

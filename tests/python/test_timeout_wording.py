@@ -1,10 +1,12 @@
-"""A timed-out barrier or collective says "Timed out", as torch's backends do, and keeps the
+"""A timed-out barrier or collective says "Timed out", as torch's backends do, with a space on
+either side as torch's own tests match it (" (Timed out|closed|timeout) "), and keeps the
 library's detail; the exception type is gloo's on the same program.
 
     collrun -n 2 PYTHON tests/python/test_timeout_wording.py      (and -n 3)
 
 Rank 0 calls the operation on a group with a 2 s timeout that the other ranks never call on.
 """
+import re
 import time
 from datetime import timedelta
 
@@ -46,6 +48,8 @@ def test_wording(check, rank, ranks):
             same_exception_type(check, ours, gloo, f"{operation} timing out")
             check.true("Timed out" in gloo[2], f"gloo's {operation} says Timed out: {gloo[2]}")
             check.true("Timed out" in ours[2], f"our {operation} says Timed out: {ours[2]}")
+            check.true(re.search(" (Timed out|closed|timeout) ", ours[2]) is not None,
+                       f"our {operation}'s message as torch's tests match it: {ours[2]}")
             for detail in ("timed out after 2000 ms", "[collTimeout]"):
                 check.true(detail in ours[2], f"our {operation} keeps the detail {detail!r}: {ours[2]}")
             check.true(1.5 < seconds < 10, f"{operation} timed out after {seconds:.1f} s, expected about 2 s")

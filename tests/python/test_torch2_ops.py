@@ -43,7 +43,7 @@ def test_monitored_barrier(check, rank, ranks):
     dist.monitored_barrier(timeout=timedelta(seconds=30))
     check.true(True, "monitored_barrier with every rank")
     # The last rank comes 2.5 s late: rank 0, waiting 1 s, names it; the others hear rank 0's
-    # verdict, and so does the late rank when it comes.
+    # verdict, and so does the late rank when it comes. (design value)
     late = ranks - 1
     if rank == late:
         time.sleep(2.5)
@@ -61,6 +61,16 @@ def test_monitored_barrier(check, rank, ranks):
     missing = ", ".join(str(r) for r in range(1, ranks))
     name = "Ranks" if ranks > 2 else "Rank"
     check.true(f"{name} {missing} failed" in message, f"not every late rank named: {message}")
+    dist.barrier()
+    # A zero timeout is zero, as with gloo: rank 0 alone, on the group itself, fails at once in
+    # gloo's words instead of waiting for the group's timeout (torch's own suite does this).
+    group = dist.new_group(list(range(ranks)))
+    if rank == 0:
+        started = time.monotonic()
+        expect_error(check, "monitored_barrier(timeout=0)", lambda: group.monitored_barrier(timedelta(0)),
+                     "Rank 0 timed out in monitoredBarrier")
+        elapsed = time.monotonic() - started
+        check.true(elapsed < 5, f"monitored_barrier(timeout=0) failed only after {elapsed:.1f} s")
     dist.barrier()
 
 

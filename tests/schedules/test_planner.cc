@@ -481,9 +481,8 @@ TEST(Planner, AcrossHostsSmallAllReducesTakeALatencyAlgorithmAndLargeOnesAvoidIt
 
 // Two ranks across a network send the same bytes either way, the exchange in one message latency
 // where the ring takes two and waits at its phase boundary; from 512 KiB the ring's slices, which
-// overlap the reduction with the transfer, win. Measured over sockets (medians, rotating order):
-// 256 KiB 74 us against the ring's 90, 512 KiB 156 against 145, 1 MiB 392 against 287
-// (docs/performance.md, twelfth pass).
+// overlap the reduction with the transfer, win. Measured over sockets (docs/performance.md,
+// "Defaults, and the measurement behind each").
 TEST(Planner, TwoRanksAcrossANetworkTakeTheExchangeBelow512KiB) {
   PlanContext ctx = twoHostContext(1);
   ctx.slotBytes = size_t{1} << 20;  // a FIFO the exchange could run 1 MiB and more in: the size decides

@@ -54,7 +54,8 @@ TEST(PlannerLinks, TheNetworkLinkIsTheRoutesKindSocketsWhenAnyPairUsesThem) {
 // 64 MiB over 2 hosts x 4 ranks. Sockets (8 us, 2 GB/s): the ring sends 2(n-1)/n = 1.75 S over the
 // slow link, the two-level all-reduce 2(h-1)/h = 1 S plus 2 S through shared memory: hier
 // (about 47 ms against 59). Verbs (3 us, 12 GB/s) is faster than shared memory's 10 GB/s, so
-// hier's local phases cost more than they save: the ring (about 10 ms against 19).
+// hier's local phases cost more than they save: the ring (about 10 ms against 19). The link costs
+// are the model's and the times its estimates (design value).
 TEST(PlannerLinks, LargeAllReduceLeavesTheTwoLevelPlanWhenTheNetworkIsVerbs) {
   const size_t bytes = 64ul << 20;
   const PlanContext sockets = twoHosts(4, false), verbs = twoHosts(4, true);

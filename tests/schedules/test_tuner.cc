@@ -46,9 +46,10 @@ TEST(PlanTuner, TimesEachPlanInARunBeforePreferringOne) {
 }
 
 // The first call after a switch of plan pays for the ranks' drift under the other plan. Here the
-// ring takes 167 us a call back to back and direct reads 372 (4 ranks on 2 cores, 1 MiB), but a
-// ring started right after direct reads takes 900: timing single retries, the tuner kept direct
-// reads. It must settle on the ring and take it almost always.
+// ring is the faster back to back, as with 4 ranks on 2 cores at 1 MiB all-reduce
+// (docs/performance.md, "What we tried and why it lost", "The plan tuner"), but a ring started
+// right after direct reads takes far longer: timing single retries, the tuner kept direct reads. It
+// must settle on the ring and take it almost always.
 TEST(PlanTuner, TheFirstCallAfterASwitchDoesNotDecide) {
   PlanTuner tuner;
   Algo previous = Algo::kAuto;
@@ -66,9 +67,9 @@ TEST(PlanTuner, TheFirstCallAfterASwitchDoesNotDecide) {
 }
 
 // A plan's first calls in a size class also pay for memory touched for the first time, falling
-// over a few calls (2 ranks, 4 MiB all-to-all: pairwise exchange's first run 510 397 371 287 305
-// us). The tuner must not take the cold start for the plan's time: here the ring is faster once
-// warm (300 against 340 us), each plan's first run starts slower (the ring's by more), and the
+// over a few calls (2 ranks, 4 MiB all-to-all: docs/performance.md, "What we tried and why it
+// lost", "The plan tuner"). The tuner must not take the cold start for the plan's time: here the
+// ring is faster once warm, each plan's first run starts slower (the ring's by more), and the
 // ring must be taken from the first choice on. Timing the first run from its second call took
 // direct reads, and kept them until the retry about 200 calls later.
 TEST(PlanTuner, AFirstRunsColdStartDoesNotDecide) {
@@ -91,7 +92,8 @@ TEST(PlanTuner, AFirstRunsColdStartDoesNotDecide) {
 }
 
 // The time lost to retries, relative to always taking the faster plan, stays near 1/32 whether
-// the slower plan is 1.5x or 50x slower (a retry every 16 calls lost 25% at a 5x gap).
+// the slower plan is 1.5x or 50x slower (a retry every 16 calls lost 25% at a 5x gap). The times
+// are the test's (design value).
 TEST(PlanTuner, RetriesOfTheSlowerPlanCostLittleWhateverTheGap) {
   for (double slowdown : {1.5, 5.0, 50.0}) {
     PlanTuner tuner;
@@ -113,7 +115,8 @@ TEST(PlanTuner, RetriesOfTheSlowerPlanCostLittleWhateverTheGap) {
 // Ranks that share cores: now and then a call takes 20x its usual time (a rank preempted), for
 // either plan. The tuner must still take the plan that is faster in the usual case in at least 95%
 // of the calls (retries of the slower plan included). A running average of single calls followed
-// the spikes and took the slower plan in 11% of them; the median of the latest calls, 3%.
+// the spikes and took the slower plan several times as often as the median of the latest calls
+// does. The times are the test's (design value).
 TEST(PlanTuner, OccasionalSlowCallsDoNotDecide) {
   PlanTuner tuner;
   uint64_t state = 12345;
@@ -136,7 +139,7 @@ TEST(PlanTuner, OccasionalSlowCallsDoNotDecide) {
 TEST(PlanTuner, FollowsAMachineThatChangesWhichPlanIsFaster) {
   PlanTuner tuner;
   for (int i = 0; i < 1000; ++i) callOnce(tuner, 1400, 275);  // direct reads win
-  // Now the ring is 5x faster than direct reads (the cores came to share a cache).
+  // Now the ring is 5x faster than direct reads (the cores came to share a cache) (design value).
   int switchedAfter = -1;
   for (int i = 0; i < 5000 && switchedAfter < 0; ++i) {
     Algo chosen;
@@ -147,14 +150,14 @@ TEST(PlanTuner, FollowsAMachineThatChangesWhichPlanIsFaster) {
   }
   ASSERT_GE(switchedAfter, 0) << "still on direct reads after 10000 calls";
   // One run of retries at the old gap (1400/275 = 5.1x: every 32 x 6 x 5.1 = 978 calls) shows the
-  // change.
+  // change. (design value)
   EXPECT_LE(switchedAfter, 32 * kRunCalls * 6 + 2 * kRunCalls);
 }
 
 // Rank 0 tells the others its choice once per lease (host_engine.cc): the choice must stay the
 // same for every call of a lease, a lease must start exactly where the last one ended, runs of
 // tries are leases of their own, and leases must not change what is chosen: the faster plan
-// still in at least 95% of the calls, and the slower still retried.
+// still in at least 95% of the calls, and the slower still retried. (design value)
 TEST(PlanTuner, LeasesHoldTheChoiceForTheirCalls) {
   PlanTuner tuner;
   uint32_t leftInLease = 0;

@@ -135,7 +135,8 @@ class HostilePeerTest : public ::testing::Test {
     auto deadline = Clock::now() + std::chrono::seconds(5);
     while (Clock::now() < deadline) {
       size_t bytes = 0;
-      recv->tryPeek(&bytes);
+      uint64_t tag = 0;
+      recv->tryPeek(&bytes, &tag);
       try {
         domain_->checkPeers();
       } catch (const CollError& e) {
@@ -181,9 +182,10 @@ TEST_F(HostilePeerTest, WellFormedFramesArriveIntact) {
   RecvConnection* recv = domain_->recvConnection(1);
   for (uint32_t seq = 0; seq < 2 * kDepth; ++seq) {
     size_t bytes = 0;
+    uint64_t tag = 0;
     const void* data = nullptr;
     for (auto deadline = Clock::now() + std::chrono::seconds(5); data == nullptr && Clock::now() < deadline;)
-      data = recv->tryPeek(&bytes);
+      data = recv->tryPeek(&bytes, &tag);
     ASSERT_NE(data, nullptr) << "frame " << seq << " never arrived";
     ASSERT_EQ(bytes, bytesOf(seq));
     EXPECT_EQ(memcmp(data, payload.data(), bytes), 0);
@@ -279,8 +281,9 @@ TEST_F(HostilePeerTest, GoodbyeThenCloseIsNotAFailure) {
   ASSERT_EQ(setupError_, "");
   auto* recv = domain_->recvConnection(1);
   size_t bytes = 0;
+  uint64_t tag = 0;
   for (auto deadline = Clock::now() + std::chrono::seconds(5); Clock::now() < deadline;) {
-    recv->tryPeek(&bytes);
+    recv->tryPeek(&bytes, &tag);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (static_cast<NetRecvConnection*>(recv)->departed()) break;
   }
@@ -432,7 +435,8 @@ TEST_F(HostilePeerTest, NoPeerMeansSetupReturnsAndNothingArrives) {
   auto until = Clock::now() + std::chrono::milliseconds(200);
   while (Clock::now() < until) {
     size_t bytes = 0;
-    EXPECT_EQ(recv->tryPeek(&bytes), nullptr);
+    uint64_t tag = 0;
+    EXPECT_EQ(recv->tryPeek(&bytes, &tag), nullptr);
     EXPECT_NO_THROW(domain_->checkPeers());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -59,7 +59,7 @@ TEST(NetPartialFrames, FramesWrittenInPiecesArriveWhole) {
       }
       const size_t bytes = frameBytes(posted);
       for (size_t at = 0; at < bytes; ++at) static_cast<uint8_t*>(slot)[at] = frameByte(posted, at);
-      send.post(bytes);
+      send.post(bytes, static_cast<uint64_t>(posted));
       ++posted;
     }
     {
@@ -76,9 +76,11 @@ TEST(NetPartialFrames, FramesWrittenInPiecesArriveWhole) {
         moved = result.moved;
       }
       size_t got = 0;
-      while (const uint8_t* data = static_cast<const uint8_t*>(recv.tryPeek(&got))) {
+      uint64_t tag = 0;
+      while (const uint8_t* data = static_cast<const uint8_t*>(recv.tryPeek(&got, &tag))) {
         ASSERT_LT(taken, posted);
         ASSERT_EQ(got, frameBytes(taken)) << "frame " << taken;
+        ASSERT_EQ(tag, static_cast<uint64_t>(taken)) << "frame " << taken << "'s tag";
         for (size_t at = 0; at < got; ++at)
           ASSERT_EQ(data[at], frameByte(taken, at)) << "frame " << taken << ", byte " << at << " of " << got;
         recv.release();

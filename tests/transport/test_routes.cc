@@ -95,16 +95,28 @@ TEST(Routes, NoTransportForAPairIsRefusedNamingIt) {
   }
 }
 
-TEST(Routes, DeviceMemoryRoutesThroughP2pOnOneMachine) {
+TEST(Routes, DeviceMemoryRoutesThroughP2pOnOneHostAndIsStagedElsewhere) {
   auto peers = ranksOn({0, 0});
   Routes routes = chooseRoutes(peers, 0, "", MemoryKind::kDevice);
   EXPECT_EQ(routeName(routes, 0), "p2p");
   EXPECT_EQ(routeName(routes, 1), "p2p");
-  EXPECT_THROW(chooseRoutes(ranksOn({0, 1}), 0, "", MemoryKind::kDevice), CollError);
+  // Other hosts: staged through pinned host memory; so is everything with P2P switched off.
+  routes = chooseRoutes(ranksOn({0, 1}), 0, "", MemoryKind::kDevice);
+  EXPECT_EQ(routeName(routes, 0), "p2p");
+  EXPECT_EQ(routeName(routes, 1), "staged");
+  routes = chooseRoutes(peers, 0, "^p2p", MemoryKind::kDevice);
+  EXPECT_EQ(routeName(routes, 0), "staged");
+  EXPECT_EQ(routeName(routes, 1), "staged");
+  // Two hosts of one machine (COLL_HOSTID, namespaces) do not share GPU memory through P2P.
+  auto split = ranksOn({0, 0});
+  split[1].hostHash = 7;
+  EXPECT_EQ(routeName(chooseRoutes(split, 0, "", MemoryKind::kDevice), 1), "staged");
+  EXPECT_THROW(chooseRoutes(ranksOn({0, 1}), 0, "^staged", MemoryKind::kDevice), CollError);
 }
 
 TEST(TransportTable, NamesAndSpecs) {
-  EXPECT_EQ(transportNames(), "self, shm, net, p2p, verbs");  // verbs is listed always, used only when asked for
+  EXPECT_EQ(transportNames(),
+            "self, shm, net, p2p, staged, verbs");  // verbs is listed always, used only when asked for
   EXPECT_NO_THROW(validateTransportSpec("^shm"));
   EXPECT_NO_THROW(validateTransportSpec("shm,net"));
   try {

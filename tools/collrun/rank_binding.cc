@@ -50,8 +50,9 @@ std::vector<RankBinding> bindingsForRanks(const Options& opts) {
   coll::topo::BindRequest request;
   request.mode = modeOf(opts.bind);
   // Like Open MPI, pin to cores by default when every rank gets one: unpinned ranks that wait by
-  // sleeping are woken onto their waker's core and end up sharing one, which cost 20x in latency
-  // beside a background job (docs/performance.md).
+  // sleeping are woken onto their waker's core and end up sharing one, which measured many times
+  // slower beside a background job (docs/performance.md, "Defaults, and the measurement behind
+  // each").
   if (opts.bind == Binding::kAuto) {
     if (opts.nprocs > usableCores(topology)) return {};
     request.mode = coll::topo::BindMode::kCore;

@@ -30,8 +30,9 @@ struct RankSpec {
 
 // OpenMP threads for each of `localRanks` ranks on this node, unless the user set
 // OMP_NUM_THREADS: collrun's CPUs shared out, at least 1; 0 (leave it alone) for a single rank.
-// Without it every rank of a torch job starts a thread per CPU, and 3 ranks on 2 cores ran
-// tests/python/test_ops.py in 24.6 s instead of 14.4 s.
+// Without it every rank of a torch job starts a thread per CPU, which measured much slower where
+// ranks outnumber cores (docs/performance.md, "Choices in the code, and the measurement behind
+// each").
 int threadsPerRank(int localRanks);
 
 // The environment of collrun plus the rank's variables (which replace inherited ones), and

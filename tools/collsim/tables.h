@@ -24,6 +24,6 @@ const std::vector<size_t>& choiceSizes();
 std::vector<Table> surveyTables(const std::vector<ShapeSurvey>& surveys, const TransportShape& transports);
 
 std::string formatBytes(double bytes);  // "8 B", "64 KiB", "1.5 GiB"
-std::string formatMicros(double us);    // "41 us", "12.3 ms", "1.2 s"
+std::string formatMicros(double us);    // "41 us", "12.3 ms", "1.2 s" (design value)
 
 }  // namespace collsim

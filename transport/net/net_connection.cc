@@ -19,7 +19,7 @@ bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == 
 
 // The non-blocking socket calls of the data path, made straight as system calls. glibc's recv()
 // and sendmsg() are thread-cancellation points and switch asynchronous cancellation on and off
-// around every call: about 3% of an 8-byte broadcast's receiving rank over loopback. Nothing here
+// around every call: a visible share of an 8-byte broadcast's receiving rank. Nothing here
 // blocks, so there is nothing to cancel.
 ssize_t receiveNow(int fd, void* to, size_t bytes) {
   return static_cast<ssize_t>(syscall(SYS_recvfrom, fd, to, bytes, MSG_DONTWAIT, nullptr, nullptr));
@@ -31,8 +31,8 @@ ssize_t sendNow(int fd, const msghdr* message) {
 
 // What is left of a frame up to this size goes out copied into one buffer, through sendto(): the
 // kernel walks a single user buffer faster than a list of pieces, and for a small frame that
-// saving is larger than the copy (2 ranks over loopback, 8-byte gather, scatter and send/receive
-// 3.5-4% faster a call; docs/performance.md, twentieth pass).
+// saving is larger than the copy (measured faster over loopback; docs/performance.md,
+// "Defaults, and the measurement behind each").
 constexpr size_t kFlatFrameBytes = 2048;
 
 ssize_t sendFlat(int fd, const iovec* iov, int count) {
@@ -81,7 +81,8 @@ NetSlots::NetSlots(int slotCount, size_t bytesPerSlot)
     : depth(slotCount),
       slotBytes(bytesPerSlot),
       memory(new uint8_t[static_cast<size_t>(slotCount) * bytesPerSlot]),
-      sizes(slotCount, 0) {}
+      sizes(slotCount, 0),
+      tags(slotCount, 0) {}
 
 NetSendConnection::NetSendConnection(int peer, std::vector<int> fds, int depth, size_t slotBytes,
                                      NetConnectionOwner& owner)
@@ -106,13 +107,14 @@ void* NetSendConnection::tryAcquire() {
   return slots_.fits(posted, completed_.load(std::memory_order_acquire)) ? slots_.at(posted) : nullptr;
 }
 
-void NetSendConnection::post(size_t bytes) { publish(bytes, nullptr); }
+void NetSendConnection::post(size_t bytes, uint64_t tag) { publish(bytes, tag, nullptr); }
 
-void NetSendConnection::postExternal(const void* data, size_t bytes) { publish(bytes, data); }
+void NetSendConnection::postExternal(const void* data, size_t bytes, uint64_t tag) { publish(bytes, tag, data); }
 
-void NetSendConnection::publish(size_t bytes, const void* external) {
+void NetSendConnection::publish(size_t bytes, uint64_t tag, const void* external) {
   uint64_t posted = posted_.load(std::memory_order_relaxed);
   slots_.sizes[slots_.index(posted)] = bytes;
+  slots_.tags[slots_.index(posted)] = tag;
   external_[slots_.index(posted)] = static_cast<const uint8_t*>(external);
   if (external != nullptr) externalEnd_.store(posted + 1, std::memory_order_relaxed);
   posted_.store(posted + 1, std::memory_order_seq_cst);
@@ -142,6 +144,7 @@ PumpResult NetSendConnection::pump() {
       header.kind = kNetFrameData;
       header.seq = static_cast<uint32_t>(s.seq);
       header.bytes = static_cast<uint32_t>(slots_.sizes[slots_.index(s.seq)]);
+      header.tag = slots_.tags[slots_.index(s.seq)];
       const uint8_t* data = payload(s.seq);
       netFramePadding(header, data);
       const size_t total = netFrameWireBytes(header);
@@ -186,7 +189,7 @@ void NetRecvConnection::attach(const std::vector<int>& fds) {
   attached_.store(true, std::memory_order_release);
 }
 
-const void* NetRecvConnection::tryPeek(size_t* bytes) {
+const void* NetRecvConnection::tryPeek(size_t* bytes, uint64_t* tag) {
   uint64_t consumed = consumed_.load(std::memory_order_relaxed);
   if (consumed == arrived_.load(std::memory_order_acquire)) {
     if (!mutex_.try_lock()) return nullptr;
@@ -195,13 +198,15 @@ const void* NetRecvConnection::tryPeek(size_t* bytes) {
     if (consumed == arrived_.load(std::memory_order_acquire)) return nullptr;
   }
   *bytes = slots_.sizes[slots_.index(consumed)];
+  *tag = slots_.tags[slots_.index(consumed)];
   uint8_t* landed = landedAt_[slots_.index(consumed)];
   return landed != nullptr ? landed : slots_.at(consumed);
 }
 
-void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) {
+void NetRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater,
+                                     uint64_t tag) {
   std::lock_guard<std::mutex> lock(mutex_);
-  landing_.set(destination, totalBytes, sliceBytes, consumed_.load(std::memory_order_relaxed));
+  landing_.set(destination, totalBytes, sliceBytes, consumed_.load(std::memory_order_relaxed), tag);
   holdPastLanding_ = holdLater && landing_.destination != nullptr;
 }
 
@@ -313,7 +318,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
         return "";
       }
       s.padLeft = s.header.lead;  // before the payload; the trail follows it
-      uint8_t* place = landing_.placeOf(s.seq, s.header.bytes);
+      uint8_t* place = landing_.placeOf(s.seq, s.header.bytes, s.header.tag);
       landedAt_[slots_.index(s.seq)] = place;
       s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
     } else {
@@ -321,6 +326,7 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
     }
     if (s.payloadGot < s.header.bytes) continue;
     slots_.sizes[slots_.index(s.seq)] = s.header.bytes;
+    slots_.tags[slots_.index(s.seq)] = s.header.tag;
     ready_[slots_.index(s.seq)] = 1;
     if (landedAt_[slots_.index(s.seq)] != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
     s.seq += sockets_.size();

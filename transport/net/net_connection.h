@@ -48,7 +48,8 @@ struct NetSlots {
   int depth;
   size_t slotBytes;
   std::unique_ptr<uint8_t[]> memory;
-  std::vector<size_t> sizes;  // payload bytes of the frame in each slot
+  std::vector<size_t> sizes;    // payload bytes of the frame in each slot
+  std::vector<uint64_t> tags;   // and its tag (transport.h)
 };
 
 // The result of one pump: whether anything moved, and an error that ends the connection.
@@ -68,11 +69,11 @@ class NetSendConnection : public SendConnection {
 
   // SendConnection, for the executor.
   void* tryAcquire() override;
-  void post(size_t bytes) override;
+  void post(size_t bytes, uint64_t tag) override;
   size_t slotBytes() const override { return slots_.slotBytes; }
   int depth() const override { return slots_.depth; }
   bool acceptsExternal(const CallerBuffer&) override { return true; }
-  void postExternal(const void* data, size_t bytes) override;
+  void postExternal(const void* data, size_t bytes, uint64_t tag) override;
   bool externalPending() const override {
     return completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);
   }
@@ -99,7 +100,7 @@ class NetSendConnection : public SendConnection {
     const uint8_t* external = external_[slots_.index(seq)];
     return external != nullptr ? external : slots_.at(seq);
   }
-  void publish(size_t bytes, const void* external);
+  void publish(size_t bytes, uint64_t tag, const void* external);
 
   int peer_;
   NetConnectionOwner& owner_;
@@ -122,11 +123,11 @@ class NetRecvConnection : public RecvConnection {
   bool attached() const { return attached_.load(std::memory_order_acquire); }
 
   // RecvConnection, for the executor.
-  const void* tryPeek(size_t* bytes) override;
+  const void* tryPeek(size_t* bytes, uint64_t* tag) override;
   void release() override;
   size_t slotBytes() const override { return slots_.slotBytes; }
   bool acceptsLanding() const override { return true; }
-  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) override;
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater, uint64_t tag) override;
   void withdrawLanding() override;
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 

@@ -15,9 +15,9 @@ namespace coll {
 namespace transport {
 namespace {
 
-constexpr auto kHelloTimeout = std::chrono::seconds(5);  // an incoming connection must say who it is by then
-// Connections read side by side while their hellos arrive; beyond this, new ones are refused at
-// once (a flood of silent connections then costs a warning each, not the peers' time).
+// An incoming connection must have proven itself by then; connections read side by side while
+// their hellos arrive, at most this many (the rules every listener applies: listener_gate.h).
+constexpr auto kHelloTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxHandshakes = 1024;
 
 enum class Io { kDone, kLater, kClosed };
@@ -49,7 +49,9 @@ NetConnector::NetConnector(int myRank, const TransportSettings& settings, const 
       key_(connectionKey),
       nonce_{nonce[0], nonce[1]},
       listener_(listener),
-      mayDialHere_(std::move(mayDialHere)) {
+      mayDialHere_(std::move(mayDialHere)),
+      gate_(formatString("rank %d's socket listener %s", myRank, localAddressOf(listener).toString().c_str()),
+            LogSubsys::kTransport, GateRules{kMaxHandshakes, kHelloTimeout}) {
   setNonBlocking(listener_, true);
 }
 
@@ -81,43 +83,53 @@ void NetConnector::dial(int rank, const NetCard& card) {
 }
 
 void NetConnector::acceptNew() {
-  for (;;) {
-    Fd fd(accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (!fd.valid()) return;  // none left (or it went away before we took it)
-    if (handshakes_.size() >= kMaxHandshakes) {
-      COLL_WARN(kTransport, "rank %d: refused a connection: %zu connections are already in their handshake", myRank_,
-                handshakes_.size());
-      continue;
-    }
-    Handshake h;
-    h.stage = Stage::kRecvHello;
-    h.rank = -1;
-    h.fd = std::move(fd);
-    h.deadline = deadlineAfter(kHelloTimeout);
-    handshakes_.push_back(std::move(h));
+  gate_.acceptPending(
+      listener_,
+      [this](Fd& fd, const SocketAddress&) -> std::optional<ListenerGate::Key> {
+        Handshake h;
+        h.stage = Stage::kRecvHello;
+        h.rank = -1;
+        h.fd = std::move(fd);
+        h.key = nextKey_++;
+        handshakes_.push_back(std::move(h));
+        return handshakes_.back().key;
+      },
+      dropUnproven_);
+}
+
+void NetConnector::dropAccepted(ListenerGate::Key key) {
+  for (size_t i = 0; i < handshakes_.size(); ++i) {
+    if (handshakes_[i].key != key) continue;
+    handshakes_.erase(handshakes_.begin() + static_cast<std::ptrdiff_t>(i));
+    return;
   }
 }
 
 void NetConnector::pump(std::vector<Established>* done, std::vector<Failure>* failed) {
+  gate_.dropExpired(dropUnproven_);
   acceptNew();
   for (size_t i = 0; i < handshakes_.size();) {
     Handshake& h = handshakes_[i];
+    const bool dialled = isDial(h.stage);
+    const std::pair<Stage, size_t> before{h.stage, h.moved};
     bool complete = false;
     std::string error = advance(h, &complete);
-    if (error.empty() && !complete && Clock::now() >= h.deadline)
-      error = h.stage == Stage::kRecvHello ? "no hello in time" : "the handshake did not finish in time";
+    if (!dialled && before != std::make_pair(h.stage, h.moved)) gate_.heardFrom(h.key);
+    // An accepted connection's time limit is the gate's (dropExpired).
+    if (error.empty() && !complete && dialled && Clock::now() >= h.deadline)
+      error = "the handshake did not finish in time";
     if (error.empty() && !complete) {
       ++i;
       continue;
     }
-    const bool dialled = h.stage == Stage::kConnecting || h.stage == Stage::kSendHello ||
-                         h.stage == Stage::kRecvChallenge || h.stage == Stage::kSendProof;
     if (!error.empty() && dialled) {
       failed->push_back(
           {h.rank, formatString("connecting to its listener at %s: %s", h.address.c_str(), error.c_str())});
     } else if (!error.empty()) {
-      COLL_WARN(kTransport, "rank %d: refused a connection: %s", myRank_, error.c_str());
+      gate_.forget(h.key);
+      gate_.warn("refused a connection: " + error);
     } else {
+      if (!dialled) gate_.proven(h.key);
       done->push_back({h.rank, h.hello.socketIndex, std::move(h.fd)});
     }
     handshakes_.erase(handshakes_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -128,9 +140,8 @@ std::string NetConnector::advance(Handshake& h, bool* complete) {
   // Several messages may go in one call when the sockets allow.
   for (;;) {
     bool progressed = false;
-    bool dialling = h.stage == Stage::kConnecting || h.stage == Stage::kSendHello || h.stage == Stage::kRecvChallenge ||
-                    h.stage == Stage::kSendProof;
-    std::string error = dialling ? advanceDial(h, complete, &progressed) : advanceAccept(h, complete, &progressed);
+    std::string error =
+        isDial(h.stage) ? advanceDial(h, complete, &progressed) : advanceAccept(h, complete, &progressed);
     if (!error.empty() || *complete || !progressed) return error;
   }
 }
@@ -160,7 +171,11 @@ std::string NetConnector::advanceDial(Handshake& h, bool* complete, bool* progre
     }
     case Stage::kRecvChallenge: {
       Io io = moveBytes(h.fd.get(), false, &h.challenge, sizeof(h.challenge), &h.moved, &error);
-      if (io != Io::kDone) return io == Io::kClosed ? "the listener " + error + " (or refused this hello)" : "";
+      if (io != Io::kDone)
+        return io == Io::kClosed ? "the listener " + error +
+                                       " (it refused this hello, or closed the connection to make room: its "
+                                       "log says which)"
+                                 : "";
       // The listener proves the secret first: a listener that does not know it learns nothing.
       if (!netProofMatches(key_, NetRole::kListener, h.hello, h.challenge.listenerNonce, h.challenge.listenerProof))
         return "the listener does not prove this job's secret (another job on that address?)";
@@ -218,7 +233,7 @@ std::string NetConnector::advanceAccept(Handshake& h, bool* complete, bool* prog
 }
 
 void NetConnector::addPollFds(std::vector<pollfd>* fds) const {
-  fds->push_back({listener_, POLLIN, 0});
+  fds->push_back({gate_.listenerToPoll(listener_), POLLIN, 0});
   for (const Handshake& h : handshakes_) {
     short events = (h.stage == Stage::kConnecting || h.stage == Stage::kSendHello || h.stage == Stage::kSendProof ||
                     h.stage == Stage::kSendChallenge)

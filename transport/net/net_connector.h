@@ -8,7 +8,9 @@
 // only accepts, so two ends that need each other at the same moment never open two connections.
 // An incoming connection is kept only when it proves the job's secret and names a member that is
 // allowed to dial this rank; strangers, silent connections and bad proofs are refused with a
-// warning and cost no one else time.
+// warning and cost no one else time: the listener applies the rules of every listener to
+// connections not yet proven (common/listener_gate.h: a hello deadline, bounded room that the
+// longest-silent connection gives up, rate-limited warnings).
 #pragma once
 
 #include <poll.h>
@@ -20,6 +22,7 @@
 #include "common/clock.h"
 #include "common/fd.h"
 #include "common/hmac.h"
+#include "common/listener_gate.h"
 #include "transport/domain.h"
 #include "transport/net/net_card.h"
 #include "transport/net/net_wire.h"
@@ -57,18 +60,24 @@ class NetConnector {
 
  private:
   enum class Stage { kConnecting, kSendHello, kRecvChallenge, kSendProof, kRecvHello, kSendChallenge, kRecvProof };
+  static bool isDial(Stage stage) {
+    return stage == Stage::kConnecting || stage == Stage::kSendHello || stage == Stage::kRecvChallenge ||
+           stage == Stage::kSendProof;
+  }
   struct Handshake {
     Stage stage;
     int rank;  // the peer: the one dialled, or (accepting) the one the hello names once read
     Fd fd;
     size_t moved = 0;  // bytes of the current message sent or received
-    Deadline deadline;
+    Deadline deadline;          // a dial's (an accepted connection's is the gate's)
+    ListenerGate::Key key = 0;  // an accepted connection's, in the gate
     std::string address;  // the peer's listener, for messages (dials)
     NetHello hello;
     NetChallenge challenge;
     NetProof proof;
   };
   void acceptNew();
+  void dropAccepted(ListenerGate::Key key);
   // Advances one handshake; returns "" while it is under way or done (*complete), else why it
   // failed.
   std::string advance(Handshake& h, bool* complete);
@@ -82,6 +91,9 @@ class NetConnector {
   int listener_;
   std::function<bool(int)> mayDialHere_;
   std::vector<Handshake> handshakes_;
+  ListenerGate gate_;
+  ListenerGate::Key nextKey_ = 1;
+  const ListenerGate::Drop dropUnproven_ = [this](ListenerGate::Key key, const std::string&) { dropAccepted(key); };
 };
 
 }  // namespace transport

@@ -63,7 +63,7 @@ NetDomain::NetDomain(const DomainArgs& args)
   COLL_SYSCHECK(wakeFd_.get(), "eventfd() for the socket progress thread");
   // Buffers that hold a few whole frames: a sender queues a 512 KiB frame in one sendmsg instead
   // of waiting, frame by frame, for the autotuned buffer to grow or drain (2 ranks over loopback,
-  // 1 MiB all-to-all and all-gather: 1.2-1.3x; docs/performance.md).
+  // measured faster at 1 MiB; docs/performance.md, "Defaults, and the measurement behind each").
   if (settings_.socketBufferBytes > 0 && kernelAllowsSocketBuffers(settings_.socketBufferBytes)) {
     bufferBytes_ = settings_.socketBufferBytes;
   } else if (settings_.socketBufferBytes > 0) {

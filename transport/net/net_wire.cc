@@ -58,8 +58,9 @@ std::string checkNetFrameHeader(const NetFrameHeader& header, uint32_t expectedS
   if (header.kind != kNetFrameData && header.kind != kNetFrameBye)
     return formatString("a frame of unknown kind 0x%08x (garbage on the connection?)", header.kind);
   if (header.seq != expectedSeq) return formatString("frame number %u where %u was expected", header.seq, expectedSeq);
-  if (header.kind == kNetFrameBye && header.bytes != 0)
-    return formatString("a closing frame with %llu payload bytes", static_cast<unsigned long long>(header.bytes));
+  if (header.kind == kNetFrameBye && (header.bytes != 0 || header.tag != 0))
+    return formatString("a closing frame with %llu payload bytes and tag 0x%016llx (expected none)",
+                        static_cast<unsigned long long>(header.bytes), static_cast<unsigned long long>(header.tag));
   if (header.bytes > slotBytes)
     return formatString("a frame of %llu bytes, more than the %zu-byte slot",
                         static_cast<unsigned long long>(header.bytes), slotBytes);

@@ -11,8 +11,9 @@
 //       listener: NetChallenge  a fresh nonce, and its proof: HMAC(key, "listener", hello, nonce)
 //       dialler:  checks that proof, then NetProof: HMAC(key, "dialler", hello, nonce)
 //     where key = HMAC(job secret, label) (netConnectionKey);
-//   - frames: a 16-byte header (NetFrameHeader), `lead` zero bytes, for data the payload of one
-//     FIFO slot, and `trail` zero bytes (both fewer than 64; see NetFrameHeader for why).
+//   - frames: a 24-byte header (NetFrameHeader: kind, sequence number, length, padding and the
+//     slot's tag), `lead` zero bytes, for data the payload of one FIFO slot, and `trail` zero
+//     bytes (both fewer than 64; see NetFrameHeader for why).
 #pragma once
 
 #include <cstddef>
@@ -69,8 +70,8 @@ bool netProofMatches(const Digest256& key, NetRole role, const NetHello& hello, 
 // page fragments, each write from where the last one ended (offset 0 of a fresh or reused page),
 // so the payload's place in the kernel's memory follows the bytes written before it. Sent right
 // after a bare 16-byte header, a page-aligned payload landed 16 bytes past its source's
-// alignment, and the kernel's copy ran 4x slower (1 MiB sendrecv over loopback: the copy into
-// the socket 319 against 79 us a call; its loads wait on the stores just ahead of them). So the
+// alignment, and the kernel's copy ran several times slower (its loads wait on the stores just
+// ahead of them; docs/performance.md, "Defaults, and the measurement behind each"). So the
 // sender puts `lead` zero bytes after the header, which give the payload its source's alignment
 // modulo 64 in the kernel's pages, and `trail` zero bytes after it, which end every frame on a
 // 64-byte boundary so that the next frame starts aligned too (netFramePadding).
@@ -81,8 +82,11 @@ struct NetFrameHeader {
   uint8_t lead = 0;    // zero bytes between the header and the payload (< kNetFrameAlign)
   uint8_t trail = 0;   // zero bytes after the payload (< kNetFrameAlign)
   uint16_t reserved = 0;
+  // The slot's tag (transport.h): the receiver checks it before the payload lands anywhere but
+  // its slot. Opaque here; 0 in a closing frame.
+  uint64_t tag = 0;
 };
-static_assert(sizeof(NetFrameHeader) == 16, "NetFrameHeader is a fixed-size record");
+static_assert(sizeof(NetFrameHeader) == 24, "NetFrameHeader is a fixed-size record");
 constexpr size_t kNetFrameAlign = 64;
 // Payloads from this size on get a lead; below it the copy is too short to gain, and `trail`
 // alone keeps the frames that follow aligned.
@@ -103,10 +107,9 @@ std::string checkNetHello(const NetHello& hello, const uint64_t nonce[2], int so
 // sends to rank `to`; both ends compute the same. Between ranks of one host each direction has
 // sockets of its own (even indices from the lower rank, odd from the higher): over loopback one
 // direction moved faster on one socket than striped over two, and two directions faster on two
-// sockets than sharing one (2 ranks, 16 MiB: broadcast 3.1 against 3.6 ms striped, all-reduce 6.3
-// against 7.2 ms on one socket; docs/performance.md, seventh pass). Across hosts every socket
-// carries both directions, striped, as NCCL's several sockets per peer do to fill a real link.
-// With one socket, it carries both.
+// sockets than sharing one (docs/performance.md, "Defaults, and the measurement behind each").
+// Across hosts every socket carries both directions, striped, as NCCL's several sockets per peer do
+// to fill a real link. With one socket, it carries both.
 std::vector<int> netSocketsCarrying(int from, int to, int socketsPerPeer, bool sameHost);
 
 // Why a frame header is refused, or "" when it is acceptable.

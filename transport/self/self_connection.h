@@ -20,8 +20,8 @@ class SelfFifo {
   size_t slotBytes() const { return slotBytes_; }
 
   void* tryAcquire();
-  void post(size_t bytes);
-  const void* tryPeek(size_t* bytes);
+  void post(size_t bytes, uint64_t tag);
+  const void* tryPeek(size_t* bytes, uint64_t* tag);
   void release();
 
  private:
@@ -29,6 +29,7 @@ class SelfFifo {
   size_t slotBytes_;
   std::unique_ptr<uint8_t[]> slots_;
   std::vector<size_t> sizes_;
+  std::vector<uint64_t> tags_;
   uint64_t head_ = 0;  // slots posted
   uint64_t tail_ = 0;  // slots released
 };
@@ -37,7 +38,7 @@ class SelfSendConnection : public SendConnection {
  public:
   explicit SelfSendConnection(SelfFifo& fifo) : fifo_(fifo) {}
   void* tryAcquire() override { return fifo_.tryAcquire(); }
-  void post(size_t bytes) override { fifo_.post(bytes); }
+  void post(size_t bytes, uint64_t tag) override { fifo_.post(bytes, tag); }
   size_t slotBytes() const override { return fifo_.slotBytes(); }
   int depth() const override { return fifo_.depth(); }
 
@@ -48,7 +49,7 @@ class SelfSendConnection : public SendConnection {
 class SelfRecvConnection : public RecvConnection {
  public:
   explicit SelfRecvConnection(SelfFifo& fifo) : fifo_(fifo) {}
-  const void* tryPeek(size_t* bytes) override { return fifo_.tryPeek(bytes); }
+  const void* tryPeek(size_t* bytes, uint64_t* tag) override { return fifo_.tryPeek(bytes, tag); }
   void release() override { fifo_.release(); }
   size_t slotBytes() const override { return fifo_.slotBytes(); }
 

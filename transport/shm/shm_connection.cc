@@ -45,27 +45,28 @@ void* ShmSendConnection::tryAcquire() {
   return fifo_.slot(head_);
 }
 
-void ShmSendConnection::post(size_t bytes) {
+void ShmSendConnection::post(size_t bytes, uint64_t tag) {
   ShmSlotControl& control = fifo_.control(head_);
   // A small payload travels in the control line itself; the copy stays in this core's cache.
   if (bytes <= ShmSlotControl::kInlineBytes) std::memcpy(control.inlineData, fifo_.slot(head_), bytes);
-  publish(control, bytes);
+  publish(control, bytes, tag);
 }
 
-void ShmSendConnection::postExternal(const void* data, size_t bytes) {
+void ShmSendConnection::postExternal(const void* data, size_t bytes, uint64_t tag) {
   ShmSlotControl& control = fifo_.control(head_);
   uint64_t address = reinterpret_cast<uintptr_t>(data);
   std::memcpy(control.inlineData, &address, sizeof(address));
   ++singleCopiesPosted_;
-  publish(control, bytes | ShmSlotControl::kSingleCopyFlag);
+  publish(control, bytes | ShmSlotControl::kSingleCopyFlag, tag);
 }
 
 bool ShmSendConnection::externalPending() const {
   return fifo_.header->singleCopiesDone.load(std::memory_order_acquire) < singleCopiesPosted_;
 }
 
-void ShmSendConnection::publish(ShmSlotControl& control, uint64_t bytes) {
+void ShmSendConnection::publish(ShmSlotControl& control, uint64_t bytes, uint64_t tag) {
   control.bytes = bytes;
+  control.tag = tag;
   ++head_;
   control.posted.store(head_, std::memory_order_release);
   ringDoorbell(fifo_.bell);
@@ -78,19 +79,23 @@ ShmRecvConnection::ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes,
       fetchedAt_(static_cast<size_t>(depth), nullptr),
       singleCopiesDone_(fifo_.header->singleCopiesDone.load(std::memory_order_relaxed)) {}
 
-const void* ShmRecvConnection::tryPeek(size_t* bytes) {
+const void* ShmRecvConnection::tryPeek(size_t* bytes, uint64_t* tag) {
   const ShmSlotControl& control = fifo_.control(tail_);
   if (control.posted.load(std::memory_order_acquire) != tail_ + 1) return nullptr;
   // Sizes come from another process: a FIFO slot's is clamped so that a corrupt value cannot make
   // a reader run past the slot (the executor then reports the mismatch); a single copy's is
-  // handed out a slot's worth at a time, and read whole only into a landing that it fits.
+  // handed out a slot's worth at a time, and read whole only into a landing that it fits and
+  // whose call it belongs to. A single copy of another call is not read at all: the executor
+  // fails on its tag before it would look at the bytes.
   const uint64_t raw = control.bytes;
   const uint64_t posted = raw & ~ShmSlotControl::kSingleCopyFlag;
+  *tag = control.tag;
   peekedSingleCopy_ = (raw & ShmSlotControl::kSingleCopyFlag) != 0;
   if (peekedSingleCopy_ && posted > consumed_) {
     peekedPostBytes_ = static_cast<size_t>(posted);
     peekedBytes_ = static_cast<size_t>(std::min<uint64_t>(posted - consumed_, fifo_.slotBytes));
     *bytes = peekedBytes_;
+    if (landing_.totalBytes > 0 && *tag != landing_.tag) return fifo_.slot(tail_);
     return fetchSingleCopy(control, peekedPostBytes_, peekedBytes_);
   }
   peekedPostBytes_ = 0;  // a FIFO slot, or a single copy of nothing (only a corrupt one): released whole
@@ -109,11 +114,11 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   // frame the executor expects at its place.
   const bool sameSlices = landing_.sliceBytes == fifo_.slotBytes;
   auto placeOfPost = [&](uint64_t frame, size_t bytes) {
-    return sameSlices ? landing_.placeOfFrames(frame, bytes) : landing_.placeOf(frame, bytes);
+    return sameSlices ? landing_.placeOfFrames(frame, bytes, control.tag) : landing_.placeOf(frame, bytes, control.tag);
   };
   uint8_t* to = consumed_ == 0 ? placeOfPost(slices_, postBytes) : nullptr;
   if (to == nullptr) {
-    uint8_t* place = landing_.placeOf(slices_, sliceBytes);
+    uint8_t* place = landing_.placeOf(slices_, sliceBytes, control.tag);
     if (place != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
     fetchedSliceAt_ = place != nullptr ? place : fifo_.slot(tail_);
     readPeerMemory(senderPid_, address + consumed_, fetchedSliceAt_, sliceBytes);
@@ -123,7 +128,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   // Read on through the single copies already posted behind this one that continue both the
   // sender's buffer and our destination (the next slices of one message): one system call for
   // the run. Each call pins the pages it copies and costs a fixed part besides; slice by slice
-  // (128 KiB) a 4 MiB sendrecv between two ranks took 2x as long as one read of 4 MiB.
+  // (128 KiB) a 4 MiB sendrecv between two ranks took much longer than one read of 4 MiB.
   uint64_t end = tail_ + 1;
   size_t run = postBytes;
   uint64_t slicesRead = (postBytes + fifo_.slotBytes - 1) / fifo_.slotBytes;
@@ -132,7 +137,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
     if (next.posted.load(std::memory_order_acquire) != end + 1) break;
     const uint64_t raw = next.bytes;
     const size_t nextBytes = static_cast<size_t>(raw & ~ShmSlotControl::kSingleCopyFlag);
-    if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0) break;
+    if ((raw & ShmSlotControl::kSingleCopyFlag) == 0 || nextBytes == 0 || next.tag != control.tag) break;
     uint64_t nextAddress = 0;
     std::memcpy(&nextAddress, next.inlineData, sizeof(nextAddress));
     uint8_t* place = placeOfPost(slices_ + slicesRead, nextBytes);
@@ -149,8 +154,8 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
   return to;
 }
 
-void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool) {
-  landing_.set(destination, totalBytes, sliceBytes, slices_);
+void ShmRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool, uint64_t tag) {
+  landing_.set(destination, totalBytes, sliceBytes, slices_, tag);
 }
 
 void ShmRecvConnection::release() {

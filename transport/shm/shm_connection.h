@@ -38,13 +38,17 @@ struct alignas(64) ShmFifoHeader {
 // rest of a send step at once): the receiver hands them out one slice of slotBytes at a time, and
 // releases the slot after the last. Why: posted slice by slice, a 64 MiB sendrecv's slices went
 // out as the FIFO freed, and the two ranks, each reading while the other posted, fell into reads
-// of 2-4 slices; one reference for the message is read with one system call (docs/performance.md,
-// fourteenth pass).
+// of a few slices; one reference for the message is read with one system call
+// (docs/performance.md, "Choices in the code, and the measurement behind each").
+//
+// `tag` is the sender's tag for the slot (transport.h): on the control line, so that the receiver
+// checks it from the line it reads anyway, before it copies a byte.
 struct alignas(64) ShmSlotControl {
-  static constexpr size_t kInlineBytes = 48;
+  static constexpr size_t kInlineBytes = 40;
   static constexpr uint64_t kSingleCopyFlag = 1ull << 63;
   std::atomic<uint64_t> posted{0};
   uint64_t bytes = 0;
+  uint64_t tag = 0;
   uint8_t inlineData[kInlineBytes];  // the payload itself when it is at most kInlineBytes
 };
 static_assert(sizeof(ShmSlotControl) == 64, "a slot's control is one cache line");
@@ -73,7 +77,7 @@ class ShmSendConnection : public SendConnection {
   ShmSendConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* receiverBell, size_t singleCopyMin,
                     size_t singleCopyMax, bool window);
   void* tryAcquire() override;
-  void post(size_t bytes) override;
+  void post(size_t bytes, uint64_t tag) override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
   int depth() const override { return fifo_.depth; }
   // Single copies only (transport.h): postExternal is called for slices the executor chose by
@@ -84,11 +88,11 @@ class ShmSendConnection : public SendConnection {
   bool singleCopyPossible(size_t messageBytes) const override {
     return singleCopyMin_ > 0 && messageBytes >= singleCopyMin_;
   }
-  void postExternal(const void* data, size_t bytes) override;
+  void postExternal(const void* data, size_t bytes, uint64_t tag) override;
   bool externalPending() const override;
 
  private:
-  void publish(ShmSlotControl& control, uint64_t bytes);
+  void publish(ShmSlotControl& control, uint64_t bytes, uint64_t tag);
   ShmFifoView fifo_;
   uint64_t head_ = 0;
   uint64_t knownTail_ = 0;  // the receiver's counter when last read: slots below it are free
@@ -102,13 +106,13 @@ class ShmRecvConnection : public RecvConnection {
  public:
   // senderPid: whose memory a single-copy slot refers to.
   ShmRecvConnection(uint8_t* fifo, int depth, size_t slotBytes, Doorbell* senderBell, int senderPid);
-  const void* tryPeek(size_t* bytes) override;
+  const void* tryPeek(size_t* bytes, uint64_t* tag) override;
   void release() override;
   size_t slotBytes() const override { return fifo_.slotBytes; }
   // A single-copy slot is read straight into its place in the caller's memory when an offer
   // covers it; other slots are consumed where they are, as always.
   bool acceptsLanding() const override { return true; }
-  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater) override;
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater, uint64_t tag) override;
   void withdrawLanding() override { landing_ = LandingOffer{}; }
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/logging.h"
@@ -43,15 +44,13 @@ int openPidfd(int pid) {
 #endif
 }
 
-// Whether process `pid` has ended, where pidfds are refused (Linux before 5.3, a seccomp profile,
-// valgrind): no such process any more, or a zombie its parent has not reaped yet. A pid can be
-// reused once reaped, which is why a pidfd is asked for first.
-bool processEnded(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+// The state letter of process `pid` from /proc ('R', 'S', 'T' stopped, 'Z' zombie...), or '\0'
+// when it cannot be read ('?' when there is no such process).
+char processState(int pid) {
   char path[48];
   snprintf(path, sizeof(path), "/proc/%d/stat", pid);
   FILE* file = fopen(path, "re");
-  if (file == nullptr) return errno == ENOENT;
+  if (file == nullptr) return errno == ENOENT ? '?' : '\0';
   char stat[512];
   size_t bytes = fread(stat, 1, sizeof(stat) - 1, file);
   fclose(file);
@@ -59,7 +58,35 @@ bool processEnded(int pid) {
   // "pid (name) state ...": the name may hold spaces and parentheses, so the state follows the
   // last ')'.
   const char* nameEnd = strrchr(stat, ')');
-  return nameEnd != nullptr && nameEnd[1] == ' ' && (nameEnd[2] == 'Z' || nameEnd[2] == 'X');
+  return nameEnd != nullptr && nameEnd[1] == ' ' ? nameEnd[2] : '\0';
+}
+
+// Whether process `pid` has ended, where pidfds are refused (Linux before 5.3, a seccomp profile,
+// valgrind): no such process any more, or a zombie its parent has not reaped yet. A pid can be
+// reused once reaped, which is why a pidfd is asked for first.
+bool processEnded(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  const char state = processState(pid);
+  return state == '?' || state == 'Z' || state == 'X';
+}
+
+// What a timeout's message says of a peer's process, by its state ("" when nothing useful).
+std::string processNote(int pid) {
+  if (pid <= 0 || pid == getpid()) return "";
+  switch (processState(pid)) {
+    case 'T':
+      return ": its process is stopped (SIGSTOP, or a terminal's Ctrl-Z)";
+    case 't':
+      return ": its process is stopped by a debugger";
+    case 'D':
+      return ": its process is in an uninterruptible wait (disk or kernel)";
+    case 'Z':
+    case 'X':
+    case '?':
+      return ": its process has exited";
+    default:
+      return "";
+  }
 }
 
 }  // namespace
@@ -147,15 +174,16 @@ ShmRankHeader* ShmDomain::headerOf(int rank) const {
   return headers_[local];
 }
 
-size_t ShmDomain::fifoAreaOffset() const { return kHeaderBytes + 2 * roundUp(oneshotBytes_, 4096); }
+size_t ShmDomain::oneshotStride() const { return roundUp(oneshotBytes_ + kOneshotTrailerRoom, 4096); }
+
+size_t ShmDomain::fifoAreaOffset() const { return kHeaderBytes + 2 * oneshotStride(); }
 
 size_t ShmDomain::fifoStride() const { return roundUp(shmFifoBytes(fifoDepth_, slotBytes_), 4096); }
 
 size_t ShmDomain::segmentBytes() const { return fifoAreaOffset() + fifoStride() * (localRanks_.size() - 1); }
 
 uint8_t* ShmDomain::oneshotBuffer(int rank, int which) const {
-  return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes +
-         static_cast<size_t>(which) * roundUp(oneshotBytes_, 4096);
+  return reinterpret_cast<uint8_t*>(headerOf(rank)) + kHeaderBytes + static_cast<size_t>(which) * oneshotStride();
 }
 
 // No one initialises a FIFO: its pages come from the kernel zero-filled when the first end
@@ -323,6 +351,36 @@ void ShmDomain::checkPeers() const {
     }
   }
   sweepOnePeer();
+}
+
+std::string ShmDomain::describeStall(uint64_t collective, int64_t quietNs) const {
+  const int64_t now = monotonicNs();
+  std::string blame;
+  int named = 0, more = 0;
+  for (int i = 0; i < static_cast<int>(headers_.size()); ++i) {
+    if (i == myLocal_ || headers_[i] == nullptr) continue;
+    const RankActivity& activity = headers_[i]->doorbell.activity;
+    const uint64_t begun = activity.collectivesBegun.load(std::memory_order_relaxed);
+    const int64_t quietFor = now - activity.waitingAtNs.load(std::memory_order_relaxed);
+    std::string why;
+    if (begun < collective) {
+      why = formatString("has not begun this collective (it has begun %llu; this is collective %llu)",
+                         static_cast<unsigned long long>(begun), static_cast<unsigned long long>(collective));
+    } else if (begun == collective && quietFor > quietNs) {
+      why = formatString("is in this collective but has not waited on anything for %.1f s", quietFor * 1e-9);
+    } else {
+      continue;
+    }
+    if (named == 3) {
+      ++more;
+      continue;
+    }
+    const int pid = headers_[i]->pid;
+    blame += formatString("%srank %d (pid %d) %s%s", named++ > 0 ? "; " : "", localRanks_[i], pid, why.c_str(),
+                          processNote(pid).c_str());
+  }
+  if (more > 0) blame += formatString("; and %d more such rank(s) on this host", more);
+  return blame;
 }
 
 void ShmDomain::throwIfExited(int local, int pidfd) const {

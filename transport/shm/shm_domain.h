@@ -50,7 +50,7 @@ struct alignas(64) ShmRankHeader {
   Doorbell doorbell;
   NativeArea native;
   alignas(64) std::atomic<uint32_t> failed{0};  // set when this rank's communicator failed
-  char failReason[188];
+  char failReason[444];  // room for a timeout naming the ranks to blame, or a message naming two calls
   // Set when this rank destroyed its communicator normally: its process may then exit without
   // that being a failure, since it owes its peers nothing more.
   std::atomic<uint32_t> departed{0};
@@ -75,6 +75,7 @@ class ShmDomain : public Domain, public LocalMemory {
 
   void checkPeers() const override;
   void announceFailure(const std::string& reason) override;
+  std::string describeStall(uint64_t collective, int64_t quietNs) const override;
   DomainUsage usage() const override;
 
   Doorbell* sharedDoorbell() override;
@@ -95,6 +96,7 @@ class ShmDomain : public Domain, public LocalMemory {
   int peerIndex(int peer) const;     // local index of a connected peer; throws otherwise
   ShmRankHeader* headerOf(int rank) const;
   size_t segmentBytes() const;
+  size_t oneshotStride() const;   // a one-shot buffer with its trailer room, in whole pages
   size_t fifoAreaOffset() const;  // where the FIFOs begin: everything before is allocated at once
   size_t fifoStride() const;
   // The FIFO in receiverLocal's segment that senderLocal writes into, its memory allocated.

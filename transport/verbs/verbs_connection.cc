@@ -34,7 +34,7 @@ void verbsCountWritten(VerbsLink& link, VerbsPeer& peer, VerbsCountWrite& write,
 }
 
 uint8_t* VerbsSendConnection::nextSlot() const {
-  return peer_.sendSlots + (peer_.posted % link_.depth()) * link_.slotBytes();
+  return peer_.sendSlots + (peer_.posted % link_.depth()) * verbsSlotStride(link_.slotBytes());
 }
 
 void* VerbsSendConnection::tryAcquire() {
@@ -48,9 +48,9 @@ void* VerbsSendConnection::tryAcquire() {
   return nextSlot();
 }
 
-void VerbsSendConnection::post(size_t bytes) {
+void VerbsSendConnection::post(size_t bytes, uint64_t tag) {
   std::lock_guard<std::mutex> lock(link_.mutex());
-  postLocked(nextSlot(), link_.regionLkey(), -1, bytes);
+  postLocked(nextSlot(), link_.regionLkey(), -1, bytes, tag);
 }
 
 bool VerbsSendConnection::acceptsExternal(const CallerBuffer& buffer) {
@@ -58,14 +58,14 @@ bool VerbsSendConnection::acceptsExternal(const CallerBuffer& buffer) {
   return link_.callerMemory().cover(buffer) >= 0;
 }
 
-void VerbsSendConnection::postExternal(const void* data, size_t bytes) {
+void VerbsSendConnection::postExternal(const void* data, size_t bytes, uint64_t tag) {
   std::lock_guard<std::mutex> lock(link_.mutex());
   VerbsCallerMemory& memory = link_.callerMemory();
   const int region = memory.find(data, bytes);
-  if (region >= 0) return postLocked(data, memory.lkey(region), region, bytes);
+  if (region >= 0) return postLocked(data, memory.lkey(region), region, bytes, tag);
   // Not inside the buffer acceptsExternal() registered: the copy the caller would have made.
   std::memcpy(nextSlot(), data, bytes);
-  postLocked(nextSlot(), link_.regionLkey(), -1, bytes);
+  postLocked(nextSlot(), link_.regionLkey(), -1, bytes, tag);
 }
 
 bool VerbsSendConnection::externalPending() const {
@@ -76,21 +76,28 @@ bool VerbsSendConnection::externalPending() const {
   return peer_.callerWritesInFlight > 0;
 }
 
-void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int region, size_t bytes) {
+void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int region, size_t bytes, uint64_t tag) {
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
   uint32_t imm = (static_cast<uint32_t>(VerbsImm::kData) << 30) | (peer_.posted & kVerbsSeqMask);
   const int lane = static_cast<int>(peer_.posted % peer_.qps.size());
-  uint64_t remote = peer_.remoteSlots + slot * link_.slotBytes();
+  const size_t stride = verbsSlotStride(link_.slotBytes());
+  uint64_t remote = peer_.remoteSlots + slot * stride;
   uint32_t rkey = peer_.remoteKey;
-  // Into the receiver's own buffer where its landing record covers this slice (verbs_landing.h);
-  // the slot's credit is taken and returned all the same.
-  const bool landed = verbsLandingTarget(peer_, peer_.posted, bytes, &remote, &rkey);
+  // Into the receiver's own buffer where its landing record covers this slice and was made for
+  // this call (verbs_landing.h): that write carries no tag, since nothing may land past the slice,
+  // and the receiver takes its offer's. The slot's credit is taken and returned all the same.
+  const bool landed = verbsLandingTarget(peer_, peer_.posted, bytes, tag, &remote, &rkey);
+  // Into the slot, the tag follows the payload in the same write: from our slot's room past the
+  // payload, in the registered region (the payload may be the caller's buffer).
+  uint8_t* tagSource = peer_.sendSlots + slot * stride + link_.slotBytes();
+  if (local == peer_.sendSlots + slot * stride) tagSource = static_cast<uint8_t*>(const_cast<void*>(local)) + bytes;
+  std::memcpy(tagSource, &tag, sizeof(tag));
   if (landed) imm |= kVerbsLandedBit;
   ++peer_.posted;
   peer_.inFlight[slot] = 1;
   // From our slot or the caller's buffer alike: the receiver cannot tell them apart.
-  if (!link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey, static_cast<uint32_t>(bytes), remote,
-                                 rkey, &imm)) {
+  if (!link_.postWriteFromLocked(peer_, lane, VerbsWork::kData, slot, local, lkey, static_cast<uint32_t>(bytes),
+                                 tagSource, landed ? 0 : static_cast<uint32_t>(kVerbsTagBytes), remote, rkey, &imm)) {
     peer_.inFlight[slot] = 0;
     return;
   }
@@ -104,15 +111,16 @@ void VerbsSendConnection::postLocked(const void* local, uint32_t lkey, int regio
   link_.callerMemory().writePosted(region);
 }
 
-const void* VerbsRecvConnection::tryPeek(size_t* bytes) {
+const void* VerbsRecvConnection::tryPeek(size_t* bytes, uint64_t* tag) {
   std::lock_guard<std::mutex> lock(link_.mutex());
   link_.pollLocked();
   if (peer_.released == peer_.arrived) return nullptr;
   const uint32_t slot = static_cast<uint32_t>(peer_.released % link_.depth());
   *bytes = peer_.sizes[slot];
+  *tag = peer_.tags[slot];
   // A landed slice is already at its place in the executor's destination: it copies nothing.
   uint8_t* landed = peer_.landing.landedAt[slot];
-  return landed != nullptr ? landed : peer_.recvSlots + slot * link_.slotBytes();
+  return landed != nullptr ? landed : peer_.recvSlots + slot * verbsSlotStride(link_.slotBytes());
 }
 
 void VerbsRecvConnection::release() {
@@ -122,9 +130,9 @@ void VerbsRecvConnection::release() {
   writeVerbsCount(link_, peer_, peer_.credit, VerbsWork::kCredit, peer_.released);
 }
 
-void VerbsRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool) {
+void VerbsRecvConnection::offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool, uint64_t tag) {
   std::lock_guard<std::mutex> lock(link_.mutex());
-  offerVerbsLanding(link_, peer_, destination, totalBytes, sliceBytes);
+  offerVerbsLanding(link_, peer_, destination, totalBytes, sliceBytes, tag);
 }
 
 void VerbsRecvConnection::withdrawLanding() {

@@ -26,10 +26,11 @@ const VerbsAvailability& availability() {
   return probed;
 }
 
-// Per peer: its receive slots, our send slots, then the credit word it writes, the source of ours,
-// the word its probes land on, and the landings' mailboxes and words (verbs_landing.h).
+// Per peer: its receive slots, our send slots (each with room for its tag: verbsSlotStride), then
+// the credit word it writes, the source of ours, the word its probes land on, and the landings'
+// mailboxes and words (verbs_landing.h).
 size_t perPeerBytes(size_t slotBytes, int depth) {
-  return 2 * slotBytes * depth + 3 * kWordBytes + verbsLandingBytes();
+  return 2 * verbsSlotStride(slotBytes) * depth + 3 * kWordBytes + verbsLandingBytes();
 }
 
 }  // namespace
@@ -111,16 +112,18 @@ std::string VerbsDomain::card(int) {
     p.rank = members_[i];
     p.index = static_cast<int>(i);
     uint8_t* base = static_cast<uint8_t*>(memory_) + i * each;
+    const size_t slots = verbsSlotStride(settings_.slotBytes) * depth_;
     p.recvSlots = base;
-    p.sendSlots = base + settings_.slotBytes * depth_;
-    p.creditIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_);
-    p.creditOut = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + kWordBytes);
-    p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * settings_.slotBytes * depth_ + 2 * kWordBytes);
+    p.sendSlots = base + slots;
+    p.creditIn = reinterpret_cast<uint64_t*>(base + 2 * slots);
+    p.creditOut = reinterpret_cast<uint64_t*>(base + 2 * slots + kWordBytes);
+    p.probeIn = reinterpret_cast<uint64_t*>(base + 2 * slots + 2 * kWordBytes);
     p.credit.source = p.creditOut;
-    placeVerbsLanding(p.landing, base + 2 * settings_.slotBytes * depth_ + 3 * kWordBytes, depth_);
+    placeVerbsLanding(p.landing, base + 2 * slots + 3 * kWordBytes, depth_);
     p.inFlight.assign(depth_, 0);
     p.callerRegion.assign(depth_, -1);
     p.sizes.assign(depth_, 0);
+    p.tags.assign(depth_, 0);
     p.present.assign(depth_, 0);
     peerIndex_[p.rank] = static_cast<int>(peers_.size());
     peers_.push_back(std::move(peer));
@@ -206,18 +209,22 @@ bool VerbsDomain::postRecvLocked(VerbsPeer& peer, int lane) {
 
 bool VerbsDomain::postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
                                   uint32_t bytes, uint64_t remote, const uint32_t* imm) {
-  return postWriteFromLocked(peer, lane, work, slot, local, mr_->lkey, bytes, remote, peer.remoteKey, imm);
+  return postWriteFromLocked(peer, lane, work, slot, local, mr_->lkey, bytes, nullptr, 0, remote, peer.remoteKey, imm);
 }
 
 bool VerbsDomain::postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local,
-                                      uint32_t lkey, uint32_t bytes, uint64_t remote, uint32_t rkey,
-                                      const uint32_t* imm) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(local), bytes, lkey};
+                                      uint32_t lkey, uint32_t payloadBytes, const void* trailer, uint32_t trailerBytes,
+                                      uint64_t remote, uint32_t rkey, const uint32_t* imm) {
+  ibv_sge sges[2];
+  int count = 0;
+  if (payloadBytes > 0) sges[count++] = {reinterpret_cast<uint64_t>(local), payloadBytes, lkey};
+  if (trailerBytes > 0) sges[count++] = {reinterpret_cast<uint64_t>(trailer), trailerBytes, mr_->lkey};
+  const uint32_t bytes = payloadBytes + trailerBytes;
   ibv_send_wr wr{};
   ibv_send_wr* bad = nullptr;
   wr.wr_id = verbsWrId(peer.index, work, slot);
-  wr.sg_list = bytes > 0 ? &sge : nullptr;
-  wr.num_sge = bytes > 0 ? 1 : 0;
+  wr.sg_list = count > 0 ? sges : nullptr;
+  wr.num_sge = count;
   wr.opcode = imm != nullptr ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
   if (imm != nullptr) wr.imm_data = *imm;
   // Every request is signaled: its completion frees its slot or its one-in-flight flag, and an
@@ -315,18 +322,25 @@ std::string VerbsDomain::acceptDataLocked(VerbsPeer& peer, int lane, uint32_t im
   const uint32_t seq = imm & kVerbsSeqMask;
   const uint64_t ahead = (seq - static_cast<uint32_t>(peer.arrived)) & kVerbsSeqMask;
   const uint64_t full = peer.arrived + ahead;
-  if (full >= peer.released + static_cast<uint64_t>(depth_) || bytes > settings_.slotBytes ||
-      full % peer.qps.size() != static_cast<uint64_t>(lane) || peer.present[full % depth_])
+  // Written into the slot, the payload is followed by its tag; landed in our buffer, it is alone.
+  const bool landed = (imm & kVerbsLandedBit) != 0;
+  const uint32_t payload = landed ? bytes : bytes - static_cast<uint32_t>(kVerbsTagBytes);
+  if (full >= peer.released + static_cast<uint64_t>(depth_) || (!landed && bytes < kVerbsTagBytes) ||
+      payload > settings_.slotBytes || full % peer.qps.size() != static_cast<uint64_t>(lane) ||
+      peer.present[full % depth_])
     return formatString(
-        "slot %u of %u bytes arrived on queue pair %d out of order or beyond its credit (next expected "
-        "slot %llu)",
+        "slot %u of %u bytes arrived on queue pair %d out of order, beyond its credit or without its tag (next "
+        "expected slot %llu)",
         seq, bytes, lane, static_cast<unsigned long long>(peer.arrived));
   // Flagged as written into our buffer: only where our landing expects it (verbs_landing.h).
-  std::string bad = acceptVerbsArrival(peer, full, bytes, (imm & kVerbsLandedBit) != 0, depth_);
+  std::string bad = acceptVerbsArrival(peer, full, payload, landed, depth_);
   if (!bad.empty()) return bad;
   // Counted so that a test can tell reordering across QPs really happened (logged at close).
   if (full != peer.arrived) ++arrivedAhead_;
-  peer.sizes[full % depth_] = bytes;
+  uint64_t tag = peer.landing.offer.tag;
+  if (!landed) std::memcpy(&tag, peer.recvSlots + (full % depth_) * verbsSlotStride(settings_.slotBytes) + payload, sizeof(tag));
+  peer.tags[full % depth_] = tag;
+  peer.sizes[full % depth_] = payload;
   peer.present[full % depth_] = 1;
   while (peer.present[peer.arrived % depth_]) {
     peer.present[peer.arrived % depth_] = 0;

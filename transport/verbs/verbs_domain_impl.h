@@ -65,7 +65,8 @@ class VerbsDomain : public Domain, public VerbsLink, public ProgressDriver {
   bool postWriteLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t bytes,
                        uint64_t remote, const uint32_t* imm) override;
   bool postWriteFromLocked(VerbsPeer& peer, int lane, VerbsWork work, uint32_t slot, const void* local, uint32_t lkey,
-                           uint32_t bytes, uint64_t remote, uint32_t rkey, const uint32_t* imm) override;
+                           uint32_t payloadBytes, const void* trailer, uint32_t trailerBytes, uint64_t remote,
+                           uint32_t rkey, const uint32_t* imm) override;
   uint32_t regionLkey() const override { return mr_->lkey; }
   void breakPeerLocked(VerbsPeer& peer, const std::string& message) override;
   VerbsCallerMemory& callerMemory() override { return callerMemory_; }

@@ -36,7 +36,8 @@ void placeVerbsLanding(VerbsLanding& landing, uint8_t* base, int depth) {
   landing.landedWrite.assign(depth, 0);
 }
 
-void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size_t totalBytes, size_t sliceBytes) {
+void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size_t totalBytes, size_t sliceBytes,
+                       uint64_t tag) {
   VerbsLanding& l = peer.landing;
   // The executor offers again on a connection only once the previous offer's frames were taken,
   // so the previous one is done with.
@@ -55,7 +56,7 @@ void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size
   if (mr == nullptr) return;
   LandingOffer offer;
   // From the frame tryPeek returns next: earlier ones belong to the executor's earlier steps.
-  offer.set(destination, totalBytes, sliceBytes, peer.released);
+  offer.set(destination, totalBytes, sliceBytes, peer.released, tag);
   const uint64_t generation = l.recordsSent + 1;
   const uint32_t entry = static_cast<uint32_t>(generation % kVerbsMailboxEntries);
   VerbsLandingRecord& record = l.recordsOut[entry];
@@ -67,6 +68,7 @@ void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size
   record.totalBytes = totalBytes;
   record.address = reinterpret_cast<uint64_t>(destination);
   record.rkey = mr->rkey;
+  record.tag = tag;
   const uint32_t imm = (static_cast<uint32_t>(VerbsImm::kLanding) << 30) | (generation & kVerbsImmLowBits);
   if (!link.postWriteLocked(peer, 0, VerbsWork::kLanding, entry, &record, sizeof(record),
                             l.remoteMailbox + entry * sizeof(VerbsLandingRecord), &imm)) {
@@ -89,7 +91,7 @@ void withdrawVerbsLanding(VerbsLink& link, VerbsPeer& peer) {
   // tryPeek would find them: the caller may reuse its buffer once the call returns.
   for (size_t slot = 0; slot < l.landedAt.size(); ++slot) {
     if (l.landedAt[slot] == nullptr) continue;
-    std::memcpy(peer.recvSlots + slot * link.slotBytes(), l.landedAt[slot], peer.sizes[slot]);
+    std::memcpy(peer.recvSlots + slot * verbsSlotStride(link.slotBytes()), l.landedAt[slot], peer.sizes[slot]);
     l.landedAt[slot] = nullptr;
   }
   ibv_mr* mr = l.mr;
@@ -108,7 +110,8 @@ std::string acceptVerbsArrival(VerbsPeer& peer, uint64_t seq, uint32_t bytes, bo
   l.landedAt[slot] = nullptr;
   if (!landed) return "";
   // The immediate says the bytes are in our buffer: only where our live offer expects exactly them.
-  uint8_t* place = l.mr != nullptr ? l.offer.placeOf(seq, bytes) : nullptr;
+  // The sender landed them only for the call the offer was made for, so they carry its tag.
+  uint8_t* place = l.mr != nullptr ? l.offer.placeOf(seq, bytes, l.offer.tag) : nullptr;
   if (place == nullptr)
     return formatString("slot %llu of %u bytes was written into this rank's receive buffer, but %s",
                         static_cast<unsigned long long>(seq), bytes, describeOffer(l).c_str());
@@ -128,7 +131,7 @@ std::string takeVerbsLandingRecord(VerbsLink& link, VerbsPeer& peer, uint32_t im
   LandingOffer target;
   if (record.generation == generation && record.sliceBytes > 0 && record.sliceBytes <= link.slotBytes() &&
       record.totalBytes > 0 && record.totalBytes <= kMaxLandingBytes && record.first <= UINT64_MAX - record.totalBytes)
-    target.set(nullptr, record.totalBytes, record.sliceBytes, record.first);
+    target.set(nullptr, record.totalBytes, record.sliceBytes, record.first, record.tag);
   if (target.totalBytes == 0 || target.end != record.end)
     return formatString(
         "a landing record does not add up (generation %llu where %llu was due, slots %llu..%llu for %llu bytes in "
@@ -146,9 +149,10 @@ std::string takeVerbsLandingRecord(VerbsLink& link, VerbsPeer& peer, uint32_t im
   return "";
 }
 
-bool verbsLandingTarget(const VerbsPeer& peer, uint64_t seq, size_t bytes, uint64_t* remote, uint32_t* rkey) {
+bool verbsLandingTarget(const VerbsPeer& peer, uint64_t seq, size_t bytes, uint64_t tag, uint64_t* remote,
+                        uint32_t* rkey) {
   const VerbsLanding& l = peer.landing;
-  const size_t offset = l.target.offsetOf(seq, bytes);
+  const size_t offset = l.target.offsetOf(seq, bytes, tag);
   if (offset == LandingOffer::kNowhere) return false;
   // The address came from the peer: its device checks the write against the key's registration,
   // so a wrong one fails the write there, never lands outside what the peer registered.

@@ -5,9 +5,10 @@
 //
 // The protocol, for one direction of one pair (R receives from S; both roles exist on each rank):
 //   1. Offer. R's executor says that the frames from sequence number `first` (the next tryPeek
-//      returns) are the slices of `total` bytes bound for `dst`, `slice` bytes each but the last.
-//      When total >= COLL_IB_ZCOPY_BYTES, R registers [dst, dst + total) for remote write, for this
-//      offer only, and RDMA-writes a record {generation, first, end, slice, total, address, rkey}
+//      returns) are the slices of `total` bytes bound for `dst`, `slice` bytes each but the last,
+//      of the call `tag` (transport.h). When total >= COLL_IB_ZCOPY_BYTES, R registers
+//      [dst, dst + total) for remote write, for this offer only, and RDMA-writes a record
+//      {generation, first, end, slice, total, address, rkey, tag}
 //      into entry generation % kVerbsMailboxEntries of a small ring in S's registered memory (its
 //      mailbox for R), with immediate kLanding | generation.
 //   2. Record. S learns of it from the receive completion that the write with immediate makes, so
@@ -18,10 +19,13 @@
 //      unacknowledged, nor that many record writes uncompleted, so it never overwrites an entry S
 //      has not copied out, never finds S without a posted receive for it (S reposts the receive
 //      before it acknowledges), and never overfills its send queue.
-//   3. Send. For sequence number s, when the live record covers s and the slice is exactly the
-//      size the record expects there (LandingOffer::offsetOf), S writes it to address + (s - first)
-//      * slice under the record's rkey, with the data immediate's landed bit set, from its slot or
-//      from the caller's registered buffer alike; otherwise into R's slot as before. Credits and
+//   3. Send. For sequence number s, when the live record covers s, the slice is exactly the size
+//      the record expects there and S's call has the record's tag (LandingOffer::offsetOf), S
+//      writes it to address + (s - first) * slice under the record's rkey, with the data
+//      immediate's landed bit set and no tag after it, from its slot or from the caller's
+//      registered buffer alike; otherwise into R's slot as before, its tag after it. A slice of
+//      another call than R's (a count or datatype that differs) thus never lands in R's buffer:
+//      it goes to the slot, where R's executor reads its tag and fails. Credits and
 //      slots stay per sequence number: a landed frame takes and returns its slot's credit as any
 //      other, so the FIFO's accounting does not change. A record S sees after it posted part of
 //      its range covers the rest: R meets a mix of slot and landed arrivals.
@@ -88,7 +92,7 @@ struct VerbsLandingRecord {
   uint64_t address = 0;  // where in R's memory the first slice goes
   uint32_t rkey = 0;     // the key that opens [address, address + totalBytes)
   uint32_t reserved = 0;
-  uint64_t reserved2 = 0;
+  uint64_t tag = 0;  // the call R's executor expects these slices of (transport.h)
 };
 static_assert(sizeof(VerbsLandingRecord) == 64, "a mailbox entry is one cache line");
 
@@ -134,7 +138,8 @@ void placeVerbsLanding(VerbsLanding& landing, uint8_t* base, int depth);
 
 // Receive side. offer: replaces any earlier offer (withdrawing it), and makes this one when it is
 // large enough, the registration succeeds and the mailbox has room; otherwise the slots serve.
-void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size_t totalBytes, size_t sliceBytes);
+void offerVerbsLanding(VerbsLink& link, VerbsPeer& peer, void* destination, size_t totalBytes, size_t sliceBytes,
+                       uint64_t tag);
 void withdrawVerbsLanding(VerbsLink& link, VerbsPeer& peer);
 // A data arrival with full sequence number `seq`: records where a landed one lies. "" when it is
 // consistent, else what is wrong (a landed arrival outside the offer).
@@ -143,9 +148,10 @@ std::string acceptVerbsArrival(VerbsPeer& peer, uint64_t seq, uint32_t bytes, bo
 // Send side. A record announced by an immediate with generation bits `imm`: "" when taken, else
 // what is wrong with it. Call after the receive it consumed is posted again.
 std::string takeVerbsLandingRecord(VerbsLink& link, VerbsPeer& peer, uint32_t imm);
-// Where the slice with sequence number `seq` and `bytes` goes when a live record covers it: true,
-// with the peer's address and key.
-bool verbsLandingTarget(const VerbsPeer& peer, uint64_t seq, size_t bytes, uint64_t* remote, uint32_t* rkey);
+// Where the slice with sequence number `seq`, `bytes` and `tag` goes when a live record covers it:
+// true, with the peer's address and key.
+bool verbsLandingTarget(const VerbsPeer& peer, uint64_t seq, size_t bytes, uint64_t tag, uint64_t* remote,
+                        uint32_t* rkey);
 
 }  // namespace transport
 }  // namespace coll

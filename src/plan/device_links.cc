@@ -1,0 +1,39 @@
+#include "src/plan/device_links.h"
+
+#include <algorithm>
+
+namespace coll {
+
+LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs) {
+  using topo::GpuLinkKind;
+  const LinkCost pcie{costs.p2p.latencyUs, std::min(costs.p2p.bytesPerUs, costs.staging.bytesPerUs)};
+  switch (kind) {
+    case GpuLinkKind::kSame:
+    case GpuLinkKind::kNvlink:
+    case GpuLinkKind::kBoard:
+      return costs.p2p;
+    case GpuLinkKind::kNumaNode:
+    case GpuLinkKind::kSystem:
+      return LinkCost{pcie.latencyUs + 1.0, pcie.bytesPerUs / 2};
+    default:
+      return pcie;
+  }
+}
+
+LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs) {
+  LinkCost slowest = costs.p2p;
+  for (const auto& row : gpus.links)
+    for (const topo::GpuLink& link : row) {
+      const LinkCost c = gpuLinkCost(link.kind, costs);
+      if (c.bytesPerUs < slowest.bytesPerUs) slowest.bytesPerUs = c.bytesPerUs;
+      if (c.latencyUs > slowest.latencyUs) slowest.latencyUs = c.latencyUs;
+    }
+  return slowest;
+}
+
+bool needsStaging(const topo::GpuTopology& gpus, int a, int b) {
+  const topo::GpuLink& link = gpus.links.at(a).at(b);
+  return link.kind != topo::GpuLinkKind::kSame && !link.peerAccess;
+}
+
+}  // namespace coll

@@ -1,0 +1,21 @@
+// The cost model's device rows for the GPUs of one host, from how they connect
+// (src/topo/gpu_topology.h): what a hop between two GPUs costs, the host's local link for the
+// planner (its slowest pair: a plan in lock step goes at its slowest link's pace), and whether a
+// pair must be staged through host memory because neither NVLink nor PCIe peer access joins it.
+#pragma once
+
+#include "src/algorithms/plan_context.h"
+#include "src/topo/gpu_topology.h"
+
+namespace coll {
+
+// NVLink (or one GPU, one board): the p2p row. PCIe peer access: p2p's latency at the staging
+// row's rate (both cross the same PCIe links). Across NUMA nodes or sockets: the inter-socket
+// link halves that. Unknown: as PCIe, the common case.
+LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs);
+// The slowest link between any two of the GPUs; costs.p2p for one GPU or none.
+LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs);
+// Whether device memory between GPUs a and b must be staged: different GPUs without peer access.
+bool needsStaging(const topo::GpuTopology& gpus, int a, int b);
+
+}  // namespace coll

@@ -1,0 +1,132 @@
+#include "tests/cuda/api_ranks.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "tests/cuda/gpu_ranks.h"
+
+namespace colltest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kRankVar = "COLL_API_TEST_RANK";
+constexpr const char* kSizeVar = "COLL_API_TEST_NRANKS";
+constexpr const char* kIdVar = "COLL_API_TEST_ID";
+constexpr const char* kBodyVar = "COLL_API_TEST_BODY";
+constexpr const char* kTimeoutVar = "COLL_API_TEST_TIMEOUT_MS";
+constexpr int kGraceMs = 60000;
+
+long msSince(Clock::time_point t) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+// One rank: device, stream, communicator, the body, teardown.
+std::vector<std::string> runRank(int rank, int nranks, const collUniqueId& id, int timeoutMs, const ApiRankBody& body) {
+  const std::string me = "rank " + std::to_string(rank) + ": ";
+  ApiRank r;
+  r.rank = rank;
+  r.nranks = nranks;
+  if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking) != cudaSuccess)
+    return {me + "cudaSetDevice(0) or cudaStreamCreate failed"};
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = timeoutMs;
+  const collResult_t rc = collCommInitRankConfig(&r.comm, nranks, id, rank, &config);
+  if (rc != collSuccess) return {me + apiFailure("init", rc, nullptr)};
+  std::vector<std::string> failures = body(r);
+  for (std::string& f : failures) f = me + f;
+  // After a failure the peers may be gone: abort instead of a destroy that meets them.
+  collResult_t destroyed = failures.empty() ? collCommDestroy(r.comm) : collCommAbort(r.comm);
+  if (destroyed != collSuccess && failures.empty()) failures.push_back(me + apiFailure("destroy", destroyed, nullptr));
+  cudaStreamDestroy(r.stream);
+  return failures;
+}
+
+std::vector<std::string> runThreads(const ApiJob& job, const collUniqueId& id, const ApiRankBody& body) {
+  std::vector<std::vector<std::string>> failures(job.nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < job.nranks; ++r)
+    threads.emplace_back([&, r] { failures[r] = runRank(r, job.nranks, id, job.timeoutMs, body); });
+  for (auto& t : threads) t.join();
+  std::vector<std::string> all;
+  for (auto& f : failures) all.insert(all.end(), f.begin(), f.end());
+  return all;
+}
+
+std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id, const std::string& bodyName) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> failures;
+  const int perHost = (job.nranks + job.hosts - 1) / job.hosts;
+  for (int r = 0; r < job.nranks; ++r) {
+    std::vector<std::string> vars = {
+        std::string(kRankVar) + "=" + std::to_string(r), std::string(kSizeVar) + "=" + std::to_string(job.nranks),
+        std::string(kIdVar) + "=" + uniqueIdToHex(id), std::string(kBodyVar) + "=" + bodyName,
+        std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
+    if (job.hosts > 1) vars.push_back("COLL_HOSTID=gpu-staged-host" + std::to_string(r / perHost));
+    const pid_t pid = spawnSelf(vars);
+    if (pid == 0) {
+      failures.push_back("posix_spawn of rank " + std::to_string(r) + " failed");
+      break;
+    }
+    pids.push_back(pid);
+  }
+  const Clock::time_point start = Clock::now();
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(pids[r], &status, WNOHANG)) == 0 && msSince(start) < job.timeoutMs + kGraceMs + 10000)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (done == 0) {
+      for (pid_t p : pids) kill(p, SIGKILL);
+      waitpid(pids[r], &status, 0);
+      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(msSince(start)) +
+                         " ms)");
+    } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      failures.push_back("rank " + std::to_string(r) + " " +
+                         (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))
+                                            : "died of signal " + std::to_string(WTERMSIG(status))) +
+                         " (its lines above say why)");
+    }
+  }
+  return failures;
+}
+
+}  // namespace
+
+std::string apiFailure(const char* what, collResult_t rc, collComm_t comm) {
+  if (rc == collSuccess) return "";
+  return std::string(what) + ": " + collGetErrorString(rc) + ": " + collGetLastError(comm);
+}
+
+int apiRankChildMain(const std::map<std::string, ApiRankBody>& bodies) {
+  const char* rank = getenv(kRankVar);
+  if (rank == nullptr) return -1;
+  const auto body = bodies.find(getenv(kBodyVar) != nullptr ? getenv(kBodyVar) : "");
+  if (body == bodies.end()) return 2;
+  const int timeoutMs = atoi(getenv(kTimeoutVar));
+  // A rank that hangs despite every bound says so rather than be killed silently.
+  std::thread([rank, timeoutMs] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeoutMs + kGraceMs));
+    printf("TIMEOUT rank %s: not done after %d ms\n", rank, timeoutMs + kGraceMs);
+    fflush(stdout);
+    _exit(124);
+  }).detach();
+  const std::vector<std::string> failures =
+      runRank(atoi(rank), atoi(getenv(kSizeVar)), uniqueIdFromHex(getenv(kIdVar)), timeoutMs, body->second);
+  for (const std::string& f : failures) printf("FAIL %s\n", f.c_str());
+  fflush(stdout);
+  _exit(failures.empty() ? 0 : 1);  // no CUDA teardown at exit: not what is tested
+}
+
+std::vector<std::string> runApiRanks(const ApiJob& job, const std::string& bodyName, const ApiRankBody& body) {
+  collUniqueId id;
+  if (collGetUniqueId(&id) != collSuccess) return {apiFailure("collGetUniqueId", collInternalError, nullptr)};
+  return job.mode == "threads" ? runThreads(job, id, body) : runProcesses(job, id, bodyName);
+}
+
+}  // namespace colltest
