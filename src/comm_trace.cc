@@ -68,10 +68,20 @@ std::string Communicator::silenceOf(int rank) const {
 
 std::string Communicator::reportHang() {
   if (!watcher_ || !recorder_.enabled()) return "";
-  const std::string line =
-      trace::describeHang(watcher_->probe(traceReport("timeout", 8), std::chrono::milliseconds(params_.traceProbeMs)));
+  const std::vector<trace::RankStatus> statuses =
+      watcher_->probe(traceReport("timeout", 8), std::chrono::milliseconds(params_.traceProbeMs));
+  int silent = 0;
+  for (const trace::RankStatus& s : statuses) silent += s.answered ? 0 : 1;
+  std::string line = trace::describeHang(statuses);
+  // A peer that timed out too may have heard from ranks this one did not (comm_watcher.h).
+  std::string theirs;
+  int theirSilent = 0;
+  if (silent > 0 && watcher_->peerVerdict(&theirs, &theirSilent) && theirSilent < silent) {
+    line = theirs;
+    silent = theirSilent;
+  }
   COLL_WARN(kColl, "comm %s rank %d: hang report: %s", options_.name.c_str(), rank_, line.c_str());
-  watcher_->tellVerdict(line);
+  watcher_->tellVerdict(line, silent);
   dumpTraceFor("timeout", kTraceDumpOnTimeout);
   return line;
 }

@@ -66,7 +66,17 @@ void CommWatcher::sendToAll(const std::string& message) {
   }
 }
 
-void CommWatcher::tellVerdict(const std::string& line) { sendToAll("verdict " + std::to_string(rank_) + " " + line); }
+void CommWatcher::tellVerdict(const std::string& line, int silent) {
+  sendToAll("verdict " + std::to_string(rank_) + " " + std::to_string(silent) + " " + line);
+}
+
+bool CommWatcher::peerVerdict(std::string* line, int* silent) const {
+  std::lock_guard<std::mutex> lock(verdictMutex_);
+  if (bestVerdictSilent_ < 0) return false;
+  *line = bestVerdict_;
+  *silent = bestVerdictSilent_;
+  return true;
+}
 
 void CommWatcher::tellRevoked() { sendToAll("revoke " + std::to_string(rank_)); }
 
@@ -132,12 +142,19 @@ bool CommWatcher::handle(const std::string& message) {
     words >> id >> from;
     answerProbe(id, from);
   } else if (kind == "verdict") {
-    words >> from;
+    int silent = -1;
+    words >> from >> silent;
     std::string line;
     std::getline(words, line);
+    if (!line.empty() && line[0] == ' ') line.erase(0, 1);
     // Every rank that timed out reports; the same line once is enough.
-    if (line != lastVerdict_) COLL_WARN(kColl, "%s: rank %d reports a hang:%s", label_.c_str(), from, line.c_str());
+    if (line != lastVerdict_) COLL_WARN(kColl, "%s: rank %d reports a hang: %s", label_.c_str(), from, line.c_str());
     lastVerdict_ = line;
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    if (silent >= 0 && (bestVerdictSilent_ < 0 || silent < bestVerdictSilent_)) {
+      bestVerdict_ = line;
+      bestVerdictSilent_ = silent;
+    }
   } else if (kind == "revoke" || kind == "excluded") {
     words >> from;
     if (from >= 0 && from < nranks_) (kind == "revoke" ? hooks_.revoked : hooks_.excluded)(from);

@@ -8,8 +8,12 @@
 //   probe <id> <from>     a rank whose call timed out asks for this rank's state: it answers with
 //                         its newest calls (trace_dump.h) under watch/probe/<id>/<rank>, and dumps
 //                         its recorder where COLL_TRACE_DIR asks for it
-//   verdict <from> <line> that rank's hang line, which every rank prints, so every rank's output
-//                         names the rank and the call that hold the job up
+//   verdict <from> <silent> <line>
+//                         that rank's hang line, which every rank prints, so every rank's output
+//                         names the rank and the call that hold the job up; <silent> ranks did not
+//                         answer its probe. A rank whose own probe heard from fewer reports the
+//                         peer's line instead (a rank may have answered one prober and exited, or
+//                         been too busy answering others, before the next one asked)
 //   revoke <from>         collCommRevoke on that rank: this rank's communicator is revoked too,
 //                         which ends its pending call and fails later ones (comm_failure.cc)
 //   excluded <from>       the survivors shrank the communicator without this rank (it was
@@ -27,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,8 +63,11 @@ class CommWatcher {
   // Asks every other rank for its state and waits up to `patience` for the answers; returns every
   // rank's status, this rank's included (`mine`, its own trace text).
   std::vector<RankStatus> probe(const std::string& mine, std::chrono::milliseconds patience);
-  // Best effort, to every other rank (a store that is gone is logged, not thrown).
-  void tellVerdict(const std::string& line);
+  // Best effort, to every other rank (a store that is gone is logged, not thrown). `silent`: how
+  // many ranks the line says did not answer.
+  void tellVerdict(const std::string& line, int silent);
+  // The peers' verdict with the fewest silent ranks so far; false when none came.
+  bool peerVerdict(std::string* line, int* silent) const;
   void tellRevoked();
   void tellExcluded(const std::vector<int>& ranks);
 
@@ -80,6 +88,9 @@ class CommWatcher {
   std::atomic<bool> stopping_{false};
   uint64_t signalsSeen_ = 0;
   std::string lastVerdict_;  // the watcher thread's alone
+  mutable std::mutex verdictMutex_;
+  std::string bestVerdict_;  // guarded by verdictMutex_, as is:
+  int bestVerdictSilent_ = -1;
   std::thread thread_;
 };
 
