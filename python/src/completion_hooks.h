@@ -25,6 +25,12 @@ class CompletionHooks {
     std::lock_guard<std::mutex> lock(mutex_);
     hooks_.erase(id);
   }
+  // Whether a hook is registered (torch's Flight Recorder hook, which polls every call as it is
+  // issued: collective_work.cc).
+  bool any() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !hooks_.empty();
+  }
   // On the worker thread, after the Work completed: short, and without the GIL (Hooks.hpp).
   void completed(uint64_t key) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -39,6 +45,7 @@ class CompletionHooks {
 class CompletionHooks {
  public:
   void completed(uint64_t) {}
+  bool any() { return false; }
 };
 #endif
 
