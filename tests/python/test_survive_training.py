@@ -2,8 +2,9 @@
 
     PYTHON tests/python/test_survive_training.py --trainer ddp|zero2 --fault kill|stop|grow [--seed N]
 
-Starts its own 4 ranks (a launcher would stop the survivors as soon as one rank fails). Every
-rank trains a small model on a fixed data order (step s takes global batch s, split evenly over
+Starts its own 4 ranks (a launcher would stop the survivors as soon as one rank fails), forked
+from this process once it has imported torch (importing torch costs each process seconds of CPU;
+the library is loaded only in the ranks, after the fork). Every rank trains a small model on a fixed data order (step s takes global batch s, split evenly over
 the ranks) and saves a checkpoint after every step. Rank 2 is lost at a step drawn from the seed:
 
   kill  SIGKILL. The 3 survivors catch the error, shrink the group (torch_collective.shrink_group:
@@ -21,10 +22,10 @@ Trainers: torch's DistributedDataParallel with SGD, and our ZeRO stage 2 (torch_
 with Adam, whose sharded checkpoints any number of ranks can load.
 """
 import argparse
+import copy
 import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,8 +41,10 @@ GROUP_TIMEOUT = timedelta(seconds=6)
 # The grown group loses no rank, and its replacement's first steps (loading the checkpoint, cold)
 # may take a while on a loaded machine.
 GROWN_TIMEOUT = timedelta(seconds=120)
-READY_SECONDS = 300
-DEADLINE_SECONDS = 400
+# Both inside ctest's timeout for the test (tests/python/CMakeLists.txt), so that a hang is
+# reported by rank here.
+READY_SECONDS = 60
+DEADLINE_SECONDS = 120
 
 
 # ---- the training -----------------------------------------------------------------------------
@@ -263,15 +266,52 @@ def finish(args, trainer, resume):
 
 # ---- the launcher -----------------------------------------------------------------------------
 
+class RankProcess:
+    """A rank forked from the launcher, waited for as a subprocess.Popen would be."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)  # -N: killed by signal N
+            elif time.monotonic() > deadline:
+                raise TimeoutError(f"pid {self.pid} still runs")
+            else:
+                time.sleep(0.05)
+        return self.returncode
+
+    def kill(self):
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait(timeout=60)
+
+
 def start(args, rank, ranks, out, checkpoints, store, resume=-1, replacement=False, death_step=None):
-    death_step = args.death_step if death_step is None else death_step
-    command = [sys.executable, os.path.abspath(__file__), "--rank", str(rank), "--ranks", str(ranks),
-               "--trainer", args.trainer, "--fault", args.fault, "--death-step", str(death_step),
-               "--store", store, "--out", out, "--checkpoints", checkpoints, "--resume", str(resume)]
-    if replacement:
-        command.append("--replacement")
-    env = dict(os.environ, OMP_NUM_THREADS="1", COLL_AGREE_TIMEOUT_MS="3000")
-    return subprocess.Popen(command, env=env)
+    mine = copy.copy(args)
+    mine.rank, mine.ranks, mine.store, mine.out = rank, ranks, store, out
+    mine.checkpoints, mine.resume, mine.replacement = checkpoints, resume, replacement
+    mine.death_step = args.death_step if death_step is None else death_step
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = rank_main(mine)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code if isinstance(code, int) else 1)  # none of the launcher's cleanup
+    return RankProcess(pid)
 
 
 def run_job(args, ranks, workdir, name, checkpoints, resume=-1, victim_handling=None):
@@ -289,7 +329,7 @@ def run_job(args, ranks, workdir, name, checkpoints, resume=-1, victim_handling=
     for index, process in enumerate(processes):
         try:
             statuses[index] = process.wait(timeout=max(1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        except TimeoutError:
             process.kill()
             statuses[index] = "hung"
     return out, statuses
@@ -300,22 +340,15 @@ def main():
     parser.add_argument("--trainer", choices=sorted(TRAINERS), required=True)
     parser.add_argument("--fault", choices=["kill", "stop", "grow"], required=True)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--rank", type=int, default=-1)
-    parser.add_argument("--ranks", type=int, default=RANKS)
-    parser.add_argument("--death-step", type=int, default=-1)
-    parser.add_argument("--store", default="")
-    parser.add_argument("--out", default="")
-    parser.add_argument("--checkpoints", default="")
-    parser.add_argument("--resume", type=int, default=-1)
-    parser.add_argument("--replacement", action="store_true")
     args = parser.parse_args()
-    if args.rank >= 0:
-        return rank_main(args)
 
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     args.death_step = random.Random(seed).randrange(2, STEPS - 2)
     print(f"seed {seed}: rank {VICTIM} is lost at step {args.death_step} ({args.fault})", flush=True)
-    import torch
+    # Read by the ranks, which inherit them: OpenMP's when torch loads it, the library's at its first
+    # communicator.
+    os.environ.update(OMP_NUM_THREADS="1", COLL_AGREE_TIMEOUT_MS="3000")
+    import torch  # once, here: the ranks are forked with it loaded
 
     with tempfile.TemporaryDirectory(prefix="collsurvive-") as workdir:
         checkpoints = os.path.join(workdir, "checkpoints")
