@@ -31,6 +31,9 @@ class TcpStoreServer {
   // Listens on bindHost:port (port 0: an ephemeral port; bindHost "" or "0.0.0.0"/"::": every
   // interface). Throws collSystemError when the address cannot be bound.
   TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret);
+  // Serves on a socket that already listens (bound earlier, so that peers could learn its address
+  // before the server was needed: a communicator's meeting point for collCommShrink).
+  TcpStoreServer(Fd listener, const Secret& secret);
   // Stops the thread and closes every connection; clients then see EOF.
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;

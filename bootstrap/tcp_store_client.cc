@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/store_deadline.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
 #include "common/error.h"
@@ -149,6 +150,7 @@ std::pair<wire::Nonce, wire::Nonce> TcpStoreClient::handshake(const Secret& secr
 }
 
 bool TcpStoreClient::roundTrip(FrameWriter& request, Deadline replyDeadline, const std::string& what, Reply* reply) {
+  replyDeadline = StoreRequestDeadline::bound(replyDeadline);
   Slot slot;
   uint32_t seq;
   {

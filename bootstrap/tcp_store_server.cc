@@ -318,15 +318,21 @@ class TcpStoreServer::Loop {
   };
 };
 
-TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret) {
-  Fd listenFd = listenOn(bindHost, port);
-  port_ = localAddressOf(listenFd.get()).port();
+TcpStoreServer::TcpStoreServer(const std::string& bindHost, uint16_t port, const Secret& secret)
+    : TcpStoreServer(listenOn(bindHost, port), secret) {}
+
+TcpStoreServer::TcpStoreServer(Fd listenFd, const Secret& secret) {
+  const SocketAddress bound = localAddressOf(listenFd.get());
+  port_ = bound.port();
   wakeFd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wakeFd_.valid()) throwSystemError("eventfd() for the rendezvous store");
-  std::string name = formatHostPort(bindHost.empty() ? "*" : bindHost, port_);
+  std::string name = formatHostPort(bound.host(), port_);
   loop_ = std::make_unique<Loop>(std::move(listenFd), wakeFd_.get(), secret, name, stopRequested_, endWhenIdle_);
   thread_ = std::thread([this] {
     loop_->runGuarded();
+    // The listener and the clients' sockets close now, not when the object goes: a server that
+    // ended when idle may wait in its registry a long while (bootstrap/unique_id.h).
+    loop_.reset();
     finished_.store(true);
   });
   COLL_INFO(kBootstrap, "rendezvous store listening on %s", name.c_str());

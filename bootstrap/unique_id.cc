@@ -163,11 +163,10 @@ std::string defaultServerAddress() {
   return address;
 }
 
-collUniqueId createUniqueId() {
-  UniqueIdInfo info;
-  info.host = defaultServerAddress();
-  info.secret = randomSecret();
-  auto server = std::make_unique<TcpStoreServer>(info.host, storePortFromEnv(), info.secret);
+namespace {
+
+// Keeps a server that a unique id names until it is released and idle (ServerRegistry).
+collUniqueId registerServer(std::unique_ptr<TcpStoreServer> server, UniqueIdInfo info) {
   info.port = server->port();
   collUniqueId id = encodeUniqueId(info);
   ServerRegistry& r = registry();
@@ -181,12 +180,36 @@ collUniqueId createUniqueId() {
   return id;
 }
 
+}  // namespace
+
+collUniqueId createUniqueId() {
+  UniqueIdInfo info;
+  info.host = defaultServerAddress();
+  info.secret = randomSecret();
+  return registerServer(std::make_unique<TcpStoreServer>(info.host, storePortFromEnv(), info.secret), info);
+}
+
+collUniqueId serveUniqueIdOn(Fd listener, const std::string& host, const Secret& secret) {
+  UniqueIdInfo info;
+  info.host = host;
+  info.secret = secret;
+  return registerServer(std::make_unique<TcpStoreServer>(std::move(listener), secret), info);
+}
+
 void releaseUniqueIdServer(const collUniqueId& id) {
   UniqueIdInfo info = decodeUniqueId(id);
   ServerRegistry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (RunningServer& s : r.servers)
     if (s.server->port() == info.port && s.secret == info.secret) s.server->endWhenIdle();
+}
+
+void reapEndedUniqueIdServers() {
+  ServerRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.servers.erase(std::remove_if(r.servers.begin(), r.servers.end(),
+                                 [](const RunningServer& s) { return s.server->finished(); }),
+                  r.servers.end());
 }
 
 bool joinReleasedUniqueIdServer(const collUniqueId& id, Deadline deadline) {

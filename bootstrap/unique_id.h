@@ -8,6 +8,7 @@
 
 #include "bootstrap/store.h"
 #include "collective.h"
+#include "common/fd.h"
 
 namespace coll {
 namespace bootstrap {
@@ -41,12 +42,20 @@ std::string defaultServerAddress();
 // id naming it.
 collUniqueId createUniqueId();
 
+// The same for a socket that already listens on `host` (a communicator's meeting point, bound at
+// its init so that its peers know the address: src/ft/meeting_point.h), with the job's secret.
+collUniqueId serveUniqueIdOn(Fd listener, const std::string& host, const Secret& secret);
+
 // A TcpStoreClient connected to the store the id names (retrying until the deadline).
 std::shared_ptr<Store> connectStore(const collUniqueId& id, Deadline deadline);
 
 // The communicator made from `id` in this process is gone: if this process runs the id's server,
 // the server ends once no other rank is connected to it (at once if none is). Elsewhere a no-op.
 void releaseUniqueIdServer(const collUniqueId& id);
+
+// Joins the servers that have ended (released and idle) and frees what is left of them (an
+// eventfd each); the next createUniqueId does it too.
+void reapEndedUniqueIdServers();
 
 // collUniqueIdRelease: the id makes no more communicators. As releaseUniqueIdServer, and a server
 // with no client left is joined at once (briefly waited for), so that its thread and descriptors

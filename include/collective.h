@@ -105,6 +105,26 @@ const char* collGetErrorString(collResult_t result);
 /* This thread's last failure message, about comm when comm is not NULL (docs/api.md). */
 const char* collGetLastError(collComm_t comm);
 
+/* Surviving a lost rank (docs/api.md, docs/errors.md). */
+#define COLL_SHRINK_DEFAULT 0 /* collCommShrink on a communicator whose calls already ended */
+#define COLL_SHRINK_ABORT 1   /* collCommRevoke the communicator first */
+/* Every pending and later call on comm, on every rank, fails with collRemoteError ("revoked"); comm
+   stays valid for collCommShrink and collCommDestroy. Any thread. */
+collResult_t collCommRevoke(collComm_t comm);
+/* Called by every surviving rank: they agree on the ranks to leave out (the union of every caller's
+   list and the ranks found gone) and build *newcomm of the others, in their order. */
+collResult_t collCommShrink(collComm_t comm, const int* excludeRanksList, int excludeRanksCount,
+                            collComm_t* newcomm, collConfig_t* config, int shrinkFlags);
+/* For a communicator made by collCommShrink: the parent's ranks it left out, ascending; *count gets
+   how many there are, and up to capacity of them are written to ranks. */
+collResult_t collCommExcludedRanks(const collComm_t comm, int* ranks, int capacity, int* count);
+/* Existing ranks: comm, rank -1 (they keep their ranks), uniqueId on comm's rank 0 (NULL or the same
+   id elsewhere). New ranks: comm NULL, the same uniqueId, rank in [comm's size, nranks). */
+collResult_t collCommGrow(collComm_t comm, int nranks, const collUniqueId* uniqueId, int rank,
+                          collComm_t* newcomm, collConfig_t* config);
+/* Writes this rank's flight recorder (its last calls) to path; NULL: a file in COLL_TRACE_DIR. */
+collResult_t collCommDumpTrace(collComm_t comm, const char* path);
+
 /* Collectives. count is in elements of datatype. */
 collResult_t collAllReduce(const void* sendbuff, void* recvbuff, size_t count, collDataType_t datatype,
                            collRedOp_t op, collComm_t comm, collStream_t stream);

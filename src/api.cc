@@ -13,6 +13,7 @@
 #include "collective.h"
 #include "common/enum_bits.h"
 #include "common/error.h"
+#include "src/api_handles.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
 #include "src/group.h"
@@ -152,6 +153,34 @@ collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Stor
 
 collResult_t guardedCall(const char* function, const std::function<void()>& body) { return guarded(function, body); }
 
+Communicator& liveCommunicator(collComm_t comm, const char* function) { return *liveComm(comm, function)->impl; }
+
+CommOptions optionsFromConfig(const collConfig_t* config, const char* function) {
+  return optionsFrom(config, function);
+}
+
+collComm_t handleFor(std::unique_ptr<Communicator> impl) {
+  auto handle = std::make_unique<collComm>();
+  handle->impl = std::move(impl);
+  return handle.release();
+}
+
+void initFromUniqueId(collComm_t* comm, int nranks, const collUniqueId& id, int rank, const CommOptions& options) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(options.timeoutMs);
+  auto client = bootstrap::connectStore(id, deadline);
+  // The store lives as long as the communicator and the ones split from it. When the last of
+  // them is gone, the connection closes and, if this process made the id, its server may end
+  // (once the other ranks are gone too). Not after a failed init: the other ranks may still be
+  // on their way, and should hear of the failure, not find no server.
+  auto formed = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<bootstrap::Store> store(client.get(), [client, formed, id](bootstrap::Store*) mutable {
+    client.reset();
+    if (formed->load()) bootstrap::releaseUniqueIdServer(id);
+  });
+  initWithStore(comm, store, nranks, rank, options);
+  formed->store(true);
+}
+
 Communicator* communicatorOf(collComm_t comm) {
   return comm != nullptr && comm->magic == collComm::kLive ? comm->impl.get() : nullptr;
 }
@@ -212,21 +241,7 @@ COLL_API collResult_t collCommInitRankConfig(collComm_t* comm, int nranks, collU
                                              collConfig_t* config) {
   return coll::guarded("collCommInitRank", [&] {
     coll::checkInitArgs(comm, nranks, rank, "collCommInitRank");
-    coll::CommOptions options = coll::optionsFrom(config, "collCommInitRank");
-    auto deadline = coll::Clock::now() + std::chrono::milliseconds(options.timeoutMs);
-    auto client = coll::bootstrap::connectStore(commId, deadline);
-    // The store lives as long as the communicator and the ones split from it. When the last of
-    // them is gone, the connection closes and, if this process made the id, its server may end
-    // (once the other ranks are gone too). Not after a failed init: the other ranks may still be
-    // on their way, and should hear of the failure, not find no server.
-    auto formed = std::make_shared<std::atomic<bool>>(false);
-    std::shared_ptr<coll::bootstrap::Store> store(client.get(),
-                                                  [client, formed, commId](coll::bootstrap::Store*) mutable {
-                                                    client.reset();
-                                                    if (formed->load()) coll::bootstrap::releaseUniqueIdServer(commId);
-                                                  });
-    coll::initWithStore(comm, store, nranks, rank, options);
-    formed->store(true);
+    coll::initFromUniqueId(comm, nranks, commId, rank, coll::optionsFrom(config, "collCommInitRank"));
   });
 }
 

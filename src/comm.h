@@ -8,8 +8,9 @@
 // One job per file: comm_init.cc (peers, shared settings, transports, plan context, engines),
 // comm_run.cc (running calls), comm_device.cc (device memory: the lazy, collective setup of the
 // device transports and engine at the first call with a stream, and their teardown),
-// comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit) and comm_failure.cc (health,
-// failure, abort).
+// comm_check.cc (COLL_CHECK), comm_split.cc (collCommSplit), comm_failure.cc (health,
+// failure, abort, revoke), comm_trace.cc (the flight recorder, dumps, the hang report and the
+// watcher thread), comm_shrink.cc (collCommShrink) and comm_grow.cc (collCommGrow).
 #pragma once
 
 #include <atomic>
@@ -29,11 +30,17 @@
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/host_engine.h"
+#include "src/ft/meeting_point.h"
 #include "src/params.h"
+#include "src/trace/recorder.h"
 #include "transport/domain.h"
 #include "transport/routes.h"
 
 namespace coll {
+
+namespace trace {
+class CommWatcher;
+}
 
 struct CommOptions {
   int timeoutMs = 300000;
@@ -95,6 +102,31 @@ class Communicator : public ConnectionSource {
   // From any thread: ends pending calls with an error and tells the peers.
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // collCommRevoke, from any thread: this rank's pending call and every later one fail with
+  // collRemoteError, and every other rank's do too (the transports' failure notice, and a message
+  // through the store for ranks no transport connects yet). The communicator stays, for shrink.
+  void revoke();
+
+  // collCommShrink (comm_shrink.cc): the survivors agree on the ranks to leave out (`exclude`,
+  // the union of every survivor's, and the ranks found gone) and build a communicator of the
+  // others. `revokeFirst`: revoke this one first (COLL_SHRINK_ABORT).
+  std::unique_ptr<Communicator> shrink(const std::vector<int>& exclude, bool revokeFirst, const CommOptions& options);
+  // For a communicator that shrink made: its parent's ranks that it left out, ascending.
+  const std::vector<int>& excludedFromParent() const { return excludedFromParent_; }
+
+  // collCommGrow (comm_grow.cc), on the ranks of this communicator: rank 0's `id` reaches every
+  // rank over this communicator (the others may pass null, or the same id).
+  collUniqueId shareGrowId(const collUniqueId* id);
+  // On the grown communicator: checks that its first `oldSize` ranks are the existing ones, on
+  // every rank alike (throws collInvalidUsage naming a rank in the wrong place).
+  void checkGrowth(bool existing, int oldSize);
+
+  // The flight recorder (comm_trace.cc): writes this rank's dump to `path` ("" names a file in
+  // COLL_TRACE_DIR, or the current directory). Returns the path written.
+  std::string dumpTrace(const char* reason, const std::string& path);
+  const trace::FlightRecorder& recorder() const { return recorder_; }
+  // The same on every rank of this communicator (rank 0's at init): names its dumps.
+  uint64_t commToken() const { return commToken_; }
   // collSuccess, or the error that broke the communicator: recorded by a failed call, or
   // reported since by an engine (a device kernel that timed out).
   collResult_t asyncError();
@@ -164,11 +196,21 @@ class Communicator : public ConnectionSource {
   std::string describeStall() const;
   // A call failed with `error`: records the failure (markFailed) and throws. A mismatch of calls
   // between ranks (src/call_tag.h) has its message left in the store for peers across the network,
-  // and a failure learned from a closed connection takes such a message where a peer left one.
+  // and a failure learned from a closed connection takes such a message where a peer left one. A
+  // timeout gets the hang report (the peers' states through the store, comm_trace.cc).
   [[noreturn]] void failCall(const CollError& error);
   void shareMismatch(const std::string& message);
   std::string sharedMismatch();  // "" when no rank left one
   void checkConsistency(const CollCall& call);
+  // comm_trace.cc.
+  void startWatching();
+  std::string traceReport(const char* reason, size_t newestCalls) const;
+  std::string reportHang();
+  void dumpTraceFor(const char* reason, unsigned policy) noexcept;
+  std::string silenceOf(int rank) const;
+  // comm_failure.cc: `rank` revoked the communicator (this one, or a peer its watcher heard), or
+  // (`excluded`) told this rank that the survivors shrank it without this rank.
+  void revokedBy(int rank, bool excluded);
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
@@ -199,6 +241,17 @@ class Communicator : public ConnectionSource {
   int nextSender_ = 0;                           // where the next search for a sender starts
   uint64_t splitCount_ = 0;
   uint64_t callCount_ = 0;
+  // Fault tolerance (comm_trace.cc, comm_failure.cc, comm_shrink.cc).
+  trace::FlightRecorder recorder_;
+  uint64_t commToken_ = 0;
+  std::unique_ptr<ft::MeetingListener> meetingListener_;  // null on a store in process memory
+  std::vector<ft::MeetingCard> meetingCards_;             // every rank's, from init
+  std::unique_ptr<ft::MeetingPoint> meeting_;             // from the first shrink on
+  uint64_t shrinkCount_ = 0;
+  std::vector<int> excludedFromParent_;
+  std::atomic<int> revokedBy_{-1};
+  std::atomic<int> excludedBy_{-1};  // a shrink on these ranks left this one out (the watcher heard)
+  std::unique_ptr<trace::CommWatcher> watcher_;  // started last, stopped first
   std::atomic<bool> aborted_{false};
   std::atomic<int> callsInFlight_{0};  // CallInFlight
   std::atomic<collResult_t> asyncError_{collSuccess};

@@ -21,7 +21,7 @@ void Communicator::checkConsistency(const CollCall& call) {
       call.type == CollType::kAllReduce || call.type == CollType::kReduce || call.type == CollType::kReduceScatter;
   bool rooted = call.type == CollType::kBroadcast || call.type == CollType::kReduce || call.type == CollType::kGather ||
                 call.type == CollType::kScatter;
-  mine.callIndex = callCount_;
+  mine.callIndex = callCount_ - 1;  // the collectives before this one (run() has counted it)
   mine.count = call.type == CollType::kBarrier ? 0 : call.count;
   mine.type = static_cast<int32_t>(call.type);
   mine.datatype = call.type == CollType::kBarrier ? 0 : call.datatype;

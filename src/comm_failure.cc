@@ -2,15 +2,24 @@
 // transport announces it to the peers (a shared-memory flag with the reason, sockets shut down,
 // device kernels asked to stop), so that they stop waiting for this rank at once. Waits check
 // the peers' health through every transport; the engines report what they learn later (a device
-// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses. A
-// failure that names calls which differ between ranks (src/call_tag.h) also goes to the store,
-// where peers across sockets or verbs, which see only a connection close, read it.
+// kernel that timed out) through asyncError. collCommAbort is a failure this rank chooses;
+// collCommRevoke one that every rank shares and that leaves the communicator to shrink: it goes
+// through the transports like any failure, and through each rank's watcher (the store) to ranks
+// that no transport connects yet. A failure that names calls which differ between ranks
+// (src/call_tag.h) also goes to the store, where peers across sockets or verbs, which see only a
+// connection close, read it.
+//
+// Revoke's result is collRemoteError, not a code of its own: a program that handles a dead peer
+// already treats collRemoteError as "this communicator is finished: rebuild", which is what a
+// revoked communicator asks of it, and the message says "revoked". A new collResult_t value would
+// also move collNumResults, which callers may size tables by.
 #include <algorithm>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "src/call_tag.h"
 #include "src/comm.h"
+#include "src/trace/comm_watcher.h"
 
 namespace coll {
 namespace {
@@ -30,16 +39,28 @@ void Communicator::failCall(const CollError& error) {
   // Shared memory carries a failed peer's message to its peers; sockets and verbs carry only the
   // failure (a connection closes). A peer across them reads a mismatch's message from the store.
   const bool overTheNetwork = localMemory_ == nullptr;
+  bool namesCalls = mismatch;
   if (overTheNetwork && !mismatch && error.code() == collRemoteError) {
     const std::string shared = sharedMismatch();
     if (!shared.empty()) message = formatString("%s (this rank saw: %s)", shared.c_str(), error.what());
+    namesCalls = !shared.empty();
   }
   // The rank that found the mismatch leaves its message; the ones that learn of it find it there.
   if (overTheNetwork && mismatch) shareMismatch(formatString("rank %d: %s", rank_, message.c_str()));
-  const bool namesCalls = mismatch || message != error.what();
+  // A timeout names the ranks the transports saw stall (describeStall); the hang report adds
+  // what each rank's flight recorder says through the store (comm_trace.cc).
+  if (error.code() == collTimeout) {
+    const std::string line = reportHang();
+    if (!line.empty()) message += "; hang report: " + line;
+  }
   markFailed(error.code(), message);
-  if (!namesCalls) throw error;
-  CallMismatchError failure(error.code(), message);
+  if (!namesCalls && message == error.what()) throw error;
+  if (namesCalls) {
+    CallMismatchError failure(error.code(), message);
+    failure.setCommunicator(error.communicator());
+    throw failure;
+  }
+  CollError failure(error.code(), message);
   failure.setCommunicator(error.communicator());
   throw failure;
 }
@@ -66,6 +87,8 @@ std::string Communicator::sharedMismatch() {
 
 void Communicator::healthCheck() const {
   if (aborted_.load()) throwError(collRemoteError, "the communicator was aborted (collCommAbort)");
+  if (const int by = revokedBy_.load(); by >= 0)
+    throwError(collRemoteError, "the communicator was revoked (collCommRevoke on rank %d)", by);
   for (const auto& domain : domains_) domain->checkPeers();
 }
 
@@ -132,6 +155,25 @@ void Communicator::abort() {
   if (hostEngine_) hostEngine_->abort();
   // Device kernels stop at their next wait; serialized mode's stream waits are released.
   if (Engine* device = deviceEngineReady_.load()) device->abort();
+  transport::forceRingDoorbell(bell_);
+  dumpTraceFor("abort", kTraceDumpOnAbort);
+}
+
+void Communicator::revoke() {
+  revokedBy(rank_, false);
+  if (watcher_) watcher_->tellRevoked();
+}
+
+void Communicator::revokedBy(int rank, bool excluded) {
+  if (excluded) excludedBy_.store(rank);
+  int expected = -1;
+  if (!revokedBy_.compare_exchange_strong(expected, rank)) return;
+  // markFailed tells the peers through every transport and stops device kernels at their next
+  // wait; the doorbell wakes this rank's own waiter, which then sees revokedBy_ (healthCheck).
+  markFailed(collRemoteError,
+             excluded ? formatString("the survivors shrank the communicator without this rank (rank %d told it)", rank)
+                      : formatString("the communicator was revoked (collCommRevoke on rank %d)", rank));
+  if (hostEngine_) hostEngine_->abort();
   transport::forceRingDoorbell(bell_);
 }
 

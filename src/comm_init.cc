@@ -10,10 +10,12 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/net_interfaces.h"
+#include "common/random.h"
 #include "kernels/cpu/host_kernels.h"
 #include "src/algorithms/algorithms.h"
 #include "src/algorithms/cost_model.h"
 #include "src/comm.h"
+#include "src/trace/comm_watcher.h"
 #include "src/topo/topology_log.h"
 #include "transport/doorbell.h"
 #include "transport/transport_table.h"
@@ -28,10 +30,15 @@ struct InitInfo {
   transport::PeerInfo peer;
   uint32_t settingCount;
   uint64_t settings[kMaxSharedSettings];
+  // Where this rank's survivors may meet for a shrink (src/ft/meeting_point.h), and a random
+  // word of which every rank keeps rank 0's: the communicator's name in flight-recorder dumps.
+  ft::MeetingCard meeting;
+  uint64_t commToken;
 };
 
 InitInfo describeInit(int rank, const Params& params, const std::vector<SharedSetting>& shared) {
   InitInfo info{};
+  fillRandom(&info.commToken, sizeof(info.commToken), "the communicator's trace token");
   info.peer = transport::describeLocalRank(rank, params.hostId);
   info.peer.verbsDevice = transport::verbsRequested(params.transports) && transport::verbsUsableHere() ? 1 : 0;
   info.settingCount = static_cast<uint32_t>(shared.size());
@@ -52,18 +59,26 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
       nranks_(nranks),
       rank_(rank),
       options_(options),
-      params_(processParams()) {
+      params_(processParams()),
+      recorder_(params_.traceBuffer) {
   // The device this process already works on, if the calling thread has a current context;
   // asking creates none, so a host-only user on a GPU machine pays nothing (comm_device.cc).
   cudaDevice_.store(currentContextDevice());
+  // Bound before the peers learn its address in the init records, so that a shrink finds every
+  // survivor's meeting point even after the store's host died.
+  if (const std::string address = store_->localAddress(); !address.empty())
+    meetingListener_ = std::make_unique<ft::MeetingListener>(address);
   exchangePeers();
   topo::logLocalTopology();
   setupTransports();
   describePlanContext();
   startEngines();
+  startWatching();
 }
 
 Communicator::~Communicator() {
+  // The watcher first: it calls into the communicator (revoke, reports).
+  watcher_.reset();
   // Device memory first: its launches may still run, and peers may still write into it.
   teardownDevice();
   // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
@@ -89,6 +104,7 @@ void Communicator::exchangePeers() {
   static_assert(sizeof(InitInfo) % 8 == 0, "InitInfo has no tail padding to leak");
   const std::vector<SharedSetting> shared = sharedSettings(params_);
   InitInfo mine = describeInit(rank_, params_, shared);
+  if (meetingListener_) mine.meeting = meetingListener_->card();
   if (mine.settingCount > static_cast<uint32_t>(kMaxSharedSettings))
     throwError(collInternalError, "%u shared settings, more than the %d InitInfo holds", mine.settingCount,
                kMaxSharedSettings);
@@ -104,6 +120,7 @@ void Communicator::exchangePeers() {
   COLL_INFO(kInit, "communicator init: %d ranks' peer records gathered in %lld ms (%s)", nranks_,
             elapsedMs(start, Clock::now()), exchange_ ? "between the ranks" : "through the store");
   peers_.resize(nranks_);
+  meetingCards_.resize(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     // Peer data arrives through the store from other processes: check its size before use.
     if (all[r].size() != sizeof(InitInfo))
@@ -114,6 +131,9 @@ void Communicator::exchangePeers() {
     InitInfo theirs;
     memcpy(&theirs, all[r].data(), sizeof(InitInfo));
     peers_[r] = theirs.peer;
+    meetingCards_[r] = theirs.meeting;
+    meetingCards_[r].host[sizeof(meetingCards_[r].host) - 1] = '\0';  // bytes from the network
+    if (r == 0) commToken_ = theirs.commToken;
     if (peers_[r].rank != r) throwError(collRemoteError, "rank %d announced itself as rank %d", r, peers_[r].rank);
     if (theirs.settingCount != mine.settingCount)
       throwError(collRemoteError, "rank %d shares %u settings, this rank %u (a different libcollective version?)", r,

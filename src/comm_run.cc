@@ -21,28 +21,45 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
   }
   Engine& engine = engineFor(stream);
   throwIfFailed();
+  const uint64_t ticket = recorder_.begin(call, stream != nullptr);
+  // Counted where the flight recorder counts it, so that a timeout's "collective N" (describeStall)
+  // and its hang report's "#N" name the same call; where the peers can read it (the doorbell's
+  // line), for their timeouts.
+  ++callCount_;
+  bell_->activity.collectivesBegun.store(callCount_, std::memory_order_relaxed);
   try {
     if (params_.checkConsistency) checkConsistency(call);
-    ++callCount_;
-    // Where the peers can read it (the doorbell's line), for their timeouts (describeStall).
-    bell_->activity.collectivesBegun.store(callCount_, std::memory_order_relaxed);
     engine.run(call, stream);
   } catch (const CollError& e) {
+    recorder_.end(ticket, trace::CallState::kFailed, e.code(), engine.lastAlgorithm());
     if (e.code() == collInvalidArgument || e.code() == collInvalidUsage) throw;
     failCall(e);
   }
+  // A device call is only enqueued: the host does not see it end.
+  recorder_.end(ticket, stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess,
+                engine.lastAlgorithm());
 }
 
 void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {
   Engine& engine = engineFor(stream);
   throwIfFailed();
+  // The tickets of the group's calls, kept between groups so that a loop allocates nothing.
+  thread_local std::vector<uint64_t> tickets;
+  tickets.clear();
+  if (recorder_.enabled())
+    for (const CollCall& call : calls) tickets.push_back(recorder_.begin(call, stream != nullptr));
+  auto endAll = [&](trace::CallState state, collResult_t result) {
+    for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, Algo::kAuto);
+  };
   // Where receives from any source can happen, count the messages (comm_any_source.cc).
   if (stream == nullptr && canRecvFromAnySource()) countPointToPoint(calls);
   try {
     engine.runPointToPoint(calls, stream);
   } catch (const CollError& e) {
+    endAll(trace::CallState::kFailed, e.code());
     failCall(e);
   }
+  endAll(stream != nullptr ? trace::CallState::kQueued : trace::CallState::kCompleted, collSuccess);
 }
 
 }  // namespace coll

@@ -187,6 +187,27 @@ void parseAlgoOverrides(const std::string& text, Algo* overrides, bool* whereRun
               "calls it cannot run: COLL_DEBUG=TRACE names them)", text.c_str(), notServed.c_str());
 }
 
+unsigned parseTraceDumpOn(const std::string& text) {
+  unsigned mask = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (word == "timeout")
+      mask |= kTraceDumpOnTimeout;
+    else if (word == "abort")
+      mask |= kTraceDumpOnAbort;
+    else if (word == "signal")
+      mask |= kTraceDumpOnSignal;
+    else if (word != "none")
+      throwError(collInvalidUsage, "COLL_TRACE_DUMP_ON is '%s': expected a comma list of timeout, abort, signal, or none",
+                 text.c_str());
+    start = end + 1;
+  }
+  return mask;
+}
+
 const Params& processParams() {
   static const Params cached = [] {
     Params p;
@@ -236,6 +257,11 @@ const Params& processParams() {
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);
+    p.traceBuffer = static_cast<size_t>(parseInteger("COLL_TRACE_BUFFER", 0, 1 << 20, static_cast<long long>(p.traceBuffer)));
+    if (const char* dir = getenv("COLL_TRACE_DIR")) p.traceDir = dir;
+    if (isSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
+    p.traceProbeMs = static_cast<int>(parseInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
+    p.agreeTimeoutMs = static_cast<int>(parseInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
     return p;
   }();
   return cached;

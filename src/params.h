@@ -19,6 +19,11 @@ namespace coll {
 enum class ProtoChoice : uint8_t { kAuto, kLL, kSimple };
 const char* protoChoiceName(ProtoChoice choice);
 
+// COLL_TRACE_DUMP_ON's words: when a communicator dumps its flight recorder to COLL_TRACE_DIR.
+constexpr unsigned kTraceDumpOnTimeout = 1;  // a call timed out here, or a peer's did and asked
+constexpr unsigned kTraceDumpOnAbort = 2;    // collCommAbort
+constexpr unsigned kTraceDumpOnSignal = 4;   // SIGUSR1 (installs the handler)
+
 struct Params {
   int timeoutMs = 300000;                                      // COLL_TIMEOUT_MS
   bool checkConsistency = false;                               // COLL_CHECK
@@ -61,6 +66,13 @@ struct Params {
   int ibQpsPerConnection = 1;       // COLL_IB_QPS_PER_CONNECTION (verbs)
   size_t ibZcopyBytes = 256 << 10;  // COLL_IB_ZCOPY_BYTES (verbs; 0: never send from the caller's buffer)
 
+  // The flight recorder and hang reports (src/trace/).
+  size_t traceBuffer = 2000;  // COLL_TRACE_BUFFER: calls each communicator keeps (0: none)
+  std::string traceDir;       // COLL_TRACE_DIR: where dumps go (empty: no dump files)
+  unsigned traceDumpOn = kTraceDumpOnTimeout | kTraceDumpOnAbort;  // COLL_TRACE_DUMP_ON
+  int traceProbeMs = 1000;     // COLL_TRACE_PROBE_MS: how long a timed-out rank waits for its peers' answers
+  int agreeTimeoutMs = 10000;  // COLL_AGREE_TIMEOUT_MS: how long a shrink waits for a silent rank
+
   ProtoChoice protocol = ProtoChoice::kAuto;  // COLL_PROTO (device buffers)
   LinkCosts linkCosts;                        // COLL_LINK_COSTS (the planner's cost model)
 };
@@ -85,6 +97,8 @@ void parseAlgoOverrides(const std::string& text, Algo* overrides, bool* whereRun
 // Parses a COLL_LINK_COSTS value over `costs` (exposed for tests): "verbs=3:12,socket=8:2" sets each
 // named link's latency (us) and rate (GB/s); links not named keep their values.
 void parseLinkCosts(const std::string& text, LinkCosts* costs);
+// Parses a COLL_TRACE_DUMP_ON value: a comma list of timeout, abort, signal; "none" (exposed for tests).
+unsigned parseTraceDumpOn(const std::string& text);
 // Parses a COLL_PROTO value: auto, LL or Simple, any case (exposed for tests).
 ProtoChoice parseProtoChoice(const std::string& text);
 

@@ -52,6 +52,11 @@ class SendConnection {
   }
   virtual void postExternal(const void* data, size_t bytes, uint64_t tag) { (void)data, (void)bytes, (void)tag; }
   virtual bool externalPending() const { return false; }
+  // The call that posted frames with postExternal() failed and returns without waiting for them:
+  // from now on the transport must not read the caller's memory (the communicator has failed, so
+  // those frames need not go out). Sockets copy from it while sending; verbs keeps it registered
+  // and shared memory's receiver reads it through the kernel, which neither fault on freed memory.
+  virtual void abandonExternal() {}
 
   // Single-copy sends within a host (shared memory where ranks may read each other's memory):
   // whether a message of `messageBytes` should be posted with postExternal as a reference to the

@@ -80,7 +80,17 @@ void CollectiveWork::startHeldCalls() {
 }
 
 bool CollectiveWork::isCompleted() {
-  startHeldCalls();
+  // Polling starts held point-to-point calls, which wait for someone's interest. A collective
+  // starts on its own (a small one once its caller has had a tick to wait for it: work_queue.h).
+  // Torch 2.x's Flight Recorder hook, once attached (completion_hooks.h), polls every call as it is
+  // issued: that poll must neither hand a small collective to the worker just before its caller
+  // waits, nor start an isend before the irecv queued after it (against a peer doing the same,
+  // both sends then wait for good). With the hook, held calls start at wait() and the other
+  // occasions work_queue.h names, not at a poll.
+  const c10d::OpType type = retrieveOpType();
+  const bool pointToPoint =
+      type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
+  if (pointToPoint && !(completionHooks_ && completionHooks_->any())) startHeldCalls();
   if (!c10d::Work::isCompleted()) return false;
   return !device_ || exception() != nullptr || device_->deviceDone();
 }
@@ -131,6 +141,10 @@ void CollectiveWork::complete(std::exception_ptr error) {
     future_->markCompleted(c10::IValue(outputs_));
   }
   finish(error);
+#if TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS
+  // After the Work reads completed: a hook that missed its key at issue time looks it up then.
+  if (!error && completionHooks_) completionHooks_->completed(getCompletionKey());
+#endif
 }
 
 }  // namespace torch_collective

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "completion_hooks.h"
 #include "device_call.h"
 #include "torch_compat.h"
 
@@ -48,6 +49,8 @@ class CollectiveWork : public c10d::Work {
   // A receive from any source: the worker writes the rank it chose into `source`.
   void setSourceCell(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
   int sourceRank() const override;
+  // Told when this call completes successfully (torch 2.x's completion hooks: completion_hooks.h).
+  void setCompletionHooks(std::shared_ptr<CompletionHooks> hooks) { completionHooks_ = std::move(hooks); }
 
  private:
   // Someone is interested in this call's completion: point-to-point calls held back to be
@@ -60,6 +63,7 @@ class CollectiveWork : public c10d::Work {
   std::shared_ptr<DeviceCall> device_;
   std::atomic<uint64_t> sequence_{0};         // 0: not posted yet
   std::shared_ptr<std::atomic<int>> source_;  // null: not a receive from any source
+  std::shared_ptr<CompletionHooks> completionHooks_;
 };
 
 }  // namespace torch_collective

@@ -4,6 +4,7 @@
 
 #include "communicator.h"
 #include "device_call.h"
+#include "fault_bindings.h"
 #include "process_group.h"
 #include "work_queue.h"
 #include "zero_bindings.h"
@@ -49,6 +50,7 @@ PYBIND11_MODULE(_C, module) {
       "How many batches of calls, process-wide so far, ran on the thread that waited for them\n"
       "(by_caller) and how many the backend's worker thread ran (by_worker); for tests.");
   torch_collective::registerZeroBindings(module);
+  torch_collective::registerFaultBindings(module);
   module.attr("torch_version") = TORCH_VERSION;
   // Whether this build takes CUDA tensors (torch with CUDA and the CUDA toolkit at build time).
   module.attr("cuda_support") = torch_collective::hasCudaSupport();

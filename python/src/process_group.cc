@@ -103,6 +103,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
   const bool small = kind == CallKind::kCollective && !device && bytesOf(outputs) <= callerRunLimitBytes();
   auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), inputs, queue_, device);
+  work->setCompletionHooks(completionHooks_);
   QueuedCall call;
   call.kind = kind;
   call.issue = std::move(issue);

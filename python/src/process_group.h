@@ -104,6 +104,16 @@ class ProcessGroupCollective : public BackendBase {
                                           const c10::intrusive_ptr<Options>& opts) override;
   // Fails the call in progress and every queued one (collCommAbort), at once.
   void abort() override;
+  // Torch's Flight Recorder hook retires its entries through these (completion_hooks.h).
+  bool supportsCompletionHooks() const override { return true; }
+  void registerCompletionHook(int64_t hookId, c10d::CompletionHook hook) override {
+    completionHooks_->add(hookId, std::move(hook));
+  }
+  void unregisterCompletionHook(int64_t hookId) override { completionHooks_->remove(hookId); }
+  // fault_tolerance.cc: torch_collective.shrink_group hands torch this backend's survivors.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranksToExclude, int shrinkFlags = 0,
+                                           const c10::intrusive_ptr<Options>& optsOverride = nullptr) override;
   // Lets every queued call finish, then releases the communicator.
   void shutdown() override;
 #endif
@@ -120,6 +130,16 @@ class ProcessGroupCollective : public BackendBase {
                                                const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors, std::vector<at::Tensor>& inputTensors,
                                           const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+
+  // fault_tolerance.cc. collCommRevoke: every pending and later call, on every rank, fails.
+  void revoke();
+  // collCommShrink behind the queued calls (revoking first with `abortFirst`): keeps the survivors'
+  // backend and returns the ranks they agreed to leave out, ascending.
+  std::vector<int> prepareShrink(const std::vector<int64_t>& exclude, bool abortFirst);
+  // The backend prepareShrink made, if `exclude` is the list the survivors agreed on (else throws,
+  // naming it, and keeps the backend for a call with the right list).
+  c10::intrusive_ptr<ProcessGroupCollective> takeShrunk(const std::vector<int64_t>& exclude);
+  collComm_t handle() const { return comm_.handle(); }
 
   // Queues `call` (library calls on this group's communicator, e.g. the collZero* functions of
   // zero_bindings.cc) behind the group's other calls on its worker thread. `tensors` are the
@@ -179,6 +199,12 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<c10d::Work> lastCoalescedWork_;
   // The last call queued on CUDA tensors (guarded by coalescingMutex_): barrier waits for it.
   std::shared_ptr<DeviceCall> lastDeviceCall_;
+  std::shared_ptr<CompletionHooks> completionHooks_ = std::make_shared<CompletionHooks>();
+  // A shrink's new backend until it is handed over (fault_tolerance.cc).
+  std::mutex shrinkMutex_;
+  uint64_t shrinks_ = 0;
+  c10::intrusive_ptr<ProcessGroupCollective> shrunk_;
+  std::vector<int> shrunkWithout_;
 };
 
 }  // namespace torch_collective

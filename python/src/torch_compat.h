@@ -36,6 +36,15 @@
 #define TORCH_COLLECTIVE_HAS_SPLIT_AND_ABORT 0
 #endif
 
+// Backend::registerCompletionHook and Work::getCompletionKey (c10d/Hooks.hpp), which torch's
+// Flight Recorder hook retires its entries by: the 2.15 headers this backend was checked against.
+#if TORCH_COLLECTIVE_HAS_SPLIT_AND_ABORT
+#define TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS 1
+#include <torch/csrc/distributed/c10d/Hooks.hpp>
+#else
+#define TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS 0
+#endif
+
 namespace torch_collective {
 
 #if TORCH_VERSION_MAJOR >= 2

@@ -22,7 +22,8 @@
 // sends to completion, so a send started alone could wait forever for a receive that its peer
 // has queued behind its own send. Held calls start when anyone waits on (or polls, or takes the
 // Future of) one of them or a later call, when a collective is queued behind them, or at
-// shutdown. Like MPI's, their progress thus needs a call: a start after a fixed delay instead
+// shutdown; a poll does not where torch's Flight Recorder hook polls every call as it is issued
+// (collective_work.cc). Like MPI's, their progress thus needs a call: a start after a fixed delay instead
 // would split batches whenever the scheduler delays the caller, and splitting is what deadlocks.
 #pragma once
 

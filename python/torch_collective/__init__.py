@@ -5,7 +5,8 @@
 
 Everything else is torch.distributed as usual (all_reduce, all_gather, DistributedDataParallel,
 new_group, isend/irecv, ...), on CPU tensors and, where the extension was built with CUDA support
-(torch_collective.cuda_support), CUDA tensors. See docs/pytorch.md.
+(torch_collective.cuda_support), CUDA tensors. After a lost rank, shrink_group gives the survivors'
+group (revoke and dump_trace beside it: torch_collective/fault.py). See docs/pytorch.md.
 """
 from datetime import timedelta
 import inspect
@@ -15,8 +16,9 @@ import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
 from . import _C
+from .fault import dump_trace, revoke, shrink_group
 
-__all__ = ["BACKEND_NAME", "create_backend", "cuda_support"]
+__all__ = ["BACKEND_NAME", "create_backend", "cuda_support", "dump_trace", "revoke", "shrink_group"]
 
 BACKEND_NAME = "collective"
 

@@ -12,6 +12,7 @@
 
 #include "collective.h"
 #include "common/clock.h"
+#include "src/algorithms/algorithm_table.h"
 #include "src/coll_call.h"
 #include "src/params.h"
 
@@ -33,6 +34,9 @@ class Engine {
   }
   // Stops this engine's running and future work at their next wait (collCommAbort).
   virtual void abort() {}
+  // The row the last collective was planned with (Algo::kAuto when none or unknown), for the
+  // flight recorder (src/trace/recorder.h).
+  virtual Algo lastAlgorithm() const { return Algo::kAuto; }
   // Before teardown: waits until the work this engine handed over (device launches) has ended.
   // Throws collTimeout at the deadline. The host engine hands nothing over.
   virtual void drain(Deadline deadline) { (void)deadline; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
@@ -58,6 +59,14 @@ transport::RecvConnection* Executor::recvFrom(int peer) {
   transport::RecvConnection*& recv = recvs_[peer];
   if (recv == nullptr) recv = connections_.recvConnection(peer);
   return recv;
+}
+
+void Executor::abandonExternalSends() {
+  for (size_t peer = 0; peer < externalSent_.size(); ++peer) {
+    if (!externalSent_[peer]) continue;
+    sendTo(static_cast<int>(peer))->abandonExternal();
+    externalSent_[peer] = 0;
+  }
 }
 
 void Executor::awaitExternalSends(ProgressWaiter& waiter) {
@@ -277,10 +286,15 @@ void Executor::withdrawLandings() {
 }
 
 void Executor::run(const Schedule& schedule, const ExecBuffers& buffers, ProgressWaiter& waiter) {
-  // No transport writes into the caller's memory after the call, even one that fails.
+  // No transport writes into the caller's memory after the call, even one that fails, nor reads
+  // from it: a failed call does not wait for the frames it sent from there.
   struct Withdraw {
     Executor& executor;
-    ~Withdraw() { executor.withdrawLandings(); }
+    const int unwinding = std::uncaught_exceptions();
+    ~Withdraw() {
+      executor.withdrawLandings();
+      if (std::uncaught_exceptions() > unwinding) executor.abandonExternalSends();
+    }
   } withdraw{*this};
   const std::vector<Step>& steps = schedule.steps;
   size_t next = 0;

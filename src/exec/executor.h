@@ -91,6 +91,8 @@ class Executor {
   bool claim(const Step& step);
   // Waits until every frame sent straight from the caller's buffers has gone out.
   void awaitExternalSends(ProgressWaiter& waiter);
+  // A call that fails returns without waiting for them: the transports let go of its memory.
+  void abandonExternalSends();
   transport::SendConnection* sendTo(int peer);
   transport::RecvConnection* recvFrom(int peer);
 

@@ -109,6 +109,7 @@ void HostEngine::run(const CollCall& call, collStream_t) {
 }
 
 void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
+  lastAlgo_ = plan.algo;
   COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", args_.rank, collTypeName(call.type), call.count,
              kernels::dataTypeName(call.datatype), algoName(plan.algo));
   // A native row's runner, once made, is found without the table (small calls repeat this).

@@ -60,6 +60,7 @@ class HostEngine : public Engine {
   const char* name() const override { return "host"; }
   void run(const CollCall& call, collStream_t stream) override;
   void runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) override;
+  Algo lastAlgorithm() const override { return lastAlgo_; }
   // Waits, as a call waits for its peers (spin, then sleep on the doorbell, the deadline, the
   // peers' health), until `ready` is true; `what` names the wait in a timeout's message.
   void waitUntil(const char* what, const std::function<bool()>& ready);
@@ -90,6 +91,7 @@ class HostEngine : public Engine {
   };
 
   HostEngineArgs args_;
+  Algo lastAlgo_ = Algo::kAuto;  // the last plan's row, for the flight recorder
   // Where every rank shares this host's memory: the records of which call each rank runs, and
   // the health check of a collective's waits, which compares them.
   std::unique_ptr<PeerCalls> peerCalls_;

@@ -76,10 +76,11 @@ std::string describeStatus(int status, int* exitCode) {
 
 class Supervisor {
  public:
-  Supervisor(std::vector<Child> children, TaggedOutput* output, double timeoutSec, double graceSec)
+  Supervisor(std::vector<Child> children, TaggedOutput* output, double timeoutSec, double graceSec, bool keepGoing)
       : children_(std::move(children)),
         output_(output),
-        gracePeriod_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(graceSec))) {
+        gracePeriod_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(graceSec))),
+        keepGoing_(keepGoing) {
     if (timeoutSec > 0) {
       timeoutAt_ =
           Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeoutSec));
@@ -199,6 +200,10 @@ class Supervisor {
   void onExit(const Child& c, int status) {
     bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (!failed) return;
+    if (keepGoing_ && !stopIssued_ && !signalForwarded_) {
+      onExitKeepingTheOthers(c, status);
+      return;
+    }
     if (failureSeen_) {
       if (!stopIssued_ && !signalForwarded_) ++laterFailures_;
       return;
@@ -228,6 +233,20 @@ class Supervisor {
     } else {
       gracePending_ = true;
       graceUntil_ = Clock::now() + gracePeriod_;
+    }
+  }
+
+  // --keep-going: the others go on (they may shrink their communicators and finish without this
+  // rank). A rank killed by a signal was lost, and does not make the job fail by itself.
+  void onExitKeepingTheOthers(const Child& c, int status) {
+    int code = 0;
+    const std::string how = describeStatus(status, &code);
+    fprintf(stderr, "collrun: rank %d (pid %d) exited with status %s; the others go on (--keep-going)\n", c.rank,
+            static_cast<int>(c.pid), how.c_str());
+    if (WIFEXITED(status) && exitCode_ == 0) {
+      exitCode_ = code;
+      firstFailedRank_ = c.rank;
+      firstFailure_ = how;
     }
   }
 
@@ -269,6 +288,7 @@ class Supervisor {
   bool killPending_ = false;
   Clock::time_point killAt_;
   Clock::duration gracePeriod_;
+  bool keepGoing_ = false;
   bool gracePending_ = false;
   Clock::time_point graceUntil_;
   int firstFailedRank_ = -1;
@@ -331,7 +351,8 @@ int launch(const Options& opts, const std::string& program) {
     }
     children.push_back({spec.rank, pid, true});
   }
-  Supervisor supervisor(std::move(children), opts.tagOutput ? &tagged : nullptr, opts.timeoutSec, opts.graceSec);
+  Supervisor supervisor(std::move(children), opts.tagOutput ? &tagged : nullptr, opts.timeoutSec, opts.graceSec,
+                        opts.keepGoing);
   return supervisor.run();
 }
 

@@ -15,6 +15,7 @@ namespace {
 const char kUsage[] =
     "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P --secret-file FILE]\n"
     "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] [--grace SECONDS]\n"
+    "               [--keep-going]\n"
     "               PROGRAM [ARGS...]\n"
     "       collrun --new-secret\n";
 
@@ -45,6 +46,10 @@ const char kHelp[] =
     "  --grace SECONDS        after a rank fails, how long the others may take to print their\n"
     "                         own errors and exit before they are stopped (default 3; 0: stop\n"
     "                         them at once)\n"
+    "  --keep-going           a rank that fails does not stop the others (a job that shrinks\n"
+    "                         its communicators and goes on without it: docs/errors.md); exit\n"
+    "                         status: the first rank that exited non-zero, 0 when every rank\n"
+    "                         that exited did so with 0 (ranks killed by a signal do not count)\n"
     "  -h, --help             this text\n"
     "  --version              print the version and exit\n"
     "  --                     end of collrun's options (only needed when PROGRAM starts with -)\n"
@@ -248,6 +253,10 @@ ParseOutcome parseOptions(int argc, char** argv, Options* opts) {
     }
     if (arg == "--tag-output") {
       opts->tagOutput = true;
+      continue;
+    }
+    if (arg == "--keep-going") {
+      opts->keepGoing = true;
       continue;
     }
     std::string name = arg;

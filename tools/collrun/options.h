@@ -19,6 +19,7 @@ struct Options {
   bool tagOutput = false;
   double timeoutSec = 0;             // 0: none
   double graceSec = 3;               // --grace: the others' time to end by themselves after a failure
+  bool keepGoing = false;            // --keep-going: a failed rank does not stop the others
   std::string secretFile;            // --secret-file: COLL_STORE_SECRET from its first line
   std::vector<std::string> command;  // PROGRAM ARGS...
 };

@@ -166,12 +166,20 @@ void NetSendConnection::publish(size_t bytes, uint64_t tag, const void* external
 }
 
 bool NetSendConnection::wantsWrite(int s) const {
-  return attached() && sockets_[s].seq < posted_.load(std::memory_order_acquire);
+  return attached() && !abandoned_.load(std::memory_order_relaxed) && sockets_[s].seq < posted_.load(std::memory_order_acquire);
+}
+
+void NetSendConnection::abandonExternal() {
+  // Under the mutex: a pump copying from the caller's memory (sendFlat) finishes first, and every
+  // later one sees the flag.
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_.store(true, std::memory_order_release);
 }
 
 PumpResult NetSendConnection::pump() {
   PumpResult result;
   if (!attached()) return result;  // posted slots wait for the sockets
+  if (abandoned_.load(std::memory_order_relaxed)) return result;  // a failed call's frames stay unsent
   uint64_t posted = posted_.load(std::memory_order_acquire);
   uint64_t stride = sockets_.size();
   for (SocketState& s : sockets_) {

@@ -76,16 +76,22 @@ class NetSendConnection : public SendConnection {
   bool acceptsExternal(const CallerBuffer&) override { return true; }
   void postExternal(const void* data, size_t bytes, uint64_t tag) override;
   bool externalPending() const override {
-    return completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);
+    return !abandoned_.load(std::memory_order_acquire) &&
+           completed_.load(std::memory_order_acquire) < externalEnd_.load(std::memory_order_relaxed);
   }
+  // Waits for a pump in progress, after which nothing is sent any more (transport.h).
+  void abandonExternal() override;
 
   // Writes what the sockets accept. Caller holds mutex(). Errors also go to the owner.
   PumpResult pump();
   // Whether its socket s (an index among this connection's sockets) has a frame waiting for room
   // (the progress thread polls POLLOUT). Call with mutex() held: pump() changes what it reads.
   bool wantsWrite(int s) const;
-  // Every posted slot has gone out.
-  bool drained() const { return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire); }
+  // Every posted slot has gone out, or nothing more will (abandonExternal).
+  bool drained() const {
+    return abandoned_.load(std::memory_order_acquire) ||
+           completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire);
+  }
   // The closing frame for socket s (a sealed record under COLL_NET_ENCRYPT=1), once every posted
   // frame went out and nothing pumps any more.
   std::vector<uint8_t> closingFrame(int s);
@@ -123,6 +129,7 @@ class NetSendConnection : public SendConnection {
   std::atomic<uint64_t> posted_{0};     // written by the executor
   std::atomic<uint64_t> completed_{0};  // written by pump: slots below are free again
   std::atomic<bool> attached_{false};
+  std::atomic<bool> abandoned_{false};  // abandonExternal(): pump sends nothing more
   std::mutex mutex_;
 };
 
