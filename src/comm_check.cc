@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
+#include "src/collective_table.h"
 #include "src/comm.h"
 
 namespace coll {
@@ -17,16 +18,13 @@ void Communicator::checkConsistency(const CollCall& call) {
     uint64_t callIndex, count;
     int32_t type, datatype, op, root;
   } mine{};
-  bool reduces =
-      call.type == CollType::kAllReduce || call.type == CollType::kReduce || call.type == CollType::kReduceScatter;
-  bool rooted = call.type == CollType::kBroadcast || call.type == CollType::kReduce || call.type == CollType::kGather ||
-                call.type == CollType::kScatter;
+  const CollectiveRow& row = collectiveRow(call.type);
   mine.callIndex = callCount_;
-  mine.count = call.type == CollType::kBarrier ? 0 : call.count;
+  mine.count = row.hasData ? call.count : 0;
   mine.type = static_cast<int32_t>(call.type);
-  mine.datatype = call.type == CollType::kBarrier ? 0 : call.datatype;
-  mine.op = reduces ? call.op : 0;
-  mine.root = rooted ? call.root : 0;
+  mine.datatype = row.hasData ? call.datatype : 0;
+  mine.op = row.reducing ? call.op : 0;
+  mine.root = row.rooted ? call.root : 0;
   std::vector<Description> all(nranks_);
   CollCall exchange;
   exchange.type = CollType::kAllGather;

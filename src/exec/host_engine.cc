@@ -6,7 +6,7 @@
 #include "common/logging.h"
 #include "kernels/cpu/reduce.h"
 #include "src/call_tag.h"
-#include "src/validate.h"
+#include "src/collective_table.h"
 
 namespace coll {
 HostEngine::HostEngine(HostEngineArgs args)
@@ -130,10 +130,10 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
   buffers.nranks = args_.nranks;
   buffers.streamOutput = args_.streamingBytes > 0 && call.count * call.elemSize >= args_.streamingBytes;
   if (call.type != CollType::kBarrier) {
-    size_t sendMul = 0, recvMul = 0;
-    bufferMultiples(call, args_.rank, args_.nranks, &sendMul, &recvMul);
-    buffers.sendBytes = call.count * call.elemSize * sendMul;
-    buffers.recvBytes = call.count * call.elemSize * recvMul;
+    size_t sendElems = 0, recvElems = 0;
+    bufferElements(call, args_.rank, args_.nranks, &sendElems, &recvElems);
+    buffers.sendBytes = sendElems * call.elemSize;
+    buffers.recvBytes = recvElems * call.elemSize;
   }
   executor_.run(schedule, buffers, waiter);
 }
