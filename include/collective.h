@@ -138,6 +138,14 @@ collResult_t collRecvAny(void* recvbuff, size_t count, collDataType_t datatype, 
 /* *available = 1 where collRecvAny works on comm, else 0; the same on every rank. */
 collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available);
 
+/* Variable-count collectives (docs/api.md), MPI's shapes with size_t counts and displacements in
+ * elements of datatype, one entry per rank. Host buffers only for now (stream NULL), outside a
+ * group. Every rank passes the same recvcounts.
+ * AllGatherV: rank j's sendcount elements land at recvbuff + displs[j]; sendcount must equal
+ *   recvcounts[rank]. In place: sendbuff == recvbuff + displs[rank] (elements). */
+collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
+                            const size_t* displs, collDataType_t datatype, collComm_t comm, collStream_t stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

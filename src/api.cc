@@ -139,6 +139,29 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
   });
 }
 
+// The variable-count collectives: host buffers, outside a group, for now. Their arrays live on
+// the entry point's stack (VariableCounts), so the call runs before it returns.
+collResult_t runVariableCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
+  return guarded(function, [&] {
+    collComm* handle = liveComm(comm, function);
+    Communicator& c = *handle->impl;
+    validateCall(function, call, c.rank(), c.nranks());
+    if (stream != nullptr)
+      throwError(collInvalidUsage,
+                 "%s: stream %p given: the variable-count collectives take host buffers for now (stream NULL; "
+                 "docs/api.md)",
+                 function, stream);
+    refuseDeviceBuffers(function, call);
+    if (groupIsOpen())
+      throwError(collInvalidUsage,
+                 "%s inside collGroupStart/collGroupEnd: the variable-count collectives run when called, outside a "
+                 "group, for now (docs/api.md)",
+                 function);
+    Communicator::CallInFlight inFlight(c);
+    c.run(call, nullptr);
+  });
+}
+
 }  // namespace
 
 collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
@@ -401,6 +424,18 @@ COLL_API collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t 
                                    collComm_t comm, collStream_t stream) {
   return coll::runCall("collAllToAll", callOf(CollType::kAllToAll, sendbuff, recvbuff, count, datatype, collSum, 0),
                        comm, stream);
+}
+
+COLL_API collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
+                                     const size_t* displs, collDataType_t datatype, collComm_t comm,
+                                     collStream_t stream) {
+  coll::VariableCounts counts;
+  counts.sendcount = sendcount;
+  counts.recvcounts = recvcounts;
+  counts.rdispls = displs;
+  CollCall call = callOf(CollType::kAllGatherV, sendbuff, recvbuff, 0, datatype, collSum, 0);
+  call.counts = &counts;
+  return coll::runVariableCall("collAllGatherV", call, comm, stream);
 }
 
 COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {

@@ -21,7 +21,8 @@ enum class CollType : uint8_t {
   kBarrier,
   kSend,
   kRecv,
-  kCount
+  kAllGatherV,
+  kCount  // call tags hold CollType + 1 in 4 bits (call_tag.h): at most 15 collectives
 };
 
 const char* collTypeName(CollType type);  // "AllReduce", ... (src/collective_table.h)

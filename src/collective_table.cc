@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "src/validate_counts.h"
+
 namespace coll {
 namespace {
 
@@ -31,7 +33,10 @@ bool recvAtRootBlock(const CollCall& c, int) {
   return addressOf(c.recvbuff) == addressOf(c.sendbuff) + c.root * countBytes(c);
 }
 
-constexpr const char* kDataChecks = "datatype, count overflow and fit in the address space, buffers present and apart";
+// Variable counts: the same rules at the displacement of this rank's block.
+bool sendAtOwnPlace(const CollCall& c, int rank) {
+  return addressOf(c.sendbuff) == addressOf(c.recvbuff) + c.counts->rdispls[rank] * c.elemSize;
+}
 
 }  // namespace
 
@@ -63,6 +68,10 @@ const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
      true, true, false, false, false, one, none, nullptr, nullptr, "", "peer"},
     {CollType::kRecv, "Recv", "collRecv", "recv", "sendrecv_perf", "recv",
      true, true, false, false, false, none, one, nullptr, nullptr, "", "peer"},
+    {CollType::kAllGatherV, "AllGatherV", "collAllGatherV", "allgatherv", "allgatherv_perf", "all_gather",
+     true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
+     "sendbuff == recvbuff + displs[rank]",
+     "recvcounts and displs present; sendcount == recvcounts[rank]; sums and ends fit size_t; receive regions apart"},
 };
 // clang-format on
 

@@ -113,6 +113,43 @@ void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& ro
   }
 }
 
+// Variable counts: the rules of refuseBadBuffers over the extents the arrays gave (call.counts).
+void refuseBadExtents(const char* fn, const CollCall& c, const CollectiveRow& row, int rank) {
+  const struct {
+    const char* name;
+    const void* buffer;
+    size_t elems;
+  } buffers[] = {{"sendbuff", c.sendbuff, c.counts->sendElems}, {"recvbuff", c.recvbuff, c.counts->recvElems}};
+  size_t bytes[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const auto& b = buffers[i];
+    if (__builtin_mul_overflow(b.elems, c.elemSize, &bytes[i]))
+      throwError(collInvalidArgument, "%s: %s spans %zu elements of %s, which overflows size_t bytes", fn, b.name,
+                 b.elems, kernels::dataTypeName(c.datatype));
+    if (b.elems == 0) continue;
+    if (b.buffer == nullptr)
+      throwError(collInvalidArgument, "%s: %s is NULL with %zu elements to hold: expected a buffer of %zu bytes", fn,
+                 b.name, b.elems, bytes[i]);
+    const auto address = reinterpret_cast<uintptr_t>(b.buffer);
+    const uint64_t top = addressSpaceTopFor(address);
+    if (address >= top || bytes[i] > top - address)
+      throwError(collInvalidArgument,
+                 "%s: %s %p spans %zu elements of %s (%zu bytes), which runs past the end of the address space "
+                 "(0x%llx): expected at most %llu bytes there",
+                 fn, b.name, b.buffer, b.elems, kernels::dataTypeName(c.datatype), bytes[i],
+                 static_cast<unsigned long long>(top),
+                 static_cast<unsigned long long>(address < top ? top - address : 0));
+  }
+  if (bytes[0] == 0 || bytes[1] == 0) return;
+  const auto send = reinterpret_cast<uintptr_t>(c.sendbuff), recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  const bool overlap = send < recv + bytes[1] && recv < send + bytes[0];
+  if (overlap && (row.inPlace == nullptr || !row.inPlace(c, rank)))
+    throwError(collInvalidArgument,
+               "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
+               "disjoint buffers%s%s",
+               fn, c.sendbuff, bytes[0], c.recvbuff, bytes[1], row.inPlace ? " or " : "", row.inPlaceRule);
+}
+
 // Sends and receives have one buffer each and no root or op: their checks alone, without the
 // collectives' rules, as each message of a send/receive loop makes them (an 8-byte pair is a few
 // hundred instructions in all).
@@ -143,6 +180,11 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
   if (row.rooted && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);
+  if (row.variableCounts) {
+    row.checkCounts(fn, c, rank, nranks);
+    refuseBadExtents(fn, c, row, rank);
+    return;
+  }
   refuseBadBuffers(fn, c, row, rank, row.sendMultiple(rank, c.root, nranks), row.recvMultiple(rank, c.root, nranks));
 }
 

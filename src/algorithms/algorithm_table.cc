@@ -48,9 +48,12 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        "cores); a 2-rank broadcast, all-to-all, scatter or gather from 32 KiB up to COLL_DIRECT_READ_BYTES always",
        directReadCanRun, directReadEligible, directReadPreferred, modelDirectRead, noSteps, nullptr, makeDirectRead},
       {Algo::kRing, "ring", "pipelined ring in host order: bandwidth-optimal, n-1 steps per phase",
-       collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather),
+       collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather) |
+           collBit(CollType::kAllGatherV),
        Selection::kModel,
-       "all-gather and reduce-scatter; all-reduce on one host, and across hosts where its model is cheapest", anywhere,
+       "all-gather and reduce-scatter (and their variable-count forms); all-reduce on one host, and across hosts "
+       "where its model is cheapest",
+       anywhere,
        always, nowhere, modelRing, onePeer, buildRing, nullptr},
       {Algo::kDoubleTree, "dbtree",
        "two complementary binary trees, each carrying half of the data: log-depth and every link busy",

@@ -24,6 +24,10 @@ Schedule chainBroadcast(int nranks, int rank, int root, size_t count, size_t max
 Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg);
 Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvCount, size_t maxStepElems, bool avg);
 Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems);
+// Variable counts (src/validate_counts.h): counts[p] and displs[p] describe rank p's block.
+// All-gather: rank p's counts[p] elements land at displs[p] of every rank's receive buffer.
+Schedule ringAllGatherV(const std::vector<int>& order, int rank, const size_t* counts, const size_t* displs,
+                        size_t maxStepElems);
 std::vector<int> identityOrder(int nranks);
 // Where `value` stands in `list` (a ring position, a rank's index in its host), or -1.
 int indexOf(const std::vector<int>& list, int value);
