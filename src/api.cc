@@ -201,6 +201,15 @@ CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t coun
   return c;
 }
 
+// A variable-count call: its arrays stay on this frame while it runs (runVariableCall).
+collResult_t variableCall(const char* function, CollType type, const void* sendbuff, void* recvbuff,
+                          const collDataType_t& datatype, const collRedOp_t& op, coll::VariableCounts counts,
+                          collComm_t comm, collStream_t stream) {
+  CollCall call = callOf(type, sendbuff, recvbuff, 0, datatype, op, 0);
+  call.counts = &counts;
+  return coll::runVariableCall(function, call, comm, stream);
+}
+
 CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count,
                         const collDataType_t& datatype, int peer) {
   CollCall c = callOf(type, sendbuff, recvbuff, count, datatype, collSum, 0);
@@ -429,13 +438,22 @@ COLL_API collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t 
 COLL_API collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
                                      const size_t* displs, collDataType_t datatype, collComm_t comm,
                                      collStream_t stream) {
-  coll::VariableCounts counts;
-  counts.sendcount = sendcount;
-  counts.recvcounts = recvcounts;
-  counts.rdispls = displs;
-  CollCall call = callOf(CollType::kAllGatherV, sendbuff, recvbuff, 0, datatype, collSum, 0);
-  call.counts = &counts;
-  return coll::runVariableCall("collAllGatherV", call, comm, stream);
+  return variableCall("collAllGatherV", CollType::kAllGatherV, sendbuff, recvbuff, datatype, collSum,
+                      {sendcount, nullptr, nullptr, recvcounts, displs}, comm, stream);
+}
+
+COLL_API collResult_t collReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                         collDataType_t datatype, collRedOp_t op, collComm_t comm,
+                                         collStream_t stream) {
+  return variableCall("collReduceScatterV", CollType::kReduceScatterV, sendbuff, recvbuff, datatype, op,
+                      {0, nullptr, nullptr, recvcounts, nullptr}, comm, stream);
+}
+
+COLL_API collResult_t collAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                    void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                    collDataType_t datatype, collComm_t comm, collStream_t stream) {
+  return variableCall("collAllToAllV", CollType::kAllToAllV, sendbuff, recvbuff, datatype, collSum,
+                      {0, sendcounts, sdispls, recvcounts, rdispls}, comm, stream);
 }
 
 COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {

@@ -22,6 +22,8 @@ enum class CollType : uint8_t {
   kSend,
   kRecv,
   kAllGatherV,
+  kReduceScatterV,
+  kAllToAllV,
   kCount  // call tags hold CollType + 1 in 4 bits (call_tag.h): at most 15 collectives
 };
 

@@ -37,6 +37,9 @@ bool recvAtRootBlock(const CollCall& c, int) {
 bool sendAtOwnPlace(const CollCall& c, int rank) {
   return addressOf(c.sendbuff) == addressOf(c.recvbuff) + c.counts->rdispls[rank] * c.elemSize;
 }
+bool recvAtOwnBlockOffset(const CollCall& c, int rank) {
+  return addressOf(c.recvbuff) == addressOf(c.sendbuff) + blockOffsetOf(c.counts->recvcounts, rank) * c.elemSize;
+}
 
 }  // namespace
 
@@ -72,6 +75,13 @@ const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
      true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
      "sendbuff == recvbuff + displs[rank]",
      "recvcounts and displs present; sendcount == recvcounts[rank]; sums and ends fit size_t; receive regions apart"},
+    {CollType::kReduceScatterV, "ReduceScatterV", "collReduceScatterV", "reducescatterv", "reducescatterv_perf",
+     "reduce_scatter", true, false, false, true, true, nullptr, nullptr, checkReduceScatterVCounts,
+     recvAtOwnBlockOffset, "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank-1])",
+     "op; recvcounts present; their sum fits size_t"},
+    {CollType::kAllToAllV, "AllToAllV", "collAllToAllV", "alltoallv", "alltoallv_perf", "all_to_all_single",
+     true, false, false, false, true, nullptr, nullptr, checkAllToAllVCounts, nullptr, "",
+     "all four arrays present; sendcounts[rank] == recvcounts[rank]; ends fit size_t; receive regions apart"},
 };
 // clang-format on
 

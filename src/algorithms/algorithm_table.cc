@@ -49,7 +49,7 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        directReadCanRun, directReadEligible, directReadPreferred, modelDirectRead, noSteps, nullptr, makeDirectRead},
       {Algo::kRing, "ring", "pipelined ring in host order: bandwidth-optimal, n-1 steps per phase",
        collBit(CollType::kAllReduce) | collBit(CollType::kReduceScatter) | collBit(CollType::kAllGather) |
-           collBit(CollType::kAllGatherV),
+           collBit(CollType::kAllGatherV) | collBit(CollType::kReduceScatterV),
        Selection::kModel,
        "all-gather and reduce-scatter (and their variable-count forms); all-reduce on one host, and across hosts "
        "where its model is cheapest",
@@ -77,8 +77,9 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        collBit(CollType::kGather) | collBit(CollType::kScatter), Selection::kModel, "gather and scatter", anywhere,
        always, nowhere, modelDirect, onePeer, buildDirect, nullptr},
       {Algo::kPairwise, "pairwise", "every pair of ranks exchanges its blocks directly, all at once",
-       collBit(CollType::kAllToAll), Selection::kModel, "all-to-all", anywhere, always, nowhere, modelPairwise, onePeer,
-       buildPairwise, nullptr},
+       collBit(CollType::kAllToAll) | collBit(CollType::kAllToAllV), Selection::kModel,
+       "all-to-all (and its variable-count form)", anywhere, always, nowhere, modelPairwise, onePeer, buildPairwise,
+       nullptr},
       {Algo::kBruck, "bruck",
        "Bruck's all-gather: ceil(log2 n) rounds of doubling block ranges instead of n-1 ring steps",
        collBit(CollType::kAllGather), Selection::kModel,

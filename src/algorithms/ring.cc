@@ -211,6 +211,28 @@ Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount
   return s;
 }
 
+Schedule ringReduceScatterV(const std::vector<int>& order, int rank, const size_t* counts, size_t maxStepElems,
+                            bool avg) {
+  int n = static_cast<int>(order.size());
+  if (n == 1) return localCopy(counts[0], "ring");
+  Schedule s;
+  s.algorithm = "ring";
+  RingView ring{order, n, indexOf(order, rank)};
+  std::vector<size_t> offsets(n, 0);  // where each rank's block starts in the send buffer
+  for (int p = 1; p < n; ++p) offsets[p] = offsets[p - 1] + counts[p - 1];
+  // Loops of at most maxStepElems of every block, as ringAllGatherV's.
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  size_t longest = *std::max_element(counts, counts + n);
+  for (size_t base = 0; base < longest; base += chunk) {
+    auto placement = [&](int b) {
+      const int of = order[b];
+      return BlockPlacement{offsets[of] + base, base, counts[of] > base ? std::min(chunk, counts[of] - base) : 0};
+    };
+    appendReduceScatterLoop(s, ring, placement, avg, /*allGatherAfter=*/false);
+  }
+  return s;
+}
+
 Schedule ringAllGatherV(const std::vector<int>& order, int rank, const size_t* counts, const size_t* displs,
                         size_t maxStepElems) {
   Schedule s;
@@ -271,6 +293,8 @@ Schedule buildRing(const CollCall& call, const Plan& plan, int rank, const PlanC
       return ringAllGather(order, rank, call.count, plan.maxStepElems);
     case CollType::kAllGatherV:
       return ringAllGatherV(order, rank, call.counts->recvcounts, call.counts->rdispls, plan.maxStepElems);
+    case CollType::kReduceScatterV:
+      return ringReduceScatterV(order, rank, call.counts->recvcounts, plan.maxStepElems, avg);
     default:
       throwError(collInternalError, "ring: no schedule for %s", collTypeName(call.type));
   }

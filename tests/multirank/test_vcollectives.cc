@@ -126,6 +126,40 @@ TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
     check(collAllGatherV(static_cast<uint8_t*>(r) + 4, 4, r, counts.data(), displs.data(), collInt32, comm, nullptr),
           {collInvalidArgument, {"collAllGatherV", "overlap without being in place", "displs[rank]"}},
           "send inside receive, not at its place");
+    // ReduceScatterV: the send buffer holds every block.
+    check(collReduceScatterV(s, r, nullptr, collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "recvcounts is NULL"}}, "reduce-scatter: NULL recvcounts");
+    check(collReduceScatterV(s, r, counts.data(), collInt32, static_cast<collRedOp_t>(42), comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "op 42"}}, "reduce-scatter: bad op");
+    check(collReduceScatterV(s, r, overflowing.data(), collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "sum of recvcounts overflows"}}, "reduce-scatter: overflow");
+    check(collReduceScatterV(s, send.data() + 2, counts.data(), collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "overlap without being in place", "recvcounts[0]"}},
+          "reduce-scatter: receive inside send, not at its block");
+    // AllToAllV: four arrays, the own entries equal, receive regions apart.
+    const size_t* z = nullptr;
+    const size_t* c4 = counts.data();
+    const size_t* d4 = displs.data();
+    check(collAllToAllV(s, z, d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sendcounts is NULL"}}, "all-to-all: NULL sendcounts");
+    check(collAllToAllV(s, c4, z, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sdispls is NULL"}}, "all-to-all: NULL sdispls");
+    check(collAllToAllV(s, c4, d4, r, z, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "recvcounts is NULL"}}, "all-to-all: NULL recvcounts");
+    check(collAllToAllV(s, c4, d4, r, c4, z, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "rdispls is NULL"}}, "all-to-all: NULL rdispls");
+    std::vector<size_t> otherOwn = counts;
+    otherOwn[rank] = 3;
+    check(collAllToAllV(s, otherOwn.data(), d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sendcounts[" + std::to_string(rank) + "] = 3", "recvcounts["}},
+          "all-to-all: own counts differ");
+    if (nranks > 1)
+      check(collAllToAllV(s, c4, d4, r, c4, overlapping.data(), collInt32, comm, nullptr),
+            {collInvalidArgument, {"collAllToAllV", "overlap", "rdispls[1] = 2"}}, "all-to-all: receive regions overlap");
+    check(collAllToAllV(s, c4, farDispls.data(), r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sdispls[", "overflows size_t"}}, "all-to-all: send past size_t");
+    check(collAllToAllV(r, c4, d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "overlap without being in place"}}, "all-to-all: in place");
     check(collAllGatherV(s, 4, r, counts.data(), displs.data(), static_cast<collDataType_t>(99), comm, nullptr),
           {collInvalidArgument, {"collAllGatherV", "datatype 99"}}, "bad datatype");
     check(collAllGatherV(s, 4, r, counts.data(), displs.data(), collInt32, comm, reinterpret_cast<collStream_t>(8)),
@@ -166,6 +200,35 @@ TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
         &config);
     EXPECT_TRUE(failures.empty()) << (sameTotal ? "same total: " : "other total: ") << joinFailures(failures);
   }
+}
+
+// An all-to-all where rank 1 expects more from rank 0 than rank 0 sends: the pair's tags differ,
+// rank 1's call fails, and nothing lands past a buffer. (Rank 0 may finish first: from where it
+// stands every message matched, as an MPI sender's would.)
+TEST(VCollectiveErrors, AllToAllVPairCountsThatDifferWriteNothingPastABuffer) {
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 20000;
+  auto failures = runAsThreads(
+      2,
+      [](collComm_t comm, int rank, int) {
+        std::vector<size_t> sendcounts = {6, 6}, recvcounts = {6, 6};
+        if (rank == 1) recvcounts[0] = 9;
+        std::vector<size_t> sdispls = {0, 6}, rdispls = {0, recvcounts[0]};
+        GuardedMemory send(12 * 8), recv((recvcounts[0] + recvcounts[1]) * 8);
+        poison(recv.data(), recv.bytes());
+        collResult_t rc = collAllToAllV(send.data(), sendcounts.data(), sdispls.data(), recv.data(), recvcounts.data(),
+                                        rdispls.data(), collFloat64, comm, nullptr);
+        std::vector<std::string> out;
+        const std::string message = collGetLastError(comm);
+        if (rank == 1 && rc == collSuccess) out.push_back("rank 1: a mismatched call succeeded");
+        if (rank == 1 && message.find("AllToAllV with count 6") == std::string::npos)
+          out.push_back("rank 1: the message does not name the count rank 0 sent: " + message);
+        const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
+        if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+        return out;
+      },
+      &config);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
 }  // namespace

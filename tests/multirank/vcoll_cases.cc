@@ -67,8 +67,11 @@ collResult_t issue(collComm_t comm, const VCase& c, const VLayout& l, const void
     case VColl::kAllGatherV:
       return collAllGatherV(send, l.recvcounts[rank], recv, l.recvcounts.data(), l.rdispls.data(), c.type, comm,
                             nullptr);
-    default:
-      break;
+    case VColl::kReduceScatterV:
+      return collReduceScatterV(send, recv, l.recvcounts.data(), c.type, c.op, comm, nullptr);
+    case VColl::kAllToAllV:
+      return collAllToAllV(send, l.sendcounts.data(), l.sdispls.data(), recv, l.recvcounts.data(), l.rdispls.data(),
+                           c.type, comm, nullptr);
   }
   return collInternalError;
 }
@@ -197,6 +200,12 @@ std::vector<VCase> standardVCases() {
       for (Placement placement : {Placement::kPacked, Placement::kReversedWithGaps}) {
         for (bool inPlace : {false, true})
           cases.push_back({VColl::kAllGatherV, type, collSum, s.shape, s.scale, placement, inPlace});
+        cases.push_back({VColl::kAllToAllV, type, collSum, s.shape, s.scale, placement, false});
+      }
+      for (collRedOp_t op : {collSum, collProd, collMax, collMin, collAvg}) {
+        if (op != collSum && !s.everyOp) continue;
+        for (bool inPlace : {false, true})
+          cases.push_back({VColl::kReduceScatterV, type, op, s.shape, s.scale, Placement::kPacked, inPlace});
       }
     }
   // Past a pipeline chunk: rings take several loops, FIFOs wrap.
@@ -204,8 +213,11 @@ std::vector<VCase> standardVCases() {
     for (bool inPlace : {false, true}) {
       cases.push_back(
           {VColl::kAllGatherV, type, collSum, CountShape::kUneven, 2000, Placement::kReversedWithGaps, inPlace});
+      cases.push_back({VColl::kReduceScatterV, type, collSum, CountShape::kUneven, 2000, Placement::kPacked, inPlace});
     }
+    cases.push_back({VColl::kAllToAllV, type, collSum, CountShape::kUneven, 2000, Placement::kReversedWithGaps, false});
   }
+  cases.push_back({VColl::kReduceScatterV, collFloat32, collAvg, CountShape::kOnlyOne, 3000, Placement::kPacked, false});
   return cases;
 }
 
