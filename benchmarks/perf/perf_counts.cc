@@ -39,8 +39,16 @@ std::vector<size_t> splitCounts(size_t total, CountPattern pattern, int nranks) 
   for (int p = 0; p < nranks; ++p) weights += weightOf(pattern, p);
   std::vector<size_t> counts(nranks);
   // In long double: total * weight overflows size_t for the largest sizes times many ranks.
-  for (int p = 0; p < nranks; ++p)
+  size_t given = 0;
+  int heaviest = 0;
+  for (int p = 0; p < nranks; ++p) {
     counts[p] = static_cast<size_t>(static_cast<long double>(total) * weightOf(pattern, p) / weights);
+    given += counts[p];
+    if (weightOf(pattern, p) > weightOf(pattern, heaviest)) heaviest = p;
+  }
+  // What rounding left goes to the heaviest block, so the blocks add up to the size: the row's
+  // size is then the size asked for, which compare.py matches against Open MPI's rows.
+  counts[heaviest] += total - given;
   return counts;
 }
 

@@ -19,8 +19,9 @@ enum class CountPattern {
 bool parseCountPattern(const char* text, CountPattern* pattern);
 const char* countPatternName(CountPattern pattern);
 
-// `total` elements split over `nranks` by the pattern's weights, rounded down (the rounding is
-// lost, as nccl-tests rounds a size down to whole blocks).
+// `total` elements split over `nranks` by the pattern's weights, rounded down, and what rounding
+// left added to the heaviest block (the first of the largest weight): the blocks add up to
+// `total`. benchmarks/compare/mpi_bench.c splits the same way (its splitCounts).
 std::vector<size_t> splitCounts(size_t total, CountPattern pattern, int nranks);
 // Where each block starts when the blocks lie packed in rank order.
 std::vector<size_t> packedDispls(const std::vector<size_t>& counts);
