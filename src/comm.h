@@ -169,6 +169,8 @@ class Communicator : public ConnectionSource {
   void shareMismatch(const std::string& message);
   std::string sharedMismatch();  // "" when no rank left one
   void checkConsistency(const CollCall& call);
+  // COLL_CHECK of a variable-count call whose descriptions agreed: every rank's arrays.
+  void checkVariableCounts(const CollCall& call);
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;
