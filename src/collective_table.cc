@@ -1,5 +1,6 @@
 #include "src/collective_table.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "src/validate_counts.h"
@@ -87,6 +88,13 @@ const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
 
 const char* collTypeName(CollType type) {
   return type < CollType::kCount ? collectiveRow(type).name : "Unknown";
+}
+
+size_t largestMultiple(CollType type, int nranks) {
+  const CollectiveRow& row = collectiveRow(type);
+  if (row.variableCounts) return 1;
+  // Rank 0 as the root: every rooted row's largest buffer is the root's.
+  return std::max(row.sendMultiple(0, 0, nranks), row.recvMultiple(0, 0, nranks));
 }
 
 void bufferElements(const CollCall& c, int rank, int nranks, size_t* sendElems, size_t* recvElems) {

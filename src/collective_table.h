@@ -41,6 +41,11 @@ extern const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount
 // Inline: every call looks its row up.
 inline const CollectiveRow& collectiveRow(CollType type) { return kCollectiveTable[static_cast<size_t>(type)]; }
 
+// The most `count`s either buffer of a fixed-count collective holds on any rank (the root's, for
+// rooted ones; 0 for the barrier): how a size in bytes, as the perf programs and the models mean
+// it, becomes a count.
+size_t largestMultiple(CollType type, int nranks);
+
 // Elements in the call's send and receive buffers on `rank` (0 for a buffer it does not use), for
 // a validated call: what the engine registers and what a peer may write at most.
 void bufferElements(const CollCall& call, int rank, int nranks, size_t* sendElems, size_t* recvElems);
