@@ -151,8 +151,8 @@ collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available);
  *   elements from rank j land at recvbuff + rdispls[j]. Never in place. */
 collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
                             const size_t* displs, collDataType_t datatype, collComm_t comm, collStream_t stream);
-collResult_t collReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
-                                collDataType_t datatype, collRedOp_t op, collComm_t comm, collStream_t stream);
+collResult_t collReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, collDataType_t datatype,
+                                collRedOp_t op, collComm_t comm, collStream_t stream);
 collResult_t collAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
                            const size_t* recvcounts, const size_t* rdispls, collDataType_t datatype, collComm_t comm,
                            collStream_t stream);

@@ -86,9 +86,7 @@ const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
 };
 // clang-format on
 
-const char* collTypeName(CollType type) {
-  return type < CollType::kCount ? collectiveRow(type).name : "Unknown";
-}
+const char* collTypeName(CollType type) { return type < CollType::kCount ? collectiveRow(type).name : "Unknown"; }
 
 size_t largestMultiple(CollType type, int nranks) {
   const CollectiveRow& row = collectiveRow(type);

@@ -108,8 +108,9 @@ void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& ro
     if (overlap && (row.inPlace == nullptr || !row.inPlace(c, rank)))
       throwError(collInvalidArgument,
                  "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
-                 "disjoint buffers or the in-place layout of the API",
-                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes);
+                 "disjoint buffers%s%s",
+                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes, row.inPlace ? " or in place, " : "",
+                 row.inPlaceRule);
   }
 }
 
@@ -147,7 +148,7 @@ void refuseBadExtents(const char* fn, const CollCall& c, const CollectiveRow& ro
     throwError(collInvalidArgument,
                "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
                "disjoint buffers%s%s",
-               fn, c.sendbuff, bytes[0], c.recvbuff, bytes[1], row.inPlace ? " or " : "", row.inPlaceRule);
+               fn, c.sendbuff, bytes[0], c.recvbuff, bytes[1], row.inPlace ? " or in place, " : "", row.inPlaceRule);
 }
 
 // Sends and receives have one buffer each and no root or op: their checks alone, without the

@@ -17,8 +17,9 @@ size_t sumOf(const char* fn, const char* name, const size_t* counts, int nranks)
   size_t total = 0;
   for (int p = 0; p < nranks; ++p)
     if (__builtin_add_overflow(total, counts[p], &total))
-      throwError(collInvalidArgument, "%s: the sum of %s overflows size_t at %s[%d] = %zu: expected counts a buffer holds",
-                 fn, name, name, p, counts[p]);
+      throwError(collInvalidArgument,
+                 "%s: the sum of %s overflows size_t at %s[%d] = %zu: expected counts a buffer holds", fn, name, name,
+                 p, counts[p]);
   return total;
 }
 

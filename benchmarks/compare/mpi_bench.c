@@ -412,8 +412,9 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
   for (int s = 0; s < nsizes; ++s) {
-    struct Call c = {(enum Coll)coll,     send,   recv, 0, 0, rank, nranks, arrays, arrays + nranks, arrays + 2 * nranks,
-                     arrays + 3 * nranks, arrays + 4 * nranks, arrays + 5 * nranks};
+    struct Call c = {.coll = (enum Coll)coll, .send = send, .recv = recv, .rank = rank, .nranks = nranks};
+    int** variable[] = {&c.split, &c.offsets, &c.sendcounts, &c.sdispls, &c.recvcounts, &c.rdispls};
+    for (int k = 0; k < 6; ++k) *variable[k] = arrays + k * nranks;
     blockCount(c.coll, sizes[s], nranks, &c.count, &c.per);
     if (c.coll >= ALLGATHERV) layoutVariable(&c, (enum Pattern)pattern);
     size_t it = iters[niters == 1 ? 0 : s], wu = warmups[nwarmups == 1 ? 0 : s];

@@ -30,8 +30,8 @@ collResult_t run(const CallArgs& c) {
                         c.stream);
 }
 
-const CollDescriptor kColl = {"allgatherv_perf", "collAllGatherV",  /*hasOp=*/false,
-                              /*hasRoot=*/false, /*inPlace=*/true, layout,          expected, busBwFactor, run,
+const CollDescriptor kColl = {"allgatherv_perf",      "collAllGatherV", /*hasOp=*/false,
+                              /*hasRoot=*/false,      /*inPlace=*/true, layout,          expected, busBwFactor, run,
                               /*hostMemoryOnly=*/true};
 
 }  // namespace

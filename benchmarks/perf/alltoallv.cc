@@ -38,8 +38,8 @@ collResult_t run(const CallArgs& c) {
                        l.rdispls.data(), c.type, c.comm, c.stream);
 }
 
-const CollDescriptor kColl = {"alltoallv_perf",  "collAllToAllV",   /*hasOp=*/false,
-                              /*hasRoot=*/false, /*inPlace=*/false, layout,          expected, busBwFactor, run,
+const CollDescriptor kColl = {"alltoallv_perf",       "collAllToAllV",   /*hasOp=*/false,
+                              /*hasRoot=*/false,      /*inPlace=*/false, layout,          expected, busBwFactor, run,
                               /*hostMemoryOnly=*/true};
 
 }  // namespace

@@ -264,7 +264,8 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
                   : (l.sendUsed ? l.sendCount : l.recvCount);
   }
   DataSpec spec{&type, patternFor(coll_.hasOp, op.op), op.op, rank_, nranks_};
-  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type, op.op, args_.root, rank_, nranks_, comm_, memory_->stream(), &l};
+  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type,         op.op, args_.root,
+                rank_,   nranks_, comm_,        memory_->stream(), &l};
   auto runOnce = [&]() { check(coll_.run(call), coll_.apiName); };
 
   if (sendPtr != nullptr) memory_->fillInput(spec, sendPtr, l.sendCount);

@@ -69,8 +69,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
     const int rank = getRank();
     for (const at::Tensor& output : outputs) {
       checkDenseTensor(output, "allgather");
-      TORCH_CHECK(output.scalar_type() == input.scalar_type(), "collective backend: allgather: the output list holds a ",
-                  "tensor of type ", output.scalar_type(), ", expected ", input.scalar_type());
+      TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+                  "collective backend: allgather: the output list holds a tensor of type ", output.scalar_type(),
+                  ", expected ", input.scalar_type());
     }
     TORCH_CHECK(outputs[rank].numel() == input.numel(), "collective backend: allgather: this rank's output holds ",
                 outputs[rank].numel(), " elements but its input ", input.numel(),

@@ -53,8 +53,7 @@ const std::vector<AlgorithmRow>& algorithmTable() {
        Selection::kModel,
        "all-gather and reduce-scatter (and their variable-count forms); all-reduce on one host, and across hosts "
        "where its model is cheapest",
-       anywhere,
-       always, nowhere, modelRing, onePeer, buildRing, nullptr},
+       anywhere, always, nowhere, modelRing, onePeer, buildRing, nullptr},
       {Algo::kDoubleTree, "dbtree",
        "two complementary binary trees, each carrying half of the data: log-depth and every link busy",
        collBit(CollType::kAllReduce), Selection::kModel, "all-reduce across hosts, where its model is cheapest",

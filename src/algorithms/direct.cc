@@ -127,8 +127,7 @@ Schedule buildPairwise(const CollCall& call, const Plan&, int rank, const PlanCo
   if (call.type == CollType::kAllToAllV) {
     const VariableCounts& v = *call.counts;
     // The call's tag holds a count of 0 (validate_counts.h): each pair adds its own.
-    return pairwiseAllToAllV(ctx.nranks, rank, v.sendcounts, v.sdispls, v.recvcounts, v.rdispls,
-                             collectiveTagOf(call));
+    return pairwiseAllToAllV(ctx.nranks, rank, v.sendcounts, v.sdispls, v.recvcounts, v.rdispls, collectiveTagOf(call));
   }
   return pairwiseAllToAll(ctx.nranks, rank, call.count);
 }

@@ -53,9 +53,9 @@ TEST(ConsistencyCheck, VariableCountsThatDifferAreReportedOnEveryRank) {
     // Rank 2 swaps two entries: the same sum, another split.
     std::vector<size_t> counts = {4, 6, 8}, displs = {0, 4, 10};
     if (rank == 2) counts = {6, 4, 8}, displs = {0, 6, 10};
-    expectRefused(collAllGatherV(in.data(), counts[rank], out.data(), counts.data(), displs.data(), collFloat, comm,
-                                 nullptr),
-                  "rank 2 passed recvcounts[0] = 6 but rank 0 passed 4", "all-gather");
+    expectRefused(
+        collAllGatherV(in.data(), counts[rank], out.data(), counts.data(), displs.data(), collFloat, comm, nullptr),
+        "rank 2 passed recvcounts[0] = 6 but rank 0 passed 4", "all-gather");
     // Rank 0 sends rank 1 nothing, which rank 1 expects 2 elements of.
     std::vector<size_t> sendcounts = {2, 2, 2}, recvcounts = {2, 2, 2}, at = {0, 2, 4};
     if (rank == 0) sendcounts[1] = 0;

@@ -155,7 +155,8 @@ TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
           "all-to-all: own counts differ");
     if (nranks > 1)
       check(collAllToAllV(s, c4, d4, r, c4, overlapping.data(), collInt32, comm, nullptr),
-            {collInvalidArgument, {"collAllToAllV", "overlap", "rdispls[1] = 2"}}, "all-to-all: receive regions overlap");
+            {collInvalidArgument, {"collAllToAllV", "overlap", "rdispls[1] = 2"}},
+            "all-to-all: receive regions overlap");
     check(collAllToAllV(s, c4, farDispls.data(), r, c4, d4, collInt32, comm, nullptr),
           {collInvalidArgument, {"collAllToAllV", "sdispls[", "overflows size_t"}}, "all-to-all: send past size_t");
     check(collAllToAllV(r, c4, d4, r, c4, d4, collInt32, comm, nullptr),
@@ -189,8 +190,8 @@ TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
           const size_t total = counts[0] + counts[1];
           GuardedMemory send(counts[rank] * 4), recv(total * 4);
           poison(send.data(), send.bytes());
-          collResult_t rc =
-              collAllGatherV(send.data(), counts[rank], recv.data(), counts.data(), displs.data(), collInt32, comm, nullptr);
+          collResult_t rc = collAllGatherV(send.data(), counts[rank], recv.data(), counts.data(), displs.data(),
+                                           collInt32, comm, nullptr);
           std::vector<std::string> out;
           if (rc == collSuccess) out.push_back("rank " + std::to_string(rank) + ": a mismatched call succeeded");
           const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");

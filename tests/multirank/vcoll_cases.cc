@@ -12,7 +12,9 @@ namespace {
 // Values that moved from rank `from` (to rank `to`): below 97, so exact in every datatype, and
 // with a period of 97 elements, so a block that lands a few elements off, or from the wrong rank,
 // shows.
-double moved(int from, int to, size_t index) { return static_cast<double>((from * 37 + to * 53 + index * 11 + 5) % 97); }
+double moved(int from, int to, size_t index) {
+  return static_cast<double>((from * 37 + to * 53 + index * 11 + 5) % 97);
+}
 
 // Displacements for `counts` as the placement lays them out; *extent is where the furthest ends.
 std::vector<size_t> displsOf(const std::vector<size_t>& counts, Placement placement, size_t* extent) {
@@ -107,7 +109,9 @@ size_t blockCount(const VCase& c, int of, int nranks) {
   return 0;
 }
 
-size_t pairCount(const VCase& c, int from, int to, int nranks) { return blockCount(c, (from + 2 * to) % nranks, nranks); }
+size_t pairCount(const VCase& c, int from, int to, int nranks) {
+  return blockCount(c, (from + 2 * to) % nranks, nranks);
+}
 
 VLayout layoutOf(const VCase& c, int rank, int n) {
   VLayout l;
@@ -170,7 +174,8 @@ std::string runVCase(collComm_t comm, int rank, int n, const VCase& c) {
       expectGapsUntouched(check, recv, l.recvcounts, l.rdispls, l.recvElems, es);
       break;
     case VColl::kReduceScatterV:
-      for (size_t i = 0; i < l.recvElems; ++i) check.expect(recv, i, reducedValue(n, ownOffset + i, c.type, c.op), c.op);
+      for (size_t i = 0; i < l.recvElems; ++i)
+        check.expect(recv, i, reducedValue(n, ownOffset + i, c.type, c.op), c.op);
       break;
     case VColl::kAllToAllV:
       for (int p = 0; p < n; ++p)
@@ -217,7 +222,8 @@ std::vector<VCase> standardVCases() {
     }
     cases.push_back({VColl::kAllToAllV, type, collSum, CountShape::kUneven, 2000, Placement::kReversedWithGaps, false});
   }
-  cases.push_back({VColl::kReduceScatterV, collFloat32, collAvg, CountShape::kOnlyOne, 3000, Placement::kPacked, false});
+  cases.push_back(
+      {VColl::kReduceScatterV, collFloat32, collAvg, CountShape::kOnlyOne, 3000, Placement::kPacked, false});
   return cases;
 }
 

@@ -165,8 +165,8 @@ std::vector<TableSubject> tableSubjects() {
   std::vector<TableSubject> subjects;
   for (const AlgorithmRow& row : algorithmTable())
     for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
-      if (row.build != nullptr && serves(row, static_cast<CollType>(t)) && static_cast<CollType>(t) != CollType::kBarrier &&
-          !collectiveRow(static_cast<CollType>(t)).variableCounts)
+      if (row.build != nullptr && serves(row, static_cast<CollType>(t)) &&
+          static_cast<CollType>(t) != CollType::kBarrier && !collectiveRow(static_cast<CollType>(t)).variableCounts)
         subjects.push_back({row.id, static_cast<CollType>(t)});
   return subjects;
 }
