@@ -44,6 +44,9 @@ bool recvAtOwnBlockOffset(const CollCall& c, int rank) {
 
 }  // namespace
 
+// Columns, as CollectiveRow declares them: type, name, C function, COLL_ALGO's spelling, perf program,
+// torch op; hasData, pointToPoint, rooted, reducing, variableCounts; send and receive multiples (or
+// checkCounts); the in-place rule, in code and in words (offsets in elements); the checks in words.
 // clang-format off
 const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
     {CollType::kAllReduce, "AllReduce", "collAllReduce", "allreduce", "all_reduce_perf", "all_reduce",
