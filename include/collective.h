@@ -158,6 +158,25 @@ collResult_t collRecvAny(void* recvbuff, size_t count, collDataType_t datatype, 
 /* *available = 1 where collRecvAny works on comm, else 0; the same on every rank. */
 collResult_t collCommRecvAnyAvailable(const collComm_t comm, int* available);
 
+/* Variable-count collectives (docs/api.md), MPI's shapes with size_t counts and displacements in
+ * elements of datatype, one entry per rank. Host buffers only for now (stream NULL), outside a
+ * group. Every rank passes the same recvcounts to AllGatherV and ReduceScatterV; in AllToAllV,
+ * sendcounts[j] on rank i equals recvcounts[i] on rank j.
+ * AllGatherV: rank j's sendcount elements land at recvbuff + displs[j]; sendcount must equal
+ *   recvcounts[rank]. In place: sendbuff == recvbuff + displs[rank] (elements).
+ * ReduceScatterV: sendbuff holds the blocks of every rank in rank order, recvcounts[j] elements
+ *   each; rank j receives the reduction of block j. In place: recvbuff == sendbuff + (the sum of
+ *   recvcounts below rank).
+ * AllToAllV: sendcounts[j] elements from sendbuff + sdispls[j] go to rank j, and recvcounts[j]
+ *   elements from rank j land at recvbuff + rdispls[j]. Never in place. */
+collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
+                            const size_t* displs, collDataType_t datatype, collComm_t comm, collStream_t stream);
+collResult_t collReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts, collDataType_t datatype,
+                                collRedOp_t op, collComm_t comm, collStream_t stream);
+collResult_t collAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                           const size_t* recvcounts, const size_t* rdispls, collDataType_t datatype, collComm_t comm,
+                           collStream_t stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

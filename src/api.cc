@@ -140,6 +140,29 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
   });
 }
 
+// The variable-count collectives: host buffers, outside a group, for now. Their arrays live on
+// the entry point's stack (VariableCounts), so the call runs before it returns.
+collResult_t runVariableCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
+  return guarded(function, [&] {
+    collComm* handle = liveComm(comm, function);
+    Communicator& c = *handle->impl;
+    validateCall(function, call, c.rank(), c.nranks());
+    if (stream != nullptr)
+      throwError(collInvalidUsage,
+                 "%s: stream %p given: the variable-count collectives take host buffers for now (stream NULL; "
+                 "docs/api.md)",
+                 function, stream);
+    refuseDeviceBuffers(function, call);
+    if (groupIsOpen())
+      throwError(collInvalidUsage,
+                 "%s inside collGroupStart/collGroupEnd: the variable-count collectives run when called, outside a "
+                 "group, for now (docs/api.md)",
+                 function);
+    Communicator::CallInFlight inFlight(c);
+    c.run(call, nullptr);
+  });
+}
+
 }  // namespace
 
 collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
@@ -205,6 +228,15 @@ CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t coun
   std::memcpy(&c.op, &op, sizeof c.op);
   c.root = root;
   return c;
+}
+
+// A variable-count call: its arrays stay on this frame while it runs (runVariableCall).
+collResult_t variableCall(const char* function, CollType type, const void* sendbuff, void* recvbuff,
+                          const collDataType_t& datatype, const collRedOp_t& op, coll::VariableCounts counts,
+                          collComm_t comm, collStream_t stream) {
+  CollCall call = callOf(type, sendbuff, recvbuff, 0, datatype, op, 0);
+  call.counts = &counts;
+  return coll::runVariableCall(function, call, comm, stream);
 }
 
 CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count,
@@ -416,6 +448,27 @@ COLL_API collResult_t collAllToAll(const void* sendbuff, void* recvbuff, size_t 
                                    collComm_t comm, collStream_t stream) {
   return coll::runCall("collAllToAll", callOf(CollType::kAllToAll, sendbuff, recvbuff, count, datatype, collSum, 0),
                        comm, stream);
+}
+
+COLL_API collResult_t collAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff, const size_t* recvcounts,
+                                     const size_t* displs, collDataType_t datatype, collComm_t comm,
+                                     collStream_t stream) {
+  return variableCall("collAllGatherV", CollType::kAllGatherV, sendbuff, recvbuff, datatype, collSum,
+                      {sendcount, nullptr, nullptr, recvcounts, displs}, comm, stream);
+}
+
+COLL_API collResult_t collReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                         collDataType_t datatype, collRedOp_t op, collComm_t comm,
+                                         collStream_t stream) {
+  return variableCall("collReduceScatterV", CollType::kReduceScatterV, sendbuff, recvbuff, datatype, op,
+                      {0, nullptr, nullptr, recvcounts, nullptr}, comm, stream);
+}
+
+COLL_API collResult_t collAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                                    void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                                    collDataType_t datatype, collComm_t comm, collStream_t stream) {
+  return variableCall("collAllToAllV", CollType::kAllToAllV, sendbuff, recvbuff, datatype, collSum,
+                      {0, sendcounts, sdispls, recvcounts, rdispls}, comm, stream);
 }
 
 COLL_API collResult_t collBarrier(collComm_t comm, collStream_t stream) {

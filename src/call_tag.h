@@ -24,6 +24,7 @@ namespace coll {
 using CallTag = uint64_t;
 constexpr int kCallTagSizeBits = 56;
 constexpr uint64_t kCallTagSizeMask = (uint64_t{1} << kCallTagSizeBits) - 1;
+static_assert(static_cast<int>(CollType::kCount) <= 15, "the collective and 0 (no tag) fit in a tag's 4 bits");
 
 // Inline: every call makes one. A validated call's datatype is below 16 and its count below 2^56
 // (validate.h), so nothing is masked.

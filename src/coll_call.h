@@ -21,21 +21,41 @@ enum class CollType : uint8_t {
   kBarrier,
   kSend,
   kRecv,
-  kCount
+  kAllGatherV,
+  kReduceScatterV,
+  kAllToAllV,
+  kCount  // call tags hold CollType + 1 in 4 bits (call_tag.h): at most 15 collectives
 };
 
-const char* collTypeName(CollType type);  // "AllReduce", ... as in the C function names
+const char* collTypeName(CollType type);  // "AllReduce", ... (src/collective_table.h)
+
+// The arrays of a variable-count collective (AllGatherV, ReduceScatterV, AllToAllV) as the caller
+// passed them, counts and displacements in elements, one entry per rank; validation
+// (validate_counts.h) checks them and fills the extents. They live on the entry point's stack:
+// such a call runs before its entry point returns.
+struct VariableCounts {
+  size_t sendcount = 0;                // AllGatherV: the elements this rank contributes
+  const size_t* sendcounts = nullptr;  // AllToAllV: elements to each rank
+  const size_t* sdispls = nullptr;     // AllToAllV: where each rank's elements start in sendbuff
+  const size_t* recvcounts = nullptr;  // elements from each rank (ReduceScatterV: each rank's block)
+  const size_t* rdispls = nullptr;     // AllGatherV, AllToAllV: where each rank's elements land
+  size_t sendElems = 0;                // the buffers' extents on this rank, in elements
+  size_t recvElems = 0;
+};
 
 struct CollCall {
   CollType type = CollType::kBarrier;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
-  size_t count = 0;  // the count argument of the C call (per-rank count for gather-like calls)
+  // The count argument of the C call (per-rank count for gather-like calls). Variable counts: what
+  // every rank agrees on, which the call's tag carries (validate_counts.h).
+  size_t count = 0;
   collDataType_t datatype = collUint8;
   collRedOp_t op = collSum;
   int root = 0;  // rooted collectives: the root
   int peer = 0;  // send and receive: the other rank
   size_t elemSize = 1;
+  VariableCounts* counts = nullptr;  // variable-count collectives only
 };
 
 }  // namespace coll

@@ -211,6 +211,8 @@ class Communicator : public ConnectionSource {
   // comm_failure.cc: `rank` revoked the communicator (this one, or a peer its watcher heard), or
   // (`excluded`) told this rank that the survivors shrank it without this rank.
   void revokedBy(int rank, bool excluded);
+  // COLL_CHECK of a variable-count call whose descriptions agreed: every rank's arrays.
+  void checkVariableCounts(const CollCall& call);
 
   uint64_t id_;
   std::shared_ptr<bootstrap::Store> store_;

@@ -9,6 +9,7 @@
 #include "common/list_spec.h"
 #include "common/logging.h"
 #include "common/record_layer.h"
+#include "src/collective_table.h"
 #include "transport/transport_table.h"
 
 namespace coll {
@@ -58,7 +59,7 @@ int collTypeByName(const std::string& name, const std::string& whole) {
   for (char c : name)
     if (c != '_') plain += c;
   for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
-    if (strcasecmp(collTypeName(static_cast<CollType>(t)), plain.c_str()) == 0) return t;
+    if (strcasecmp(collectiveRow(static_cast<CollType>(t)).algoName, plain.c_str()) == 0) return t;
   throwError(collInvalidUsage, "COLL_ALGO=\"%s\": unknown collective \"%s\"; expected e.g. allreduce:ring",
              whole.c_str(), name.c_str());
 }

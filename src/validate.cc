@@ -8,81 +8,14 @@
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "src/call_tag.h"
+#include "src/collective_table.h"
 
 namespace coll {
 namespace {
 
 static_assert(kMaxBufferBits <= kCallTagSizeBits, "a call tag holds every count and byte size validation lets through");
 
-bool isReduction(CollType t) {
-  return t == CollType::kAllReduce || t == CollType::kReduce || t == CollType::kReduceScatter;
-}
-bool isRooted(CollType t) {
-  return t == CollType::kBroadcast || t == CollType::kReduce || t == CollType::kGather || t == CollType::kScatter;
-}
-
-// The in-place form docs/api.md allows: the send data sits exactly where this rank's part of the
-// receive buffer is (or the reverse for reduce-scatter and scatter).
-bool isAllowedInPlace(const CollCall& c, int rank) {
-  auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
-  auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
-  size_t bytes = c.count * c.elemSize;
-  switch (c.type) {
-    case CollType::kAllReduce:
-    case CollType::kBroadcast:
-    case CollType::kReduce:
-      return send == recv;
-    case CollType::kAllGather:
-      return send == recv + rank * bytes;
-    case CollType::kReduceScatter:
-      return recv == send + rank * bytes;
-    case CollType::kGather:
-      return send == recv + c.root * bytes;
-    case CollType::kScatter:
-      return recv == send + c.root * bytes;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
-
-void bufferMultiples(const CollCall& c, int rank, int nranks, size_t* sendMul, size_t* recvMul) {
-  *sendMul = 1;
-  *recvMul = 1;
-  bool root = rank == c.root;
-  switch (c.type) {
-    case CollType::kAllGather:
-      *recvMul = nranks;
-      break;
-    case CollType::kReduceScatter:
-      *sendMul = nranks;
-      break;
-    case CollType::kGather:
-      *recvMul = root ? nranks : 0;
-      break;
-    case CollType::kScatter:
-      *sendMul = root ? nranks : 0;
-      break;
-    case CollType::kAllToAll:
-      *sendMul = *recvMul = nranks;
-      break;
-    case CollType::kBroadcast:
-      *sendMul = root ? 1 : 0;
-      break;
-    case CollType::kReduce:
-      *recvMul = root ? 1 : 0;
-      break;
-    case CollType::kSend:
-      *recvMul = 0;
-      break;
-    case CollType::kRecv:
-      *sendMul = 0;
-      break;
-    default:
-      break;
-  }
-}
 
 void refuseDeviceBuffers(const char* fn, const CollCall& c) {
   // One look at the thread's context for both buffers: every host call makes this check, and on
@@ -146,7 +79,8 @@ void refuseBadDatatype(const char* fn, const CollCall& c) {
 
 // The buffer rules every call with data follows: its bytes (times the larger multiple) fit in
 // size_t, a buffer it uses is not NULL, and send and receive buffers overlap only in place.
-void refuseBadBuffers(const char* fn, const CollCall& c, int rank, size_t sendMul, size_t recvMul) {
+void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+                      size_t recvMul) {
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
   if (maxMul == 0) maxMul = 1;
   size_t totalBytes;  // overflow checked by multiplying: two divisions showed on an 8-byte call
@@ -171,12 +105,50 @@ void refuseBadBuffers(const char* fn, const CollCall& c, int rank, size_t sendMu
     auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
     size_t sendBytes = c.count * c.elemSize * sendMul, recvBytes = c.count * c.elemSize * recvMul;
     bool overlap = send < recv + recvBytes && recv < send + sendBytes;
-    if (overlap && !isAllowedInPlace(c, rank))
+    if (overlap && (row.inPlace == nullptr || !row.inPlace(c, rank)))
       throwError(collInvalidArgument,
                  "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
-                 "disjoint buffers or the in-place layout of the API",
-                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes);
+                 "disjoint buffers%s%s",
+                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes, row.inPlace ? " or in place, " : "",
+                 row.inPlaceRule);
   }
+}
+
+// Variable counts: the rules of refuseBadBuffers over the extents the arrays gave (call.counts).
+void refuseBadExtents(const char* fn, const CollCall& c, const CollectiveRow& row, int rank) {
+  const struct {
+    const char* name;
+    const void* buffer;
+    size_t elems;
+  } buffers[] = {{"sendbuff", c.sendbuff, c.counts->sendElems}, {"recvbuff", c.recvbuff, c.counts->recvElems}};
+  size_t bytes[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const auto& b = buffers[i];
+    if (__builtin_mul_overflow(b.elems, c.elemSize, &bytes[i]))
+      throwError(collInvalidArgument, "%s: %s spans %zu elements of %s, which overflows size_t bytes", fn, b.name,
+                 b.elems, kernels::dataTypeName(c.datatype));
+    if (b.elems == 0) continue;
+    if (b.buffer == nullptr)
+      throwError(collInvalidArgument, "%s: %s is NULL with %zu elements to hold: expected a buffer of %zu bytes", fn,
+                 b.name, b.elems, bytes[i]);
+    const auto address = reinterpret_cast<uintptr_t>(b.buffer);
+    const uint64_t top = addressSpaceTopFor(address);
+    if (address >= top || bytes[i] > top - address)
+      throwError(collInvalidArgument,
+                 "%s: %s %p spans %zu elements of %s (%zu bytes), which runs past the end of the address space "
+                 "(0x%llx): expected at most %llu bytes there",
+                 fn, b.name, b.buffer, b.elems, kernels::dataTypeName(c.datatype), bytes[i],
+                 static_cast<unsigned long long>(top),
+                 static_cast<unsigned long long>(address < top ? top - address : 0));
+  }
+  if (bytes[0] == 0 || bytes[1] == 0) return;
+  const auto send = reinterpret_cast<uintptr_t>(c.sendbuff), recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  const bool overlap = send < recv + bytes[1] && recv < send + bytes[0];
+  if (overlap && (row.inPlace == nullptr || !row.inPlace(c, rank)))
+    throwError(collInvalidArgument,
+               "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
+               "disjoint buffers%s%s",
+               fn, c.sendbuff, bytes[0], c.recvbuff, bytes[1], row.inPlace ? " or in place, " : "", row.inPlaceRule);
 }
 
 // Sends and receives have one buffer each and no root or op: their checks alone, without the
@@ -188,29 +160,33 @@ void validatePointToPoint(const char* fn, CollCall& c, int rank, int nranks) {
   if (c.peer < 0 || c.peer >= nranks)
     throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
                fn, c.peer, nranks);
-  const bool send = c.type == CollType::kSend;
-  refuseBadBuffers(fn, c, rank, send ? 1 : 0, send ? 0 : 1);
+  const CollectiveRow& row = collectiveRow(c.type);
+  refuseBadBuffers(fn, c, row, rank, row.sendMultiple(rank, 0, nranks), row.recvMultiple(rank, 0, nranks));
 }
 
 }  // namespace
 
 void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
-  if (c.type == CollType::kBarrier) return;
-  if (c.type == CollType::kSend || c.type == CollType::kRecv) {
+  const CollectiveRow& row = collectiveRow(c.type);
+  if (!row.hasData) return;
+  if (row.pointToPoint) {
     validatePointToPoint(fn, c, rank, nranks);
     return;
   }
   refuseBadDatatype(fn, c);
   c.elemSize = kernels::dataTypeSize(c.datatype);
-  if (isReduction(c.type) && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
+  if (row.reducing && (enumBits(c.op) < 0 || enumBits(c.op) >= collNumOps))
     throwError(collInvalidArgument, "%s: op %d is out of range: expected a collRedOp_t in [0, %d)", fn, enumBits(c.op),
                static_cast<int>(collNumOps));
-  if (isRooted(c.type) && (c.root < 0 || c.root >= nranks))
+  if (row.rooted && (c.root < 0 || c.root >= nranks))
     throwError(collInvalidArgument, "%s: root %d is out of range: expected 0 <= root < %d (the communicator's size)",
                fn, c.root, nranks);
-  size_t sendMul, recvMul;
-  bufferMultiples(c, rank, nranks, &sendMul, &recvMul);
-  refuseBadBuffers(fn, c, rank, sendMul, recvMul);
+  if (row.variableCounts) {
+    row.checkCounts(fn, c, rank, nranks);
+    refuseBadExtents(fn, c, row, rank);
+    return;
+  }
+  refuseBadBuffers(fn, c, row, rank, row.sendMultiple(rank, c.root, nranks), row.recvMultiple(rank, c.root, nranks));
 }
 
 }  // namespace coll

@@ -12,14 +12,10 @@ namespace coll {
 // count and byte size a call carries stays below this (src/call_tag.h relies on it).
 constexpr int kMaxBufferBits = 56;
 
-// Checks a call's datatype, op, root or peer, count overflow and fit in the address space,
-// buffer presence and overlap for a communicator of `nranks` where this rank is `rank`. Fills
-// call.elemSize.
+// Checks what the call's row in the collective table (src/collective_table.h) asks: datatype, op,
+// root or peer, count overflow and fit in the address space, buffer presence and overlap for a
+// communicator of `nranks` where this rank is `rank`. Fills call.elemSize.
 void validateCall(const char* function, CollCall& call, int rank, int nranks);
-
-// How many `count`s the call's send and receive buffers hold on `rank` (gather-like calls differ
-// per side; 0 for a buffer the rank does not use).
-void bufferMultiples(const CollCall& call, int rank, int nranks, size_t* sendMul, size_t* recvMul);
 
 // A call with a NULL stream takes host buffers: a buffer that is device memory the host cannot
 // read is refused (collInvalidArgument naming it), not read as host memory. Asked only where the

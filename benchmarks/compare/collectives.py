@@ -45,14 +45,28 @@ COLLECTIVES = {c.name: c for c in (
                "MPI_Scatter", "scatter from a list of n views"),
     Collective("sendrecv", False, _one, "1", "the buffer each rank sends to rank+1 while receiving from rank-1",
                "MPI_Sendrecv", "isend + irecv"),
+    # Variable counts: the size splits between ranks by --counts (perf_counts.h; mpi_bench.c's
+    # splitCounts), the blocks adding up to it, so no rounding to whole blocks.
+    Collective("allgatherv", False, _blocks, "(n-1)/n", "the whole output; rank p contributes its --counts share",
+               "MPI_Allgatherv", None),
+    Collective("alltoallv", False, _blocks, "(n-1)/n",
+               "each rank's buffer; the block to rank q is share (rank+q) mod n of --counts",
+               "MPI_Alltoallv", None),
+    Collective("reducescatterv", False, _blocks, "(n-1)/n", "each rank's whole input; rank p ends with its share",
+               "MPI_Reduce_scatter", None),
 )}
 
 ROOTED = ("broadcast", "gather", "reduce", "scatter")  # root 0 in every library
-REDUCING = ("all_reduce", "reduce", "reduce_scatter")  # sum in every library
+REDUCING = ("all_reduce", "reduce", "reduce_scatter", "reducescatterv")  # sum in every library
+VARIABLE = ("allgatherv", "alltoallv", "reducescatterv")  # split by --counts in every library
+COUNT_PATTERNS = ("even", "linear", "zeros", "one")
 
 # Why a library lacks an operation, for the tables.
 MISSING = {("gloo", "reduce_scatter"): "torch.distributed's Gloo backend has no reduce_scatter "
-                                       "(\"ProcessGroupGloo does not support reduce_scatter\")"}
+                                       "(\"ProcessGroupGloo does not support reduce_scatter\")",
+           ("gloo", "reducescatterv"): "torch.distributed's Gloo backend has no reduce_scatter",
+           ("gloo", "allgatherv"): "gloo_bench.py has no uneven all_gather",
+           ("gloo", "alltoallv"): "gloo_bench.py has no uneven all_to_all_single"}
 
 
 def effective_size(name, size, nranks):

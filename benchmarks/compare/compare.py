@@ -29,6 +29,9 @@ examples:
                                                              # Open MPI with --mca btl tcp,self
   benchmarks/compare/compare.py --sweep --ranks 2,4 --transports shm,sockets --out-dir docs/perf/collectives
                                                        # everything; sockets results in OUT/sockets
+  benchmarks/compare/compare.py --colls allgatherv,alltoallv,reducescatterv --ranks 3,4 --counts linear
+                                                       # the variable-count cells against MPI_Allgatherv,
+                                                       # MPI_Alltoallv and MPI_Reduce_scatter
 """
 import argparse
 import os
@@ -42,7 +45,7 @@ import sys
 import time
 
 import compare_report
-from collectives import MISSING, REDUCING, effective_size, parse_names
+from collectives import COUNT_PATTERNS, MISSING, REDUCING, VARIABLE, effective_size, parse_names
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -71,8 +74,11 @@ def parse_bytes(text):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--colls", default="all", help="collectives, comma-separated, as the perf programs are named "
-                   "(all_reduce,all_gather,alltoall,broadcast,gather,reduce,reduce_scatter,scatter,sendrecv); "
-                   "default all")
+                   "(all_reduce,all_gather,alltoall,broadcast,gather,reduce,reduce_scatter,scatter,sendrecv,"
+                   "allgatherv,alltoallv,reducescatterv); default all")
+    p.add_argument("--counts", default="linear", choices=COUNT_PATTERNS,
+                   help="how the variable-count collectives split each size between ranks, in every library "
+                   "(the perf programs' --counts; default linear)")
     p.add_argument("--ranks", default="2", help="rank counts, comma-separated (default 2)")
     p.add_argument("--sizes", default="8,64K,1M,16M,64M", help="bytes, comma-separated, K/M/G suffixes "
                    "(default 8,64K,1M,16M,64M)")
@@ -251,6 +257,7 @@ def run_ours(tools, a, job):
            "--sizes", ",".join(str(s) for s in job.sizes), "-n", ",".join(str(p[0]) for p in job.plans),
            "-w", ",".join(str(p[1]) for p in job.plans), "-c", "1" if a.check else "0", "-d", "float"]
     cmd += ["-o", "sum"] if job.coll in REDUCING else []
+    cmd += ["--counts", a.counts] if job.coll in VARIABLE else []
     env = dict(os.environ, COLL_TRANSPORTS="^shm") if job.transport == "sockets" else None
     res, err = run(cmd, a.timeout + 30, env=env)
     if err:
@@ -305,6 +312,7 @@ def run_mpi(tools, a, job):
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     cmd += shlex.split(mpi_args(a, job.transport)) + [tools.mpi_bench] + lists(job)
+    cmd += ["--counts", a.counts] if job.coll in VARIABLE else []
     return run_listed(cmd + ["--check", "1" if a.check else "0"], a)
 
 

@@ -5,7 +5,9 @@
  *
  *   mpirun -np 2 mpi_bench --coll gather --sizes 8,65536 --iters 1000,200 --warmups 5 [--check 1]
  *
- * --coll is a *_perf program's name without _perf (default all_reduce); float32, sum, root 0.
+ * --coll is a *_perf program's name without _perf (default all_reduce); float32, sum, root 0. The
+ * variable-count ones (allgatherv, alltoallv, reducescatterv) split each size between ranks by
+ * --counts, as the perf programs' --counts does.
  * --sizes are bytes (K/M/G suffixes allowed) with the perf programs' meaning (collectives.py): the
  * larger buffer, rounded to whole elements and, where the buffer is split into one block per rank,
  * to whole blocks of at least one element. --iters and --warmups take one value for every size or
@@ -73,7 +75,20 @@ static int parseList(const char* text, size_t* values, int isBytes) {
   return n;
 }
 
-enum Coll { ALL_REDUCE, ALL_GATHER, ALLTOALL, BROADCAST, GATHER, REDUCE, REDUCE_SCATTER, SCATTER, SENDRECV };
+enum Coll {
+  ALL_REDUCE,
+  ALL_GATHER,
+  ALLTOALL,
+  BROADCAST,
+  GATHER,
+  REDUCE,
+  REDUCE_SCATTER,
+  SCATTER,
+  SENDRECV,
+  ALLGATHERV,
+  ALLTOALLV,
+  REDUCESCATTERV
+};
 enum Factor { ONE, BLOCKS, TWICE }; /* busbw = algbw * 1, (n-1)/n, 2(n-1)/n */
 
 /* The same rules as collectives.py, in enum Coll's order: split collectives measure n blocks of size/n. */
@@ -83,8 +98,46 @@ static const struct {
   enum Factor factor;
 } kColls[] = {{"all_reduce", 0, TWICE},      {"all_gather", 1, BLOCKS}, {"alltoall", 1, BLOCKS},
               {"broadcast", 0, ONE},         {"gather", 1, BLOCKS},     {"reduce", 0, ONE},
-              {"reduce_scatter", 1, BLOCKS}, {"scatter", 1, BLOCKS},    {"sendrecv", 0, ONE}};
+              {"reduce_scatter", 1, BLOCKS}, {"scatter", 1, BLOCKS},    {"sendrecv", 0, ONE},
+              {"allgatherv", 0, BLOCKS},     {"alltoallv", 0, BLOCKS},  {"reducescatterv", 0, BLOCKS}};
 enum { kNumColls = sizeof(kColls) / sizeof(kColls[0]), kRoot = 0 };
+
+/* The variable-count collectives split a size between ranks by a pattern of weights (--counts),
+ * as the perf programs do (benchmarks/perf/perf_counts.cc: keep the two in step): rank p's block
+ * is total*w[p]/W rounded down, and what rounding left goes to the first of the heaviest blocks,
+ * so the blocks add up to the size. All-to-all: rank `from` sends rank `to` block (from+to)%n. */
+enum Pattern { EVEN, LINEAR, ZEROS, ONE_RANK };
+static const char* const kPatterns[] = {"even", "linear", "zeros", "one"};
+
+static size_t weightOf(enum Pattern p, int rank) {
+  switch (p) {
+    case LINEAR:
+      return (size_t)rank + 1;
+    case ZEROS:
+      return rank % 2 == 0 ? 1 : 0;
+    case ONE_RANK:
+      return rank == 0 ? 1 : 0;
+    default:
+      return 1;
+  }
+}
+
+static void splitCounts(size_t total, enum Pattern p, int n, int* counts) {
+  size_t weights = 0, given = 0;
+  int heaviest = 0;
+  for (int r = 0; r < n; ++r) weights += weightOf(p, r);
+  for (int r = 0; r < n; ++r) {
+    counts[r] = (int)((long double)total * weightOf(p, r) / weights);
+    given += (size_t)counts[r];
+    if (weightOf(p, r) > weightOf(p, heaviest)) heaviest = r;
+  }
+  counts[heaviest] += (int)(total - given);
+}
+
+static void packed(const int* counts, int n, int* displs) {
+  int at = 0;
+  for (int r = 0; r < n; ++r) displs[r] = at, at += counts[r];
+}
 
 struct Call {
   enum Coll coll;
@@ -93,7 +146,37 @@ struct Call {
   size_t count; /* elements of the larger buffer */
   size_t per;   /* elements of one rank's block (= count when not split) */
   int rank, nranks;
+  /* Variable counts (int, as MPI takes them): the split of count, its packed displacements, and
+   * this rank's all-to-all arrays. */
+  int *split, *offsets, *sendcounts, *sdispls, *recvcounts, *rdispls;
 };
+
+/* Fills the variable-count arrays of a call whose count is set. */
+static void layoutVariable(struct Call* c, enum Pattern pattern) {
+  int n = c->nranks;
+  splitCounts(c->count, pattern, n, c->split);
+  packed(c->split, n, c->offsets);
+  for (int p = 0; p < n; ++p) {
+    c->sendcounts[p] = c->split[(c->rank + p) % n];
+    c->recvcounts[p] = c->split[(p + c->rank) % n];
+  }
+  packed(c->sendcounts, n, c->sdispls);
+  packed(c->recvcounts, n, c->rdispls);
+}
+
+/* Where rank `from`'s block for rank `to` starts in from's input (all-to-all). */
+static size_t sentFrom(const struct Call* c, int from, int to) {
+  size_t at = 0;
+  for (int q = 0; q < to; ++q) at += (size_t)c->split[(from + q) % c->nranks];
+  return at;
+}
+
+/* The rank whose region of `displs`/`counts` holds element i (the regions are packed in rank order). */
+static int regionOf(const int* displs, const int* counts, int n, size_t i) {
+  for (int p = 0; p < n; ++p)
+    if (i >= (size_t)displs[p] && i < (size_t)displs[p] + (size_t)counts[p]) return p;
+  return n - 1;
+}
 
 /* One call, out of place where MPI allows it; only the root's buffers count where MPI ignores the others. */
 static void runOnce(const struct Call* c) {
@@ -127,6 +210,16 @@ static void runOnce(const struct Call* c) {
     case SENDRECV:
       MPI_Sendrecv(c->send, count, MPI_FLOAT, (c->rank + 1) % c->nranks, 0, c->recv, count, MPI_FLOAT,
                    (c->rank - 1 + c->nranks) % c->nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      break;
+    case ALLGATHERV:
+      MPI_Allgatherv(c->send, c->split[c->rank], MPI_FLOAT, c->recv, c->split, c->offsets, MPI_FLOAT, MPI_COMM_WORLD);
+      break;
+    case ALLTOALLV:
+      MPI_Alltoallv(c->send, c->sendcounts, c->sdispls, MPI_FLOAT, c->recv, c->recvcounts, c->rdispls, MPI_FLOAT,
+                    MPI_COMM_WORLD);
+      break;
+    case REDUCESCATTERV:
+      MPI_Reduce_scatter(c->send, c->recv, c->split, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
   }
 }
@@ -169,6 +262,16 @@ static size_t outputSource(const struct Call* c, size_t i, int* src, size_t* idx
     case SENDRECV:
       *src = (r - 1 + n) % n;
       return count;
+    case ALLGATHERV:
+      *src = regionOf(c->offsets, c->split, n, i), *idx = i - (size_t)c->offsets[*src];
+      return count;
+    case ALLTOALLV:
+      *src = regionOf(c->rdispls, c->recvcounts, n, i);
+      *idx = sentFrom(c, *src, r) + (i - (size_t)c->rdispls[*src]);
+      return count;
+    case REDUCESCATTERV:
+      *idx = (size_t)c->offsets[r] + i;
+      return (size_t)c->split[r];
   }
   return 0;
 }
@@ -194,7 +297,9 @@ static long long checkOnce(const struct Call* c) {
 static void usage(FILE* out) {
   fprintf(out,
           "usage: mpi_bench [--coll NAME] --sizes B[,B...] [--iters N[,N...]] [--warmups N[,N...]] [--check 0|1]\n"
-          "Times one MPI collective (float32, sum, root 0); NAME is one of");
+          "                 [--counts even|linear|zeros|one]\n"
+          "Times one MPI collective (float32, sum, root 0; --counts: the variable-count ones' split\n"
+          "between ranks, default linear, as the perf programs'); NAME is one of");
   for (int k = 0; k < kNumColls; ++k) fprintf(out, " %s", kColls[k].name);
   fprintf(out, " (default all_reduce). See the comment at the top of the source.\n");
 }
@@ -228,7 +333,7 @@ static void blockCount(enum Coll coll, size_t bytes, int n, size_t* count, size_
 
 int main(int argc, char** argv) {
   size_t sizes[MAX_SIZES], iters[MAX_SIZES], warmups[MAX_SIZES];
-  int nsizes = 0, niters = 1, nwarmups = 1, check = 0, coll = ALL_REDUCE;
+  int nsizes = 0, niters = 1, nwarmups = 1, check = 0, coll = ALL_REDUCE, pattern = LINEAR;
   iters[0] = 20;
   warmups[0] = 5;
   MPI_Init(&argc, &argv);
@@ -253,6 +358,10 @@ int main(int argc, char** argv) {
       bad = (nwarmups = parseList(v, warmups, 0)) <= 0;
     } else if (strcmp(a, "--check") == 0 && v) {
       check = atoi(v);
+    } else if (strcmp(a, "--counts") == 0 && v) {
+      for (pattern = 0; pattern < 4 && strcmp(kPatterns[pattern], v) != 0; ++pattern) {
+      }
+      bad = pattern == 4;
     } else {
       bad = 1;
     }
@@ -281,7 +390,8 @@ int main(int argc, char** argv) {
   }
   float* send = malloc(maxCount * sizeof(float));
   float* recv = malloc(maxCount * sizeof(float));
-  if (send == NULL || recv == NULL) {
+  int* arrays = malloc(6 * (size_t)nranks * sizeof(int));
+  if (send == NULL || recv == NULL || arrays == NULL) {
     fprintf(stderr, "mpi_bench: out of memory\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -296,13 +406,17 @@ int main(int argc, char** argv) {
     char* comma = strchr(version, ',');
     if (comma) *comma = '\0';
     printf("# mpi_bench: %s, %s, %d ranks, float32 sum, root 0\n", kColls[coll].name, version, nranks);
+    if (coll >= ALLGATHERV) printf("# counts per rank: %s\n", kPatterns[pattern]);
     printf("# %10s  %12s  %8s  %10s  %11s  %11s  %6s\n", "size(B)", "count", "iters", "time(us)", "algbw(GB/s)",
            "busbw(GB/s)", "#wrong");
     fflush(stdout);
   }
   for (int s = 0; s < nsizes; ++s) {
-    struct Call c = {(enum Coll)coll, send, recv, 0, 0, rank, nranks};
+    struct Call c = {.coll = (enum Coll)coll, .send = send, .recv = recv, .rank = rank, .nranks = nranks};
+    int** variable[] = {&c.split, &c.offsets, &c.sendcounts, &c.sdispls, &c.recvcounts, &c.rdispls};
+    for (int k = 0; k < 6; ++k) *variable[k] = arrays + k * nranks;
     blockCount(c.coll, sizes[s], nranks, &c.count, &c.per);
+    if (c.coll >= ALLGATHERV) layoutVariable(&c, (enum Pattern)pattern);
     size_t it = iters[niters == 1 ? 0 : s], wu = warmups[nwarmups == 1 ? 0 : s];
     if (it == 0) it = 1;
     for (size_t w = 0; w < wu; ++w) runOnce(&c);
@@ -322,6 +436,7 @@ int main(int argc, char** argv) {
   }
   free(send);
   free(recv);
+  free(arrays);
   MPI_Finalize();
   return 0;
 }

@@ -27,7 +27,7 @@ void printUsage(FILE* out, const char* program, bool hasOp) {
   fprintf(out,
           "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [--sizes list]\n"
           "       %*s [-n iters[,iters...]] [-w warmups[,warmups...]]\n"
-          "       %*s [-c 0|1] [-d type|all]%s [-r root] [-z 0|1] [-m host|device] [-h]\n",
+          "       %*s [-c 0|1] [-d type|all]%s [-r root] [-z 0|1] [-m host|device] [--counts P] [-h]\n",
           program, static_cast<int>(strlen(program)), "", static_cast<int>(strlen(program)), "",
           hasOp ? " [-o op|all]" : "");
   fprintf(out,
@@ -54,6 +54,9 @@ void printUsage(FILE* out, const char* program, bool hasOp) {
           "  -m, --memory host|device  buffers in host memory or GPU memory (default: GPU memory\n"
           "                         where the rank has a GPU and the library runs device calls,\n"
           "                         else host memory)\n"
+          "      --counts P         variable-count programs: how a size splits between ranks:\n"
+          "                         even, linear (rank r holds r+1 shares; default), zeros (odd\n"
+          "                         ranks none), one (rank 0 all)\n"
           "  -h, --help             this text\n"
           "\n"
           "Time is the average per iteration, the maximum over ranks; algbw = size / time;\n"
@@ -183,6 +186,7 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
                                  {"nthreads", required_argument, nullptr, 't'},
                                  {"ngpus", required_argument, nullptr, 'g'},
                                  {"sizes", required_argument, nullptr, 'S'},
+                                 {"counts", required_argument, nullptr, 'C'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const bool report = isReportingRank();
@@ -218,6 +222,10 @@ ArgsOutcome parsePerfArgs(int argc, char** argv, const char* program, bool hasOp
       case 'S':
         ok = parseSizeList(optarg, &args->sizeList);
         if (!ok) error = std::string("--sizes ") + optarg + ": expected rising sizes, comma-separated (e.g. 8,1K,64M)";
+        break;
+      case 'C':
+        ok = parseCountPattern(optarg, &args->counts);
+        if (!ok) error = std::string("--counts ") + optarg + ": expected even, linear, zeros or one";
         break;
       case 'c':
         ok = parseBool(optarg, &args->check);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_counts.h"
 #include "perf_types.h"
 
 namespace collperf {
@@ -26,6 +27,7 @@ struct PerfArgs {
   bool blocking = true;
   MemoryKind memory = MemoryKind::kAuto;  // -m; kAuto: GPU memory where the rank has a GPU
   int root = 0;
+  CountPattern counts = CountPattern::kLinear;  // --counts, for the variable-count programs
   std::vector<const TypeInfo*> types;
   std::vector<const OpInfo*> ops;
   std::string commandLine;

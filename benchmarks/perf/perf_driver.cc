@@ -169,7 +169,7 @@ void Driver::init() {
 void Driver::allocate() {
   size_t sendBytes = 64, recvBytes = 64;
   for (const TypeInfo* t : args_.types) {
-    LayoutArgs la{args_.maxBytes / t->size, nranks_, rank_, args_.root};
+    LayoutArgs la{args_.maxBytes / t->size, nranks_, rank_, args_.root, args_.counts};
     Layout l = coll_.layout(la);
     size_t inplace = std::max(l.inplaceSendOffset + l.sendCount, l.inplaceRecvOffset + l.recvCount);
     sendBytes = std::max(sendBytes, l.sendCount * t->size);
@@ -192,6 +192,10 @@ void Driver::printHeader() {
   printf("# Collective test starting: %s (libcollective %d.%d.%d)\n", coll_.programName, version / 10000,
          version / 100 % 100, version % 100);
   printf("# Command: %s\n", args_.commandLine.c_str());
+  // The variable-count programs' split of each size between ranks (--counts), which decides what
+  // their rows measure.
+  if (!coll_.layout(LayoutArgs{0, nranks_, 0, 0, args_.counts}).recvcounts.empty())
+    printf("# Counts per rank: %s (--counts)\n", countPatternName(args_.counts));
   if (!args_.sizeList.empty()) {
     printf("# nRanks %d sizes: %s warmup iters: %s iters: %s validation: %d blocking: %d\n", nranks_,
            joined(args_.sizeList).c_str(), joined(args_.warmups).c_str(), joined(args_.iters).c_str(),
@@ -260,7 +264,8 @@ Measurement Driver::measure(const TypeInfo& type, const OpInfo& op, const Layout
                   : (l.sendUsed ? l.sendCount : l.recvCount);
   }
   DataSpec spec{&type, patternFor(coll_.hasOp, op.op), op.op, rank_, nranks_};
-  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type, op.op, args_.root, rank_, nranks_, comm_, memory_->stream()};
+  CallArgs call{sendPtr, recvPtr, l.paramCount, type.type,         op.op, args_.root,
+                rank_,   nranks_, comm_,        memory_->stream(), &l};
   auto runOnce = [&]() { check(coll_.run(call), coll_.apiName); };
 
   if (sendPtr != nullptr) memory_->fillInput(spec, sendPtr, l.sendCount);
@@ -298,7 +303,7 @@ void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
   const std::vector<size_t> sizes = sizesToRun(args_);
   for (size_t index = 0; index < sizes.size(); ++index) {
     const size_t size = sizes[index];
-    LayoutArgs la{size / type.size, nranks_, rank_, args_.root};
+    LayoutArgs la{size / type.size, nranks_, rank_, args_.root, args_.counts};
     Layout l = coll_.layout(la);
     if (rank_ == 0) {
       printf("%12zu  %12zu  %8s  %6s  %6d", std::max(l.sendCount, l.recvCount) * type.size, l.paramCount, type.name,
@@ -331,6 +336,12 @@ void Driver::sweep(const TypeInfo& type, const OpInfo& op) {
 // -m: host memory, GPU memory, or (by default) GPU memory where this rank has a GPU.
 bool Driver::chooseMemory() {
   std::string why;
+  if (coll_.hostMemoryOnly && args_.memory == MemoryKind::kDevice) {
+    fprintf(stderr, "%s: rank %s: -m device: %s takes host memory for now (docs/api.md); use -m host\n",
+            coll_.programName, launcherRank(), coll_.apiName);
+    return false;
+  }
+  if (coll_.hostMemoryOnly) args_.memory = MemoryKind::kHost;
   if (args_.memory != MemoryKind::kHost) memory_ = makeDeviceMemory(&why);
   if (memory_ == nullptr && args_.memory == MemoryKind::kDevice) {
     // Every rank says it, with its rank: a rank may lack a GPU alone, and then it is the only one

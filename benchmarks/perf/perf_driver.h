@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collective.h"
+#include "perf_counts.h"
 #include "perf_data.h"
 
 namespace collperf {
@@ -16,6 +17,7 @@ struct LayoutArgs {
   int nranks;
   int rank;
   int root;
+  CountPattern counts;  // --counts: the variable-count programs' split between ranks
 };
 
 // One rank's buffers for one size. Counts are in elements.
@@ -28,6 +30,8 @@ struct Layout {
   // In place, both pointers lie in one buffer, at these offsets.
   size_t inplaceSendOffset = 0;
   size_t inplaceRecvOffset = 0;
+  // The variable-count programs' arrays (perf_counts.h), one entry per rank; empty elsewhere.
+  std::vector<size_t> sendcounts, sdispls, recvcounts, rdispls;
 };
 
 struct CallArgs {
@@ -41,6 +45,7 @@ struct CallArgs {
   int nranks;
   collComm_t comm;
   collStream_t stream;  // NULL for host memory, the program's cudaStream_t for GPU memory
+  const Layout* layout;  // its arrays, for the variable-count programs
 };
 
 struct CollDescriptor {
@@ -54,6 +59,9 @@ struct CollDescriptor {
   void (*expected)(const LayoutArgs& a, std::vector<Segment>* segments);
   double (*busBwFactor)(int nranks);
   collResult_t (*run)(const CallArgs& c);
+  // The call takes host memory only (the variable-count collectives, for now): -m device is
+  // refused, and the default is host memory.
+  bool hostMemoryOnly = false;
 };
 
 // The whole program: parse the flags, init from the environment, run the sweep, print the table.

@@ -7,6 +7,15 @@
 #include "process_group.h"
 
 namespace torch_collective {
+namespace {
+
+bool sameSizes(const std::vector<at::Tensor>& tensors) {
+  for (const at::Tensor& tensor : tensors)
+    if (tensor.numel() != tensors[0].numel()) return false;
+  return true;
+}
+
+}  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce(std::vector<at::Tensor>& tensors,
                                                                  const c10d::AllreduceOptions& opts) {
@@ -54,6 +63,41 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
   TORCH_CHECK(outputTensors.size() == 1, "collective backend: allgather takes one output list per rank, got ",
               outputTensors.size());
   std::vector<at::Tensor> outputs = outputTensors[0];
+  if (outputs.size() == static_cast<size_t>(getSize()) && !sameSizes(outputs)) {
+    // Rank r's output holds what rank r sends: one collAllGatherV into a flat buffer of every size,
+    // which every rank derives alike from its own output list.
+    const int rank = getRank();
+    for (const at::Tensor& output : outputs) {
+      checkDenseTensor(output, "allgather");
+      TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+                  "collective backend: allgather: the output list holds a tensor of type ", output.scalar_type(),
+                  ", expected ", input.scalar_type());
+    }
+    TORCH_CHECK(outputs[rank].numel() == input.numel(), "collective backend: allgather: this rank's output holds ",
+                outputs[rank].numel(), " elements but its input ", input.numel(),
+                " (outputs of different sizes: output r receives rank r's input)");
+    collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
+    std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));
+    TORCH_CHECK(!device, "collective backend: allgather: outputs of different sizes take CPU tensors for now ",
+                "(the library's collAllGatherV takes host memory)");
+    auto counts = std::make_shared<std::vector<size_t>>(), displs = std::make_shared<std::vector<size_t>>();
+    size_t total = 0;
+    for (const at::Tensor& output : outputs) {
+      counts->push_back(static_cast<size_t>(output.numel()));
+      displs->push_back(total);
+      total += counts->back();
+    }
+    StagedTensor in(input);
+    at::Tensor gathered = at::empty({static_cast<int64_t>(total)}, input.options());
+    collComm_t comm = comm_.handle();
+    return enqueue(
+        c10d::OpType::ALLGATHER, outputs, {input}, device,
+        [=] {
+          checkResult(collAllGatherV(in.data(), in.count(), gathered.data_ptr(), counts->data(), displs->data(), type,
+                                     comm, nullptr));
+        },
+        [=] { unpackTensors(gathered, outputs); });
+  }
   checkMatchingTensors(outputs, input, getSize(), "allgather", "the output list");
   collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
   std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));

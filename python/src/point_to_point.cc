@@ -1,5 +1,6 @@
 // Point-to-point calls and all_to_all. Sends and receives carry no tag in libcollective: between
 // two ranks they match in the order they were posted, which is also the order torch issues them.
+// An uneven all_to_all_single of host tensors is one collAllToAllV.
 #include <c10/util/Exception.h>
 
 #include <cstring>
@@ -36,6 +37,21 @@ std::vector<Segment> splitAlongRows(const StagedTensor& staged, const at::Tensor
   TORCH_CHECK(row == rows, "collective backend: alltoall_base: the ", what, " split sizes add up to ", row,
               " rows, but the ", what, " has ", rows);
   return segments;
+}
+
+// The counts and displacements of collAllToAllV, in elements, read off the segments of one
+// staged buffer each.
+struct VariableCounts {
+  std::vector<size_t> sendcounts, sdispls, recvcounts, rdispls;
+};
+
+void countsOf(const std::vector<Segment>& segments, const StagedTensor& staged, size_t elementSize,
+              std::vector<size_t>* counts, std::vector<size_t>* displs) {
+  for (const Segment& segment : segments) {
+    counts->push_back(segment.count);
+    displs->push_back(static_cast<size_t>(static_cast<char*>(segment.data) - static_cast<char*>(staged.data())) /
+                      elementSize);
+  }
 }
 
 }  // namespace
@@ -156,6 +172,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor&
   }
   std::vector<Segment> sends = splitAlongRows(in, inputBuffer, inputSplitSizes, ranks, "input");
   std::vector<Segment> recvs = splitAlongRows(out, outputBuffer, outputSplitSizes, ranks, "output");
+  if (!device) {
+    // Host memory: one collAllToAllV, which checks every pair's count as it moves the bytes. The
+    // library's variable-count calls take host memory only for now, so device tensors still go
+    // through grouped sends and receives below.
+    auto counts = std::make_shared<VariableCounts>();
+    const size_t elementSize = inputBuffer.element_size();
+    countsOf(sends, in, elementSize, &counts->sendcounts, &counts->sdispls);
+    countsOf(recvs, out, elementSize, &counts->recvcounts, &counts->rdispls);
+    return enqueue(
+        c10d::OpType::ALLTOALL_BASE, {outputBuffer}, {inputBuffer}, device,
+        [=] {
+          checkResult(collAllToAllV(in.data(), counts->sendcounts.data(), counts->sdispls.data(), out.data(),
+                                    counts->recvcounts.data(), counts->rdispls.data(), type, comm, nullptr));
+        },
+        [=] { out.copyBack(); });
+  }
   return exchangeWithEveryRank(c10d::OpType::ALLTOALL_BASE, {outputBuffer}, {inputBuffer}, std::move(device),
                                std::move(sends), std::move(recvs), type, inputBuffer.element_size(),
                                [in, out] { out.copyBack(); });

@@ -24,6 +24,14 @@ Schedule chainBroadcast(int nranks, int rank, int root, size_t count, size_t max
 Schedule ringAllReduce(const std::vector<int>& order, int rank, size_t count, size_t maxStepElems, bool avg);
 Schedule ringReduceScatter(const std::vector<int>& order, int rank, size_t recvCount, size_t maxStepElems, bool avg);
 Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount, size_t maxStepElems);
+// Variable counts (src/validate_counts.h): counts[p] and displs[p] describe rank p's block.
+// All-gather: rank p's counts[p] elements land at displs[p] of every rank's receive buffer.
+Schedule ringAllGatherV(const std::vector<int>& order, int rank, const size_t* counts, const size_t* displs,
+                        size_t maxStepElems);
+// Reduce-scatter: the send buffer holds every rank's block in rank order, counts[p] elements each;
+// rank p's reduced block lands at the start of its receive buffer.
+Schedule ringReduceScatterV(const std::vector<int>& order, int rank, const size_t* counts, size_t maxStepElems,
+                            bool avg);
 std::vector<int> identityOrder(int nranks);
 // Where `value` stands in `list` (a ring position, a rank's index in its host), or -1.
 int indexOf(const std::vector<int>& list, int value);
@@ -62,6 +70,10 @@ Schedule treeAllReduce(int nranks, int rank, size_t count, size_t maxStepElems, 
 Schedule directGather(int nranks, int rank, int root, size_t sendCount);
 Schedule directScatter(int nranks, int rank, int root, size_t recvCount);
 Schedule pairwiseAllToAll(int nranks, int rank, size_t count);
+// Variable counts: sendcounts[p] elements from sdispls[p] go to rank p, recvcounts[p] from rank p
+// land at rdispls[p]; each pair's steps carry callTag with their count in its size bits.
+Schedule pairwiseAllToAllV(int nranks, int rank, const size_t* sendcounts, const size_t* sdispls,
+                           const size_t* recvcounts, const size_t* rdispls, uint64_t callTag);
 
 // exchange.cc: every rank sends its input to every other rank and reduces all n itself.
 Schedule exchangeAllReduce(int nranks, int rank, size_t count, bool avg);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/collective_table.h"
+
 namespace coll {
 
 int ceilLog2(int n) {
@@ -31,17 +33,12 @@ size_t stepBytes(const PlanContext& ctx) {
 }
 
 size_t oneshotInputBytes(const CollCall& call, int nranks) {
-  size_t bytes = callBytes(call);
-  switch (call.type) {
-    case CollType::kReduceScatter:
-    case CollType::kScatter:
-    case CollType::kAllToAll:
-      return bytes * static_cast<size_t>(nranks);
-    case CollType::kBarrier:
-      return 0;
-    default:
-      return bytes;
-  }
+  // What the rank that sends the most publishes: its whole send buffer, the root's for rooted
+  // collectives (the collective's row says how many counts that is).
+  const CollectiveRow& row = collectiveRow(call.type);
+  if (!row.hasData) return 0;
+  if (row.variableCounts) return callBytes(call);
+  return callBytes(call) * row.sendMultiple(call.root, call.root, nranks);
 }
 
 double pipelineUs(const CollCall& call, int n) {

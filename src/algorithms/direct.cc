@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "src/algorithms/algorithms.h"
 #include "src/algorithms/cost_model.h"
+#include "src/call_tag.h"
 
 namespace coll {
 namespace algorithms {
@@ -85,6 +86,32 @@ Schedule pairwiseAllToAll(int n, int r, size_t count) {
   return s;
 }
 
+Schedule pairwiseAllToAllV(int n, int r, const size_t* sendcounts, const size_t* sdispls, const size_t* recvcounts,
+                           const size_t* rdispls, uint64_t callTag) {
+  Schedule s;
+  s.algorithm = "pairwise";
+  // Each pair's messages carry their own count in the tag: a receiver that expects another count
+  // than its peer sends fails on the tag, naming both, before a byte lands. (A pair where one
+  // side expects nothing sends nothing, as zero-count steps do: the other side waits for its
+  // deadline.)
+  for (int k = 1; k < n; ++k) {
+    int to = (r + k) % n, from = (r - k + n) % n;
+    Step& send = s.add(sendcounts[to]);
+    send.src = sendAt(sdispls[to]);
+    send.sendTo(to);
+    send.tag = callTag | sendcounts[to];
+    Step& recv = s.add(recvcounts[from]);
+    recv.recvFrom(from);
+    recv.dst = recvAt(rdispls[from]);
+    recv.tag = callTag | recvcounts[from];
+  }
+  Step& own = s.add(sendcounts[r]);
+  own.src = sendAt(sdispls[r]);
+  own.dst = recvAt(rdispls[r]);
+  joinAll(s);
+  return s;
+}
+
 Schedule buildDirect(const CollCall& call, const Plan&, int rank, const PlanContext& ctx) {
   if (call.type == CollType::kGather) return directGather(ctx.nranks, rank, call.root, call.count);
   if (call.type == CollType::kScatter) return directScatter(ctx.nranks, rank, call.root, call.count);
@@ -98,6 +125,11 @@ double modelDirect(const CollCall& call, const PlanContext& ctx) {
 }
 
 Schedule buildPairwise(const CollCall& call, const Plan&, int rank, const PlanContext& ctx) {
+  if (call.type == CollType::kAllToAllV) {
+    const VariableCounts& v = *call.counts;
+    // The call's tag holds a count of 0 (validate_counts.h): each pair adds its own.
+    return pairwiseAllToAllV(ctx.nranks, rank, v.sendcounts, v.sdispls, v.recvcounts, v.rdispls, collectiveTagOf(call));
+  }
   return pairwiseAllToAll(ctx.nranks, rank, call.count);
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/cpu/reduce.h"
 #include "src/algorithms/cost_model.h"
 #include "src/call_tag.h"
+#include "src/collective_table.h"
 #include "src/exec/peer_calls.h"
 
 namespace coll {
@@ -171,18 +172,13 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   computeOutput(call, region);
 }
 
-bool OneShot::publishes(const CollCall& call) const { return publishesOn(rank_, call); }
+bool OneShot::publishes(const CollCall& call) const { return publishesOn(rank_, nranks_, call); }
 
-bool OneShot::publishesOn(int rank, const CollCall& call) {
-  switch (call.type) {
-    case CollType::kBroadcast:
-    case CollType::kScatter:
-      return rank == call.root;
-    case CollType::kBarrier:
-      return false;
-    default:
-      return true;
-  }
+bool OneShot::publishesOn(int rank, int nranks, const CollCall& call) {
+  // A rank publishes what its send buffer holds: nothing off a broadcast's or a scatter's root,
+  // nothing for a barrier (the collective's row).
+  const CollectiveRow& row = collectiveRow(call.type);
+  return row.hasData && row.sendMultiple(rank, call.root, nranks) > 0;
 }
 
 template <class Ring>
@@ -235,7 +231,7 @@ void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& regi
                             size_t bytes) const {
   const Trailer mine{seq, collectiveTagOf(call)};
   for (int r = first; r < end; ++r) {
-    if (r == rank_ || !publishesOn(r, call)) continue;
+    if (r == rank_ || !publishesOn(r, nranks_, call)) continue;
     // Where this rank's own count puts the peer's trailer: a peer that published by another count
     // left it elsewhere (what lies here is its data, or an older call's trailer, never this call's).
     Trailer theirs;

@@ -65,7 +65,7 @@ class OneShot : public NativeRunner {
  private:
   // Whether this rank's (rank `rank`'s) input goes into its buffer for this call.
   bool publishes(const CollCall& call) const;
-  static bool publishesOn(int rank, const CollCall& call);
+  static bool publishesOn(int rank, int nranks, const CollCall& call);
   // What follows an input in its region: the call's number and tag.
   struct Trailer {
     uint64_t seq;

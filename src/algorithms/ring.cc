@@ -107,6 +107,20 @@ void joinTwoRankAllGatherLoop(Schedule& s) {
   loop[1].joinNext = loops % kAllGatherLoopsPerBatch != 0;
 }
 
+// One all-gather loop: this rank's own block goes into its own place and out to the next rank,
+// then the others' blocks circulate.
+template <typename PlacementFn>
+void appendAllGatherLoop(Schedule& s, const RingView& ring, PlacementFn placement) {
+  BlockPlacement own = placement(ring.r);
+  Step& first = s.add(own.count);
+  first.src = sendAt(own.sendOffset);
+  first.dst = recvAt(own.recvOffset);
+  if (ring.n == 1) return;
+  first.sendTo(ring.next());
+  appendAllGatherTail(s, ring, placement);
+  if (ring.n == 2) joinTwoRankAllGatherLoop(s);
+}
+
 Schedule localCopy(size_t count, const char* name) {
   Schedule s;
   s.algorithm = name;
@@ -192,13 +206,53 @@ Schedule ringAllGather(const std::vector<int>& order, int rank, size_t sendCount
     auto placement = [&](int b) {
       return BlockPlacement{base, static_cast<size_t>(order[b]) * sendCount + base, length};
     };
-    Step& first = s.add(length);
-    first.src = sendAt(base);
-    first.dst = recvAt(static_cast<size_t>(rank) * sendCount + base);
-    if (n == 1) continue;
-    first.sendTo(ring.next());
-    appendAllGatherTail(s, ring, placement);
-    if (n == 2) joinTwoRankAllGatherLoop(s);
+    appendAllGatherLoop(s, ring, placement);
+  }
+  if (!s.steps.empty()) s.steps.back().joinNext = false;
+  return s;
+}
+
+Schedule ringReduceScatterV(const std::vector<int>& order, int rank, const size_t* counts, size_t maxStepElems,
+                            bool avg) {
+  int n = static_cast<int>(order.size());
+  if (n == 1) return localCopy(counts[0], "ring");
+  Schedule s;
+  s.algorithm = "ring";
+  RingView ring{order, n, indexOf(order, rank)};
+  std::vector<size_t> offsets(n, 0);  // where each rank's block starts in the send buffer
+  for (int p = 1; p < n; ++p) offsets[p] = offsets[p - 1] + counts[p - 1];
+  // Loops of at most maxStepElems of every block, as ringAllGatherV's.
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  size_t longest = *std::max_element(counts, counts + n);
+  for (size_t base = 0; base < longest; base += chunk) {
+    auto placement = [&](int b) {
+      const int of = order[b];
+      return BlockPlacement{offsets[of] + base, base, counts[of] > base ? std::min(chunk, counts[of] - base) : 0};
+    };
+    appendReduceScatterLoop(s, ring, placement, avg, /*allGatherAfter=*/false);
+  }
+  return s;
+}
+
+Schedule ringAllGatherV(const std::vector<int>& order, int rank, const size_t* counts, const size_t* displs,
+                        size_t maxStepElems) {
+  Schedule s;
+  s.algorithm = "ring";
+  int n = static_cast<int>(order.size());
+  RingView ring{order, n, indexOf(order, rank)};
+  // A loop takes up to maxStepElems of every rank's block, so no step outgrows a FIFO however
+  // uneven the blocks (the ring's deadlock argument, above); a block that has run out gives
+  // zero-count steps, which every rank skips alike since every rank has the same counts.
+  size_t chunk = std::max<size_t>(1, maxStepElems);
+  size_t longest = 0;
+  for (int p = 0; p < n; ++p) longest = std::max(longest, counts[p]);
+  auto pieceOf = [&](int of, size_t base) { return counts[of] > base ? std::min(chunk, counts[of] - base) : 0; };
+  for (size_t base = 0; base < longest; base += chunk) {
+    auto placement = [&](int b) {
+      const int of = order[b];
+      return BlockPlacement{base, displs[of] + base, pieceOf(of, base)};
+    };
+    appendAllGatherLoop(s, ring, placement);
   }
   if (!s.steps.empty()) s.steps.back().joinNext = false;
   return s;
@@ -238,6 +292,10 @@ Schedule buildRing(const CollCall& call, const Plan& plan, int rank, const PlanC
       return ringReduceScatter(order, rank, call.count, plan.maxStepElems, avg);
     case CollType::kAllGather:
       return ringAllGather(order, rank, call.count, plan.maxStepElems);
+    case CollType::kAllGatherV:
+      return ringAllGatherV(order, rank, call.counts->recvcounts, call.counts->rdispls, plan.maxStepElems);
+    case CollType::kReduceScatterV:
+      return ringReduceScatterV(order, rank, call.counts->recvcounts, plan.maxStepElems, avg);
     default:
       throwError(collInternalError, "ring: no schedule for %s", collTypeName(call.type));
   }

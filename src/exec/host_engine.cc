@@ -6,7 +6,7 @@
 #include "common/logging.h"
 #include "kernels/cpu/reduce.h"
 #include "src/call_tag.h"
-#include "src/validate.h"
+#include "src/collective_table.h"
 
 namespace coll {
 HostEngine::HostEngine(HostEngineArgs args)
@@ -53,6 +53,11 @@ const Plan& HostEngine::planFor(const CollCall& call) {
 }
 
 const Schedule& HostEngine::scheduleFor(const CollCall& call, const Plan& plan) {
+  // Variable counts: the schedule follows the arrays, which no shape of a few numbers describes.
+  if (call.counts != nullptr) {
+    variableSchedule_ = buildSchedule(call, plan, args_.rank, *args_.planContext);
+    return variableSchedule_;
+  }
   KeptSchedule& kept = keptSchedules_[static_cast<int>(call.type)];
   const ScheduleShape shape{plan.algo, plan.maxStepElems, call.count, call.elemSize, call.root, call.op == collAvg};
   if (!(kept.shape == shape)) {
@@ -67,7 +72,9 @@ void HostEngine::run(const CollCall& call, collStream_t) {
   // Recorded even when the call moves nothing: its peers, if their counts are not zero, find
   // this rank's record of it instead of waiting for their deadline.
   if (peerCalls_) peerCalls_->begin(collectiveTagOf(call));
-  if (call.count == 0 && call.type != CollType::kBarrier) return;
+  if (call.count == 0 && call.type != CollType::kBarrier &&
+      (call.counts == nullptr || (call.counts->sendElems == 0 && call.counts->recvElems == 0)))
+    return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type), /*collective=*/true);
   Plan plan = planFor(call);
   if (plan.alternative == Algo::kAuto) {
@@ -131,10 +138,10 @@ void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter&
   buffers.nranks = args_.nranks;
   buffers.streamOutput = args_.streamingBytes > 0 && call.count * call.elemSize >= args_.streamingBytes;
   if (call.type != CollType::kBarrier) {
-    size_t sendMul = 0, recvMul = 0;
-    bufferMultiples(call, args_.rank, args_.nranks, &sendMul, &recvMul);
-    buffers.sendBytes = call.count * call.elemSize * sendMul;
-    buffers.recvBytes = call.count * call.elemSize * recvMul;
+    size_t sendElems = 0, recvElems = 0;
+    bufferElements(call, args_.rank, args_.nranks, &sendElems, &recvElems);
+    buffers.sendBytes = sendElems * call.elemSize;
+    buffers.recvBytes = recvElems * call.elemSize;
   }
   executor_.run(schedule, buffers, waiter);
 }

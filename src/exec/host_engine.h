@@ -82,6 +82,7 @@ class HostEngine : public Engine {
   const Schedule& scheduleFor(const CollCall& call, const Plan& plan);
 
   Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)
+  Schedule variableSchedule_;      // a variable-count call's, rebuilt at each (its capacity stays)
 
   struct KeptPlan {
     bool valid = false;

@@ -38,5 +38,41 @@ TEST(ConsistencyCheck, MismatchedCountIsReportedOnEveryRank) {
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
 }
 
+// Variable counts: arrays that differ are named, even where the sums agree (all-gather) or where
+// one side expects nothing (all-to-all, which without COLL_CHECK waits for its deadline).
+TEST(ConsistencyCheck, VariableCountsThatDifferAreReportedOnEveryRank) {
+  ASSERT_NE(getenv("COLL_CHECK"), nullptr) << "run through ctest, which sets COLL_CHECK=1";
+  auto failures = runAsThreads(3, [](collComm_t comm, int rank, int) {
+    std::vector<std::string> problems;
+    std::vector<float> in(64, 1.0f), out(64, 0.0f);
+    auto expectRefused = [&](collResult_t rc, const char* fragment, const char* what) {
+      const std::string message = collGetLastError(comm);
+      if (rc != collInvalidUsage || message.find(fragment) == std::string::npos)
+        problems.push_back("rank " + std::to_string(rank) + ": " + what + ": " + message);
+    };
+    // Rank 2 swaps two entries: the same sum, another split.
+    std::vector<size_t> counts = {4, 6, 8}, displs = {0, 4, 10};
+    if (rank == 2) counts = {6, 4, 8}, displs = {0, 6, 10};
+    expectRefused(
+        collAllGatherV(in.data(), counts[rank], out.data(), counts.data(), displs.data(), collFloat, comm, nullptr),
+        "rank 2 passed recvcounts[0] = 6 but rank 0 passed 4", "all-gather");
+    // Rank 0 sends rank 1 nothing, which rank 1 expects 2 elements of.
+    std::vector<size_t> sendcounts = {2, 2, 2}, recvcounts = {2, 2, 2}, at = {0, 2, 4};
+    if (rank == 0) sendcounts[1] = 0;
+    expectRefused(collAllToAllV(in.data(), sendcounts.data(), at.data(), out.data(), recvcounts.data(), at.data(),
+                                collFloat, comm, nullptr),
+                  "rank 0 sends rank 1 0 elements", "all-to-all");
+    if (out[0] != 0.0f) problems.push_back("output written despite the mismatch");
+    // Agreeing arrays work afterwards.
+    sendcounts = {2, 2, 2};
+    if (collAllToAllV(in.data(), sendcounts.data(), at.data(), out.data(), recvcounts.data(), at.data(), collFloat,
+                      comm, nullptr) != collSuccess ||
+        out[5] != 1.0f)
+      problems.push_back("rank " + std::to_string(rank) + ": communicator broken after the check");
+    return problems;
+  });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
 }  // namespace
 }  // namespace colltest

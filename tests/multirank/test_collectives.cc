@@ -11,30 +11,12 @@
 
 #include "collective_cases.h"
 #include "rank_launcher.h"
+#include "test_env.h"
 
 namespace colltest {
 namespace {
 
-// ctest's ENVIRONMENT through gtest_discover_tests keeps only the first of several variables under
-// CMake 3.25 (its script splits the list into separate arguments), so the suites that need several
-// settings pass them in one: COLL_TEST_ENV="NAME=VALUE NAME=VALUE ...", set here before any test
-// (and inherited by the rank processes). A malformed entry stops the run: a suite that silently
-// ran without its settings is what this replaces.
-const bool kTestEnvironmentApplied = [] {
-  const char* spec = getenv("COLL_TEST_ENV");
-  if (spec == nullptr) return false;
-  std::istringstream in(spec);
-  std::string item;
-  while (in >> item) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      fprintf(stderr, "COLL_TEST_ENV: '%s' is not NAME=VALUE\n", item.c_str());
-      abort();
-    }
-    setenv(item.substr(0, eq).c_str(), item.substr(eq + 1).c_str(), 1);
-  }
-  return true;
-}();
+const bool kTestEnvironmentApplied = applyTestEnvironment();  // test_env.h
 
 RankBody standardBody() {
   return

@@ -69,6 +69,15 @@ def test_all_gather(check, rank, ranks):
             gather(output, rank_input(rank, count, dtype))
             check.equal(output, torch.cat(inputs_of_all(ranks, count, dtype)), f"{gather.__name__} {dtype} x{count}")
 
+        # Outputs of different sizes, one of them empty (collAllGatherV): rank r sends size(r) elements.
+        def size(r):
+            return (count + 3 * r) % 5 if r != 1 else 0
+
+        outputs = [poisoned(size(r), dtype) for r in range(ranks)]
+        dist.all_gather(outputs, rank_input(rank, size(rank), dtype))
+        for r in range(ranks):
+            check.equal(outputs[r], rank_input(r, size(r), dtype), f"all_gather uneven slot {r} {dtype} x{count}")
+
 
 def test_reduce_scatter(check, rank, ranks):
     for dtype, count in cases():

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "src/collective_table.h"
 #include "src/plan/planner.h"
 
 namespace collsim {
@@ -29,20 +30,10 @@ coll::CollCall callOfBytes(coll::CollType type, size_t bytes, int nranks) {
   call.datatype = collUint8;
   call.elemSize = 1;
   call.op = collSum;
-  switch (type) {
-    case coll::CollType::kAllGather:
-    case coll::CollType::kReduceScatter:
-    case coll::CollType::kGather:
-    case coll::CollType::kScatter:
-    case coll::CollType::kAllToAll:
-      call.count = std::max<size_t>(1, bytes / static_cast<size_t>(nranks));
-      break;
-    case coll::CollType::kBarrier:
-      call.count = 0;
-      break;
-    default:
-      call.count = bytes;
-  }
+  // The size is the larger buffer, as the perf programs mean it (the collective's row).
+  // A size split into blocks keeps at least one element per block.
+  const size_t multiple = coll::largestMultiple(type, nranks);
+  call.count = multiple <= 1 ? bytes * multiple : std::max<size_t>(1, bytes / multiple);
   return call;
 }
 

@@ -1,0 +1,112 @@
+#include "src/collective_table.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "src/validate_counts.h"
+
+namespace coll {
+namespace {
+
+// Buffer multiples of `count` (CollectiveRow::sendMultiple, recvMultiple).
+size_t one(int, int, int) { return 1; }
+size_t none(int, int, int) { return 0; }
+size_t everyRank(int, int, int nranks) { return static_cast<size_t>(nranks); }
+size_t everyRankOnRoot(int rank, int root, int nranks) { return rank == root ? static_cast<size_t>(nranks) : 0; }
+size_t oneOnRoot(int rank, int root, int) { return rank == root ? 1 : 0; }
+
+uintptr_t addressOf(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+size_t countBytes(const CollCall& c) { return c.count * c.elemSize; }
+
+// In-place rules (docs/api.md): the send data sits exactly where this rank's part of the receive
+// buffer is, or the reverse for reduce-scatter and scatter.
+bool sameBuffer(const CollCall& c, int) { return c.sendbuff == c.recvbuff; }
+bool sendAtOwnBlock(const CollCall& c, int rank) {
+  return addressOf(c.sendbuff) == addressOf(c.recvbuff) + rank * countBytes(c);
+}
+bool recvAtOwnBlock(const CollCall& c, int rank) {
+  return addressOf(c.recvbuff) == addressOf(c.sendbuff) + rank * countBytes(c);
+}
+bool sendAtRootBlock(const CollCall& c, int) {
+  return addressOf(c.sendbuff) == addressOf(c.recvbuff) + c.root * countBytes(c);
+}
+bool recvAtRootBlock(const CollCall& c, int) {
+  return addressOf(c.recvbuff) == addressOf(c.sendbuff) + c.root * countBytes(c);
+}
+
+// Variable counts: the same rules at the displacement of this rank's block.
+bool sendAtOwnPlace(const CollCall& c, int rank) {
+  return addressOf(c.sendbuff) == addressOf(c.recvbuff) + c.counts->rdispls[rank] * c.elemSize;
+}
+bool recvAtOwnBlockOffset(const CollCall& c, int rank) {
+  return addressOf(c.recvbuff) == addressOf(c.sendbuff) + blockOffsetOf(c.counts->recvcounts, rank) * c.elemSize;
+}
+
+}  // namespace
+
+// Columns, as CollectiveRow declares them: type, name, C function, COLL_ALGO's spelling, perf program,
+// torch op; hasData, pointToPoint, rooted, reducing, variableCounts; send and receive multiples (or
+// checkCounts); the in-place rule, in code and in words (offsets in elements); the checks in words.
+// clang-format off
+const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
+    {CollType::kAllReduce, "AllReduce", "collAllReduce", "allreduce", "all_reduce_perf", "all_reduce",
+     true, false, false, true, false, one, one, nullptr, sameBuffer, "sendbuff == recvbuff", "op"},
+    {CollType::kBroadcast, "Broadcast", "collBroadcast", "broadcast", "broadcast_perf", "broadcast",
+     true, false, true, false, false, oneOnRoot, one, nullptr, sameBuffer, "sendbuff == recvbuff", "root"},
+    {CollType::kReduce, "Reduce", "collReduce", "reduce", "reduce_perf", "reduce",
+     true, false, true, true, false, one, oneOnRoot, nullptr, sameBuffer, "sendbuff == recvbuff", "op, root"},
+    {CollType::kAllGather, "AllGather", "collAllGather", "allgather", "all_gather_perf", "all_gather_into_tensor",
+     true, false, false, false, false, one, everyRank, nullptr, sendAtOwnBlock,
+     "sendbuff == recvbuff + rank*sendcount", ""},
+    {CollType::kReduceScatter, "ReduceScatter", "collReduceScatter", "reducescatter", "reduce_scatter_perf",
+     "reduce_scatter_tensor", true, false, false, true, false, everyRank, one, nullptr, recvAtOwnBlock,
+     "recvbuff == sendbuff + rank*recvcount", "op"},
+    {CollType::kGather, "Gather", "collGather", "gather", "gather_perf", "gather",
+     true, false, true, false, false, one, everyRankOnRoot, nullptr, sendAtRootBlock,
+     "sendbuff == recvbuff + root*sendcount on root", "root"},
+    {CollType::kScatter, "Scatter", "collScatter", "scatter", "scatter_perf", "scatter",
+     true, false, true, false, false, everyRankOnRoot, one, nullptr, recvAtRootBlock,
+     "recvbuff == sendbuff + root*recvcount on root", "root"},
+    {CollType::kAllToAll, "AllToAll", "collAllToAll", "alltoall", "alltoall_perf", "all_to_all_single",
+     true, false, false, false, false, everyRank, everyRank, nullptr, nullptr, "", ""},
+    {CollType::kBarrier, "Barrier", "collBarrier", "barrier", nullptr, "barrier",
+     false, false, false, false, false, none, none, nullptr, nullptr, "", "nothing"},
+    {CollType::kSend, "Send", "collSend", "send", "sendrecv_perf", "send",
+     true, true, false, false, false, one, none, nullptr, nullptr, "", "peer"},
+    {CollType::kRecv, "Recv", "collRecv", "recv", "sendrecv_perf", "recv",
+     true, true, false, false, false, none, one, nullptr, nullptr, "", "peer"},
+    {CollType::kAllGatherV, "AllGatherV", "collAllGatherV", "allgatherv", "allgatherv_perf", "all_gather",
+     true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
+     "sendbuff == recvbuff + displs[rank]",
+     "recvcounts and displs present; sendcount == recvcounts[rank]; sums and ends fit size_t; receive regions apart"},
+    {CollType::kReduceScatterV, "ReduceScatterV", "collReduceScatterV", "reducescatterv", "reducescatterv_perf",
+     "reduce_scatter", true, false, false, true, true, nullptr, nullptr, checkReduceScatterVCounts,
+     recvAtOwnBlockOffset, "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank-1])",
+     "op; recvcounts present; their sum fits size_t"},
+    {CollType::kAllToAllV, "AllToAllV", "collAllToAllV", "alltoallv", "alltoallv_perf", "all_to_all_single",
+     true, false, false, false, true, nullptr, nullptr, checkAllToAllVCounts, nullptr, "",
+     "all four arrays present; sendcounts[rank] == recvcounts[rank]; ends fit size_t; receive regions apart"},
+};
+// clang-format on
+
+const char* collTypeName(CollType type) { return type < CollType::kCount ? collectiveRow(type).name : "Unknown"; }
+
+size_t largestMultiple(CollType type, int nranks) {
+  const CollectiveRow& row = collectiveRow(type);
+  if (row.variableCounts) return 1;
+  // Rank 0 as the root: every rooted row's largest buffer is the root's.
+  return std::max(row.sendMultiple(0, 0, nranks), row.recvMultiple(0, 0, nranks));
+}
+
+void bufferElements(const CollCall& c, int rank, int nranks, size_t* sendElems, size_t* recvElems) {
+  const CollectiveRow& row = collectiveRow(c.type);
+  if (row.variableCounts) {
+    *sendElems = c.counts->sendElems;
+    *recvElems = c.counts->recvElems;
+    return;
+  }
+  *sendElems = c.count * row.sendMultiple(rank, c.root, nranks);
+  *recvElems = c.count * row.recvMultiple(rank, c.root, nranks);
+}
+
+}  // namespace coll

@@ -1,0 +1,236 @@
+// The variable-count collectives (vcoll_cases.h) on 1..8 ranks as threads and as processes, on
+// two simulated hosts, and their refusals: bad arrays name the function, the entry and what was
+// expected, and write nothing; counts that differ between ranks fail without writing past a
+// buffer.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "guarded_memory.h"
+#include "rank_launcher.h"
+#include "reference.h"
+#include "test_env.h"
+#include "vcoll_cases.h"
+
+namespace colltest {
+namespace {
+
+const bool kTestEnvironmentApplied = applyTestEnvironment();  // test_env.h
+
+RankBody standardBody() {
+  return [](collComm_t comm, int rank, int nranks) { return runVCases(comm, rank, nranks, standardVCases()); };
+}
+
+class VCollectivesAsThreads : public ::testing::TestWithParam<int> {};
+class VCollectivesAsThreadsInMemory : public ::testing::TestWithParam<int> {};
+class VCollectivesAsProcesses : public ::testing::TestWithParam<int> {};
+class VCollectivesOnTwoSimulatedHosts : public ::testing::TestWithParam<int> {};
+
+TEST_P(VCollectivesAsThreads, AllCasesMatchReference) {
+  auto failures = runAsThreads(GetParam(), standardBody());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST_P(VCollectivesAsThreadsInMemory, AllCasesMatchReference) {
+  auto failures = runAsThreadsWithMemoryStore(GetParam(), standardBody());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST_P(VCollectivesAsProcesses, AllCasesMatchReference) {
+  auto failures = runAsProcesses(GetParam(), standardBody());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// Shared memory within each simulated host, sockets between them; the ring runs in host order.
+TEST_P(VCollectivesOnTwoSimulatedHosts, AllCasesMatchReference) {
+  auto failures = runAsProcessesWithSetup(
+      GetParam(), [](int rank) { setenv("COLL_HOSTID", rank % 2 ? "odd-host" : "even-host", 1); }, standardBody(),
+      initMustSucceed());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+std::string rankCountName(const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "ranks"; }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, VCollectivesAsThreads, ::testing::Range(1, 9), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, VCollectivesAsThreadsInMemory, ::testing::Values(2, 5), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, VCollectivesAsProcesses, ::testing::Values(1, 2, 3, 4, 7), rankCountName);
+INSTANTIATE_TEST_SUITE_P(Ranks, VCollectivesOnTwoSimulatedHosts, ::testing::Values(3), rankCountName);
+
+// A refused call: collInvalidArgument (or the expected code), a message with every fragment, and
+// the receive buffer still poisoned.
+struct Refusal {
+  collResult_t code;
+  std::vector<std::string> fragments;
+};
+
+std::string expectRefused(collComm_t comm, collResult_t rc, const Refusal& want, const GuardedMemory& recv,
+                          const char* what) {
+  std::string problems;
+  if (rc != want.code)
+    problems += std::string(what) + ": returned " + collGetErrorString(rc) + ", expected " +
+                collGetErrorString(want.code) + "; ";
+  const std::string message = collGetLastError(comm);
+  for (const std::string& fragment : want.fragments)
+    if (message.find(fragment) == std::string::npos)
+      problems += std::string(what) + ": message \"" + message + "\" lacks \"" + fragment + "\"; ";
+  if (!isPoisoned(const_cast<GuardedMemory&>(recv).data(), recv.bytes()))
+    problems += std::string(what) + ": wrote the receive buffer; ";
+  return problems;
+}
+
+// Every rank makes the same bad calls (each is refused locally, before any peer is touched), then
+// a good one, which must still work.
+TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
+  auto failures = runAsThreads(3, [](collComm_t comm, int rank, int nranks) {
+    std::vector<std::string> out;
+    const size_t kElems = 64;
+    GuardedMemory send(kElems * 4), recv(kElems * 4);
+    poison(recv.data(), recv.bytes());
+    std::vector<size_t> counts(nranks, 4), displs(nranks);
+    for (int p = 0; p < nranks; ++p) displs[p] = 4 * p;
+    auto check = [&](collResult_t rc, const Refusal& want, const char* what) {
+      std::string problem = expectRefused(comm, rc, want, recv, what);
+      if (!problem.empty()) out.push_back("rank " + std::to_string(rank) + ": " + problem);
+    };
+    void* r = recv.data();
+    const void* s = send.data();
+    check(collAllGatherV(s, 4, r, nullptr, displs.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "recvcounts is NULL", "3 entries"}}, "NULL recvcounts");
+    check(collAllGatherV(s, 4, r, counts.data(), nullptr, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "displs is NULL"}}, "NULL displs");
+    check(collAllGatherV(s, 5, r, counts.data(), displs.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "sendcount 5", "recvcounts[" + std::to_string(rank) + "] = 4"}},
+          "sendcount not its entry");
+    std::vector<size_t> overflowing(nranks, 4);
+    overflowing[(rank + 1) % nranks] = SIZE_MAX;
+    check(collAllGatherV(s, 4, r, overflowing.data(), displs.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "overflows size_t"}}, "counts that overflow");
+    std::vector<size_t> farDispls = displs;
+    farDispls[(rank + 1) % nranks] = SIZE_MAX - 2;
+    check(collAllGatherV(s, 4, r, counts.data(), farDispls.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "displs[", "overflows size_t"}}, "displacement past size_t");
+    std::vector<size_t> hugeDispls = displs;
+    hugeDispls[(rank + 1) % nranks] = size_t{1} << 60;
+    check(collAllGatherV(s, 4, r, counts.data(), hugeDispls.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "recvbuff", "past the end of the address space"}},
+          "displacement past the address space");
+    std::vector<size_t> overlapping = displs;
+    if (nranks > 1) overlapping[1] = 2;  // rank 1's 4 elements start inside rank 0's
+    if (nranks > 1)
+      check(collAllGatherV(s, 4, r, counts.data(), overlapping.data(), collInt32, comm, nullptr),
+            {collInvalidArgument, {"collAllGatherV", "overlap", "displs[1] = 2"}}, "overlapping displacements");
+    // One element into the receive buffer: inside it, but at no rank's place.
+    check(collAllGatherV(static_cast<uint8_t*>(r) + 4, 4, r, counts.data(), displs.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "overlap without being in place", "displs[rank]"}},
+          "send inside receive, not at its place");
+    // ReduceScatterV: the send buffer holds every block.
+    check(collReduceScatterV(s, r, nullptr, collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "recvcounts is NULL"}}, "reduce-scatter: NULL recvcounts");
+    check(collReduceScatterV(s, r, counts.data(), collInt32, static_cast<collRedOp_t>(42), comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "op 42"}}, "reduce-scatter: bad op");
+    check(collReduceScatterV(s, r, overflowing.data(), collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "sum of recvcounts overflows"}}, "reduce-scatter: overflow");
+    check(collReduceScatterV(s, send.data() + 2, counts.data(), collInt32, collSum, comm, nullptr),
+          {collInvalidArgument, {"collReduceScatterV", "overlap without being in place", "recvcounts[0]"}},
+          "reduce-scatter: receive inside send, not at its block");
+    // AllToAllV: four arrays, the own entries equal, receive regions apart.
+    const size_t* z = nullptr;
+    const size_t* c4 = counts.data();
+    const size_t* d4 = displs.data();
+    check(collAllToAllV(s, z, d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sendcounts is NULL"}}, "all-to-all: NULL sendcounts");
+    check(collAllToAllV(s, c4, z, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sdispls is NULL"}}, "all-to-all: NULL sdispls");
+    check(collAllToAllV(s, c4, d4, r, z, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "recvcounts is NULL"}}, "all-to-all: NULL recvcounts");
+    check(collAllToAllV(s, c4, d4, r, c4, z, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "rdispls is NULL"}}, "all-to-all: NULL rdispls");
+    std::vector<size_t> otherOwn = counts;
+    otherOwn[rank] = 3;
+    check(collAllToAllV(s, otherOwn.data(), d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sendcounts[" + std::to_string(rank) + "] = 3", "recvcounts["}},
+          "all-to-all: own counts differ");
+    if (nranks > 1)
+      check(collAllToAllV(s, c4, d4, r, c4, overlapping.data(), collInt32, comm, nullptr),
+            {collInvalidArgument, {"collAllToAllV", "overlap", "rdispls[1] = 2"}},
+            "all-to-all: receive regions overlap");
+    check(collAllToAllV(s, c4, farDispls.data(), r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "sdispls[", "overflows size_t"}}, "all-to-all: send past size_t");
+    check(collAllToAllV(r, c4, d4, r, c4, d4, collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllToAllV", "overlap without being in place"}}, "all-to-all: in place");
+    check(collAllGatherV(s, 4, r, counts.data(), displs.data(), static_cast<collDataType_t>(99), comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "datatype 99"}}, "bad datatype");
+    check(collAllGatherV(s, 4, r, counts.data(), displs.data(), collInt32, comm, reinterpret_cast<collStream_t>(8)),
+          {collInvalidUsage, {"collAllGatherV", "host buffers"}}, "a stream");
+    collGroupStart();
+    collResult_t grouped = collAllGatherV(s, 4, r, counts.data(), displs.data(), collInt32, comm, nullptr);
+    collGroupEnd();
+    check(grouped, {collInvalidUsage, {"collAllGatherV", "group"}}, "inside a group");
+    return out;
+  });
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// Ranks that pass different recvcounts: the call fails (the tags or the slice sizes differ) and no
+// byte lands outside the buffers each rank described.
+TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 20000;
+  for (bool sameTotal : {false, true}) {
+    auto failures = runAsThreads(
+        2,
+        [sameTotal](collComm_t comm, int rank, int) {
+          // Rank 0 believes {10, 20}; rank 1 believes {10, 30} (another total) or {20, 10} (the same).
+          std::vector<size_t> counts = {10, 20};
+          if (rank == 1) counts = sameTotal ? std::vector<size_t>{20, 10} : std::vector<size_t>{10, 30};
+          std::vector<size_t> displs = {0, counts[0]};
+          const size_t total = counts[0] + counts[1];
+          GuardedMemory send(counts[rank] * 4), recv(total * 4);
+          poison(send.data(), send.bytes());
+          collResult_t rc = collAllGatherV(send.data(), counts[rank], recv.data(), counts.data(), displs.data(),
+                                           collInt32, comm, nullptr);
+          std::vector<std::string> out;
+          if (rc == collSuccess) out.push_back("rank " + std::to_string(rank) + ": a mismatched call succeeded");
+          const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
+          if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+          return out;
+        },
+        &config);
+    EXPECT_TRUE(failures.empty()) << (sameTotal ? "same total: " : "other total: ") << joinFailures(failures);
+  }
+}
+
+// An all-to-all where rank 1 expects more from rank 0 than rank 0 sends: the pair's tags differ,
+// rank 1's call fails, and nothing lands past a buffer. (Rank 0 may finish first: from where it
+// stands every message matched, as an MPI sender's would.)
+TEST(VCollectiveErrors, AllToAllVPairCountsThatDifferWriteNothingPastABuffer) {
+  collConfig_t config = COLL_CONFIG_INITIALIZER;
+  config.timeoutMs = 20000;
+  auto failures = runAsThreads(
+      2,
+      [](collComm_t comm, int rank, int) {
+        std::vector<size_t> sendcounts = {6, 6}, recvcounts = {6, 6};
+        if (rank == 1) recvcounts[0] = 9;
+        std::vector<size_t> sdispls = {0, 6}, rdispls = {0, recvcounts[0]};
+        GuardedMemory send(12 * 8), recv((recvcounts[0] + recvcounts[1]) * 8);
+        poison(recv.data(), recv.bytes());
+        collResult_t rc = collAllToAllV(send.data(), sendcounts.data(), sdispls.data(), recv.data(), recvcounts.data(),
+                                        rdispls.data(), collFloat64, comm, nullptr);
+        std::vector<std::string> out;
+        const std::string message = collGetLastError(comm);
+        if (rank == 1 && rc == collSuccess) out.push_back("rank 1: a mismatched call succeeded");
+        if (rank == 1 && message.find("AllToAllV with count 6") == std::string::npos)
+          out.push_back("rank 1: the message does not name the count rank 0 sent: " + message);
+        const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
+        if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+        return out;
+      },
+      &config);
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+}  // namespace
+}  // namespace colltest

@@ -1,0 +1,59 @@
+// Multi-rank checks of the variable-count collectives (collAllGatherV, collReduceScatterV,
+// collAllToAllV): each case is a collective, a datatype, an op, a shape of counts and a layout of
+// displacements that every rank computes alike, run on one rank and checked against values the
+// test computes itself, with guard zones around every buffer and the gaps between receive regions
+// checked untouched.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collective.h"
+
+namespace colltest {
+
+enum class VColl { kAllGatherV, kReduceScatterV, kAllToAllV };
+const char* vcollName(VColl coll);
+
+// How many elements each rank's block (or each pair's message) holds.
+enum class CountShape {
+  kUneven,    // every block a different size, none empty
+  kSomeZero,  // every third rank's block empty
+  kAllZero,   // nothing anywhere
+  kOnlyOne,   // one rank's block holds everything
+};
+// Where the receive regions lie: packed in rank order, or in reverse rank order with gaps.
+enum class Placement { kPacked, kReversedWithGaps };
+
+struct VCase {
+  VColl coll;
+  collDataType_t type;
+  collRedOp_t op;  // ReduceScatterV only
+  CountShape shape;
+  size_t scale;  // multiplies every count: large scales run past a pipeline chunk
+  Placement placement;
+  bool inPlace;  // AllGatherV, ReduceScatterV
+  std::string describe() const;
+};
+
+// A rank's arrays for a case on `nranks` ranks (every rank derives the others' alike).
+struct VLayout {
+  std::vector<size_t> sendcounts, sdispls, recvcounts, rdispls;
+  size_t sendElems = 0, recvElems = 0;
+};
+VLayout layoutOf(const VCase& c, int rank, int nranks);
+// Elements rank `from` sends rank `to` in an AllToAllV case; a rank's block in the other two.
+size_t pairCount(const VCase& c, int from, int to, int nranks);
+size_t blockCount(const VCase& c, int of, int nranks);
+
+// Runs one case on this rank: "" when every output element, every gap and every guard is as
+// expected, else what is wrong.
+std::string runVCase(collComm_t comm, int rank, int nranks, const VCase& c);
+
+// Every collective x datatype x shape x placement x in place, every op for ReduceScatterV on a few
+// shapes, and large counts for a few datatypes.
+std::vector<VCase> standardVCases();
+
+std::vector<std::string> runVCases(collComm_t comm, int rank, int nranks, const std::vector<VCase>& cases);
+
+}  // namespace colltest
