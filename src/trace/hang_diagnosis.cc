@@ -110,9 +110,12 @@ std::string describeHang(std::vector<RankStatus> ranks) {
     return matches(first);
   });
   std::string line;
-  for (const auto& [unused, members] : groups) {
+  for (const auto& group : groups) {
+    // A named reference, not a structured binding: C++17 lambdas cannot capture those (clang).
+    const std::vector<int>& members = group.second;
+    const int leader = members[0];
     const RankStatus& first =
-        *std::find_if(ranks.begin(), ranks.end(), [&](const RankStatus& s) { return s.rank == members[0]; });
+        *std::find_if(ranks.begin(), ranks.end(), [&](const RankStatus& s) { return s.rank == leader; });
     if (!line.empty()) line += "; ";
     line += describeRanks(members) + " " + predicateOf(first, matches(first), members.size() > 1);
   }
