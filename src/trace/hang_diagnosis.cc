@@ -95,27 +95,27 @@ std::string describeHang(std::vector<RankStatus> ranks) {
   CallKey reference{};
   const bool haveReference = findReference(ranks, &reference);
   auto matches = [&](const RankStatus& s) { return haveReference && s.answered && s.inCall && keyOf(s.current) == reference; };
-  // Ranks that read the same, in the order of their lowest rank, the reference's first.
-  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  // Ranks that read the same, in the order of their lowest rank, the reference's first; each group
+  // keeps its first rank's status, which its line describes.
+  struct Group {
+    std::string key;
+    std::vector<int> members;
+    const RankStatus* first;
+  };
+  std::vector<Group> groups;
   for (const RankStatus& s : ranks) {
-    const std::string key = predicateOf(s, matches(s), false);
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    std::string key = predicateOf(s, matches(s), false);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.key == key; });
     if (it == groups.end())
-      groups.push_back({key, {s.rank}});
+      groups.push_back({std::move(key), {s.rank}, &s});
     else
-      it->second.push_back(s.rank);
+      it->members.push_back(s.rank);
   }
-  std::stable_partition(groups.begin(), groups.end(), [&](const auto& g) {
-    const RankStatus& first = *std::find_if(ranks.begin(), ranks.end(), [&](const RankStatus& s) { return s.rank == g.second[0]; });
-    return matches(first);
-  });
+  std::stable_partition(groups.begin(), groups.end(), [&](const Group& g) { return matches(*g.first); });
   std::string line;
-  for (const auto& group : groups) {
-    // A named reference, not a structured binding: C++17 lambdas cannot capture those (clang).
-    const std::vector<int>& members = group.second;
-    const int leader = members[0];
-    const RankStatus& first =
-        *std::find_if(ranks.begin(), ranks.end(), [&](const RankStatus& s) { return s.rank == leader; });
+  for (const Group& group : groups) {
+    const std::vector<int>& members = group.members;
+    const RankStatus& first = *group.first;
     if (!line.empty()) line += "; ";
     line += describeRanks(members) + " " + predicateOf(first, matches(first), members.size() > 1);
   }
