@@ -32,10 +32,15 @@ def voluntary_switches():
     raise RuntimeError("no voluntary_ctxt_switches in /proc/thread-self/status")
 
 
-def run_counts():
-    """Batches run so far by the threads that waited for them, and by the backend's worker."""
-    counts = torch_collective._C._run_counts()
-    return counts["by_caller"], counts["by_worker"]
+def who_ran(calls):
+    """Runs calls() and returns the batches it left to the threads that waited for them, those the
+    backend's worker ran, and how often this thread went to sleep meanwhile."""
+    def counts():
+        ran = torch_collective._C._run_counts()
+        return ran["by_caller"], ran["by_worker"], voluntary_switches()
+    before = counts()
+    calls()
+    return tuple(after - start for after, start in zip(counts(), before))
 
 
 def test_waiting_caller_runs_the_call(check, rank, ranks):
@@ -46,13 +51,12 @@ def test_waiting_caller_runs_the_call(check, rank, ranks):
     peer is descheduled for milliseconds, so it is no pass criterion)."""
     tensor = torch.zeros(2)
     dist.barrier()
-    slept_before = voluntary_switches()
-    caller_before, worker_before = run_counts()
-    for _ in range(200):
-        dist.all_reduce(tensor)
-    by_caller = run_counts()[0] - caller_before
-    by_worker = run_counts()[1] - worker_before
-    slept = voluntary_switches() - slept_before
+
+    def all_reduces():
+        for _ in range(200):
+            dist.all_reduce(tensor)
+
+    by_caller, by_worker, slept = who_ran(all_reduces)
     print(f"rank {rank}: 200 synchronous 8-byte all_reduces: {by_caller} run by the caller, {by_worker} by the "
           f"worker; the calling thread slept {slept} times", flush=True)
     # A caller descheduled between posting and waiting for a whole tick leaves its call to the
@@ -62,18 +66,17 @@ def test_waiting_caller_runs_the_call(check, rank, ranks):
     dist.barrier()
     if rank < 2:
         message = torch.zeros(4)
-        slept_before = voluntary_switches()
-        caller_before, worker_before = run_counts()
-        for _ in range(100):
-            if rank == 0:
-                dist.send(message, dst=1)
-                dist.recv(message, src=1)
-            else:
-                dist.recv(message, src=0)
-                dist.send(message, dst=0)
-        by_caller = run_counts()[0] - caller_before
-        by_worker = run_counts()[1] - worker_before
-        slept = voluntary_switches() - slept_before
+
+        def round_trips():
+            for _ in range(100):
+                if rank == 0:
+                    dist.send(message, dst=1)
+                    dist.recv(message, src=1)
+                else:
+                    dist.recv(message, src=0)
+                    dist.send(message, dst=0)
+
+        by_caller, by_worker, slept = who_ran(round_trips)
         print(f"rank {rank}: 100 send/recv round trips: {by_caller} calls run by the caller, {by_worker} by the "
               f"worker; the calling thread slept {slept} times", flush=True)
         check.true(by_caller >= 150, f"100 send/recv round trips (200 calls): only {by_caller} run by the caller "
