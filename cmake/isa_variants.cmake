@@ -1,13 +1,13 @@
 # The instruction-set variants (kernels/README.md): loops compiled once per variant, in files named
 # after it (<folder>/generic.cc, avx2.cc, avx512.cc), and one choice per process among them
 # (kernels/cpu/host_kernels.cc). The host reduce loops (kernels/cpu/isa/) and the ZeRO optimizer
-# loops (src/zero/isa/) are built this way; the flags live here only, so that a variant means the
+# loops (zero/isa/) are built this way; the flags live here only, so that a variant means the
 # same CPU in every layer and matches host_kernels.cc's run-time checks, feature for feature.
 #
 # Every variant is also built with -ffp-contract=off: the variants differ in their instructions,
 # never in their arithmetic. With FMA available the compiler would otherwise fuse a * b + c into
 # one rounding where the generic build rounds twice, and the same call would give results that
-# differ in the last bit from one CPU to another (src/zero/README.md says why that matters there).
+# differ in the last bit from one CPU to another (zero/README.md says why that matters there).
 
 # coll_isa_variant_sources(OUT_VAR ISA_FOLDER DISPATCH_FILE)
 #   Sets OUT_VAR to the variant files this architecture builds (generic everywhere; avx2 and avx512

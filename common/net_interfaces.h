@@ -1,6 +1,6 @@
 // This host's network interfaces, from one getifaddrs() listing, and COLL_SOCKET_IFNAME: which
 // of them a rank's sockets use. The rendezvous store, the socket transport and the topology
-// (src/topo) all read interfaces through here, so the setting means the same thing everywhere.
+// (topo/) all read interfaces through here, so the setting means the same thing everywhere.
 #pragma once
 
 #include <string>

@@ -36,7 +36,7 @@ constexpr int kMaxRanks = 1 << 15;
 template <typename Body>
 collResult_t guarded(const char* function, Body&& body) {
   // The communicator this entry point names, once liveComm found it (nested entry points, as in
-  // src/zero, keep the outer one's).
+  // zero/, keep the outer one's).
   uint64_t& current = currentCallCommunicator();
   const uint64_t outer = current;
   struct Restore {

@@ -27,7 +27,7 @@ collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Stor
 
 // Runs `body` the way every C entry point does: a CollError becomes its code and this thread's
 // last error (prefixed with `function` unless it already starts with it); any other exception
-// becomes collInternalError or collSystemError. For entry points outside api.cc (src/zero).
+// becomes collInternalError or collSystemError. For entry points outside api.cc (zero/).
 collResult_t guardedCall(const char* function, const std::function<void()>& body);
 
 }  // namespace coll

@@ -16,7 +16,7 @@
 #include "src/algorithms/cost_model.h"
 #include "src/comm.h"
 #include "src/trace/comm_watcher.h"
-#include "src/topo/topology_log.h"
+#include "topo/topology_log.h"
 #include "transport/doorbell.h"
 #include "transport/transport_table.h"
 #include "transport/verbs/verbs_domain.h"

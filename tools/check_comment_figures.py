@@ -26,8 +26,8 @@ import sys
 import tempfile
 
 # Folders of code; docs/ and the folders' README.md files are documentation and not read.
-FOLDERS = ["src", "transport", "kernels", "bootstrap", "common", "include", "python", "tools", "cmake",
-           "benchmarks", "tests", "examples"]
+FOLDERS = ["src", "topo", "zero", "transport", "kernels", "bootstrap", "common", "include", "python",
+           "tools", "cmake", "benchmarks", "tests", "examples"]
 C_LIKE = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh")
 HASH = (".cmake", ".sh", ".py")
 SKIP_DIRS = {".git", "__pycache__"}

@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """Prints the include graph between libcollective's folders and fails on an edge that runs the
-wrong way (docs/architecture.md, "Layers").
+wrong way, or on a folder that is not where its layer says (docs/architecture.md, "Layers").
 
-The library's layers, bottom up; a file may include its own layer and the layers below it:
+The library's layers, bottom up, one top-level folder each; a file may include its own layer and
+the layers below it:
 
   0  common/      errors, logging, hashing, fds, clock and deadlines, list specs, interfaces, sockets
-  1  kernels/     host and device arithmetic          src/topo/   what a host is made of
+  1  kernels/     host and device arithmetic          topo/   what a host is made of
   2  bootstrap/   rendezvous stores, unique id, launch environments
   3  transport/   the domain interface, shm/, net/, p2p/
   4  src/         the core: API, communicator, planning, algorithms, execution
-  5  src/zero/    ZeRO on the core's C API
+  5  zero/        ZeRO on the core's C API
 
 include/ (the public headers) may be included from anywhere and includes nothing of ours. Two
 layers on one level (kernels and topo) must not include each other. Above the library sit its
 users (tools/, benchmarks/, tests/, python/, examples/): they may include any layer, and their own
 folder, but not each other's.
+
+Folders follow layers: each layer is one top-level folder (none sits inside another's), every
+top-level folder that holds sources is a layer, include/ or a user, and each coll_add_layer() in
+the CMake files names the folder this table gives its layer.
 
 The build enforces the same order (cmake/layers.cmake: each layer compiles with only its own
 include root and those of the layers it links); this script says it in words, for CI and for
@@ -31,15 +36,15 @@ import subprocess
 import sys
 import tempfile
 
-# (prefix, unit, level). The first matching prefix wins, so the more specific come first.
+# (folder, unit, level), one top-level folder per layer; the CMake target is coll_<unit>.
 LIBRARY = [
     ("common/", "common", 0),
     ("kernels/", "kernels", 1),
-    ("src/topo/", "topo", 1),
+    ("topo/", "topo", 1),
     ("bootstrap/", "bootstrap", 2),
     ("transport/", "transport", 3),
-    ("src/zero/", "zero", 5),
     ("src/", "core", 4),
+    ("zero/", "zero", 5),
 ]
 PUBLIC = ("include/", "api")
 USERS = ["tools/", "benchmarks/", "tests/", "python/", "examples/"]
@@ -80,6 +85,42 @@ def resolve(root, including, target):
     if os.path.isfile(os.path.join(root, "include", target)):
         return "include/" + target
     return os.path.normpath(target)
+
+
+ADD_LAYER = re.compile(r"coll_add_layer\(\s*coll_(\w+)\s+([^\s)]+)")
+
+
+def folder_problems(root):
+    """Where the folders disagree with the layers: a layer inside another's folder, sources in a
+    top-level folder that is no layer, or a CMake layer built from another folder than its row."""
+    problems = []
+    for folder, unit, _ in LIBRARY:
+        if folder.count("/") != 1:
+            problems.append(f"{folder}: the {unit} layer's folder sits inside another folder; each layer has a top-level one")
+    known = {folder for folder, _, _ in LIBRARY} | {PUBLIC[0]} | set(USERS)
+    for path in source_files(root):
+        top = path.split(os.sep)[0] + "/"
+        if os.sep in path and top not in known:
+            problems.append(f"{path}: {top} holds sources but is no layer, include/ or user folder (tools/check_layers.py, LIBRARY)")
+            known.add(top)  # once per folder
+    folders = {unit: folder.rstrip("/") for folder, unit, _ in LIBRARY}
+    for directory, dirs, files in os.walk(root):
+        rel_dir = os.path.relpath(directory, root)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not (rel_dir == "." and d.startswith("build"))]
+        if "CMakeLists.txt" not in files:
+            continue
+        cmake_path = os.path.normpath(os.path.join(rel_dir, "CMakeLists.txt"))
+        with open(os.path.join(directory, "CMakeLists.txt"), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                match = ADD_LAYER.search(line)
+                if not match or match.group(1) == "target":  # the function's own definition
+                    continue
+                unit, folder = match.group(1), match.group(2)
+                if unit not in folders:
+                    problems.append(f"{cmake_path}:{number}: layer coll_{unit} has no row in tools/check_layers.py")
+                elif folder != folders[unit]:
+                    problems.append(f"{cmake_path}:{number}: coll_{unit} is built from {folder}/, its row says {folders[unit]}/")
+    return problems
 
 
 def verdict(source_unit, source_level, target_unit, target_level):
@@ -133,21 +174,28 @@ def check(root, quiet=False):
                 continue
             parts = [f"{t} {edges[(source, t)]}" for t in targets]
             print(f"  {source:<10} -> " + ", ".join(parts))
+    misplaced = folder_problems(root)
     if problems:
         print(f"\n{len(problems)} include(s) against the layer order (docs/architecture.md):")
         for problem in problems:
             print("  " + problem)
+    if misplaced:
+        print(f"\n{len(misplaced)} folder(s) against the layers (docs/architecture.md):")
+        for problem in misplaced:
+            print("  " + problem)
+    if problems or misplaced:
         return 1
     if not quiet:
-        print("\nno include runs upward or sideways")
+        print("\nno include runs upward or sideways; every layer has its own top-level folder")
     return 0
 
 
 def self_test(root):
     """Copies the library's folders, plants an include of the core in common/, and expects the
-    check to fail naming it; then expects the unplanted copy to pass."""
+    check to fail naming it; then plants a source in a folder that is no layer and expects that
+    named too; the unplanted copy must pass."""
     with tempfile.TemporaryDirectory() as scratch:
-        for folder in ("common", "kernels", "bootstrap", "transport", "src", "include"):
+        for folder in [folder.rstrip("/") for folder, _, _ in LIBRARY] + ["include"]:
             shutil.copytree(os.path.join(root, folder), os.path.join(scratch, folder), symlinks=True)
         clean = subprocess.run([sys.executable, __file__, "--root", scratch, "--quiet"], capture_output=True, text=True)
         if clean.returncode != 0:
@@ -160,7 +208,17 @@ def self_test(root):
         if planted.returncode == 0 or "common/planted.h:2" not in planted.stdout or "upward" not in planted.stdout:
             print("self-test: the planted upward include (common/planted.h -> src/comm.h) was not reported")
             return 1
-    print("self-test: the planted upward include was reported; the clean copy passed")
+        os.remove(os.path.join(scratch, "common", "planted.h"))
+        os.makedirs(os.path.join(scratch, "stray"))
+        with open(os.path.join(scratch, "stray", "planted.cc"), "w") as f:
+            f.write('#include "src/comm.h"\n')
+        planted = subprocess.run([sys.executable, __file__, "--root", scratch], capture_output=True, text=True)
+        print(planted.stdout, end="")
+        if planted.returncode == 0 or "stray/ holds sources but is no layer" not in planted.stdout:
+            print("self-test: the planted source outside every layer (stray/planted.cc) was not reported")
+            return 1
+    print("self-test: the planted upward include and the source outside every layer were reported; "
+          "the clean copy passed")
     return 0
 
 

@@ -1,7 +1,7 @@
 // The host reduce loops are built once per instruction set (kernels/cpu/isa/) and one build is
 // chosen at run time, so a binary made on any machine runs, at full speed, on every CPU of its
 // architecture. On x86-64: generic (the baseline, SSE2), avx2 and avx512; elsewhere generic only.
-// Layers above that build loops of their own per variant (src/zero's optimizer loops) follow the
+// Layers above that build loops of their own per variant (zero/'s optimizer loops) follow the
 // same choice: one per process, for every layer, made and reported here.
 #pragma once
 

@@ -1,11 +1,11 @@
 // The cost model's device rows for the GPUs of one host, from how they connect
-// (src/topo/gpu_topology.h): what a hop between two GPUs costs, the host's local link for the
+// (topo/gpu_topology.h): what a hop between two GPUs costs, the host's local link for the
 // planner (its slowest pair: a plan in lock step goes at its slowest link's pace), and whether a
 // pair must be staged through host memory because neither NVLink nor PCIe peer access joins it.
 #pragma once
 
 #include "src/algorithms/plan_context.h"
-#include "src/topo/gpu_topology.h"
+#include "topo/gpu_topology.h"
 
 namespace coll {
 

@@ -13,7 +13,7 @@
 #include "common/net_interfaces.h"
 #include "src/algorithms/algorithm_table.h"
 #include "src/params.h"
-#include "src/topo/cpu_list.h"
+#include "topo/cpu_list.h"
 
 using namespace coll;
 

@@ -2,7 +2,7 @@
 """Fails when an instruction-set variant shares an inline symbol with other code.
 
 The host reduce loops (kernels/cpu/isa/<variant>.cc) and the ZeRO optimizer loops
-(src/zero/isa/<variant>.cc) are compiled once per variant, each with different -m flags. Inline
+(zero/isa/<variant>.cc) are compiled once per variant, each with different -m flags. Inline
 functions and template instantiations are emitted as weak symbols in each object that uses them,
 and the linker keeps one copy per name: a weak symbol that two variants (or a variant and baseline
 code) both define could leave baseline code calling an AVX-512 copy, which dies with SIGILL on an

@@ -2,7 +2,7 @@
 // NIC, then round-robin; only allowed CPUs handed out.
 #include <gtest/gtest.h>
 
-#include "src/topo/binding.h"
+#include "topo/binding.h"
 #include "test_machines.h"
 
 namespace coll {

@@ -1,8 +1,8 @@
 // CPU lists as sysfs and hwloc write them, and the set operations binding relies on.
 #include <gtest/gtest.h>
 
-#include "src/topo/cpu_list.h"
-#include "src/topo/sysfs_read.h"
+#include "topo/cpu_list.h"
+#include "topo/sysfs_read.h"
 
 namespace coll {
 namespace topo {

@@ -1,4 +1,4 @@
-// The GPU topology from NVML (src/topo/gpu_topology.h) and what the cost model makes of it
+// The GPU topology from NVML (topo/gpu_topology.h) and what the cost model makes of it
 // (src/plan/device_links.h), with a fake NVML: four GPUs in two NVLink pairs on two sockets, the
 // pairs joined by PCIe through the host bridge of each socket, peer access only inside a pair; a
 // GPU NVML does not know; no NVML at all. NVML itself is absent here and loadNvml says so.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "src/plan/device_links.h"
-#include "src/topo/gpu_topology.h"
+#include "topo/gpu_topology.h"
 
 namespace coll {
 namespace {

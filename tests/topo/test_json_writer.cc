@@ -1,7 +1,7 @@
 // The JSON writer colltopo --json is built on: escaping, and the shape of what it writes.
 #include <gtest/gtest.h>
 
-#include "src/topo/json_writer.h"
+#include "topo/json_writer.h"
 
 namespace coll {
 namespace topo {

@@ -1,7 +1,7 @@
 // Hand-built topologies for the binding rules: machines no CI host is.
 #pragma once
 
-#include "src/topo/topology.h"
+#include "topo/topology.h"
 
 namespace coll {
 namespace topo {

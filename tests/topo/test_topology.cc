@@ -6,10 +6,10 @@
 
 #include <set>
 
-#include "src/topo/discover.h"
-#include "src/topo/sysfs_read.h"
-#include "src/topo/topology.h"
-#include "src/topo/topology_render.h"
+#include "topo/discover.h"
+#include "topo/sysfs_read.h"
+#include "topo/topology.h"
+#include "topo/topology_render.h"
 
 namespace coll {
 namespace topo {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/logging.h"
-#include "src/topo/topology_log.h"
+#include "topo/topology_log.h"
 
 namespace coll {
 namespace topo {

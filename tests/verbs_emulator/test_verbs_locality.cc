@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_sysfs.h"
-#include "src/topo/cpu_list.h"
+#include "topo/cpu_list.h"
 #include "transport/verbs/verbs_locality.h"
 
 namespace coll {

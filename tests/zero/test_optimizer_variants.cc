@@ -1,7 +1,7 @@
-// The instruction-set variants of the optimizer loops (src/zero/optimizer_variant.h) against each
+// The instruction-set variants of the optimizer loops (zero/optimizer_variant.h) against each
 // other: every variant this CPU runs computes the same bits as the generic one, for every optimizer
 // and precision, at counts that end inside and on the blocks and on every vector width, and so
-// does the squared norm. The loops are built without FMA contraction (src/zero/optimizer_loops.h)
+// does the squared norm. The loops are built without FMA contraction (zero/optimizer_loops.h)
 // so that replicas on hosts with different CPUs stay identical; a variant whose compiler fused a
 // multiply-add would fail here. Whether the results are right is test_optimizer_step.cc's job, on
 // the variant the process chose (run test_zero with COLL_CPU_KERNELS=generic, say, for another).
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "optimizer_cases.h"
-#include "src/zero/optimizer_variant.h"
+#include "zero/optimizer_variant.h"
 #include "tests/kernels/host_variants.h"
 #include "zero_test_util.h"
 

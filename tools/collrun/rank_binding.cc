@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "src/topo/binding.h"
-#include "src/topo/cpu_list.h"
-#include "src/topo/topology.h"
+#include "topo/binding.h"
+#include "topo/cpu_list.h"
+#include "topo/topology.h"
 
 namespace collrun {
 

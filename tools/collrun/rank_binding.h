@@ -1,5 +1,5 @@
 // --bind: the CPUs each local rank is pinned to, chosen from this host's topology (near the
-// rank's GPU, else near the job's NIC, else round-robin; src/topo/binding.h has the rules).
+// rank's GPU, else near the job's NIC, else round-robin; topo/binding.h has the rules).
 #pragma once
 
 #include <sched.h>

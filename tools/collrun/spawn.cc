@@ -16,7 +16,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "src/topo/cpu_list.h"
+#include "topo/cpu_list.h"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "src/algorithms/algorithm_table.h"
-#include "src/topo/json_writer.h"
+#include "topo/json_writer.h"
 
 namespace colltopo {
 namespace {

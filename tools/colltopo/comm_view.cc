@@ -13,8 +13,8 @@
 #include "src/algorithms/algorithms.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
-#include "src/topo/cpu_list.h"
-#include "src/topo/json_writer.h"
+#include "topo/cpu_list.h"
+#include "topo/json_writer.h"
 
 namespace colltopo {
 namespace {

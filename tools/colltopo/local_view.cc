@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "src/topo/topology_render.h"
+#include "topo/topology_render.h"
 
 namespace colltopo {
 

@@ -1,7 +1,7 @@
-// colltopo's view of this host: the topology src/topo discovers, and this process's binding.
+// colltopo's view of this host: the topology topo/ discovers, and this process's binding.
 #pragma once
 
-#include "src/topo/topology.h"
+#include "topo/topology.h"
 
 namespace colltopo {
 

@@ -15,7 +15,7 @@
 #include "common/logging.h"
 #include "common/random.h"
 #include "common/socket.h"
-#include "src/topo/sysfs_read.h"
+#include "topo/sysfs_read.h"
 
 namespace coll {
 namespace transport {

@@ -1,6 +1,6 @@
 #include "transport/verbs/verbs_locality.h"
 
-#include "src/topo/sysfs_read.h"
+#include "topo/sysfs_read.h"
 
 namespace coll {
 namespace transport {

@@ -3,13 +3,13 @@
 // The buffers verbs moves are host memory, touched by the rank's CPUs, so nearness is measured
 // from the rank's CPU binding: a device whose local CPUs hold the binding sits on the rank's NUMA
 // node, one that shares none of them sits across the inter-socket link. Read from sysfs as
-// src/topo reads NICs and GPUs (its readers), under the device's ibdev_path, so that a test double
+// topo/ reads NICs and GPUs (its readers), under the device's ibdev_path, so that a test double
 // can point it at a made-up sysfs tree. Nothing here needs libibverbs: testable anywhere.
 #pragma once
 
 #include <string>
 
-#include "src/topo/cpu_list.h"
+#include "topo/cpu_list.h"
 
 namespace coll {
 namespace transport {

@@ -1,0 +1,86 @@
+// The sharded optimizer steps (collZeroOptimizerStep) and the gradient norm (collZeroSquaredNorm):
+// the argument checks, then the element loops of the instruction-set variant this CPU runs
+// (optimizer_loops.h holds them and says how they compute; optimizer_variant.h, which one runs).
+#include <cmath>
+
+#include "collective_zero.h"
+#include "common/error.h"
+#include "src/api_internal.h"
+#include "zero/optimizer_variant.h"
+#include "zero/partition.h"
+
+namespace coll {
+namespace zero {
+namespace {
+
+void checkStepConfig(const char* function, const collZeroStepConfig_t* c) {
+  if (c == nullptr) throwError(collInvalidArgument, "%s: config is NULL: expected a collZeroStepConfig_t", function);
+  if (c->optimizer < 0 || c->optimizer >= collZeroNumOptimizers)
+    throwError(collInvalidArgument, "%s: config->optimizer %d: expected collZeroAdam, collZeroAdamW or collZeroSgd",
+               function, static_cast<int>(c->optimizer));
+  if (!(c->lr >= 0.0) || !std::isfinite(c->lr))
+    throwError(collInvalidArgument, "%s: config->lr %g: expected a finite value >= 0", function, c->lr);
+  if (c->step < 1) throwError(collInvalidArgument, "%s: config->step %lld: expected >= 1", function, c->step);
+  if (!std::isfinite(c->gradScale))
+    throwError(collInvalidArgument, "%s: config->gradScale %g: expected a finite value", function, c->gradScale);
+  if (!std::isfinite(c->weightDecay) || c->weightDecay < 0.0)
+    throwError(collInvalidArgument, "%s: config->weightDecay %g: expected a finite value >= 0", function,
+               c->weightDecay);
+  if (c->optimizer == collZeroSgd) {
+    if (!std::isfinite(c->momentum) || c->momentum < 0.0 || !std::isfinite(c->dampening))
+      throwError(collInvalidArgument, "%s: config->momentum %g, dampening %g: expected finite values, momentum >= 0",
+                 function, c->momentum, c->dampening);
+    // As torch.optim.SGD: Nesterov needs momentum and no dampening.
+    if (c->nesterov && (c->momentum <= 0.0 || c->dampening != 0.0))
+      throwError(collInvalidArgument,
+                 "%s: config->nesterov with momentum %g and dampening %g: expected momentum > 0 "
+                 "and dampening 0",
+                 function, c->momentum, c->dampening);
+  }
+  if (c->optimizer != collZeroSgd) {
+    if (!(c->beta1 >= 0.0 && c->beta1 < 1.0) || !(c->beta2 >= 0.0 && c->beta2 < 1.0))
+      throwError(collInvalidArgument, "%s: config->beta1 %g, beta2 %g: expected each in [0, 1)", function, c->beta1,
+                 c->beta2);
+    if (!(c->eps > 0.0)) throwError(collInvalidArgument, "%s: config->eps %g: expected > 0", function, c->eps);
+  }
+}
+
+}  // namespace
+}  // namespace zero
+}  // namespace coll
+
+using namespace coll::zero;
+
+COLL_API collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, float* master, const void* grad,
+                                            collDataType_t gradType, float* state0, float* state1, void* paramOut,
+                                            collDataType_t paramType, size_t count) {
+  const char* function = "collZeroOptimizerStep";
+  return coll::guardedCall(function, [&] {
+    checkStepConfig(function, config);
+    checkFloatType(function, gradType, "gradType");
+    checkBuffer(function, master, count, "master");
+    checkBuffer(function, grad, count, "grad");
+    const bool adam = config->optimizer != collZeroSgd;
+    if (adam || config->momentum != 0.0) checkBuffer(function, state0, count, "state0");
+    if (adam) checkBuffer(function, state1, count, "state1");
+    if (paramOut != nullptr && paramType != collFloat16 && paramType != collBfloat16)
+      coll::throwError(collInvalidArgument, "%s: paramType %d: expected collFloat16 or collBfloat16 with paramOut",
+                       function, static_cast<int>(paramType));
+    activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+  });
+}
+
+COLL_API collResult_t collZeroSquaredNorm(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
+                                          int* nonFinite) {
+  const char* function = "collZeroSquaredNorm";
+  return coll::guardedCall(function, [&] {
+    checkFloatType(function, datatype, "datatype");
+    checkBuffer(function, data, count, "data");
+    if (sumOfSquares == nullptr || nonFinite == nullptr)
+      coll::throwError(collInvalidArgument, "%s: sumOfSquares or nonFinite is NULL: expected places for the results",
+                       function);
+    const double total = activeOptimizerLoops().squaredNorm(data, datatype, count);
+    *sumOfSquares = total;
+    *nonFinite = std::isfinite(total) ? 0 : 1;
+  });
+}
