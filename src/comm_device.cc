@@ -7,13 +7,13 @@
 // context), and the first call with a stream does the rest.
 //
 // Why that is safe to do collectively: the setup goes through the store (an all-gather of the
-// P2P domain's cards, then a barrier), so it needs every rank. A collective's first call with a
+// device domains' cards, then a barrier), so it needs every rank. A collective's first call with a
 // stream is made by every rank. Point-to-point calls need not be: this rank's first call with a
 // stream, whatever it is (a send, a receive, a collective), joins the setup, and all ranks'
 // first such calls meet there. So a program whose ranks all make some call with a stream works
 // whatever those calls are; a rank that never makes one leaves the others' first call waiting
 // until the timeout, and the error says why. (NCCL connects point-to-point peers pairwise at
-// run time instead; our P2P domain is set up for all ranks at once, as every domain is.)
+// run time instead; our device domains are set up for all ranks at once, as every domain is.)
 #include <string>
 
 #include "bootstrap/bootstrap_ops.h"
@@ -79,16 +79,17 @@ void Communicator::setupDevice(int device, const transport::Routes& routes) {
   createDomains(routes, &deviceSettings_, &deviceDomains_, nullptr);
   runDomainSetup(deviceDomains_, "device/", initDeadline());
   transport::DeviceChannels* channels = joinDeviceChannels(routes);
-  // The layout for two-level plans: the ranks P2P joins, and the cost rows of a hop inside a
-  // group and of a staged one between groups (over the host's network link).
+  // The layout for two-level plans: the ranks that share device memory, and the cost rows of a
+  // hop inside a group and of a staged one between groups (over the host's network link).
   DeviceLayout layout;
   for (const transport::TransportEntry* entry : routes.used)
     layout.staged = layout.staged || entry->link != transport::LinkKind::kLocal;
   if (layout.staged) {
     layout.hosts = routes.localGroups;
-    layout.localLink = params_.linkCosts.p2p;
-    layout.networkLink = stagedLink(planContext_.networkLink, params_.linkCosts.staging);
-    layout.networkLinkKind = planContext_.networkLinkKind;
+    layout.localLink = params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kLocal, routes.used);
+    layout.networkLink = stagedLink(
+        planContext_.networkLink, params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kNetwork));
+    layout.networkLinkName = planContext_.networkLinkName;
   }
   deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs, &layout);
   COLL_INFO(kInit, "comm %s rank %d: device memory on GPU %d (%s kernels; %zu group(s) of ranks sharing GPU memory%s)",
@@ -98,12 +99,12 @@ void Communicator::setupDevice(int device, const transport::Routes& routes) {
 
 transport::DeviceChannels* Communicator::joinDeviceChannels(const transport::Routes& routes) {
   // createDomains made one domain per used entry, in the same order. One that serves every rank
-  // (P2P on one host, or staging everywhere) is the kernels' channels as it is.
+  // (peer access on one host, or staging everywhere) is the kernels' channels as it is.
   for (size_t i = 0; i < routes.used.size(); ++i)
     if (routes.membersOf(routes.used[i]).size() == static_cast<size_t>(nranks_))
       return deviceDomains_[i]->deviceChannels();
-  // Otherwise a domain that can adopt the others' channels (staging adopts P2P's ranks of this
-  // host) gives one kernel every peer.
+  // Otherwise a domain that can adopt the others' channels (staging adopts the ranks of this host
+  // that share device memory) gives one kernel every peer.
   for (size_t i = 0; i < routes.used.size(); ++i) {
     transport::DeviceChannels* joined = deviceDomains_[i]->deviceChannels();
     bool adopted = joined != nullptr;
@@ -151,7 +152,7 @@ void Communicator::teardownDevice() noexcept {
   try {
     CurrentDeviceScope scope(device);
     deviceEngine_.reset();
-    // Closes the peers' IPC handles, then frees this rank's channel memory.
+    // Unmaps the peers' memory, then frees this rank's channel memory.
     for (auto it = deviceDomains_.rbegin(); it != deviceDomains_.rend(); ++it) it->reset();
   } catch (const std::exception& e) {
     COLL_WARN(kColl, "comm %s rank %d: destroy: %s", options_.name.c_str(), rank_, e.what());

@@ -6,8 +6,8 @@
 // collCommRevoke one that every rank shares and that leaves the communicator to shrink: it goes
 // through the transports like any failure, and through each rank's watcher (the store) to ranks
 // that no transport connects yet. A failure that names calls which differ between ranks
-// (src/call_tag.h) also goes to the store, where peers across sockets or verbs, which see only a
-// connection close, read it.
+// (src/call_tag.h) also goes to the store, where peers across a network transport, which see
+// only a connection close, read it.
 //
 // Revoke's result is collRemoteError, not a code of its own: a program that handles a dead peer
 // already treats collRemoteError as "this communicator is finished: rebuild", which is what a
@@ -36,8 +36,8 @@ constexpr const char* kMismatchKey = "failure/mismatch";
 void Communicator::failCall(const CollError& error) {
   const bool mismatch = dynamic_cast<const CallMismatchError*>(&error) != nullptr;
   std::string message = error.what();
-  // Shared memory carries a failed peer's message to its peers; sockets and verbs carry only the
-  // failure (a connection closes). A peer across them reads a mismatch's message from the store.
+  // Shared memory carries a failed peer's message to its peers; the network transports carry only
+  // the failure (a connection closes). A peer across them reads a mismatch's message from the store.
   const bool overTheNetwork = localMemory_ == nullptr;
   bool namesCalls = mismatch;
   if (overTheNetwork && !mismatch && error.code() == collRemoteError) {

@@ -19,7 +19,6 @@
 #include "topo/topology_log.h"
 #include "transport/doorbell.h"
 #include "transport/transport_table.h"
-#include "transport/verbs/verbs_domain.h"
 
 namespace coll {
 namespace {
@@ -39,8 +38,7 @@ struct InitInfo {
 InitInfo describeInit(int rank, const Params& params, const std::vector<SharedSetting>& shared) {
   InitInfo info{};
   fillRandom(&info.commToken, sizeof(info.commToken), "the communicator's trace token");
-  info.peer = transport::describeLocalRank(rank, params.hostId);
-  info.peer.verbsDevice = transport::verbsRequested(params.transports) && transport::verbsUsableHere() ? 1 : 0;
+  info.peer = transport::describeLocalTransports(rank, params.hostId, params.transports);
   info.settingCount = static_cast<uint32_t>(shared.size());
   for (size_t i = 0; i < shared.size(); ++i) info.settings[i] = shared[i].digest;
   return info;
@@ -81,8 +79,8 @@ Communicator::~Communicator() {
   watcher_.reset();
   // Device memory first: its launches may still run, and peers may still write into it.
   teardownDevice();
-  // Sockets first: their progress thread rings this rank's doorbell, which may live in the shared
-  // memory segment, and pending sends are flushed before the closing frames.
+  // The host engine first: the transports' progress threads ring this rank's doorbell, which may
+  // live in a shared memory segment, and pending sends are flushed before the closing frames.
   hostEngine_.reset();
   // What the lazy connections came to: grows with the plans' peers, not with the ranks.
   for (const auto& [name, usage] : transportUsage())
@@ -156,40 +154,27 @@ void Communicator::exchangePeers() {
   }
 }
 
-// The slot when no two ranks share memory (sockets or verbs alone, one rank per host) and
-// COLL_SHM_SLOT_BYTES leaves it to us: a quarter of the frames and system calls per byte. Over
-// TCP on loopback, broadcast, reduce, scatter and point-to-point measured faster with it at 1-16
-// MiB and all-reduce the same (docs/performance.md, "Defaults, and the measurement behind each");
-// shared memory keeps 128 KiB, whose slots must stay in the caches.
+// The slot when no two ranks share memory (network transports alone, one rank per host) and the
+// slot setting leaves it to us: a quarter of the frames and system calls per byte. Over TCP on
+// loopback, broadcast, reduce, scatter and point-to-point measured faster with it at 1-16 MiB and
+// all-reduce the same (docs/performance.md, "Defaults, and the measurement behind each"); shared
+// memory keeps 128 KiB, whose slots must stay in the caches.
 constexpr size_t kNetworkOnlySlotBytes = 512 << 10;
 
 void Communicator::setupTransports() {
-  transportSettings_.shmFifoDepth = params_.shmFifoDepth;
+  // Each transport's own variables, as its entry in the table read them.
+  transportSettings_ = params_.transportSettings;
   // A single copy makes the sender wait until its receiver has read its buffer. Where ranks
   // outnumber the cores the receiver is often not running then, and the FIFO's copy, after which
   // the sender goes on, measured faster with 4 ranks on 2 cores; with a core each the single copy
   // wins (docs/performance.md, "Defaults, and the measurement behind each").
-  transportSettings_.shmSingleCopyBytes = params_.shmSingleCopyBytes;
-  transportSettings_.shmSingleCopyWindow = params_.shmSingleCopyBytesSet || !ranksShareCores();
-  if (!transportSettings_.shmSingleCopyWindow)
+  transportSettings_.singleCopyWindow = transportSettings_.singleCopyBytesGiven || !ranksShareCores();
+  if (!transportSettings_.singleCopyWindow)
     COLL_INFO(kInit,
               "rank %d: %d ranks share this machine's %ld cores: shared-memory single copies off in their window "
               "(above it by measurement)",
               rank_, ranksOnThisMachine(), sysconf(_SC_NPROCESSORS_ONLN));
-  transportSettings_.shmSingleCopyMaxBytes = params_.shmSingleCopyMaxBytes;
-  transportSettings_.netFifoDepth = params_.netFifoDepth;
   transportSettings_.oneshotBytes = params_.oneshotBytes;
-  transportSettings_.shmNamedSegments = params_.shmNamedSegments;
-  transportSettings_.netEncrypt = params_.netEncrypt;
-  transportSettings_.socketsPerPeer = params_.socketsPerPeer;
-  transportSettings_.socketBufferBytes = params_.socketBufferBytes;
-  transportSettings_.ibTimeout = params_.ibTimeout;
-  transportSettings_.ibRetryCount = params_.ibRetryCount;
-  transportSettings_.ibHca = params_.ibHca;
-  transportSettings_.ibGidIndex = params_.ibGidIndex;
-  transportSettings_.ibQpsPerConnection = params_.ibQpsPerConnection;
-  transportSettings_.ibZcopyBytes = params_.ibZcopyBytes;
-  transportSettings_.socketIfname = params_.socketIfname;
   transportSettings_.rendezvousAddress = store_->localAddress();
   transportSettings_.timeoutMs = options_.timeoutMs;
   transportSettings_.jobSecret = store_->secret();
@@ -200,8 +185,8 @@ void Communicator::setupTransports() {
   // Every rank knows every host's groups (routes.h), so all choose the same slot.
   const bool nobodySharesMemory = std::all_of(routes_.localGroups.begin(), routes_.localGroups.end(),
                                               [](const std::vector<int>& group) { return group.size() == 1; });
-  transportSettings_.slotBytes =
-      !params_.slotBytesSet && nobodySharesMemory && nranks_ > 1 ? kNetworkOnlySlotBytes : params_.slotBytes;
+  if (!transportSettings_.slotBytesGiven && nobodySharesMemory && nranks_ > 1)
+    transportSettings_.slotBytes = kNetworkOnlySlotBytes;
   createDomains(routes_, &transportSettings_, &domains_, &routeTo_);
   const auto start = Clock::now();
   runDomainSetup(domains_, "", initDeadline());
@@ -253,12 +238,7 @@ void Communicator::describePlanContext() {
   PlanContext& ctx = planContext_;
   ctx.nranks = nranks_;
   algorithms::describeHostLayout(ctx, routes_.localGroups);
-  bool socketRoutes = false, verbsRoutes = false;
-  for (const transport::TransportEntry* entry : routes_.used) {
-    socketRoutes = socketRoutes || entry->link == transport::LinkKind::kNetwork;
-    verbsRoutes = verbsRoutes || entry->link == transport::LinkKind::kVerbs;
-  }
-  describeNetworkLink(ctx, socketRoutes, verbsRoutes, params_.linkCosts);
+  describeNetworkLink(ctx, routes_.used, params_.linkCosts);
   // The native algorithms need every rank in one domain that maps all their memory.
   for (auto& domain : domains_) {
     transport::LocalMemory* m = domain->localMemory();
@@ -308,10 +288,10 @@ void Communicator::startEngines() {
   args.spinNs = spinNs;
   const bool fenceFree = transport::ringWithoutFenceIfPossible(params_.membarrier);
   // Single copies above the window by measurement, unless the user set the window's top or turned
-  // single copies off (COLL_SHM_SINGLE_COPY_BYTES=0); where ranks outnumber cores, measured by
-  // rank 0 for all (per-rank measurement did not find the faster way there: host_engine.h).
-  if (!params_.shmSingleCopyMaxBytesSet && params_.shmSingleCopyBytes > 0) {
-    args.pointToPointSingleCopyMax = transportSettings_.shmSingleCopyMaxBytes;
+  // single copies off (a window's bottom of 0); where ranks outnumber cores, measured by rank 0 for
+  // all (per-rank measurement did not find the faster way there: host_engine.h).
+  if (!transportSettings_.singleCopyMaxBytesGiven && transportSettings_.singleCopyBytes > 0) {
+    args.pointToPointSingleCopyMax = transportSettings_.singleCopyMaxBytes;
     args.pointToPointRankZeroChooses = ranksShareCores();
   }
   args.timeoutMs = options_.timeoutMs;

@@ -4,47 +4,17 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env_setting.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/list_spec.h"
 #include "common/logging.h"
-#include "common/record_layer.h"
 #include "src/collective_table.h"
+#include "transport/transport_settings.h"
 #include "transport/transport_table.h"
 
 namespace coll {
 namespace {
-
-// Set, and not to the empty string (which means unset, as for every variable here).
-bool isSet(const char* name) {
-  const char* text = getenv(name);
-  return text != nullptr && *text != '\0';
-}
-
-long long parseInteger(const char* name, long long minValue, long long maxValue, long long fallback) {
-  if (!isSet(name)) return fallback;
-  const char* text = getenv(name);
-  char* end = nullptr;
-  long long value = strtoll(text, &end, 0);
-  if (end != nullptr && (*end == 'k' || *end == 'K'))
-    value <<= 10, ++end;
-  else if (end != nullptr && (*end == 'm' || *end == 'M'))
-    value <<= 20, ++end;
-  if (end == text || *end != '\0' || value < minValue || value > maxValue)
-    throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected an integer in [%lld, %lld]",
-               name, text, minValue, maxValue);
-  return value;
-}
-
-bool parseBool(const char* name, bool fallback) {
-  if (!isSet(name)) return fallback;
-  const char* text = getenv(name);
-  if (!strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcasecmp(text, "on"))
-    return true;
-  if (!strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcasecmp(text, "off"))
-    return false;
-  throwError(collInvalidUsage, "environment variable %s=\"%s\" is not valid: expected 0 or 1", name, text);
-}
 
 Algo parseAlgoName(const std::string& name, const std::string& whole) {
   if (strcasecmp(name.c_str(), "auto") == 0) return Algo::kAuto;
@@ -66,13 +36,30 @@ int collTypeByName(const std::string& name, const std::string& whole) {
 
 uint64_t linkCostsDigest(const LinkCosts& costs) {
   Fnv1a digest;
-  for (const LinkCost* link : {&costs.sharedMemory, &costs.socket, &costs.verbs, &costs.p2p, &costs.staging})
-    for (double value : {link->latencyUs, link->bytesPerUs}) {
+  for (const LinkCosts::Named& link : costs.links)
+    for (double value : {link.cost.latencyUs, link.cost.bytesPerUs}) {
       uint64_t bits = 0;
       memcpy(&bits, &value, sizeof(bits));
       digest.add(bits);
     }
   return digest.value();
+}
+
+// "a, b or c": the links COLL_LINK_COSTS knows, for its messages.
+std::string linkNames(const LinkCosts& costs) {
+  std::string names;
+  for (size_t i = 0; i < costs.links.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == costs.links.size() ? " or " : ", ") + costs.links[i].name;
+  return names;
+}
+
+// An example for COLL_LINK_COSTS's message: the last host link in the table, at its own price, so
+// that the example is a sensible value.
+std::string linkCostExample() {
+  const transport::TransportEntry* example = nullptr;
+  for (const transport::TransportEntry* t : transport::pricedEntries())
+    if (t->memory == transport::MemoryKind::kHost) example = t;
+  return formatString("%s=%g:%g", example->price.name, example->price.latencyUs, example->price.bytesPerUs / 1000.0);
 }
 
 // "3:12": latency in us, rate in GB/s; throws naming the whole value and the item.
@@ -86,8 +73,8 @@ LinkCost parseLinkCost(const std::string& item, const std::string& value, const 
   if (!latencyOk || end == rateText || *end != '\0' || !(rate > 0 && rate <= 1e6))
     throwError(collInvalidUsage,
                "COLL_LINK_COSTS=\"%s\": \"%s\" is not valid: expected LINK=LATENCY_US:GB_PER_S, a latency in "
-               "[0, 1e6] and a rate in (0, 1e6], e.g. verbs=3:12",
-               whole.c_str(), item.c_str());
+               "[0, 1e6] and a rate in (0, 1e6], e.g. %s",
+               whole.c_str(), item.c_str(), linkCostExample().c_str());
   return LinkCost{latency, rate * 1000.0};  // GB/s = 1000 bytes per us
 }
 
@@ -97,16 +84,10 @@ void parseLinkCosts(const std::string& text, LinkCosts* costs) {
   for (const std::string& item : splitList(text)) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
-    LinkCost* link = name == "shm"       ? &costs->sharedMemory
-                     : name == "socket"  ? &costs->socket
-                     : name == "verbs"   ? &costs->verbs
-                     : name == "p2p"     ? &costs->p2p
-                     : name == "staging" ? &costs->staging
-                                         : nullptr;
+    LinkCost* link = costs->find(name);
     if (link == nullptr || eq == std::string::npos)
-      throwError(collInvalidUsage,
-                 "COLL_LINK_COSTS=\"%s\": unknown link in \"%s\"; expected shm, socket, verbs, p2p or staging",
-                 text.c_str(), item.c_str());
+      throwError(collInvalidUsage, "COLL_LINK_COSTS=\"%s\": unknown link in \"%s\"; expected %s", text.c_str(),
+                 item.c_str(), linkNames(*costs).c_str());
     *link = parseLinkCost(item, item.substr(eq + 1), text);
   }
 }
@@ -135,17 +116,13 @@ std::vector<SharedSetting> sharedSettings(const Params& p) {
       {"COLL_ALGO", algo.value()},
       {"COLL_ONESHOT_BYTES", Fnv1a().add(p.oneshotBytes).value()},
       {"COLL_DIRECT_READ_BYTES", Fnv1a().add(p.directReadBytes).value()},
-      {"COLL_SHM_SLOT_BYTES", Fnv1a().add(p.slotBytes).value()},
-      {"COLL_SHM_FIFO_DEPTH", Fnv1a().add(static_cast<uint64_t>(p.shmFifoDepth)).value()},
-      {"COLL_NET_FIFO_DEPTH", Fnv1a().add(static_cast<uint64_t>(p.netFifoDepth)).value()},
       {"COLL_TRANSPORTS", Fnv1a().add(p.transports).value()},
-      {"COLL_SOCKET_NSOCKS", Fnv1a().add(static_cast<uint64_t>(p.socketsPerPeer)).value()},
       {"COLL_PROTO", Fnv1a().add(static_cast<uint64_t>(p.protocol)).value()},
       {"COLL_LINK_COSTS", linkCostsDigest(p.linkCosts)},
-      // Both ends of a socket must agree, and a rank that sends plaintext must not join a job
-      // whose others encrypt: every rank refuses the difference at init, naming both values.
-      {"COLL_NET_ENCRYPT", p.netEncrypt ? 1u : 0u, true},
   };
+  // Each transport's (its FIFOs' shape, its connections' terms), from its entry in the table.
+  for (const SharedSetting& setting : transport::sharedTransportSettings(p.transportSettings))
+    settings.push_back(setting);
   return settings;
 }
 
@@ -212,57 +189,33 @@ unsigned parseTraceDumpOn(const std::string& text) {
 const Params& processParams() {
   static const Params cached = [] {
     Params p;
-    p.timeoutMs = static_cast<int>(parseInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
-    p.checkConsistency = parseBool("COLL_CHECK", false);
+    p.timeoutMs = static_cast<int>(envInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
+    p.checkConsistency = envBool("COLL_CHECK", false);
     if (const char* transports = getenv("COLL_TRANSPORTS")) p.transports = transports;
     transport::validateTransportSpec(p.transports);
-    if (isSet("COLL_ALGO")) parseAlgoOverrides(getenv("COLL_ALGO"), p.algoOverride, p.algoOverrideWhereRunnable);
-    p.shmFifoDepth = static_cast<int>(parseInteger("COLL_SHM_FIFO_DEPTH", 2, 64, p.shmFifoDepth));
-    p.shmSingleCopyBytes =
-        static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_BYTES", 0, 1LL << 50, p.shmSingleCopyBytes));
-    p.shmSingleCopyBytesSet = isSet("COLL_SHM_SINGLE_COPY_BYTES");
-    p.shmSingleCopyMaxBytes =
-        static_cast<size_t>(parseInteger("COLL_SHM_SINGLE_COPY_MAX_BYTES", 0, 1LL << 50, p.shmSingleCopyMaxBytes));
-    p.shmSingleCopyMaxBytesSet = isSet("COLL_SHM_SINGLE_COPY_MAX_BYTES");
-    p.netFifoDepth = static_cast<int>(parseInteger("COLL_NET_FIFO_DEPTH", 2, 64, p.netFifoDepth));
-    p.slotBytes = static_cast<size_t>(parseInteger("COLL_SHM_SLOT_BYTES", 4096, 64LL << 20, p.slotBytes));
-    p.slotBytes = (p.slotBytes + 63) / 64 * 64;
-    p.slotBytesSet = isSet("COLL_SHM_SLOT_BYTES");
-    p.oneshotBytes = static_cast<size_t>(parseInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
-    p.spinMicros = static_cast<int>(parseInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
-    p.membarrier = parseBool("COLL_MEMBARRIER", p.membarrier);
-    p.shmNamedSegments = parseBool("COLL_SHM_NAMED", false);
-    p.netEncrypt = encryptionRequested();
-    p.directReadBytes = static_cast<size_t>(parseInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
-    p.streamingBytes = static_cast<size_t>(parseInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
+    if (envIsSet("COLL_ALGO")) parseAlgoOverrides(getenv("COLL_ALGO"), p.algoOverride, p.algoOverrideWhereRunnable);
+    p.transportSettings = transport::transportSettingsFromEnvironment();
+    p.oneshotBytes = static_cast<size_t>(envInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
+    p.spinMicros = static_cast<int>(envInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
+    p.membarrier = envBool("COLL_MEMBARRIER", p.membarrier);
+    p.directReadBytes = static_cast<size_t>(envInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
+    p.streamingBytes = static_cast<size_t>(envInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
     if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
-    if (const char* ifname = getenv("COLL_SOCKET_IFNAME")) p.socketIfname = ifname;
-    p.socketsPerPeer = static_cast<int>(parseInteger("COLL_SOCKET_NSOCKS", 1, 16, p.socketsPerPeer));
-    p.socketBufferBytes =
-        static_cast<size_t>(parseInteger("COLL_SOCKET_BUFFER_BYTES", 0, 1LL << 30, p.socketBufferBytes));
     if (const char* exchange = getenv("COLL_BOOTSTRAP_EXCHANGE"); exchange != nullptr && *exchange != '\0') {
       const std::string value = exchange;
       if (value != "ranks" && value != "store")
         throwError(collInvalidUsage, "COLL_BOOTSTRAP_EXCHANGE is '%s': expected 'ranks' or 'store'", exchange);
       p.bootstrapBetweenRanks = value == "ranks";
     }
-    // The QP attribute fields are 5 and 3 bits wide (0 would mean an infinite timeout).
-    p.ibTimeout = static_cast<int>(parseInteger("COLL_IB_TIMEOUT", 1, 31, p.ibTimeout));
-    p.ibRetryCount = static_cast<int>(parseInteger("COLL_IB_RETRY_CNT", 0, 7, p.ibRetryCount));
-    // Parsed (and refused) where verbs opens a device: a rank that never selects verbs ignores it.
-    if (const char* hca = getenv("COLL_IB_HCA")) p.ibHca = hca;
-    p.ibGidIndex = static_cast<int>(parseInteger("COLL_IB_GID_INDEX", -1, 255, p.ibGidIndex));
-    p.ibQpsPerConnection = static_cast<int>(parseInteger("COLL_IB_QPS_PER_CONNECTION", 1, 16, p.ibQpsPerConnection));
-    // Only the sender decides (the receiver cannot tell a zero-copy write from a slot's): ranks may differ.
-    p.ibZcopyBytes = static_cast<size_t>(parseInteger("COLL_IB_ZCOPY_BYTES", 0, 1LL << 50, p.ibZcopyBytes));
     if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
       p.protocol = parseProtoChoice(proto);
     if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);
-    p.traceBuffer = static_cast<size_t>(parseInteger("COLL_TRACE_BUFFER", 0, 1 << 20, static_cast<long long>(p.traceBuffer)));
+    p.traceBuffer =
+        static_cast<size_t>(envInteger("COLL_TRACE_BUFFER", 0, 1 << 20, static_cast<long long>(p.traceBuffer)));
     if (const char* dir = getenv("COLL_TRACE_DIR")) p.traceDir = dir;
-    if (isSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
-    p.traceProbeMs = static_cast<int>(parseInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
-    p.agreeTimeoutMs = static_cast<int>(parseInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
+    if (envIsSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
+    p.traceProbeMs = static_cast<int>(envInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
+    p.agreeTimeoutMs = static_cast<int>(envInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
     return p;
   }();
   return cached;

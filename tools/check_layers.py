@@ -21,12 +21,21 @@ Folders follow layers: each layer is one top-level folder (none sits inside anot
 top-level folder that holds sources is a layer, include/ or a user, and each coll_add_layer() in
 the CMake files names the folder this table gives its layer.
 
+The core names no transport: each transport's settings, costs and peer description come with its
+row of the transport table (transport/README.md), so a new transport is a folder and a row. No
+file under src/ (code or comment) may name one: a path into a transport's folder, a transport's
+word (TRANSPORT_WORDS, also inside identifiers: shmFifoDepth, kVerbs), a prefix of a transport's
+variables (TRANSPORT_VARIABLES), or a string literal that is a name or a link name of the table
+(transport/transport_table.cc). "socket" and "network" stay generic words: the core opens TCP
+sockets itself (src/ft), and CPUs have sockets.
+
 The build enforces the same order (cmake/layers.cmake: each layer compiles with only its own
 include root and those of the layers it links); this script says it in words, for CI and for
 reviewers, and also catches what the build's roots cannot see.
 
 usage: tools/check_layers.py [--root DIR] [--quiet]
-       tools/check_layers.py --self-test     plants an upward include in a copy and expects failure
+       tools/check_layers.py --self-test     plants an upward include, a stray folder and a
+                                             transport's name in the core, and expects each failure
 """
 import argparse
 import os
@@ -51,6 +60,21 @@ USERS = ["tools/", "benchmarks/", "tests/", "python/", "examples/"]
 SOURCE_EXTENSIONS = (".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh")
 SKIP_DIRS = {".git", "__pycache__"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+# What names a transport in the core (src/): its word, alone or inside an identifier (any case),
+# and the prefixes of its variables. The table's names and link names come from the table itself.
+CORE = "src/"
+TRANSPORT_WORDS = {"shm", "verbs", "p2p", "ipc", "rdma", "infiniband"}
+TRANSPORT_VARIABLES = re.compile(r"\bCOLL_(SHM|NET|SOCKET|IB|VERBS|P2P|STAGED)_\w*")
+TABLE = "transport/transport_table.cc"
+TABLE_NAMES = re.compile(r'/\*(?:name|price)=\*/\{?"(\w+)"')
+# String literals that spell a table name by coincidence, with why: (file, literal).
+NOT_A_TRANSPORT = {
+    ("src/plan/planner.cc", '"p2p"'): "the point-to-point schedule's name in traces",
+}
+WORD = re.compile(r"[A-Za-z0-9_]+")
+WORD_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z0-9]+(?![a-z])")
+LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 
 
 def unit_of(path):
@@ -123,6 +147,44 @@ def folder_problems(root):
     return problems
 
 
+def transport_name_problems(root):
+    """Every place a core file names a transport (see the module's doc)."""
+    names = set()
+    table = os.path.join(root, TABLE)
+    if os.path.exists(table):
+        with open(table, encoding="utf-8") as f:
+            names = set(TABLE_NAMES.findall(f.read()))
+    transport_dir = os.path.join(root, "transport")
+    folders = sorted(d for d in os.listdir(transport_dir) if os.path.isdir(os.path.join(transport_dir, d))) \
+        if os.path.isdir(transport_dir) else []
+    folder_path = re.compile(r"\btransport/(" + "|".join(map(re.escape, folders)) + r")\b") if folders else None
+    problems = []
+    for path in sorted(source_files(root)):
+        if not path.startswith(CORE):
+            continue
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                for allowed_path, literal in NOT_A_TRANSPORT:
+                    if allowed_path == path:
+                        line = line.replace(literal, '""')
+                found = []
+                if folder_path and folder_path.search(line):
+                    found.append(f"a transport's folder ({folder_path.search(line).group(0)})")
+                variable = TRANSPORT_VARIABLES.search(line)
+                if variable:
+                    found.append(f"a transport's variable ({variable.group(0)})")
+                words = {part.lower() for token in WORD.findall(line) for part in WORD_PART.findall(token)}
+                words |= {token.lower() for token in WORD.findall(line)}
+                for word in sorted(words & TRANSPORT_WORDS):
+                    found.append(f"the word {word!r}")
+                for literal in LITERAL.findall(line):
+                    if literal[1:-1] in names and (path, literal) not in NOT_A_TRANSPORT:
+                        found.append(f"the table's name {literal}")
+                if found:
+                    problems.append(f"{path}:{number}: names a transport: " + "; ".join(found))
+    return problems
+
+
 def verdict(source_unit, source_level, target_unit, target_level):
     """None when the edge is allowed, else why not."""
     if target_unit is None or source_unit == target_unit:
@@ -175,6 +237,7 @@ def check(root, quiet=False):
             parts = [f"{t} {edges[(source, t)]}" for t in targets]
             print(f"  {source:<10} -> " + ", ".join(parts))
     misplaced = folder_problems(root)
+    named = transport_name_problems(root)
     if problems:
         print(f"\n{len(problems)} include(s) against the layer order (docs/architecture.md):")
         for problem in problems:
@@ -183,10 +246,16 @@ def check(root, quiet=False):
         print(f"\n{len(misplaced)} folder(s) against the layers (docs/architecture.md):")
         for problem in misplaced:
             print("  " + problem)
-    if problems or misplaced:
+    if named:
+        print(f"\n{len(named)} line(s) of the core that name a transport (transport/README.md, \"Adding a "
+              "transport\"):")
+        for problem in named:
+            print("  " + problem)
+    if problems or misplaced or named:
         return 1
     if not quiet:
-        print("\nno include runs upward or sideways; every layer has its own top-level folder")
+        print("\nno include runs upward or sideways; every layer has its own top-level folder; the core names "
+              "no transport")
     return 0
 
 
@@ -217,8 +286,19 @@ def self_test(root):
         if planted.returncode == 0 or "stray/ holds sources but is no layer" not in planted.stdout:
             print("self-test: the planted source outside every layer (stray/planted.cc) was not reported")
             return 1
-    print("self-test: the planted upward include and the source outside every layer were reported; "
-          "the clean copy passed")
+        shutil.rmtree(os.path.join(scratch, "stray"))
+        with open(os.path.join(scratch, "src", "planted.cc"), "w") as f:
+            f.write('// Deep FIFOs for the ring.\nint plantedDepth() { return fifoDepth("net", "COLL_SHM_FIFO_DEPTH"); }\n'
+                    'bool plantedVerbsRoutes = false;\n')
+        planted = subprocess.run([sys.executable, __file__, "--root", scratch], capture_output=True, text=True)
+        print(planted.stdout, end="")
+        wanted = ["src/planted.cc:2: names a transport", "COLL_SHM_FIFO_DEPTH", "\"net\"",
+                  "src/planted.cc:3: names a transport: the word 'verbs'"]
+        if planted.returncode == 0 or any(w not in planted.stdout for w in wanted) or "planted.cc:1:" in planted.stdout:
+            print("self-test: the planted transport names in the core (src/planted.cc) were not reported as expected")
+            return 1
+    print("self-test: the planted upward include, the source outside every layer and the transport names in "
+          "the core were reported; the clean copy passed")
     return 0
 
 

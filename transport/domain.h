@@ -49,6 +49,7 @@
 #include "transport/doorbell.h"
 #include "transport/peer_info.h"
 #include "transport/transport.h"
+#include "transport/transport_settings.h"
 
 namespace coll {
 namespace transport {
@@ -60,39 +61,6 @@ class DeviceChannels;
 // host executor drives (transport.h); device memory through channels in GPU memory that the
 // device kernels drive (device_channels.h).
 enum class MemoryKind { kHost, kDevice };
-
-// The settings transports read, taken from the communicator's parameters (docs/env.md).
-struct TransportSettings {
-  size_t slotBytes = 128 << 10;  // every host FIFO's slot (COLL_SHM_SLOT_BYTES): one slice size for the executor
-  int shmFifoDepth = 8;          // COLL_SHM_FIFO_DEPTH
-  // COLL_SHM_SINGLE_COPY_BYTES..COLL_SHM_SINGLE_COPY_MAX_BYTES: messages the receiver reads from
-  // the sender's memory (a minimum of 0: never).
-  size_t shmSingleCopyBytes = 32 << 10;
-  size_t shmSingleCopyMaxBytes = 64 << 10;
-  // Whether sends inside the window go by a single copy (off where ranks outnumber cores unless
-  // set); above it the host engine may still choose one by measurement (singleCopyPossible).
-  bool shmSingleCopyWindow = true;
-  int netFifoDepth = 8;                // COLL_NET_FIFO_DEPTH
-  size_t oneshotBytes = 64 << 10;      // per one-shot buffer (COLL_ONESHOT_BYTES)
-  bool shmNamedSegments = false;       // COLL_SHM_NAMED
-  int socketsPerPeer = 2;              // COLL_SOCKET_NSOCKS
-  bool netEncrypt = false;             // COLL_NET_ENCRYPT: the socket transport's frames are sealed records
-  size_t socketBufferBytes = 2 << 20;  // COLL_SOCKET_BUFFER_BYTES: each data socket's buffers (0: autotuned)
-  int ibTimeout = 18;                  // COLL_IB_TIMEOUT: a verbs QP's ack timeout, 4.096 us * 2^value
-  int ibRetryCount = 7;                // COLL_IB_RETRY_CNT: a verbs QP's retries before an error completion
-  std::string ibHca;                   // COLL_IB_HCA: the devices and ports verbs may use ("": all)
-  int ibGidIndex = -1;                 // COLL_IB_GID_INDEX (-1: the port's first usable GID)
-  int ibQpsPerConnection = 1;          // COLL_IB_QPS_PER_CONNECTION: verbs QPs per peer, slots striped over them
-  size_t ibZcopyBytes = 256 << 10;     // COLL_IB_ZCOPY_BYTES: verbs sends from caller buffers this large (0: never)
-  std::string socketIfname;            // COLL_SOCKET_IFNAME
-  std::string rendezvousAddress;       // the local address that reaches the rendezvous store ("" if unknown)
-  int timeoutMs = 300000;              // bounds setup and the flush of pending sends at destruction
-  int device = -1;                     // this rank's GPU, for device-memory transports
-  // COLL_TRANSPORTS: the staged transport routes its slices over the host transports it selects.
-  std::string transports;
-  // The job's secret (the rendezvous store's): the socket transport's connections prove it.
-  std::array<uint8_t, 32> jobSecret{};
-};
 
 // What a domain is made from.
 struct DomainArgs {

@@ -9,13 +9,23 @@
 #include <vector>
 
 #include "transport/domain.h"
+#include "transport/transport_settings.h"
 
 namespace coll {
 namespace transport {
 
-// How the planner's cost model prices a hop through a transport (src/algorithms/plan_context.h,
-// LinkCosts): between ranks that share memory, across a network over sockets, or over RDMA.
-enum class LinkKind { kLocal, kNetwork, kVerbs };
+// Where a transport's hops go, for the planner's cost model (src/algorithms/plan_context.h,
+// LinkCosts): between ranks that share memory, or across a network.
+enum class LinkKind { kLocal, kNetwork };
+
+// What a hop through a transport costs the planner unless COLL_LINK_COSTS says otherwise, under the
+// name COLL_LINK_COSTS gives it: a fixed latency per synchronisation and a streaming rate. An entry
+// without a name is priced as another of its memory and link kind (pricedEntry).
+struct LinkPrice {
+  const char* name = nullptr;
+  double latencyUs = 0;
+  double bytesPerUs = 0;
+};
 
 struct TransportEntry {
   const char* name;  // in COLL_TRANSPORTS, logs and colltopo
@@ -32,6 +42,15 @@ struct TransportEntry {
   // Off unless COLL_TRANSPORTS is set and selects it ("verbs", "^shm,net"): a transport still being
   // proven changes nothing for anyone who did not ask for it.
   bool optIn = false;
+  // Reads the transport's own COLL_* variables into the settings, refusing a bad value naming the
+  // variable (transport_settings.h); null for a transport that has none.
+  void (*readSettings)(TransportSettings* settings) = nullptr;
+  // Appends those of its settings that every rank must share for its connections to work.
+  void (*shareSettings)(const TransportSettings& settings, std::vector<SharedSetting>* shared) = nullptr;
+  // Adds to what this rank tells the others at init (PeerInfo) what its canConnect needs, where
+  // COLL_TRANSPORTS enables it.
+  void (*describeLocal)(PeerInfo* self) = nullptr;
+  LinkPrice price{};
 };
 
 const std::vector<TransportEntry>& transportTable();
@@ -44,6 +63,19 @@ void validateTransportSpec(const std::string& spec);
 bool transportEnabled(const std::string& spec, const TransportEntry& entry);
 // Whether COLL_TRANSPORTS enables verbs, so that a rank looks for a device (PeerInfo::verbsDevice).
 bool verbsRequested(const std::string& spec);
+// This rank's description (describeLocalRank) with what each transport COLL_TRANSPORTS enables
+// adds to it (TransportEntry::describeLocal).
+PeerInfo describeLocalTransports(int rank, const std::string& hostId, const std::string& spec);
+
+// The entries that price their hops (price.name set): host memory's, then device memory's, each
+// in table order. COLL_LINK_COSTS's names are listed, and its values digested, in this order.
+std::vector<const TransportEntry*> pricedEntries();
+// The entry whose price a hop of `memory` over `link` costs, equal on every rank: of the priced
+// entries of that kind that `used` (the routes' transports) holds, the one of highest priority,
+// which routes prefer wherever it connects a pair; where `used` holds none, the highest-priority
+// priced entry of that kind in the table.
+const TransportEntry& pricedEntry(MemoryKind memory, LinkKind link,
+                                  const std::vector<const TransportEntry*>& used = {});
 
 }  // namespace transport
 }  // namespace coll

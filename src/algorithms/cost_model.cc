@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/collective_table.h"
+#include "transport/transport_table.h"
 
 namespace coll {
 
@@ -12,12 +13,13 @@ int ceilLog2(int n) {
   return levels;
 }
 
-const char* networkLinkKindName(NetworkLinkKind kind) { return kind == NetworkLinkKind::kVerbs ? "verbs" : "socket"; }
-
-void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, const LinkCosts& costs) {
-  ctx.localLink = costs.sharedMemory;
-  ctx.networkLinkKind = verbsRoutes && !socketRoutes ? NetworkLinkKind::kVerbs : NetworkLinkKind::kSocket;
-  ctx.networkLink = ctx.networkLinkKind == NetworkLinkKind::kVerbs ? costs.verbs : costs.socket;
+void describeNetworkLink(PlanContext& ctx, const std::vector<const transport::TransportEntry*>& used,
+                         const LinkCosts& costs) {
+  ctx.localLink = costs.of(transport::MemoryKind::kHost, transport::LinkKind::kLocal, used);
+  const transport::TransportEntry& network =
+      transport::pricedEntry(transport::MemoryKind::kHost, transport::LinkKind::kNetwork, used);
+  ctx.networkLink = costs.of(network.price.name);
+  ctx.networkLinkName = network.price.name;
 }
 
 LinkCost stagedLink(const LinkCost& network, const LinkCost& staging) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "src/algorithms/plan_context.h"
 #include "src/coll_call.h"
@@ -18,10 +19,11 @@ constexpr double kStepLatencyUs = 1.5;
 constexpr double kCopyBytesPerUs = 10000.0;  // bytes per microsecond
 
 int ceilLog2(int n);
-// Which network the inter-host hops take, from the kinds of network transport some pair of ranks
-// uses (equal on every rank), and what each kind of link costs: sockets whenever some pair talks
-// over them (a lock-step plan goes at its slowest link's pace), else verbs. Sets localLink too.
-void describeNetworkLink(PlanContext& ctx, bool socketRoutes, bool verbsRoutes, const LinkCosts& costs);
+// What the hops of host memory cost where the routes take the transports `used` (equal on every
+// rank): localLink between ranks that share memory, networkLink (and its name) for the
+// inter-host hops, each the price of the entry transport::pricedEntry picks.
+void describeNetworkLink(PlanContext& ctx, const std::vector<const transport::TransportEntry*>& used,
+                         const LinkCosts& costs);
 // A network hop for device memory staged through pinned host memory: the network's latency plus
 // the staging's, at the slower of the two rates (the proxy pipelines slices, so the two overlap).
 LinkCost stagedLink(const LinkCost& network, const LinkCost& staging);

@@ -1,6 +1,6 @@
 // The direct-read path for large messages on one host: no staging through shared-memory FIFOs.
 // Each rank publishes the addresses of its buffers; peers copy straight out of them with
-// cross-memory attach (transport/shm/cross_memory.h).
+// cross-memory attach, which the transport that maps the host's memory offers (LocalMemory).
 //
 // All-reduce (and reduce-scatter) on rank r: read block r of every peer's send buffer, a chunk at
 // a time into cache-sized scratch, and reduce it with our own block into our receive buffer

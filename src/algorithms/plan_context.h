@@ -5,12 +5,18 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "src/algorithms/algorithm_table.h"
 #include "src/algorithms/schedule.h"
 
 namespace coll {
+namespace transport {
+enum class MemoryKind;
+enum class LinkKind;
+struct TransportEntry;
+}  // namespace transport
 
 // What one hop over a kind of link costs: a fixed latency per synchronisation (one pipeline step
 // or one message) and a streaming rate.
@@ -19,28 +25,26 @@ struct LinkCost {
   double bytesPerUs;
 };
 
-// The network a plan's inter-host hops take: what the transports routing them are (sockets, or
-// verbs over RDMA).
-enum class NetworkLinkKind { kSocket, kVerbs };
-const char* networkLinkKindName(NetworkLinkKind kind);
-
-// What each kind of link costs (COLL_LINK_COSTS overrides them, docs/env.md). Shared memory and
-// sockets from the measurements in docs/performance.md; verbs from what a 100 Gb/s InfiniBand or
-// RoCE port gives (about 3 us for a small RDMA write with its completion, about 12 GB/s): no RDMA
-// device was ever measured here, so these are the fabric's nominal figures, to be overridden where
-// one is. (design value)
+// What a hop over each transport's link costs: the transport table's prices (LinkPrice in
+// transport/transport_table.h, which says where each figure comes from), under the names
+// COLL_LINK_COSTS gives them, which overrides them (docs/env.md).
 struct LinkCosts {
-  LinkCost sharedMemory{1.5, 10000.0};
-  LinkCost socket{8.0, 2000.0};
-  LinkCost verbs{3.0, 12000.0};
-  // Device memory. p2p: between GPUs of one host (NVLink or PCIe peer access): a flag's round trip
-  // between kernels and the rate of a peer-to-peer copy. staging: what device memory adds to a
-  // network hop when it goes through pinned host memory (the kernels' writes and reads over PCIe,
-  // the proxies' hand-offs at both ends): its latency adds to the network's, and the pipelined
-  // hop goes at the slower of the two rates (stagedLink). Nominal figures (an H100's PCIe 5 and
-  // NVLink 4, derated) until a GPU run measures them: docs/cuda.md says how.
-  LinkCost p2p{2.0, 100000.0};
-  LinkCost staging{6.0, 20000.0};
+  struct Named {
+    std::string name;
+    LinkCost cost;
+  };
+  // transport::pricedEntries()'s order, which COLL_LINK_COSTS's messages and digest follow.
+  std::vector<Named> links;
+
+  LinkCosts();  // the table's prices
+  // nullptr for a name no link has.
+  LinkCost* find(const std::string& name);
+  // Throws CollError(collInternalError) for a name no link has.
+  const LinkCost& of(const std::string& name) const;
+  // What a hop of `memory` over `link` costs where the routes take the transports `used`
+  // (transport::pricedEntry says which entry's price that is).
+  const LinkCost& of(transport::MemoryKind memory, transport::LinkKind link,
+                     const std::vector<const transport::TransportEntry*>& used = {}) const;
 };
 
 struct PlanContext {
@@ -66,7 +70,7 @@ struct PlanContext {
   int treeNetLevels = 0;        // levels of the binomial tree (rooted at rank 0) with an edge over the network
   LinkCost localLink{1.5, 10000.0};
   LinkCost networkLink{8.0, 2000.0};  // the inter-host hops' link (describeNetworkLink)
-  NetworkLinkKind networkLinkKind = NetworkLinkKind::kSocket;
+  std::string networkLinkName;        // its name in COLL_LINK_COSTS, for logs and colltopo
 };
 
 struct Plan {

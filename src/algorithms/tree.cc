@@ -128,9 +128,9 @@ double modelTree(const CollCall& call, const PlanContext& ctx) {
   const int levels = ceilLog2(n);
   const int netLevels = ctx.crossesNetwork ? std::min(levels, std::max(1, ctx.treeNetLevels)) : 0;
   const double bytes = call.type == CollType::kBarrier ? 1.0 : static_cast<double>(callBytes(call));
-  const double perLevelShm = ctx.localLink.latencyUs + bytes / ctx.localLink.bytesPerUs;
+  const double perLevelLocal = ctx.localLink.latencyUs + bytes / ctx.localLink.bytesPerUs;
   const double perLevelNet = ctx.networkLink.latencyUs + bytes / ctx.networkLink.bytesPerUs;
-  const double oneWay = (levels - netLevels) * perLevelShm + netLevels * perLevelNet;
+  const double oneWay = (levels - netLevels) * perLevelLocal + netLevels * perLevelNet;
   const bool upAndDown = call.type == CollType::kAllReduce || call.type == CollType::kBarrier;
   return upAndDown ? 2.0 * oneWay : oneWay;
 }

@@ -108,7 +108,7 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
     for (int i = 0; i < step.nrecv; ++i) recvs[i] = recvFrom(step.recvPeers[i]);
     size_t slotBytes = step.nsend > 0 ? sends[0]->slotBytes() : recvs[0]->slotBytes();
     // A step that only sends its source, all by single copies, posts the rest of it at once: the
-    // receiver reads it with one system call and hands it out in slices of a slot (shm_connection.h).
+    // receiver reads it with one system call and hands it out in slices of a slot (transport.h, postExternal).
     bool wholeBySingleCopy = step.nrecv == 0 && step.src.buffer != BufferId::kNone &&
                              step.dst.buffer == BufferId::kNone && !(step.finalAvg && b.op == collAvg) &&
                              slotBytes % b.elemSize == 0;
@@ -133,8 +133,8 @@ bool Executor::advance(ActiveStep& active, const ExecBuffers& b) {
   const void* localSrc = step.src.buffer != BufferId::kNone ? pointerOf(b, step.src, active.done) : nullptr;
   // Where the slice's result already lies in the caller's memory (the local destination, or the
   // source when the step only forwards it), sends go straight from there where the transport
-  // accepts it (sockets; verbs above COLL_IB_ZCOPY_BYTES): no copy into a slot (transport.h,
-  // acceptsExternal). A step that sends its own input unchanged sends it from the source, before
+  // accepts it (the network transports, some above a size of their own): no copy into a slot
+  // (transport.h, acceptsExternal). A step that sends its own input unchanged sends it from the source, before
   // its local copy: the bytes are on the wire while the copy runs.
   const bool sendsSource = step.nrecv == 0 && localSrc != nullptr && !(step.finalAvg && b.op == collAvg);
   const void* resultInCallerMemory = sendsSource ? localSrc : localDst;

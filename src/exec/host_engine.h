@@ -38,7 +38,7 @@ struct HostEngineArgs {
   // share a cache, which a virtual machine may change while a job runs: at 1 MiB between two
   // ranks the FIFO measured faster where they did and slower where they did not
   // (docs/performance.md, "Defaults, and the measurement behind each"). 0: never measured, the
-  // window alone decides (COLL_SHM_SINGLE_COPY_MAX_BYTES set, or single copies off).
+  // window alone decides (the window's top set, or single copies off: TransportSettings).
   size_t pointToPointSingleCopyMax = 0;
   // Where the host's ranks outnumber its cores, rank 0 alone measures and every rank sends such
   // messages the way rank 0 does now (its NativeArea's largeSendPlans); without memory shared by

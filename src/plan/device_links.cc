@@ -2,16 +2,20 @@
 
 #include <algorithm>
 
+#include "transport/transport_table.h"
+
 namespace coll {
 
 LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs) {
   using topo::GpuLinkKind;
-  const LinkCost pcie{costs.p2p.latencyUs, std::min(costs.p2p.bytesPerUs, costs.staging.bytesPerUs)};
+  const LinkCost& peer = costs.of(transport::MemoryKind::kDevice, transport::LinkKind::kLocal);
+  const LinkCost& staging = costs.of(transport::MemoryKind::kDevice, transport::LinkKind::kNetwork);
+  const LinkCost pcie{peer.latencyUs, std::min(peer.bytesPerUs, staging.bytesPerUs)};
   switch (kind) {
     case GpuLinkKind::kSame:
     case GpuLinkKind::kNvlink:
     case GpuLinkKind::kBoard:
-      return costs.p2p;
+      return peer;
     case GpuLinkKind::kNumaNode:
     case GpuLinkKind::kSystem:
       return LinkCost{pcie.latencyUs + 1.0, pcie.bytesPerUs / 2};
@@ -21,7 +25,7 @@ LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs) {
 }
 
 LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs) {
-  LinkCost slowest = costs.p2p;
+  LinkCost slowest = costs.of(transport::MemoryKind::kDevice, transport::LinkKind::kLocal);
   for (const auto& row : gpus.links)
     for (const topo::GpuLink& link : row) {
       const LinkCost c = gpuLinkCost(link.kind, costs);

@@ -9,11 +9,11 @@
 
 namespace coll {
 
-// NVLink (or one GPU, one board): the p2p row. PCIe peer access: p2p's latency at the staging
-// row's rate (both cross the same PCIe links). Across NUMA nodes or sockets: the inter-socket
+// NVLink (or one GPU, one board): the device-local row. PCIe peer access: its latency at the
+// staging row's rate (both cross the same PCIe links). Across NUMA nodes or sockets: the inter-socket
 // link halves that. Unknown: as PCIe, the common case.
 LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs);
-// The slowest link between any two of the GPUs; costs.p2p for one GPU or none.
+// The slowest link between any two of the GPUs; the device-local row for one GPU or none.
 LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs);
 // Whether device memory between GPUs a and b must be staged: different GPUs without peer access.
 bool needsStaging(const topo::GpuTopology& gpus, int a, int b);

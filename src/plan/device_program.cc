@@ -249,7 +249,7 @@ PlanContext devicePlanContext(const DeviceCallContext& context, const device::Ch
     algorithms::describeHostLayout(plan, context.layout.hosts);
     plan.localLink = context.layout.localLink;
     plan.networkLink = context.layout.networkLink;
-    plan.networkLinkKind = context.layout.networkLinkKind;
+    plan.networkLinkName = context.layout.networkLinkName;
   }
   return plan;
 }

@@ -28,14 +28,14 @@ namespace coll {
 enum class DeviceMode : uint8_t { kConcurrent, kSerialized };
 
 // Where device memory moves, for the planner: the groups of ranks whose GPUs reach each other
-// (P2P), and the cost rows of a hop inside a group and of one between groups (device memory
+// (peer access), and the cost rows of a hop inside a group and of one between groups (device memory
 // staged through pinned host memory over the network: describeDeviceLinks).
 struct DeviceLayout {
-  bool staged = false;                  // some pair of ranks is staged (transport/staged)
+  bool staged = false;                  // some pair of ranks is staged through host memory
   std::vector<std::vector<int>> hosts;  // ascending groups in order of their lowest rank; empty: one
   LinkCost localLink{2.0, 100000.0};
   LinkCost networkLink{16.0, 2000.0};
-  NetworkLinkKind networkLinkKind = NetworkLinkKind::kSocket;
+  std::string networkLinkName;  // the host network's name in COLL_LINK_COSTS
 };
 
 struct DeviceProgram {
@@ -82,10 +82,10 @@ struct DeviceCallContext {
   // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
   // that small counts span many slices and steps; the launcher accepts only the build's.
   device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;
-  // Some peer is reached through staging in pinned host memory (transport/staged), whose proxies
+  // Some peer is reached through staging in pinned host memory, whose proxies
   // move Simple slots: every call takes Simple, as serialized mode does.
   bool staged = false;
-  // Two levels (deviceLayout): the ranks that share device memory through P2P, host by host, and
+  // Two levels (deviceLayout): the ranks that share device memory through peer access, host by host, and
   // what a hop costs inside a host and between hosts. Empty: every rank on one host, as before.
   DeviceLayout layout;
 };

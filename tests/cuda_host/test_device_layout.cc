@@ -30,9 +30,9 @@ DeviceLayout layoutOf(int hosts, int perHost, Net net, bool interleaved = false)
   layout.staged = true;
   layout.hosts.assign(hosts, {});
   for (int r = 0; r < hosts * perHost; ++r) layout.hosts[interleaved ? r % hosts : r / perHost].push_back(r);
-  layout.localLink = costs.p2p;
-  layout.networkLink = stagedLink(net == Net::kVerbs ? costs.verbs : costs.socket, costs.staging);
-  layout.networkLinkKind = net == Net::kVerbs ? NetworkLinkKind::kVerbs : NetworkLinkKind::kSocket;
+  layout.localLink = costs.of("p2p");
+  layout.networkLink = stagedLink(net == Net::kVerbs ? costs.of("verbs") : costs.of("socket"), costs.of("staging"));
+  layout.networkLinkName = net == Net::kVerbs ? "verbs" : "socket";
   return layout;
 }
 
@@ -98,11 +98,11 @@ TEST(DeviceLayoutPlans, EachRowGetsItsPlan) {
 // the ring at 64 MiB, and staging makes a network hop dearer than the network alone.
 TEST(DeviceLayoutPlans, StagingAddsToTheNetworksCost) {
   const LinkCosts costs;
-  const LinkCost staged = stagedLink(costs.socket, costs.staging);
-  EXPECT_DOUBLE_EQ(staged.latencyUs, costs.socket.latencyUs + costs.staging.latencyUs);
-  EXPECT_DOUBLE_EQ(staged.bytesPerUs, std::min(costs.socket.bytesPerUs, costs.staging.bytesPerUs));
+  const LinkCost staged = stagedLink(costs.of("socket"), costs.of("staging"));
+  EXPECT_DOUBLE_EQ(staged.latencyUs, costs.of("socket").latencyUs + costs.of("staging").latencyUs);
+  EXPECT_DOUBLE_EQ(staged.bytesPerUs, std::min(costs.of("socket").bytesPerUs, costs.of("staging").bytesPerUs));
   const LinkCost slowStaging{1.0, 500.0};
-  EXPECT_DOUBLE_EQ(stagedLink(costs.verbs, slowStaging).bytesPerUs, 500.0) << "the slower rate paces the hop";
+  EXPECT_DOUBLE_EQ(stagedLink(costs.of("verbs"), slowStaging).bytesPerUs, 500.0) << "the slower rate paces the hop";
 }
 
 // Ranks dealt round-robin over two hosts: the ring visits each host's ranks together, so only
@@ -147,10 +147,10 @@ TEST(DeviceLayoutPlans, StagedCallsTakeSimple) {
 TEST(DeviceLayoutPlans, CollLinkCostsSetsTheDeviceRows) {
   LinkCosts costs;
   parseLinkCosts("p2p=1:50,staging=4:25", &costs);
-  EXPECT_DOUBLE_EQ(costs.p2p.latencyUs, 1.0);
-  EXPECT_DOUBLE_EQ(costs.p2p.bytesPerUs, 50000.0);
-  EXPECT_DOUBLE_EQ(costs.staging.latencyUs, 4.0);
-  EXPECT_DOUBLE_EQ(costs.staging.bytesPerUs, 25000.0);
+  EXPECT_DOUBLE_EQ(costs.of("p2p").latencyUs, 1.0);
+  EXPECT_DOUBLE_EQ(costs.of("p2p").bytesPerUs, 50000.0);
+  EXPECT_DOUBLE_EQ(costs.of("staging").latencyUs, 4.0);
+  EXPECT_DOUBLE_EQ(costs.of("staging").bytesPerUs, 25000.0);
   try {
     parseLinkCosts("gpu=1:2", &costs);
     ADD_FAILURE() << "an unknown link was accepted";

@@ -87,15 +87,15 @@ TEST(GpuTopology, UnknownGpusAndNoNvmlLeaveLinksUnknown) {
 // half of it; a host's local link is its slowest pair's.
 TEST(GpuTopology, TheCostModelPricesEachKindOfLink) {
   const LinkCosts costs;
-  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kNvlink, costs).bytesPerUs, costs.p2p.bytesPerUs);
-  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kPcieSwitch, costs).bytesPerUs, costs.staging.bytesPerUs);
-  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kSystem, costs).bytesPerUs, costs.staging.bytesPerUs / 2);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kNvlink, costs).bytesPerUs, costs.of("p2p").bytesPerUs);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kPcieSwitch, costs).bytesPerUs, costs.of("staging").bytesPerUs);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(GpuLinkKind::kSystem, costs).bytesPerUs, costs.of("staging").bytesPerUs / 2);
   const topo::NvmlApi api = fakeNvml();
   const topo::GpuTopology pair = topo::describeGpus({"0000:18:00.0", "0000:2a:00.0"}, &api);
-  EXPECT_DOUBLE_EQ(slowestGpuLink(pair, costs).bytesPerUs, costs.p2p.bytesPerUs);
+  EXPECT_DOUBLE_EQ(slowestGpuLink(pair, costs).bytesPerUs, costs.of("p2p").bytesPerUs);
   const topo::GpuTopology four =
       topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0", "0000:ab:00.0"}, &api);
-  EXPECT_DOUBLE_EQ(slowestGpuLink(four, costs).bytesPerUs, costs.staging.bytesPerUs / 2);
+  EXPECT_DOUBLE_EQ(slowestGpuLink(four, costs).bytesPerUs, costs.of("staging").bytesPerUs / 2);
 }
 
 // This machine has no NVIDIA driver: loading NVML fails and says why, and nothing else breaks.

@@ -11,7 +11,8 @@ namespace collsim {
 
 TransportShape defaultTransportShape() {
   const coll::Params defaults;  // the values a job gets without any COLL_* variable
-  return {defaults.slotBytes, defaults.shmFifoDepth, defaults.netFifoDepth, defaults.socketsPerPeer};
+  const coll::transport::TransportSettings& t = defaults.transportSettings;
+  return {t.slotBytes, t.shmFifoDepth, t.netFifoDepth, t.socketsPerPeer};
 }
 
 void checkShape(const JobShape& shape) {

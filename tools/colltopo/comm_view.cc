@@ -71,8 +71,8 @@ void printText(const coll::Communicator& comm, const std::vector<RankCard>& card
   const coll::PlanContext& ctx = comm.planContext();
   printf("communicator: %d ranks in %zu shared-memory group(s)", n, ctx.hosts.empty() ? 1 : ctx.hosts.size());
   if (ctx.crossesNetwork)
-    printf(", the network between groups (%s: %.1f us, %.1f GB/s in the cost model)",
-           coll::networkLinkKindName(ctx.networkLinkKind), ctx.networkLink.latencyUs, ctx.networkLink.bytesPerUs / 1000);
+    printf(", the network between groups (%s: %.1f us, %.1f GB/s in the cost model)", ctx.networkLinkName.c_str(),
+           ctx.networkLink.latencyUs, ctx.networkLink.bytesPerUs / 1000);
   printf("\n");
   const std::vector<int> groupOf = coll::algorithms::hostIndexOfRanks(ctx.hosts, n);
   printf("\nranks:\n  %-5s %-16s %-6s %-8s %-14s %s\n", "rank", "hostname", "group", "pid", "cpus", "listens on");
@@ -109,7 +109,7 @@ void printJson(const coll::Communicator& comm, const std::vector<RankCard>& card
   coll::topo::JsonWriter w;
   using Layout = coll::topo::JsonWriter::Layout;
   w.beginObject().field("nranks", n).field("crosses_network", ctx.crossesNetwork);
-  w.field("network_link", std::string(coll::networkLinkKindName(ctx.networkLinkKind)));
+  w.field("network_link", ctx.networkLinkName);
   w.key("ranks").beginArray();
   for (int r = 0; r < n; ++r)
     w.beginObject(Layout::kInline)

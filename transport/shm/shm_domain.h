@@ -117,7 +117,7 @@ class ShmDomain : public Domain, public LocalMemory {
   size_t slotBytes_;
   size_t singleCopyBytes_;     // COLL_SHM_SINGLE_COPY_BYTES, used where cross-memory reads work
   size_t singleCopyMaxBytes_;  // COLL_SHM_SINGLE_COPY_MAX_BYTES
-  bool singleCopyWindow_;      // single copies inside the window (TransportSettings::shmSingleCopyWindow)
+  bool singleCopyWindow_;      // single copies inside the window (TransportSettings::singleCopyWindow)
   size_t oneshotBytes_;
   bool namedSegments_;
   const std::vector<PeerInfo>& peers_;
