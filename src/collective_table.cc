@@ -45,65 +45,68 @@ bool recvAtOwnBlockOffset(const CollCall& c, int rank) {
 }  // namespace
 
 // Columns, as CollectiveRow declares them: type, name, C function, COLL_ALGO's spelling, perf program,
-// torch op; hasData, pointToPoint, rooted, reducing, variableCounts; send and receive multiples (or
-// checkCounts); the in-place rule, in code and in words (offsets in elements); the checks in words;
-// the layout (sources, rootOutputOnly, readsOwnBlock, outputBlockPerSource, largestPerRank; send and
-// receive have a peer instead, and no layout), and where cma is taken below its threshold.
+// torch op, trace name; hasData, pointToPoint, rooted, reducing, variableCounts; send and receive
+// multiples (or checkCounts); the in-place rule, in code and in words (offsets in elements); the
+// checks in words; the layout (sources, rootOutputOnly, readsOwnBlock, outputBlockPerSource,
+// largestPerRank; send and receive have a peer instead, and no layout), and where cma is taken below
+// its threshold.
 // clang-format off
 const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
-    {CollType::kAllReduce, "AllReduce", "collAllReduce", "allreduce", "all_reduce_perf", "all_reduce",
+    {CollType::kAllReduce, "AllReduce", "collAllReduce", "allreduce", "all_reduce_perf", "all_reduce", "all_reduce",
      true, false, false, true, false, one, one, nullptr, sameBuffer, "sendbuff == recvbuff", "op",
      {Sources::kEveryRank, false, false, false, false}, 0},
-    {CollType::kBroadcast, "Broadcast", "collBroadcast", "broadcast", "broadcast_perf", "broadcast",
+    {CollType::kBroadcast, "Broadcast", "collBroadcast", "broadcast", "broadcast_perf", "broadcast", "broadcast",
      true, false, true, false, false, oneOnRoot, one, nullptr, sameBuffer, "sendbuff == recvbuff", "root",
      {Sources::kRoot, false, false, false, false}, kCmaTwoRankWindow},
-    {CollType::kReduce, "Reduce", "collReduce", "reduce", "reduce_perf", "reduce",
+    {CollType::kReduce, "Reduce", "collReduce", "reduce", "reduce_perf", "reduce", "reduce",
      true, false, true, true, false, one, oneOnRoot, nullptr, sameBuffer, "sendbuff == recvbuff", "op, root",
      {Sources::kEveryRank, true, false, false, false}, 0},
     {CollType::kAllGather, "AllGather", "collAllGather", "allgather", "all_gather_perf", "all_gather_into_tensor",
-     true, false, false, false, false, one, everyRank, nullptr, sendAtOwnBlock,
+     "all_gather", true, false, false, false, false, one, everyRank, nullptr, sendAtOwnBlock,
      "sendbuff == recvbuff + rank*sendcount", "",
      {Sources::kEveryRank, false, false, true, true}, kCmaTwoRankModel},
     {CollType::kReduceScatter, "ReduceScatter", "collReduceScatter", "reducescatter", "reduce_scatter_perf",
-     "reduce_scatter_tensor", true, false, false, true, false, everyRank, one, nullptr, recvAtOwnBlock,
-     "recvbuff == sendbuff + rank*recvcount", "op",
+     "reduce_scatter_tensor", "reduce_scatter", true, false, false, true, false, everyRank, one, nullptr,
+     recvAtOwnBlock, "recvbuff == sendbuff + rank*recvcount", "op",
      {Sources::kEveryRank, false, true, false, true}, 0},
-    {CollType::kGather, "Gather", "collGather", "gather", "gather_perf", "gather",
+    {CollType::kGather, "Gather", "collGather", "gather", "gather_perf", "gather", "gather",
      true, false, true, false, false, one, everyRankOnRoot, nullptr, sendAtRootBlock,
      "sendbuff == recvbuff + root*sendcount on root", "root",
      {Sources::kEveryRank, true, false, true, true}, kCmaTwoRankWindow},
-    {CollType::kScatter, "Scatter", "collScatter", "scatter", "scatter_perf", "scatter",
+    {CollType::kScatter, "Scatter", "collScatter", "scatter", "scatter_perf", "scatter", "scatter",
      true, false, true, false, false, everyRankOnRoot, one, nullptr, recvAtRootBlock,
      "recvbuff == sendbuff + root*recvcount on root", "root",
      {Sources::kRoot, false, true, false, true}, kCmaTwoRankWindow},
-    {CollType::kAllToAll, "AllToAll", "collAllToAll", "alltoall", "alltoall_perf", "all_to_all_single",
+    {CollType::kAllToAll, "AllToAll", "collAllToAll", "alltoall", "alltoall_perf", "all_to_all_single", "all_to_all",
      true, false, false, false, false, everyRank, everyRank, nullptr, nullptr, "", "",
      {Sources::kEveryRank, false, true, true, true}, kCmaTwoRankWindow | kCmaCrowded},
-    {CollType::kBarrier, "Barrier", "collBarrier", "barrier", nullptr, "barrier",
+    {CollType::kBarrier, "Barrier", "collBarrier", "barrier", nullptr, "barrier", "barrier",
      false, false, false, false, false, none, none, nullptr, nullptr, "", "nothing",
      {Sources::kNone, false, false, false, false}, 0},
-    {CollType::kSend, "Send", "collSend", "send", "sendrecv_perf", "send",
+    {CollType::kSend, "Send", "collSend", "send", "sendrecv_perf", "send", "send",
      true, true, false, false, false, one, none, nullptr, nullptr, "", "peer",
      {}, 0},
-    {CollType::kRecv, "Recv", "collRecv", "recv", "sendrecv_perf", "recv",
+    {CollType::kRecv, "Recv", "collRecv", "recv", "sendrecv_perf", "recv", "recv",
      true, true, false, false, false, none, one, nullptr, nullptr, "", "peer",
      {}, 0},
     {CollType::kAllGatherV, "AllGatherV", "collAllGatherV", "allgatherv", "allgatherv_perf", "all_gather",
-     true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
+     "all_gather_v", true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
      "sendbuff == recvbuff + displs[rank]",
      "recvcounts and displs present; sendcount == recvcounts[rank]; sums and ends fit size_t; receive regions apart",
      {Sources::kEveryRank, false, false, true, false}, 0},
     {CollType::kReduceScatterV, "ReduceScatterV", "collReduceScatterV", "reducescatterv", "reducescatterv_perf",
-     "reduce_scatter", true, false, false, true, true, nullptr, nullptr, checkReduceScatterVCounts,
+     "reduce_scatter", "reduce_scatter_v", true, false, false, true, true, nullptr, nullptr, checkReduceScatterVCounts,
      recvAtOwnBlockOffset, "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank-1])",
      "op; recvcounts present; their sum fits size_t",
      {Sources::kEveryRank, false, true, false, false}, 0},
     {CollType::kAllToAllV, "AllToAllV", "collAllToAllV", "alltoallv", "alltoallv_perf", "all_to_all_single",
-     true, false, false, false, true, nullptr, nullptr, checkAllToAllVCounts, nullptr, "",
+     "all_to_all_v", true, false, false, false, true, nullptr, nullptr, checkAllToAllVCounts, nullptr, "",
      "all four arrays present; sendcounts[rank] == recvcounts[rank]; ends fit size_t; receive regions apart",
      {Sources::kEveryRank, false, true, true, false}, 0},
 };
 // clang-format on
+
+const char* collTraceName(CollType type) { return type < CollType::kCount ? collectiveRow(type).traceName : "unknown"; }
 
 const char* collTypeName(CollType type) { return type < CollType::kCount ? collectiveRow(type).name : "Unknown"; }
 

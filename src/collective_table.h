@@ -47,6 +47,7 @@ struct CollectiveRow {
   const char* algoName;     // "allgather": COLL_ALGO's spelling before the colon
   const char* perfProgram;  // "all_gather_perf", or nullptr where there is none
   const char* torchOp;      // the ProcessGroup op the Python backend issues it for, or nullptr
+  const char* traceName;    // "all_reduce": the flight recorder's dump and hang lines (collTraceName)
   bool hasData;             // false for the barrier: no buffers, no datatype
   bool pointToPoint;        // send and receive: a peer instead of a root; bytes, not elements, must match
   bool rooted;              // validation checks root; COLL_CHECK compares it
@@ -71,6 +72,9 @@ extern const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount
 
 // Inline: every call looks its row up.
 inline const CollectiveRow& collectiveRow(CollType type) { return kCollectiveTable[static_cast<size_t>(type)]; }
+
+// The row's traceName, or "unknown" past the table.
+const char* collTraceName(CollType type);
 
 // Whether `rank` computes an output (every rank, or the root alone).
 inline bool hasOutput(const CollectiveRow& row, int rank, int root) {
