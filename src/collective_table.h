@@ -1,15 +1,44 @@
 // The collective table: one row per collective, the one place a collective is described, as the
 // algorithm table (src/algorithms/algorithm_table.h) is for algorithms. Validation, the host
-// engine's buffer extents, COLL_CHECK, COLL_ALGO's parser and collTypeName read it instead of
-// switching on CollType, so adding a collective is its CollType, its row, its entry point and its
+// engine's buffer extents, COLL_CHECK, COLL_ALGO's parser, collTypeName and the generic runners
+// (one-shot, direct read, the device path's protocol and lowering) read it instead of switching on
+// CollType, so adding a collective is its CollType, its row, its entry point and its
 // algorithms (docs/architecture.md, "Adding a collective").
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "src/coll_call.h"
 
 namespace coll {
+
+// Whose send buffers a collective's outputs are made of.
+enum class Sources : uint8_t {
+  kNone,       // the barrier: nobody's, though every rank meets every other
+  kEveryRank,  // every rank's
+  kRoot,       // the root's alone (broadcast, scatter)
+};
+
+// Where the data of a collective goes, in blocks of `count` elements: what the generic runners
+// (one-shot, direct read), the device path's protocol and lowering, and the models read instead of
+// switching on the type. Fixed counts follow from the buffer multiples, which test_collective_table
+// checks; they are fields so that a call reads them without calling through the row.
+struct DataLayout {
+  Sources sources;
+  bool rootOutputOnly;        // only the root has an output (reduce, gather)
+  bool readsOwnBlock;         // rank r takes block r of each source's input, not all of it
+  bool outputBlockPerSource;  // source s's part lands at block s of the output, not at its start
+  bool largestPerRank;        // fixed counts: a rank's largest buffer (the root's) holds a block per rank
+};
+
+// Where the direct-read path (cma) is taken below COLL_DIRECT_READ_BYTES: measured per collective
+// (src/algorithms/direct_read.h says where and why), bits of CollectiveRow::cmaBelowThreshold.
+enum CmaBelowThreshold : uint8_t {
+  kCmaTwoRankWindow = 1,  // two ranks, kDirectReadTwoRankBytes up to the threshold: taken outright
+  kCmaTwoRankModel = 2,   // two ranks, from kDirectReadTwoRankBytes: offered to the tuner
+  kCmaCrowded = 4,        // more ranks than cores, from kDirectReadCrowdedAllToAllBytes: offered
+};
 
 struct CollectiveRow {
   CollType type;
@@ -18,6 +47,7 @@ struct CollectiveRow {
   const char* algoName;     // "allgather": COLL_ALGO's spelling before the colon
   const char* perfProgram;  // "all_gather_perf", or nullptr where there is none
   const char* torchOp;      // the ProcessGroup op the Python backend issues it for, or nullptr
+  const char* traceName;    // "all_reduce": the flight recorder's dump and hang lines (collTraceName)
   bool hasData;             // false for the barrier: no buffers, no datatype
   bool pointToPoint;        // send and receive: a peer instead of a root; bytes, not elements, must match
   bool rooted;              // validation checks root; COLL_CHECK compares it
@@ -33,6 +63,8 @@ struct CollectiveRow {
   bool (*inPlace)(const CollCall& call, int rank);
   const char* inPlaceRule;  // the same in words, for the docs ("" where there is none)
   const char* checks;       // what validation checks beyond datatype and buffers, in words
+  DataLayout layout;
+  uint8_t cmaBelowThreshold;  // CmaBelowThreshold bits
 };
 
 // Every row, at its CollType's index.
@@ -40,6 +72,27 @@ extern const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount
 
 // Inline: every call looks its row up.
 inline const CollectiveRow& collectiveRow(CollType type) { return kCollectiveTable[static_cast<size_t>(type)]; }
+
+// The row's traceName, or "unknown" past the table.
+const char* collTraceName(CollType type);
+
+// Whether `rank` computes an output (every rank, or the root alone).
+inline bool hasOutput(const CollectiveRow& row, int rank, int root) {
+  return row.hasData && (!row.layout.rootOutputOnly || rank == root);
+}
+
+// Whether `rank`'s output depends on `peer`'s input: the ranks a rank must wait for.
+inline bool readsFrom(const CollectiveRow& row, int rank, int root, int peer) {
+  if (row.layout.rootOutputOnly && rank != root) return false;
+  return row.layout.sources != Sources::kRoot || peer == root;
+}
+
+// Every rank reduces every rank's whole input into its whole output (all-reduce): the shape the
+// direct-read path splits into a reduce and a share, and the device path's direct kernel runs.
+inline bool reducesIntoEveryRank(const CollectiveRow& row) {
+  return row.reducing && row.layout.sources == Sources::kEveryRank && !row.layout.rootOutputOnly &&
+         !row.layout.readsOwnBlock && !row.variableCounts;
+}
 
 // The most `count`s either buffer of a fixed-count collective holds on any rank (the root's, for
 // rooted ones; 0 for the barrier): how a size in bytes, as the perf programs and the models mean

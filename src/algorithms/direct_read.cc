@@ -8,6 +8,7 @@
 #include "kernels/cpu/streaming.h"
 #include "src/algorithms/cost_model.h"
 #include "src/call_tag.h"
+#include "src/collective_table.h"
 
 namespace coll {
 namespace {
@@ -19,6 +20,28 @@ constexpr size_t kScratchBytes = 1 << 20;
 // A broadcast's split between the root's writes and the other ranks' reads falls on page bounds:
 // neither copy then pins a page the other also pins.
 constexpr size_t kSplitAlignBytes = 4096;
+
+// How this path moves a collective's data, from the collective's row (its layout, whether it
+// reduces): what run() and the model follow instead of switching on the collective.
+enum class Move {
+  kReduceThenShare,  // each rank reduces its slice of every input, then reads the others' (all-reduce)
+  kReduceOwnBlock,   // each rank reduces its block of every input (reduce-scatter)
+  kReadPeers,        // each rank reads every peer's input, or its block of it (all-gather, all-to-all)
+  kWriteToRoot,      // each rank writes its input into the root's output (gather)
+  kSpreadFromRoot,   // each rank reads its output, or its block of it, from the root (broadcast, scatter)
+  kNone,             // not served: a reduce, a barrier, point to point, variable counts
+};
+
+Move moveOf(const CollectiveRow& row) {
+  const DataLayout& layout = row.layout;
+  if (layout.sources == Sources::kNone || row.variableCounts) return Move::kNone;
+  if (row.reducing) {
+    if (layout.rootOutputOnly) return Move::kNone;
+    return layout.readsOwnBlock ? Move::kReduceOwnBlock : Move::kReduceThenShare;
+  }
+  if (layout.sources == Sources::kRoot) return Move::kSpreadFromRoot;
+  return layout.rootOutputOnly ? Move::kWriteToRoot : Move::kReadPeers;
+}
 
 std::atomic<uint64_t>& stageWord(transport::NativeArea* h, int stage) {
   return stage == 0 ? h->directPostedSeq : stage == 1 ? h->directReducedSeq : h->directDoneSeq;
@@ -141,30 +164,16 @@ void DirectRead::reduceRange(const CollCall& call, size_t sendOffset, size_t cou
   }
 }
 
-void DirectRead::copyOwnShare(const CollCall& call, size_t bytes) {
-  const auto* send = static_cast<const unsigned char*>(call.sendbuff);
-  auto* recv = static_cast<unsigned char*>(call.recvbuff);
+void DirectRead::copyOwnShare(const CollCall& call, const CollectiveRow& row, size_t bytes) {
+  // A copy collective's part that this rank both sources and receives: its input, or its block
+  // of it, to the start of its output or its block there.
+  const DataLayout& layout = row.layout;
+  if (row.reducing || !hasOutput(row, rank_, call.root)) return;
+  if (layout.sources == Sources::kRoot && rank_ != call.root) return;
   const size_t mine = static_cast<size_t>(rank_) * bytes;
-  const bool root = rank_ == call.root;
-  switch (call.type) {
-    case CollType::kAllGather:
-      kernels::copyBytesUnlessSame(recv + mine, send, bytes);
-      break;
-    case CollType::kAllToAll:
-      kernels::copyBytesUnlessSame(recv + mine, send + mine, bytes);
-      break;
-    case CollType::kGather:
-      if (root) kernels::copyBytesUnlessSame(recv + mine, send, bytes);
-      break;
-    case CollType::kScatter:
-      if (root) kernels::copyBytesUnlessSame(recv, send + mine, bytes);
-      break;
-    case CollType::kBroadcast:
-      if (root) kernels::copyBytesUnlessSame(recv, send, bytes);
-      break;
-    default:
-      break;
-  }
+  const auto* send = static_cast<const unsigned char*>(call.sendbuff) + (layout.readsOwnBlock ? mine : 0);
+  auto* recv = static_cast<unsigned char*>(call.recvbuff) + (layout.outputBlockPerSource ? mine : 0);
+  kernels::copyBytesUnlessSame(recv, send, bytes);
 }
 
 void DirectRead::collectPeerBlocks(const CollCall& call, size_t blockOffset, size_t bytes) {
@@ -181,19 +190,22 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
   uint64_t seq = ++seq_;
   size_t es = call.elemSize;
   size_t bytes = call.count * es;
+  const CollectiveRow& row = collectiveRow(call.type);
+  const Move move = moveOf(row);
+  const size_t mine = static_cast<size_t>(rank_) * bytes;
   publish(seq, call);
-  copyOwnShare(call, bytes);
+  if (move != Move::kNone) copyOwnShare(call, row, bytes);
   for (int p = 0; p < nranks_; ++p)
     if (p != rank_) waitFor(p, Stage::kPosted, seq, waiter);
   checkOffers(call);
 
-  switch (call.type) {
-    case CollType::kAllReduce: {
+  switch (move) {
+    case Move::kReduceThenShare: {
       // Rank r owns elements [r*per, ...): the same split every rank computes.
       size_t per = (call.count + nranks_ - 1) / nranks_;
       auto blockBegin = [&](int b) { return std::min(call.count, per * static_cast<size_t>(b)); };
-      size_t mine = blockBegin(rank_), mineEnd = blockBegin(rank_ + 1);
-      reduceRange(call, mine, mineEnd - mine, static_cast<unsigned char*>(call.recvbuff) + mine * es);
+      size_t first = blockBegin(rank_), firstEnd = blockBegin(rank_ + 1);
+      reduceRange(call, first, firstEnd - first, static_cast<unsigned char*>(call.recvbuff) + first * es);
       announce(Stage::kReduced, seq);
       for (int k = 1; k < nranks_; ++k) {
         int p = (rank_ + k) % nranks_;  // start with different peers on different ranks
@@ -204,31 +216,25 @@ void DirectRead::run(const CollCall& call, PeerWaiter& waiter) {
       }
       break;
     }
-    case CollType::kReduceScatter:
+    case Move::kReduceOwnBlock:
       reduceRange(call, static_cast<size_t>(rank_) * call.count, call.count, call.recvbuff);
       break;
-    case CollType::kAllGather:
-      collectPeerBlocks(call, 0, bytes);
+    case Move::kReadPeers:
+      // Where a rank takes its block of every peer's input (all-to-all), each peer's blocks are
+      // read by their owners alone, so the ranks' reads run side by side.
+      collectPeerBlocks(call, row.layout.readsOwnBlock ? mine : 0, bytes);
       break;
-    case CollType::kAllToAll:
-      // Block r of every peer's send buffer is ours; each peer's is read by its owner alone, so
-      // the ranks' reads run side by side.
-      collectPeerBlocks(call, static_cast<size_t>(rank_) * bytes, bytes);
-      break;
-    case CollType::kGather:
+    case Move::kWriteToRoot:
       // Every other rank writes its block into the root's output, all at once: the root reading
       // them one after another was slower than the FIFO.
-      if (rank_ != call.root) writeTo(call.root, static_cast<size_t>(rank_) * bytes, call.sendbuff, bytes);
+      if (rank_ != call.root) writeTo(call.root, mine, call.sendbuff, bytes);
       break;
-    case CollType::kScatter:
-      // Every rank reads its own block from the root: n-1 copies at once instead of the root's one
-      // after another.
-      spreadFromRoot(call, bytes, /*blockStride=*/bytes);
+    case Move::kSpreadFromRoot:
+      // Every rank reads its output from the root (its own block of the root's input, for a
+      // scatter): n-1 copies at once instead of the root's one after another.
+      spreadFromRoot(call, bytes, /*blockStride=*/row.layout.readsOwnBlock ? bytes : 0);
       break;
-    case CollType::kBroadcast:
-      spreadFromRoot(call, bytes, /*blockStride=*/0);
-      break;
-    default:
+    case Move::kNone:
       throwError(collInternalError, "direct read cannot run %s", collTypeName(call.type));
   }
   // Stay until every peer has finished reading our buffers: the caller may reuse them at once.
@@ -256,18 +262,17 @@ bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why)
 bool directReadEligible(const CollCall& call, const PlanContext& ctx) {
   // run() reduces every rank's block in one pass of the kernel, which takes this many sources.
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
-  const bool twoRankAllGather =
-      call.type == CollType::kAllGather && ctx.nranks == 2 && bytes >= kDirectReadTwoRankBytes;
-  const bool crowdedAllToAll = call.type == CollType::kAllToAll && ctx.nranks > 2 && ctx.ranksOutnumberCores &&
-                               bytes >= kDirectReadCrowdedAllToAllBytes;
-  return ctx.directReadBytes > 0 && (bytes >= ctx.directReadBytes || twoRankAllGather || crowdedAllToAll) &&
+  const uint8_t below = collectiveRow(call.type).cmaBelowThreshold;
+  const bool twoRankModel = (below & kCmaTwoRankModel) && ctx.nranks == 2 && bytes >= kDirectReadTwoRankBytes;
+  const bool crowded = (below & kCmaCrowded) && ctx.nranks > 2 && ctx.ranksOutnumberCores &&
+                       bytes >= kDirectReadCrowdedAllToAllBytes;
+  return ctx.directReadBytes > 0 && (bytes >= ctx.directReadBytes || twoRankModel || crowded) &&
          ctx.nranks <= kernels::kMaxReduceSources;
 }
 
 bool directReadPreferred(const CollCall& call, const PlanContext& ctx) {
   const size_t bytes = oneshotInputBytes(call, ctx.nranks);
-  const bool oneCopyWins = call.type == CollType::kBroadcast || call.type == CollType::kAllToAll ||
-                           call.type == CollType::kScatter || call.type == CollType::kGather;
+  const bool oneCopyWins = (collectiveRow(call.type).cmaBelowThreshold & kCmaTwoRankWindow) != 0;
   return oneCopyWins && ctx.directReadAvailable && !ctx.deviceMemory && ctx.directReadBytes > 0 &&
          bytes >= kDirectReadTwoRankBytes && bytes < ctx.directReadBytes && ctx.nranks == 2;
 }
@@ -280,8 +285,9 @@ double modelDirectRead(const CollCall& call, const PlanContext& ctx) {
   // As fractions of one rank's input: all-reduce reads n-1 of n blocks twice, a gather's root
   // every other rank's whole input, and the others n-1 of n blocks (or, scatter, one).
   double reads = static_cast<double>(n - 1) / n;
-  if (call.type == CollType::kAllReduce) reads *= 2;
-  if (call.type == CollType::kGather) reads = n - 1;
+  const Move move = moveOf(collectiveRow(call.type));
+  if (move == Move::kReduceThenShare) reads *= 2;
+  if (move == Move::kWriteToRoot) reads = n - 1;
   return 3 * kOneshotLatencyUs + reads * bytes / kCopyBytesPerUs;
 }
 

@@ -32,6 +32,8 @@
 
 namespace coll {
 
+struct CollectiveRow;
+
 class DirectRead : public NativeRunner {
  public:
   explicit DirectRead(const NativeArgs& args);
@@ -55,7 +57,7 @@ class DirectRead : public NativeRunner {
   // The part of this rank's output that comes from its own input (all-gather, all-to-all, a
   // root's gather, scatter or broadcast), unless in place: it needs no peer, so it is copied
   // before waiting for them.
-  void copyOwnShare(const CollCall& call, size_t bytes);
+  void copyOwnShare(const CollCall& call, const CollectiveRow& row, size_t bytes);
   // Block p of the receive buffer from the `bytes` at blockOffset of rank p's send buffer, for
   // every other rank p (all-gather, all-to-all).
   void collectPeerBlocks(const CollCall& call, size_t blockOffset, size_t bytes);
@@ -83,15 +85,16 @@ class DirectRead : public NativeRunner {
 
 // The table's entry (algorithm_table.cc).
 bool directReadCanRun(const CollCall& call, const PlanContext& ctx, std::string* why);
-// Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks; a 2-rank
+// Offered to the tuner from COLL_DIRECT_READ_BYTES of input on, on up to 16 ranks. Below it, where
+// the collective's row says so (CollectiveRow::cmaBelowThreshold, kCmaTwoRankModel): a 2-rank
 // all-gather from kDirectReadTwoRankBytes on: there the ring measured faster than direct reads
 // while the two cores shared a cache and much slower while they did not, and the tuner follows.
-// An all-to-all among more ranks than the host has cores, from kDirectReadCrowdedAllToAllBytes on:
+// (kCmaCrowded) An all-to-all among more ranks than the host has cores, from kDirectReadCrowdedAllToAllBytes on:
 // there direct reads measured faster than the pairwise exchange while the cores shared no cache
 // (docs/performance.md, "Choices in the code, and the measurement behind each").
 bool directReadEligible(const CollCall& call, const PlanContext& ctx);
 constexpr size_t kDirectReadCrowdedAllToAllBytes = 128 * 1024;
-// A broadcast, an all-to-all, a scatter or a gather between two ranks from kDirectReadTwoRankBytes
+// (kCmaTwoRankWindow) A broadcast, an all-to-all, a scatter or a gather between two ranks from kDirectReadTwoRankBytes
 // up to COLL_DIRECT_READ_BYTES takes direct reads outright, before the one-shot shortcut and
 // without the tuner: each block crosses once, straight from one rank's buffer into the other's,
 // which costs the same whether or not the two cores share a cache, where the chain's, the FIFOs'

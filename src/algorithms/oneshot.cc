@@ -153,23 +153,22 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   }
   memory_.ringPeers();
-  // Then only the ranks whose input this rank reads.
-  switch (call.type) {
-    case CollType::kBroadcast:
-    case CollType::kScatter:
-      if (rank_ != call.root) waitForRanks(seq, call.root, region, call, bytes, waiter);
-      break;
-    case CollType::kReduce:
-    case CollType::kGather:
-      if (rank_ == call.root) waitForRanks(seq, -1, region, call, bytes, waiter);
-      break;
-    default:
+  // Then only the ranks whose input this rank reads: none where only the root has an output and
+  // this is not the root, the root alone where only its input is read, every rank otherwise (the
+  // collective's layout).
+  const CollectiveRow& row = collectiveRow(call.type);
+  const DataLayout& layout = row.layout;
+  if (!layout.rootOutputOnly || rank_ == call.root) {
+    if (layout.sources != Sources::kRoot) {
       waitForRanks(seq, -1, region, call, bytes, waiter);
-      break;
+    } else if (rank_ != call.root) {
+      waitForRanks(seq, call.root, region, call, bytes, waiter);
+    }
   }
-  // Where the ranks meet, the calls since the last barrier are compared (peer_calls.h).
-  if (call.type == CollType::kBarrier && peerCalls_ != nullptr) peerCalls_->checkSinceLastBarrier();
-  computeOutput(call, region);
+  // Where the ranks meet (a barrier: no data), the calls since the last barrier are compared
+  // (peer_calls.h).
+  if (!row.hasData && peerCalls_ != nullptr) peerCalls_->checkSinceLastBarrier();
+  computeOutput(call, row, region);
 }
 
 bool OneShot::publishes(const CollCall& call) const { return publishesOn(rank_, nranks_, call); }
@@ -281,55 +280,37 @@ const uint8_t* OneShot::sourceOf(int rank, const CollCall& call, const Region& r
   return inputOf(rank, region);
 }
 
-void OneShot::computeOutput(const CollCall& call, const Region& region) {
-  size_t bytes = call.count * call.elemSize;
+void OneShot::computeOutput(const CollCall& call, const CollectiveRow& row, const Region& region) {
+  if (!hasOutput(row, rank_, call.root)) return;
+  const DataLayout& layout = row.layout;
   uint8_t* out = static_cast<uint8_t*>(call.recvbuff);
-  switch (call.type) {
-    case CollType::kAllReduce:
-      reduceAll(call, region, 0, call.count, out);
-      break;
-    case CollType::kReduce:
-      if (rank_ == call.root) reduceAll(call, region, 0, call.count, out);
-      break;
-    case CollType::kReduceScatter:
-      reduceAll(call, region, static_cast<size_t>(rank_) * call.count, call.count, out);
-      break;
-    case CollType::kBroadcast:
-      if (out != call.sendbuff || rank_ != call.root) kernels::copyBytes(out, sourceOf(call.root, call, region), bytes);
-      break;
-    case CollType::kAllGather:
-      for (int r = 0; r < nranks_; ++r) kernels::copyBytesUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
-      break;
-    case CollType::kGather:
-      if (rank_ == call.root)
-        for (int r = 0; r < nranks_; ++r)
-          kernels::copyBytesUnlessSame(out + r * bytes, sourceOf(r, call, region), bytes);
-      break;
-    case CollType::kScatter:
-      kernels::copyBytesUnlessSame(out, sourceOf(call.root, call, region) + rank_ * bytes, bytes);
-      break;
-    case CollType::kAllToAll:
-      for (int r = 0; r < nranks_; ++r)
-        kernels::copyBytes(out + r * bytes, sourceOf(r, call, region) + rank_ * bytes, bytes);
-      break;
-    default:
-      break;
+  if (row.reducing) {
+    // Every rank's input, at this rank's block where it takes one (reduce-scatter).
+    reduceAll(call, region, layout.readsOwnBlock ? static_cast<size_t>(rank_) * call.count : 0, call.count, out);
+    return;
+  }
+  // A copy from each source: its whole input or this rank's block of it, to the start of the
+  // output or the source's block of it. This rank's own part comes from its send buffer, which
+  // needs no copy where the call is in place.
+  const size_t bytes = call.count * call.elemSize;
+  const size_t inputOffset = layout.readsOwnBlock ? static_cast<size_t>(rank_) * bytes : 0;
+  const size_t outputStride = layout.outputBlockPerSource ? bytes : 0;
+  const bool rootOnly = layout.sources == Sources::kRoot;
+  const int first = rootOnly ? call.root : 0;
+  const int end = rootOnly ? call.root + 1 : nranks_;
+  for (int r = first; r < end; ++r) {
+    const uint8_t* input = r == rank_ ? static_cast<const uint8_t*>(call.sendbuff) : inputOf(r, region);
+    kernels::copyBytesUnlessSame(out + r * outputStride, input + inputOffset, bytes);
   }
 }
 
 namespace {
 
-// Bytes a rank moves through memory per byte of its input.
-double oneshotTraffic(CollType type, int n) {
-  switch (type) {
-    case CollType::kAllReduce:
-    case CollType::kReduce:
-    case CollType::kAllGather:
-    case CollType::kGather:
-      return 2.0 + n;  // publish (read+write), then read every rank's copy
-    default:
-      return 3.0;
-  }
+// Bytes a rank moves through memory per byte of its input: it publishes it (read+write), then
+// reads every rank's whole copy where its output is made of them all, or one input's worth.
+double oneshotTraffic(const CollectiveRow& row, int n) {
+  const bool readsEveryWholeInput = row.layout.sources == Sources::kEveryRank && !row.layout.readsOwnBlock;
+  return readsEveryWholeInput ? 2.0 + n : 3.0;
 }
 
 }  // namespace
@@ -346,12 +327,13 @@ bool oneshotCanRun(const CollCall& call, const PlanContext& ctx, std::string* wh
 }
 
 bool oneshotEligible(const CollCall& call, const PlanContext& ctx) {
-  return call.type == CollType::kBarrier || modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
+  // A barrier (no data) has nothing for the pipelines to win on.
+  return !collectiveRow(call.type).hasData || modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
 }
 
 double modelOneShot(const CollCall& call, const PlanContext& ctx) {
   return kOneshotLatencyUs +
-         oneshotInputBytes(call, ctx.nranks) * oneshotTraffic(call.type, ctx.nranks) / kCopyBytesPerUs;
+         oneshotInputBytes(call, ctx.nranks) * oneshotTraffic(collectiveRow(call.type), ctx.nranks) / kCopyBytesPerUs;
 }
 
 std::unique_ptr<NativeRunner> makeOneShot(const NativeArgs& args) { return std::make_unique<OneShot>(args); }

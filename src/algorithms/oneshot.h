@@ -57,6 +57,8 @@
 
 namespace coll {
 
+struct CollectiveRow;
+
 class OneShot : public NativeRunner {
  public:
   explicit OneShot(const NativeArgs& args);
@@ -140,7 +142,9 @@ class OneShot : public NativeRunner {
   static bool fitsOn(size_t inputBytes) {
     return inputBytes <= sizeof(Ring::entry(nullptr, 0).data);
   }
-  void computeOutput(const CollCall& call, const Region& region);
+  // This rank's output from the inputs, as the collective's row lays it out (its layout, whether
+  // it reduces): no switch on the collective.
+  void computeOutput(const CollCall& call, const CollectiveRow& row, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);
   uint8_t* inputOf(int rank, const Region& region) const {

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "kernels/cuda/unit_order.h"
 #include "src/algorithms/algorithms.h"
+#include "src/collective_table.h"
 #include "src/plan/planner.h"
 #include "src/plan/protocol.h"
 
@@ -267,14 +268,13 @@ Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& conte
 }
 
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context) {
-  return call.type == CollType::kAllReduce && context.sharedAddressSpace && context.mode == DeviceMode::kConcurrent &&
-         context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
+  return reducesIntoEveryRank(collectiveRow(call.type)) && context.sharedAddressSpace &&
+         context.mode == DeviceMode::kConcurrent && context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
 }
 
 bool directAllReduceChosen(const CollCall& call, const DeviceCallContext& context) {
-  const Algo forced =
-      context.overrides != nullptr ? context.overrides[static_cast<int>(CollType::kAllReduce)] : Algo::kAuto;
   if (!directAllReduceRuns(call, context)) return false;
+  const Algo forced = context.overrides != nullptr ? context.overrides[static_cast<int>(call.type)] : Algo::kAuto;
   if (forced == Algo::kDirectRead) return true;
   // Unforced: a forced protocol (COLL_PROTO) names the ring's pipelines, so it keeps them.
   return forced == Algo::kAuto && context.forced == ProtoChoice::kAuto &&
@@ -304,15 +304,13 @@ DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& cont
 }
 
 DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const DeviceCallContext& context) {
-  // The protocol follows the largest transfer, as a byte-typed call of that size would.
-  CollCall largest;
-  largest.type = CollType::kSend;
-  for (const CollCall& call : calls) largest.count = std::max(largest.count, call.count * call.elemSize);
+  // The protocol follows the largest transfer.
+  size_t largest = 0;
+  for (const CollCall& call : calls) largest = std::max(largest, call.count * call.elemSize);
   LoweringInput in;
   in.nranks = context.nranks;
   in.elemSize = 1;
-  in.geometry =
-      context.geometryOf(chooseProtocol(largest, context.nranks, concurrentProtocols(context), context.forced));
+  in.geometry = context.geometryOf(chooseProtocolOfBytes(largest, concurrentProtocols(context), context.forced));
   in.mode = context.mode;
   return lowerSchedule(pointToPointSchedule(calls), in);
 }

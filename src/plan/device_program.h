@@ -101,8 +101,9 @@ constexpr size_t kDirectAllReduceSmallestBytes = 128;
 
 // planDeviceSchedule, then lowerSchedule; or the direct all-reduce (directAllReduceChosen).
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context);
-// Whether the direct all-reduce can run this call: an all-reduce on 2..kMaxDevicePeers ranks that
-// share one address space and run their kernels together.
+// Whether the direct all-reduce can run this call: an all-reduce (reducesIntoEveryRank, from the
+// collective's row) on 2..kMaxDevicePeers ranks that share one address space and run their kernels
+// together.
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context);
 // Whether planDeviceCall gives this call to the direct all-reduce: where it runs, and COLL_ALGO
 // asks for cma (allreduce:cma), or nothing is forced (no COLL_ALGO for all-reduce, no COLL_PROTO)

@@ -2,26 +2,18 @@
 
 #include <algorithm>
 
+#include "src/collective_table.h"
+
 namespace coll {
 
 size_t deviceCallBytes(const CollCall& call, int nranks) {
+  const CollectiveRow& row = collectiveRow(call.type);
+  if (!row.hasData) return 0;
   const size_t bytes = call.count * call.elemSize;
-  const size_t all = bytes * static_cast<size_t>(nranks);
-  switch (call.type) {
-    case CollType::kAllGather:
-    case CollType::kReduceScatter:
-    case CollType::kGather:
-    case CollType::kScatter:
-    case CollType::kAllToAll:
-      return all;
-    case CollType::kBarrier:
-      return 0;
-    default:
-      return bytes;
-  }
+  return row.layout.largestPerRank ? bytes * static_cast<size_t>(nranks) : bytes;
 }
 
-device::Protocol chooseProtocol(const CollCall& call, int nranks, bool kernelsConcurrent, ProtoChoice forced) {
+device::Protocol chooseProtocolOfBytes(size_t bytes, bool kernelsConcurrent, ProtoChoice forced) {
   if (!kernelsConcurrent) return device::Protocol::kSimple;
   switch (forced) {
     case ProtoChoice::kLL:
@@ -29,8 +21,12 @@ device::Protocol chooseProtocol(const CollCall& call, int nranks, bool kernelsCo
     case ProtoChoice::kSimple:
       return device::Protocol::kSimple;
     default:
-      return deviceCallBytes(call, nranks) <= kLLMaxBytes ? device::Protocol::kLL : device::Protocol::kSimple;
+      return bytes <= kLLMaxBytes ? device::Protocol::kLL : device::Protocol::kSimple;
   }
+}
+
+device::Protocol chooseProtocol(const CollCall& call, int nranks, bool kernelsConcurrent, ProtoChoice forced) {
+  return chooseProtocolOfBytes(deviceCallBytes(call, nranks), kernelsConcurrent, forced);
 }
 
 }  // namespace coll

@@ -17,7 +17,7 @@ namespace coll {
 constexpr size_t kLLMaxBytes = 64 << 10;
 
 // The larger of what this call reads and writes per rank, in bytes (gather-like calls count the
-// full nranks-sized buffer).
+// full nranks-sized buffer: the collective's row says which, DataLayout::largestPerRank).
 size_t deviceCallBytes(const CollCall& call, int nranks);
 
 // kernelsConcurrent: the ranks' kernels are guaranteed to run at the same time (ranks are threads
@@ -25,5 +25,7 @@ size_t deviceCallBytes(const CollCall& call, int nranks);
 // guarantee the call runs in serialized mode (docs/cuda.md), which needs Simple's ready flags:
 // LL, even forced with COLL_PROTO=LL, becomes Simple there.
 device::Protocol chooseProtocol(const CollCall& call, int nranks, bool kernelsConcurrent, ProtoChoice forced);
+// The same for a transfer of `bytes` (a group of sends and receives: its largest).
+device::Protocol chooseProtocolOfBytes(size_t bytes, bool kernelsConcurrent, ProtoChoice forced);
 
 }  // namespace coll

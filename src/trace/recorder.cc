@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include "src/collective_table.h"
+
 namespace coll {
 namespace trace {
 namespace {
@@ -30,34 +32,8 @@ const char* callStateName(CallState state) {
   return "unknown";
 }
 
-const char* operationName(CollType type) {
-  switch (type) {
-    case CollType::kAllReduce:
-      return "all_reduce";
-    case CollType::kBroadcast:
-      return "broadcast";
-    case CollType::kReduce:
-      return "reduce";
-    case CollType::kAllGather:
-      return "all_gather";
-    case CollType::kReduceScatter:
-      return "reduce_scatter";
-    case CollType::kGather:
-      return "gather";
-    case CollType::kScatter:
-      return "scatter";
-    case CollType::kAllToAll:
-      return "all_to_all";
-    case CollType::kBarrier:
-      return "barrier";
-    case CollType::kSend:
-      return "send";
-    case CollType::kRecv:
-      return "recv";
-    default:
-      return "unknown";
-  }
-}
+// The collective's row names it, so a new collective is recorded, dumped and read back by name.
+const char* operationName(CollType type) { return collTraceName(type); }
 
 // Odd version: being written. A reader copies the fields between two reads of an even, unchanged
 // version. `shape` packs the call's type, op, datatype, whether it is a device call, and its root

@@ -29,7 +29,8 @@ namespace trace {
 // on the host now; kCompleted and kFailed: returned.
 enum class CallState : uint8_t { kQueued, kStarted, kCompleted, kFailed };
 const char* callStateName(CallState state);
-// "all_reduce", "broadcast", ... (torch's spelling, which the hang line and the dumps use).
+// "all_reduce", "broadcast", ... (torch's spelling, which the hang line and the dumps use): the
+// collective's row's traceName.
 const char* operationName(CollType type);
 
 // One call as a reader sees it.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -39,6 +40,26 @@ TEST(DeviceProtocol, GatherLikeCallsCountTheWholeBuffer) {
   EXPECT_EQ(deviceCallBytes(call(CollType::kAllReduce, per, 4), 8), size_t(16) << 10);
   EXPECT_EQ(chooseProtocol(call(CollType::kAllGather, per, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kSimple);
   EXPECT_EQ(chooseProtocol(call(CollType::kAllReduce, per, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kLL);
+}
+
+TEST(DeviceProtocol, EveryCollectiveCountsItsLargestBuffer) {
+  // Written out per collective, apart from the table the code reads: a block per rank for the
+  // gather-like calls, one block for the others, nothing for the barrier.
+  const std::vector<std::pair<CollType, size_t>> blocks = {
+      {CollType::kAllReduce, 1},  {CollType::kBroadcast, 1},  {CollType::kReduce, 1},
+      {CollType::kAllGather, 8},  {CollType::kReduceScatter, 8}, {CollType::kGather, 8},
+      {CollType::kScatter, 8},    {CollType::kAllToAll, 8},   {CollType::kBarrier, 0},
+      {CollType::kSend, 1},       {CollType::kRecv, 1},       {CollType::kAllGatherV, 1},
+      {CollType::kReduceScatterV, 1}, {CollType::kAllToAllV, 1}};
+  EXPECT_EQ(blocks.size(), static_cast<size_t>(CollType::kCount));
+  for (const auto& [type, multiple] : blocks)
+    EXPECT_EQ(deviceCallBytes(call(type, 100, 4), 8), 400 * multiple) << static_cast<int>(type);
+}
+
+TEST(DeviceProtocol, ByteTransfersFollowTheSameLimit) {
+  EXPECT_EQ(chooseProtocolOfBytes(kLLMaxBytes, true, ProtoChoice::kAuto), device::Protocol::kLL);
+  EXPECT_EQ(chooseProtocolOfBytes(kLLMaxBytes + 1, true, ProtoChoice::kAuto), device::Protocol::kSimple);
+  EXPECT_EQ(chooseProtocolOfBytes(1, false, ProtoChoice::kLL), device::Protocol::kSimple);
 }
 
 TEST(DeviceProtocol, CollProtoOverridesTheSize) {

@@ -39,5 +39,52 @@ TEST(CollectiveTable, BufferElementsFollowTheMultiples) {
   EXPECT_EQ(recv, 0u);
 }
 
+TEST(CollectiveTable, LayoutFollowsTheMultiples) {
+  // The layout is stored so that a call reads it without calling through the row; for fixed counts
+  // it must say what the multiples say, at every root and rank.
+  constexpr int n = 4;
+  for (int t = 0; t < static_cast<int>(CollType::kCount); ++t) {
+    const CollType type = static_cast<CollType>(t);
+    const CollectiveRow& row = collectiveRow(type);
+    const DataLayout& layout = row.layout;
+    if (!row.hasData || row.pointToPoint) {
+      EXPECT_EQ(layout.sources, Sources::kNone) << row.name;
+      EXPECT_FALSE(layout.largestPerRank) << row.name;
+      continue;
+    }
+    EXPECT_NE(layout.sources, Sources::kNone) << row.name;
+    if (row.variableCounts) {
+      EXPECT_FALSE(layout.largestPerRank) << row.name;
+      continue;
+    }
+    EXPECT_EQ(layout.largestPerRank, largestMultiple(type, n) == n) << row.name;
+    for (int root = 0; root < n; ++root) {
+      EXPECT_EQ(layout.readsOwnBlock, row.sendMultiple(root, root, n) == n) << row.name;
+      EXPECT_EQ(layout.outputBlockPerSource, row.recvMultiple(root, root, n) == n) << row.name;
+      for (int rank = 0; rank < n; ++rank) {
+        if (rank == root) continue;
+        EXPECT_EQ(layout.sources == Sources::kRoot, row.sendMultiple(rank, root, n) == 0) << row.name;
+        EXPECT_EQ(layout.rootOutputOnly, row.recvMultiple(rank, root, n) == 0) << row.name;
+        EXPECT_EQ(hasOutput(row, rank, root), row.recvMultiple(rank, root, n) > 0) << row.name;
+      }
+    }
+  }
+}
+
+TEST(CollectiveTable, WhoReadsWhom) {
+  const CollectiveRow& broadcast = collectiveRow(CollType::kBroadcast);
+  EXPECT_TRUE(readsFrom(broadcast, 1, 2, 2));
+  EXPECT_FALSE(readsFrom(broadcast, 1, 2, 3));
+  const CollectiveRow& gather = collectiveRow(CollType::kGather);
+  EXPECT_TRUE(readsFrom(gather, 2, 2, 3));
+  EXPECT_FALSE(readsFrom(gather, 1, 2, 3));
+  EXPECT_TRUE(readsFrom(collectiveRow(CollType::kBarrier), 0, 0, 3));
+  EXPECT_TRUE(readsFrom(collectiveRow(CollType::kAllToAll), 0, 0, 3));
+  // The shape the direct paths split into a reduce and a share: the all-reduce's alone.
+  for (int t = 0; t < static_cast<int>(CollType::kCount); ++t)
+    EXPECT_EQ(reducesIntoEveryRank(collectiveRow(static_cast<CollType>(t))), t == static_cast<int>(CollType::kAllReduce))
+        << collTypeName(static_cast<CollType>(t));
+}
+
 }  // namespace
 }  // namespace coll
