@@ -102,7 +102,7 @@ void ListenerGate::admit(Key key, bool spoke) {
   const Deadline now = Clock::now();
   Entry entry{now + rules_.helloTimeout, spoke, now};
   entries_.emplace(key, entry);
-  bySilence_.emplace(spoke, now, key);
+  (spoke ? spoke_ : neverSpoke_).emplace(now, key);
   byDeadline_.emplace(entry.deadline, key);
 }
 
@@ -110,16 +110,16 @@ void ListenerGate::heardFrom(Key key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
   Entry& entry = it->second;
-  bySilence_.erase({entry.spoke, entry.quietSince, key});
+  (entry.spoke ? spoke_ : neverSpoke_).erase({entry.quietSince, key});
   entry.spoke = true;
   entry.quietSince = Clock::now();
-  bySilence_.emplace(true, entry.quietSince, key);
+  spoke_.emplace(entry.quietSince, key);
 }
 
 void ListenerGate::remove(Key key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
-  bySilence_.erase({it->second.spoke, it->second.quietSince, key});
+  (it->second.spoke ? spoke_ : neverSpoke_).erase({it->second.quietSince, key});
   byDeadline_.erase({it->second.deadline, key});
   entries_.erase(it);
 }
@@ -144,8 +144,12 @@ void ListenerGate::dropExpired(const Drop& drop) {
 }
 
 bool ListenerGate::dropLongestSilent(const Drop& drop, const std::string& why) {
-  if (bySilence_.empty()) return false;
-  const Key key = std::get<2>(*bySilence_.begin());
+  if (entries_.empty()) return false;
+  // The silent ones go first only while they are half of those held or more (half the room, when
+  // it is full): fewer, one that has not spoken may be a real rank whose hello is on its way, and
+  // the speaker quiet longest (a flood that sent a hello and stopped) goes before it.
+  const bool silentFirst = spoke_.empty() || 2 * neverSpoke_.size() >= entries_.size();
+  const Key key = silentFirst ? neverSpoke_.begin()->second : spoke_.begin()->second;
   dropEntry(key, drop, "closed the connection silent longest: " + why);
   return true;
 }

@@ -7,10 +7,13 @@
 //
 //   - a hello deadline: a connection not proven within helloTimeout of its accept is closed;
 //   - bounded room: at most capacity() unproven connections at once, a number kept well below the
-//     descriptor limit (fd_limit.h); when they are all taken, a new connection first closes the
-//     one silent longest: those that never sent a byte before those that did, so a real rank,
-//     which speaks at once, is the last to go; and when accept() itself runs out of descriptors,
-//     the longest-silent connection gives its own up;
+//     descriptor limit (fd_limit.h); when they are all taken, a new connection first closes one.
+//     While connections that never sent a byte are half of those held or more (half the room, when
+//     it is full), the oldest of them goes: a silent flood never pushes out a real rank that spoke
+//     (it sends its hello at once). Otherwise the one quiet longest among those that spoke goes: a
+//     flood that sends a hello and then nothing competes with real ranks in the middle of their
+//     handshake, never with one whose hello has not arrived yet. When accept() itself runs out of
+//     descriptors, the connection chosen the same way gives its own up;
 //   - rate-limited warnings: a flood costs the log a few lines per interval and one count.
 //
 // The gate does not own the connections. Its owner files each accepted socket under a key of its
@@ -26,7 +29,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 
 #include "common/clock.h"
@@ -84,7 +86,7 @@ class ListenerGate {
   void forget(Key key);
   // Drops every unproven connection whose hello deadline passed.
   void dropExpired(const Drop& drop);
-  // Drops the unproven connection silent longest; false when there is none.
+  // Drops the unproven connection that goes first (above); false when there is none.
   bool dropLongestSilent(const Drop& drop, const std::string& why);
 
   // The earliest hello deadline or the end of an accept pause (Deadline::max() when none).
@@ -100,10 +102,8 @@ class ListenerGate {
   struct Entry {
     Deadline deadline;
     bool spoke = false;
-    Deadline quietSince;
+    Deadline quietSince;  // its last byte, or its accept while it sent none
   };
-  // Orders eviction: never spoke before spoke, then quiet longest first.
-  using SilenceRank = std::tuple<bool, Deadline, Key>;
   void admit(Key key, bool spoke);
   void remove(Key key);
   void dropEntry(Key key, const Drop& drop, const std::string& why);
@@ -115,7 +115,8 @@ class ListenerGate {
   GateRules rules_;
   size_t capacity_;
   std::unordered_map<Key, Entry> entries_;
-  std::set<SilenceRank> bySilence_;
+  std::set<std::pair<Deadline, Key>> neverSpoke_;  // those that sent nothing, by accept
+  std::set<std::pair<Deadline, Key>> spoke_;       // the others, quiet longest first
   std::set<std::pair<Deadline, Key>> byDeadline_;
   Deadline pausedUntil_{};
   WarningLimiter warnings_;

@@ -33,13 +33,16 @@ struct alignas(64) TinyInputs {
 };
 static_assert(sizeof(TinyInputs) == 64, "four tiny inputs are one cache line");
 
-// Which collective a rank runs, by its index among the communicator's collectives, and that
-// call's tag (src/call_tag.h): written by the rank at the call's start, read by its peers only
-// when they wait long or doubt what they read (src/exec/peer_calls.h). A sequence lock: the
-// index is cleared before the tag changes and written last, with release order.
-struct CallRecord {
-  std::atomic<uint64_t> index{0};
-  std::atomic<uint64_t> tag{0};
+// Which collectives a rank ran, by their index among the communicator's collectives, and their
+// tags (src/call_tag.h): written by the rank at each call's start, read by its peers only when
+// they wait long or doubt what they read (src/exec/peer_calls.h). Call i's tag is entry
+// i % kCallRecords, and `recorded` the last call whose tag is there (release order): a reader
+// takes an entry only while `recorded` says its call is one of the last kCallRecords - 1, since
+// the call that rewrites the entry starts once kCallRecords - 1 later ones are recorded.
+template <int kCalls>
+struct CallRecords {
+  std::atomic<uint64_t> recorded{0};
+  std::atomic<uint64_t> tags[kCalls] = {};
 };
 
 // Room each one-shot buffer has past COLL_ONESHOT_BYTES: an input that fills the buffer is still
@@ -80,9 +83,9 @@ struct alignas(64) NativeArea {
   // Communicators of more ranks than this refuse collRecvAny.
   static constexpr int kAnySourceRanks = 1024;
   alignas(64) std::atomic<uint64_t> pointToPointSent[kAnySourceRanks] = {};
-  // This rank's last kCallRecords collectives, call i in entry i % kCallRecords.
+  // This rank's last kCallRecords collectives.
   static constexpr int kCallRecords = 64;
-  alignas(64) CallRecord callRecords[kCallRecords];
+  alignas(64) CallRecords<kCallRecords> calls;
 };
 
 class LocalMemory {

@@ -110,14 +110,14 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
 }
 
 template <class Ring>
-int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter) {
+int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, PeerWaiter& waiter) {
   constexpr uint64_t ringCalls = Ring::kCalls;
   const int index = static_cast<int>(seq % ringCalls);
   auto& entry = Ring::entry(areas_[rank_], index);
   // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
   if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForStampedReaders(seq - ringCalls, waiter);
   if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
-  entry.stamp.store(stampOf(seq, call), std::memory_order_release);
+  entry.stamp.store(stamp, std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
   __builtin_prefetch(&Ring::entry(areas_[rank_], static_cast<int>((seq + kPrefetchCalls) % ringCalls)), 1, 3);
   // An entry's stamp tells a rank running ahead only that this rank reached that call, so it
@@ -132,14 +132,16 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
+  // An inline or tiny call's stamp, made once: the entry gets it and the peers' must equal it.
+  const uint64_t stamp = stampOf(seq, call);
   if (fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
     // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
     // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
     // in both (docs/performance.md, "Latency at 8 bytes").
-    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, waiter);
+    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, waiter);
   } else if (fitsOn<InlineRing>(bytes)) {
-    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, waiter);
+    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
     if (publishes(call)) {
@@ -160,9 +162,9 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const DataLayout& layout = row.layout;
   if (!layout.rootOutputOnly || rank_ == call.root) {
     if (layout.sources != Sources::kRoot) {
-      waitForRanks(seq, -1, region, call, bytes, waiter);
+      waitForRanks(seq, stamp, -1, region, call, bytes, waiter);
     } else if (rank_ != call.root) {
-      waitForRanks(seq, call.root, region, call, bytes, waiter);
+      waitForRanks(seq, stamp, call.root, region, call, bytes, waiter);
     }
   }
   // Where the ranks meet (a barrier: no data), the calls since the last barrier are compared
@@ -181,28 +183,35 @@ bool OneShot::publishesOn(int rank, int nranks, const CollCall& call) {
 }
 
 template <class Ring>
-void OneShot::waitForStamps(uint64_t seq, int first, int end, int index, const CollCall& call, PeerWaiter& waiter) {
+void OneShot::waitForStamps(uint64_t seq, uint64_t mine, int first, int end, int index, const CollCall& call,
+                            PeerWaiter& waiter) {
   // The entries of the calls ahead: a rank that lags reads entries written long before, and a
   // load of each only when its call comes would wait for it every time.
   const int ahead = (index + kPrefetchCalls) % Ring::kCalls;
   for (int r = first; r < end; ++r)
     if (r != rank_) __builtin_prefetch(&Ring::entry(areas_[r], ahead), 0, 3);
-  auto stampOfRank = [this, index](int r) -> const std::atomic<uint64_t>& { return Ring::entry(areas_[r], index).stamp; };
-  waitForWords(seq, first, end, kStampTagBits, stampOfRank, waiter);
-  // A peer cannot stamp the entry for a later call before this rank is done with this one, so the
-  // stamp is this call's: its tag must be this rank's.
-  const uint64_t mine = stampOf(seq, call);
-  for (int r = first; r < end; ++r) {
-    const uint64_t stamp = stampOfRank(r).load(std::memory_order_relaxed);
-    if (r != rank_ && stamp != mine) throwMismatch(r, callTagOfStamp(stamp), call);
+  int next = first;
+  while (next < end) {
+    const uint64_t stamp = Ring::entry(areas_[next], index).stamp.load(std::memory_order_acquire);
+    if ((seen_[next] = callOfStamp(stamp)) < seq) {
+      waiter.idle();
+      continue;
+    }
+    // The check is the comparison the wait makes anyway, of the word it loaded: a peer cannot
+    // stamp the entry for a later call before this rank is done with this one, so a stamp that
+    // reached seq is this call's, and all of it, tag bits included, must be this rank's (its own
+    // entry holds `mine`).
+    if (stamp != mine) throwMismatch(next, callTagOfStamp(stamp), call);
+    ++next;
+    waiter.progressed();
   }
 }
 
 template <class WordOf>
-void OneShot::waitForWords(uint64_t seq, int first, int end, int shift, WordOf wordOf, PeerWaiter& waiter) {
+void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter) {
   int next = first;
   while (next < end) {
-    if ((seen_[next] = wordOf(next).load(std::memory_order_acquire) >> shift) >= seq) {
+    if ((seen_[next] = wordOf(next).load(std::memory_order_acquire)) >= seq) {
       ++next;
       waiter.progressed();
     } else {
@@ -211,17 +220,17 @@ void OneShot::waitForWords(uint64_t seq, int first, int end, int shift, WordOf w
   }
 }
 
-void OneShot::waitForRanks(uint64_t seq, int only, const Region& region, const CollCall& call, size_t bytes,
-                           PeerWaiter& waiter) {
+void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region& region, const CollCall& call,
+                           size_t bytes, PeerWaiter& waiter) {
   const int first = only >= 0 ? only : 0;
   const int end = only >= 0 ? only + 1 : nranks_;
   if (region.tinyEntry >= 0) {
-    waitForStamps<TinyRing>(seq, first, end, region.tinyEntry, call, waiter);
+    waitForStamps<TinyRing>(seq, stamp, first, end, region.tinyEntry, call, waiter);
   } else if (region.inlineLine >= 0) {
-    waitForStamps<InlineRing>(seq, first, end, region.inlineLine, call, waiter);
+    waitForStamps<InlineRing>(seq, stamp, first, end, region.inlineLine, call, waiter);
   } else {
     waitForWords(
-        seq, first, end, 0, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
+        seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
     checkTrailers(seq, first, end, region, call, bytes);
   }
 }

@@ -106,8 +106,9 @@ class OneShot : public NativeRunner {
   // entry, watching the peers' flags only (see publishStamped).
   void waitForStampedReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline or tiny
-  // call, the stamp of its entry; then checks that what they published is this call's.
-  void waitForRanks(uint64_t seq, int only, const Region& region, const CollCall& call, size_t bytes,
+  // call, the stamp of its entry, which must then equal `stamp`; for a call in a region, then
+  // checks the trailers. Either way it checks that what they published is this call's.
+  void waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region& region, const CollCall& call, size_t bytes,
                     PeerWaiter& waiter);
   // The two rings of stamped small inputs in each rank's area (transport::InlineInput lines and
   // transport::TinyInputs entries): how many calls a ring holds, and where call `index`'s entry
@@ -124,16 +125,17 @@ class OneShot : public NativeRunner {
     }
   };
   // Puts call `seq`'s input (`bytes`, where this rank publishes) on its entry of Ring, once the
-  // entry's previous call is read, and stamps it; returns the entry's index.
+  // entry's previous call is read, and stamps it with `stamp` (stampOf); returns the entry's index.
   template <class Ring>
-  int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, PeerWaiter& waiter);
-  // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq, and checks that
-  // they stamped it for this call.
+  int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, PeerWaiter& waiter);
+  // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq, and checks, with
+  // the same comparison, that they stamped it for this call: with `mine`, this rank's stamp.
   template <class Ring>
-  void waitForStamps(uint64_t seq, int first, int end, int index, const CollCall& call, PeerWaiter& waiter);
-  // Waits until wordOf(r) >> shift, for r in first..end-1, has reached seq (noting each in seen_).
+  void waitForStamps(uint64_t seq, uint64_t mine, int first, int end, int index, const CollCall& call,
+                     PeerWaiter& waiter);
+  // Waits until wordOf(r), for r in first..end-1, has reached seq (noting each in seen_).
   template <class WordOf>
-  void waitForWords(uint64_t seq, int first, int end, int shift, WordOf wordOf, PeerWaiter& waiter);
+  void waitForWords(uint64_t seq, int first, int end, WordOf wordOf, PeerWaiter& waiter);
   // A lower bound of the call `rank` runs, at least `target` if it started that call.
   uint64_t progressOf(int rank, uint64_t target) const;
   // Whether the call's input fits an entry of Ring beside its stamp. A barrier publishes nothing:

@@ -7,20 +7,18 @@
 namespace coll {
 namespace {
 
-// Record `entry` as one consistent (index, tag) pair, or index 0 when its owner was rewriting it.
-struct Snapshot {
-  uint64_t index = 0;
-  uint64_t tag = 0;
-};
-Snapshot snapshotOf(const transport::CallRecord& record) {
-  Snapshot s;
-  s.index = record.index.load(std::memory_order_acquire);
-  s.tag = record.tag.load(std::memory_order_relaxed);
+constexpr uint64_t kRing = transport::NativeArea::kCallRecords;
+
+// The tag `area`'s rank recorded for call `index`, or 0 when it has not begun that call or its
+// entry holds, or may soon hold, a later call's.
+uint64_t recordedTag(const transport::NativeArea* area, uint64_t index) {
+  if (index == 0 || area->calls.recorded.load(std::memory_order_acquire) < index) return 0;
+  const uint64_t tag = area->calls.tags[index % kRing].load(std::memory_order_relaxed);
   // The owner may have moved on and rewritten the entry meanwhile: the tag counts only if the
-  // index still says the same call.
+  // count, read after it, still leaves the entry to this call.
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (record.index.load(std::memory_order_relaxed) != s.index) s.index = 0;
-  return s;
+  if (area->calls.recorded.load(std::memory_order_relaxed) >= index + kRing - 1) return 0;
+  return tag;
 }
 
 }  // namespace
@@ -30,34 +28,30 @@ PeerCalls::PeerCalls(transport::LocalMemory& memory, int rank, int nranks) : ran
   mine_ = areas_[rank];
 }
 
-uint64_t PeerCalls::peerTag(int peer) const {
-  const Snapshot s = snapshotOf(areas_[peer]->callRecords[index_ % transport::NativeArea::kCallRecords]);
-  return s.index == index_ ? s.tag : 0;
-}
+uint64_t PeerCalls::peerTag(int peer) const { return recordedTag(areas_[peer], index_); }
 
-void PeerCalls::compare(int peer, int entry, uint64_t after) const {
-  const Snapshot mine = snapshotOf(mine_->callRecords[entry]);
-  if (mine.index <= after) return;
-  const Snapshot theirs = snapshotOf(areas_[peer]->callRecords[entry]);
-  if (mine.index == theirs.index && mine.tag != theirs.tag) throwTagMismatch(peer, theirs.tag, rank_, mine.tag);
+void PeerCalls::compare(int peer, uint64_t index) const {
+  const uint64_t mine = recordedTag(mine_, index);
+  const uint64_t theirs = recordedTag(areas_[peer], index);
+  if (mine != 0 && theirs != 0 && mine != theirs) throwTagMismatch(peer, theirs, rank_, mine);
 }
 
 void PeerCalls::check() const {
   // Every call both this rank and a peer still hold a record of, not only the current one: a rank
   // whose count was zero returned from that call at once, and the two may now wait in a later
   // call that agrees (a barrier), each for the other, for ever.
+  const uint64_t first = index_ > kRing - 2 ? index_ - (kRing - 2) : 1;
   for (int p = 0; p < static_cast<int>(areas_.size()); ++p)
     if (p != rank_)
-      for (int e = 0; e < transport::NativeArea::kCallRecords; ++e) compare(p, e, 0);
+      for (uint64_t i = first; i <= index_; ++i) compare(p, i);
 }
 
 void PeerCalls::checkSinceLastBarrier() {
   // Calls further back than the ring holds were compared by nobody: the ring's worth is what is left.
-  constexpr uint64_t kRing = transport::NativeArea::kCallRecords;
-  const uint64_t after = std::max(checkedThrough_, index_ > kRing ? index_ - kRing : 0);
+  const uint64_t after = std::max(checkedThrough_, index_ > kRing - 1 ? index_ - (kRing - 1) : 0);
   for (int p = 0; p < static_cast<int>(areas_.size()); ++p)
     if (p != rank_)
-      for (uint64_t i = after + 1; i <= index_; ++i) compare(p, static_cast<int>(i % kRing), after);
+      for (uint64_t i = after + 1; i <= index_; ++i) compare(p, i);
   checkedThrough_ = index_;
 }
 

@@ -22,17 +22,17 @@ class PeerCalls {
  public:
   PeerCalls(transport::LocalMemory& memory, int rank, int nranks);
 
-  // Records this rank's next collective. Inline: every call makes one.
+  // Records this rank's next collective: its tag, then the count (local_memory.h, CallRecords).
+  // Inline: every call makes one.
   void begin(uint64_t tag) {
     const uint64_t index = ++index_;
-    tag_ = tag;
-    transport::CallRecord& record = mine_->callRecords[index % transport::NativeArea::kCallRecords];
-    record.index.store(0, std::memory_order_relaxed);
+    transport::CallRecords<transport::NativeArea::kCallRecords>& calls = mine_->calls;
+    // A reader that finds this tag then finds the count at least at the call before this one,
+    // so it no longer takes the entry for the call this one replaces.
     std::atomic_thread_fence(std::memory_order_release);
-    record.tag.store(tag, std::memory_order_relaxed);
-    record.index.store(index, std::memory_order_release);
+    calls.tags[index % transport::NativeArea::kCallRecords].store(tag, std::memory_order_relaxed);
+    calls.recorded.store(index, std::memory_order_release);
   }
-  uint64_t tag() const { return tag_; }
   // The tag `peer` recorded for this rank's current call, or 0 when it has not begun that call
   // yet or has run on past the records the ring keeps.
   uint64_t peerTag(int peer) const;
@@ -49,10 +49,9 @@ class PeerCalls {
   transport::NativeArea* mine_;
   int rank_;
   uint64_t index_ = 0;
-  uint64_t tag_ = 0;
   uint64_t checkedThrough_ = 0;  // the last call checkSinceLastBarrier compared
-  // Compares entry e of this rank's ring with the peer's, for calls after `after` only.
-  void compare(int peer, int entry, uint64_t after) const;
+  // Compares this rank's record of call `index` with the peer's, where both still hold one.
+  void compare(int peer, uint64_t index) const;
 };
 
 }  // namespace coll

@@ -1,8 +1,10 @@
 // A stranger flooding a listening socket, for the flood tests of every listener (the store, the
 // ranks' bootstrap listener, the socket transport's): a forked process that keeps `connections`
 // silent TCP connections to host:port, opening a new one each time the listener closes one, until
-// it is stopped. Its own descriptor limit is its own, so the listener's process sees only its
-// side of the flood. Counters live in memory shared with the parent.
+// it is stopped. With a greeting, each connection sends it once connected and then falls silent (a
+// well-formed hello that needs no secret, say). Its own descriptor limit is its own, so the
+// listener's process sees only its side of the flood. Counters live in memory shared with the
+// parent.
 #pragma once
 
 #include <netinet/in.h>
@@ -23,6 +25,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace colltest {
@@ -37,7 +40,8 @@ class ConnectionFlood {
 
   // Starts the flood at once. IPv4 literal hosts only (the tests' listeners are on 127.0.0.1 or
   // on this host's own address).
-  ConnectionFlood(const std::string& host, uint16_t port, size_t connections) {
+  ConnectionFlood(const std::string& host, uint16_t port, size_t connections, std::vector<uint8_t> greeting = {})
+      : greeting_(std::move(greeting)) {
     void* shared = mmap(nullptr, sizeof(Counters), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     counters_ = new (shared) Counters();
     sockaddr_in to{};
@@ -95,6 +99,7 @@ class ConnectionFlood {
           getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &error, &length);
           if (error == 0) {
             counters_->opened.fetch_add(1);
+            if (!greeting_.empty()) (void)!send(p.fd, greeting_.data(), greeting_.size(), MSG_NOSIGNAL);
             p.events = POLLIN;  // silent from now on: only its closing is of interest
             continue;
           }
@@ -122,6 +127,7 @@ class ConnectionFlood {
     *p = pollfd{fd, POLLOUT, 0};
   }
 
+  std::vector<uint8_t> greeting_;
   Counters* counters_ = nullptr;
   pid_t pid_ = -1;
 };

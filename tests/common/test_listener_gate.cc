@@ -63,11 +63,13 @@ class GatedListener {
   const ListenerGate::Drop& drop() const { return drop_; }
 };
 
-TEST(ListenerGate, ANewConnectionPushesOutTheOneSilentLongestAndSpeakersGoLast) {
-  GatedListener listener(GateRules{3, std::chrono::seconds(10)});
-  ASSERT_EQ(listener.gate().capacity(), 3u);
+// A silent flood: while connections that never spoke hold half the room, the oldest of them goes,
+// never a speaker, however long it has been quiet since (a real rank waiting on the handshake).
+TEST(ListenerGate, ANewConnectionPushesOutTheOldestSilentOneAndSpeakersGoLast) {
+  GatedListener listener(GateRules{4, std::chrono::seconds(10)});
+  ASSERT_EQ(listener.gate().capacity(), 4u);
   std::vector<Fd> clients;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     clients.push_back(listener.dial());
     listener.accept(1);
   }
@@ -83,18 +85,59 @@ TEST(ListenerGate, ANewConnectionPushesOutTheOneSilentLongestAndSpeakersGoLast) 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   listener.accept(1);
   EXPECT_EQ(listener.dropped(), (std::vector<ListenerGate::Key>{2, 3}));
+  // Keys 4 and 5 have not spoken, half the room: the older goes, not speaker 1, quiet longer.
   clients.push_back(listener.dial());
   listener.accept(1);
   EXPECT_EQ(listener.dropped(), (std::vector<ListenerGate::Key>{2, 3, 4}));
-  // Only speakers left: the one quiet longest goes.
-  listener.gate().heardFrom(6);
+  EXPECT_TRUE(listener.open(1));
+  // A proven connection is no longer the gate's business.
+  listener.gate().proven(6);
+  EXPECT_EQ(listener.gate().unproven(), 3u);
+  EXPECT_TRUE(listener.open(6));
+}
+
+// Among connections that spoke, the one quiet longest since its last byte goes.
+TEST(ListenerGate, AmongSpeakersTheOneQuietLongestGoes) {
+  GatedListener listener(GateRules{3, std::chrono::seconds(10)});
+  std::vector<Fd> clients;
+  for (ListenerGate::Key key : {1, 2, 3}) {
+    clients.push_back(listener.dial());
+    listener.accept(1);
+    listener.gate().heardFrom(key);
+  }
+  listener.gate().heardFrom(1);
   clients.push_back(listener.dial());
   listener.accept(1);
-  EXPECT_EQ(listener.dropped(), (std::vector<ListenerGate::Key>{2, 3, 4, 1}));
-  // A proven connection is no longer the gate's business.
-  listener.gate().proven(5);
+  EXPECT_EQ(listener.dropped(), std::vector<ListenerGate::Key>{2});
+}
+
+// A flood that sends a hello and then nothing, while a real rank's hello has not arrived yet: the
+// flood's connections go, quiet longest first, and the real rank's stays (before: a connection
+// that never spoke went first, so the flood's next connection closed the real rank's, whatever
+// the flood's pace).
+TEST(ListenerGate, HellosThenSilenceDoNotPushOutARankWhoseHelloIsOnItsWay) {
+  GatedListener listener(GateRules{3, std::chrono::seconds(10)});
+  std::vector<Fd> clients;
+  for (ListenerGate::Key flooder : {1, 2}) {
+    clients.push_back(listener.dial());
+    listener.accept(1);
+    listener.gate().heardFrom(flooder);
+  }
+  const ListenerGate::Key realRank = 3;
+  clients.push_back(listener.dial());
+  listener.accept(1);
+  for (ListenerGate::Key flooder : {4, 5, 6}) {
+    clients.push_back(listener.dial());
+    listener.accept(1);
+    listener.gate().heardFrom(flooder);
+  }
+  EXPECT_EQ(listener.dropped(), (std::vector<ListenerGate::Key>{1, 2, 4}));
+  ASSERT_TRUE(listener.open(realRank)) << "the real rank was pushed out before its hello arrived";
+  // Its hello arrives, and it proves itself.
+  listener.gate().heardFrom(realRank);
+  listener.gate().proven(realRank);
+  EXPECT_TRUE(listener.open(realRank));
   EXPECT_EQ(listener.gate().unproven(), 2u);
-  EXPECT_TRUE(listener.open(5));
 }
 
 TEST(ListenerGate, AConnectionThatDoesNotProveItselfInTimeIsClosed) {

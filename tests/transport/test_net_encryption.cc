@@ -58,6 +58,10 @@ class Link {
     return drain();
   }
   std::vector<uint8_t> goodbye() { return send_.closingFrame(0); }
+  // Offers `destination` for the next frames, as the executor does for a receive (offerLanding).
+  void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes) {
+    recv_.offerLanding(destination, totalBytes, sliceBytes, /*holdLater=*/false, 0x1234);
+  }
   // Hands bytes to the receiver and pumps it; returns its error, "" when none.
   std::string deliver(const std::vector<uint8_t>& bytes) {
     EXPECT_EQ(write(in_[0], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
@@ -127,6 +131,37 @@ TEST(NetEncryption, ATamperedByteFailsAuthenticationNamingTheSender) {
     EXPECT_NE(error.find("failed authentication"), std::string::npos) << where << ": " << error;
     EXPECT_EQ(link.owner().failedPeer, kSender) << where;
     EXPECT_EQ(link.take(), "") << where << ": a tampered frame was handed over";
+  }
+}
+
+// A tampered frame offered a place in the caller's memory leaves nothing there: the buffer keeps
+// its poison (before: a sealed frame was read and opened in place, so its bytes, decrypted or not,
+// stayed in the caller's buffer when it failed authentication).
+TEST(NetEncryption, ATamperedFrameLeavesNothingInTheCallersBuffer) {
+  constexpr size_t kBytes = 1000;
+  constexpr uint8_t kPoison = 0xee;
+  for (const char* where : {"payload", "header", "tag", "nowhere"}) {
+    Link link;
+    std::vector<uint8_t> output(kBytes, kPoison);
+    link.offerLanding(output.data(), kBytes, kBytes);
+    std::vector<uint8_t> frame = link.sendFrame(kBytes, 'y');
+    const NetFrameHeader header = headerOf(frame);
+    const std::string place(where);
+    const size_t at = place == "payload"  ? sizeof(header) + header.lead + 500
+                      : place == "header" ? offsetof(NetFrameHeader, tag)
+                                          : sizeof(header) + header.lead + header.bytes + 3;
+    if (place != "nowhere") frame[at] ^= 0x20;
+    const std::string error = link.deliver(frame);
+    if (place == "nowhere") {
+      EXPECT_EQ(error, "");
+      EXPECT_EQ(link.take(), std::string(kBytes, 'y')) << "an intact frame did not arrive";
+      continue;
+    }
+    EXPECT_NE(error.find("failed authentication"), std::string::npos) << where << ": " << error;
+    EXPECT_EQ(link.take(), "") << where << ": a tampered frame was handed over";
+    const size_t changed =
+        static_cast<size_t>(std::count_if(output.begin(), output.end(), [](uint8_t b) { return b != kPoison; }));
+    EXPECT_EQ(changed, 0u) << where << ": " << changed << " bytes of an unauthenticated frame reached the buffer";
   }
 }
 

@@ -402,7 +402,10 @@ std::string NetRecvConnection::pumpSocket(SocketState& s, bool* moved) {
         }
       } else {
         s.padLeft = s.header.lead;  // before the payload; the trail follows it
-        uint8_t* place = landing_.placeOf(s.seq, s.header.bytes, s.header.tag);
+        // A sealed frame never lands in the caller's memory: it is opened in its slot, and the
+        // executor copies it out only once it opened, so nothing of a frame that fails
+        // authentication is ever where the caller can see it.
+        uint8_t* place = s.cipher == nullptr ? landing_.placeOf(s.seq, s.header.bytes, s.header.tag) : nullptr;
         landedAt_[slots_.index(s.seq)] = place;
         s.payloadTo = place != nullptr ? place : slots_.at(s.seq);
       }
