@@ -181,7 +181,10 @@ void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
     ticking_ = true;
     wakeWorker_.notify_one();
   }
-  wakeWorkerIfReady();
+  // Neither a small call (it waits for a tick) nor a held one makes the front takeable: while the
+  // worker ticks or runs, posting them costs no wake-up (no futex), however many come. After an
+  // abort the worker fails whatever comes.
+  if (mustStart || aborted_) wakeWorkerIfReady();
 }
 
 void WorkQueue::startThrough(uint64_t sequence) {
@@ -323,23 +326,26 @@ bool WorkQueue::frontBatchOnHost() const {
 }
 
 void WorkQueue::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    std::vector<QueuedCall> batch;
-    bool aborted = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      waitForWork(lock);
-      if (queue_.empty()) return;
-      batch = takeBatch();
-      aborted = aborted_;
+    waitForWork(lock);
+    if (queue_.empty()) return;
+    // Drains what is takeable one batch after the other, one pass through the lock per batch: no
+    // wake-up and no second locking between the calls of an asynchronous burst.
+    do {
+      std::vector<QueuedCall> batch = takeBatch();
+      const bool aborted = aborted_;
       running_ = true;
-    }
-    batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
-    runTaken(batch, aborted);
-    // The worker runs calls because their callers did not (asynchronous calls): it takes what
-    // they queued meanwhile without leaving it to them for another tick.
-    std::lock_guard<std::mutex> lock(mutex_);
-    workerMayTakeThrough_ = std::max(workerMayTakeThrough_, lastSequence_);
+      lock.unlock();
+      batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
+      runBatch(batch, aborted);
+      batch.clear();  // the calls' last references go outside the lock (they may take the GIL)
+      lock.lock();
+      running_ = false;
+      // The worker runs calls because their callers did not (asynchronous calls): it takes what
+      // they queued meanwhile without leaving it to them for another tick.
+      workerMayTakeThrough_ = std::max(workerMayTakeThrough_, lastSequence_);
+    } while (workerMayTakeFront());
   }
 }
 
