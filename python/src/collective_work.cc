@@ -1,6 +1,7 @@
 #include "collective_work.h"
 
 #include <ATen/core/jit_type.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include "work_queue.h"
@@ -61,6 +62,10 @@ const char* profilingTitleOf(c10d::OpType type) {
   }
 }
 
+// Torch's Work opens its profiler event only where a profiler listens; without one, making the
+// event's RecordFunction and copying the inputs for it is all the title costs.
+const char* titleIfProfiled(c10d::OpType type) { return at::hasCallbacks() ? profilingTitleOf(type) : nullptr; }
+
 }  // namespace
 
 CollectiveWork::CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -69,9 +74,8 @@ CollectiveWork::CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tens
     // Torch's Work opens a profiler event (RECORD_FUNCTION's mechanism, with the inputs' shapes)
     // when it is made and closes it in finish(), where the call completes: the event spans the
     // call from issue to completion, as Gloo's do.
-    : c10d::Work(rank, type, profilingTitleOf(type), inputs),
+    : c10d::Work(rank, type, titleIfProfiled(type), inputs),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(), devicesOf(device))),
       queue_(std::move(queue)),
       device_(std::move(device)) {}
 
@@ -99,7 +103,10 @@ bool CollectiveWork::wait(std::chrono::milliseconds timeout) {
   // Without a time limit the caller may run the call itself (work_queue.h); one it could not give
   // up on after `timeout` goes to the worker.
   if (timeout == kNoTimeout) {
-    if (std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->runThrough(sequence_.load());
+    // A call that ran when it was issued (WorkQueue::runNow) leaves nothing to run.
+    if (!c10d::Work::isCompleted()) {
+      if (std::shared_ptr<WorkQueue> queue = queue_.lock()) queue->runThrough(sequence_.load());
+    }
   } else {
     startHeldCalls();
   }
@@ -114,6 +121,25 @@ void CollectiveWork::synchronize() {
 
 c10::intrusive_ptr<c10::ivalue::Future> CollectiveWork::getFuture() {
   startHeldCalls();
+  std::lock_guard<std::mutex> lock(futureMutex_);
+  if (future_) return future_;
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(), devicesOf(device_));
+  if (outcomeKnown_) {
+    // Completed already: on CUDA tensors, with the call's stream current, where its event was
+    // recorded, so that the Future's own events follow the call.
+    auto completeFuture = [&] {
+      if (outcomeError_) {
+        future_->setError(outcomeError_);
+      } else {
+        future_->markCompleted(c10::IValue(outputs_));
+      }
+    };
+    if (device_) {
+      device_->runOnStream(completeFuture);
+    } else {
+      completeFuture();
+    }
+  }
   return future_;
 }
 
@@ -135,10 +161,19 @@ void CollectiveWork::complete(std::exception_ptr error) {
       error = std::current_exception();
     }
   }
-  if (error) {
-    future_->setError(error);
-  } else {
-    future_->markCompleted(c10::IValue(outputs_));
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(futureMutex_);
+    outcomeKnown_ = true;
+    outcomeError_ = error;
+    future = future_;
+  }
+  if (future) {
+    if (error) {
+      future->setError(error);
+    } else {
+      future->markCompleted(c10::IValue(outputs_));
+    }
   }
   finish(error);
 #if TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS

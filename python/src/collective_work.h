@@ -10,6 +10,7 @@
 #include <chrono>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "completion_hooks.h"
@@ -35,6 +36,8 @@ class CollectiveWork : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   // On CUDA tensors: the current stream waits for the call's event (no host block).
   void synchronize() override;
+  // Made on first request (DDP's hooks, then()): most calls are only waited for, and a Future per
+  // call is a share of a small call's cost. One asked for after completion comes completed.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
 
@@ -58,7 +61,12 @@ class CollectiveWork : public c10d::Work {
   void startHeldCalls();
 
   std::vector<at::Tensor> outputs_;
+  // Guards future_ and the outcome a Future made after completion takes (Work's own mutex_ is
+  // held by finish() while it runs, so it cannot guard the Future's completion too).
+  std::mutex futureMutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool outcomeKnown_ = false;
+  std::exception_ptr outcomeError_;
   std::weak_ptr<WorkQueue> queue_;
   std::shared_ptr<DeviceCall> device_;
   std::atomic<uint64_t> sequence_{0};         // 0: not posted yet

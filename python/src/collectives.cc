@@ -25,9 +25,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce(std::vector<at:
   collDataType_t type = collTypeOf(tensor, Combines::kYes, "allreduce");
   collRedOp_t op = collOpOf(opts.reduceOp, "allreduce");
   collComm_t comm = comm_.handle();
-  return enqueueOnTensor(c10d::OpType::ALLREDUCE, "allreduce", tensor, [=](void* data, size_t count, collStream_t stream) {
-    return collAllReduce(data, data, count, type, op, comm, stream);
-  });
+  return enqueueOnTensor(
+      c10d::OpType::ALLREDUCE, "allreduce", tensor,
+      [=](void* data, size_t count, collStream_t stream) {
+        return collAllReduce(data, data, count, type, op, comm, stream);
+      },
+      Writes::kYes, CallKind::kCollective, waitsOf(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::broadcast(std::vector<at::Tensor>& tensors,
@@ -37,9 +40,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::broadcast(std::vector<at:
   checkRoot(opts.rootRank, "broadcast");
   int root = static_cast<int>(opts.rootRank);
   collComm_t comm = comm_.handle();
-  return enqueueOnTensor(c10d::OpType::BROADCAST, "broadcast", tensor, [=](void* data, size_t count, collStream_t stream) {
-    return collBroadcast(data, data, count, type, root, comm, stream);
-  });
+  return enqueueOnTensor(
+      c10d::OpType::BROADCAST, "broadcast", tensor,
+      [=](void* data, size_t count, collStream_t stream) {
+        return collBroadcast(data, data, count, type, root, comm, stream);
+      },
+      Writes::kYes, CallKind::kCollective, waitsOf(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce(std::vector<at::Tensor>& tensors,
@@ -51,9 +57,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce(std::vector<at::Te
   int root = static_cast<int>(opts.rootRank);
   collComm_t comm = comm_.handle();
   // In place: the library writes only the root's buffer, so the others keep their input.
-  return enqueueOnTensor(c10d::OpType::REDUCE, "reduce", tensor, [=](void* data, size_t count, collStream_t stream) {
-    return collReduce(data, data, count, type, op, root, comm, stream);
-  });
+  return enqueueOnTensor(
+      c10d::OpType::REDUCE, "reduce", tensor,
+      [=](void* data, size_t count, collStream_t stream) {
+        return collReduce(data, data, count, type, op, root, comm, stream);
+      },
+      Writes::kYes, CallKind::kCollective, waitsOf(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
@@ -113,7 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tensor& outputBuffer,
                                                                        at::Tensor& inputBuffer,
-                                                                       const c10d::AllgatherOptions& /*opts*/) {
+                                                                       const c10d::AllgatherOptions& opts) {
   checkSlicedPair(outputBuffer, inputBuffer, getSize(), "_allgather_base", "output");
   collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "_allgather_base");
   std::shared_ptr<DeviceCall> device = deviceCallFor("_allgather_base", {outputBuffer, inputBuffer});
@@ -123,7 +132,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tenso
   return enqueue(
       c10d::OpType::_ALLGATHER_BASE, {outputBuffer}, {inputBuffer}, device,
       [=] { checkResult(collAllGather(in.data(), out.data(), in.count(), type, comm, stream)); },
-      [=] { out.copyBack(); });
+      [=] { out.copyBack(); }, CallKind::kCollective, waitsOf(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::gather(std::vector<std::vector<at::Tensor>>& outputTensors,
@@ -223,7 +232,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_reduce_scatter_base(at::
   return enqueue(
       c10d::OpType::_REDUCE_SCATTER_BASE, {outputBuffer}, {inputBuffer}, device,
       [=] { checkResult(collReduceScatter(in.data(), out.data(), out.count(), type, op, comm, stream)); },
-      [=] { out.copyBack(); });
+      [=] { out.copyBack(); }, CallKind::kCollective, waitsOf(opts));
 }
 
 }  // namespace torch_collective

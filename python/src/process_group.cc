@@ -96,7 +96,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
                                                                const std::vector<at::Tensor>& inputs,
                                                                std::shared_ptr<DeviceCall> device,
                                                                std::function<void()> issue,
-                                                               std::function<void()> finish, CallKind kind) {
+                                                               std::function<void()> finish, CallKind kind,
+                                                               CallerWaits waits) {
   const bool pointToPoint =
       type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
@@ -121,6 +122,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
       return work;
     }
   }
+  if (call.forCaller && waits == CallerWaits::kAtOnce && queue_->runNow(call)) return work;
   std::vector<QueuedCall> calls;
   calls.push_back(std::move(call));
   queue_->post(std::move(calls), /*together=*/false);
@@ -129,7 +131,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const char* op,
                                                                        const at::Tensor& tensor, TensorCall call,
-                                                                       Writes writes, CallKind kind) {
+                                                                       Writes writes, CallKind kind,
+                                                                       CallerWaits waits) {
   std::shared_ptr<DeviceCall> device = deviceCallFor(op, {tensor});
   StagedTensor data(tensor);
   std::function<void()> finish;
@@ -137,10 +140,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpT
   collStream_t stream = streamOf(device);
   return enqueue(
       type, {tensor}, {tensor}, std::move(device),
-      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind);
+      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& /*opts*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& opts) {
   collComm_t comm = comm_.handle();
   // A host barrier; like NCCL's, it also waits for this group's earlier calls on CUDA tensors to
   // finish on the device, so that after it every rank's earlier calls are done.
@@ -150,10 +153,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
     lastDeviceCall = lastDeviceCall_;
   }
   int timeoutMs = comm_.timeoutMs();
-  return enqueue(c10d::OpType::BARRIER, {}, {}, nullptr, [comm, lastDeviceCall, timeoutMs] {
-    if (lastDeviceCall) lastDeviceCall->waitOnHost(timeoutMs);
-    checkResult(collBarrier(comm, nullptr));
-  });
+  return enqueue(
+      c10d::OpType::BARRIER, {}, {}, nullptr,
+      [comm, lastDeviceCall, timeoutMs] {
+        if (lastDeviceCall) lastDeviceCall->waitOnHost(timeoutMs);
+        checkResult(collBarrier(comm, nullptr));
+      },
+      nullptr, CallKind::kCollective, waitsOf(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(

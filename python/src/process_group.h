@@ -160,17 +160,26 @@ class ProcessGroupCollective : public BackendBase {
   // success) on the worker thread; returns the call's Work, which holds `outputs` and records the
   // shapes of `inputs` for the profiler. `device` (deviceCallFor) is null for host tensors; for
   // CUDA tensors both run with its stream current.
+  // `waits` (callerWaitsAtOnce) lets a small host call run at once on the calling thread
+  // (WorkQueue::runNow) and return its Work complete.
+  enum class CallerWaits { kLater, kAtOnce };
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
                                          const std::vector<at::Tensor>& inputs, std::shared_ptr<DeviceCall> device,
                                          std::function<void()> issue, std::function<void()> finish = nullptr,
-                                         CallKind kind = CallKind::kCollective);
+                                         CallKind kind = CallKind::kCollective,
+                                         CallerWaits waits = CallerWaits::kLater);
+  template <typename Options>
+  static CallerWaits waitsOf(const Options& opts) {
+    return callerWaitsAtOnce(opts) ? CallerWaits::kAtOnce : CallerWaits::kLater;
+  }
   // For the calls on one tensor, used in place: stages it, queues `call(buffer, count, stream)`
   // and, when the call writes the tensor, copies the buffer back into it afterwards.
   enum class Writes { kNo, kYes };
   using TensorCall = std::function<collResult_t(void* buffer, size_t count, collStream_t stream)>;
   c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const char* op, const at::Tensor& tensor,
-                                                 TensorCall call,
-                                                 Writes writes = Writes::kYes, CallKind kind = CallKind::kCollective);
+                                                 TensorCall call, Writes writes = Writes::kYes,
+                                                 CallKind kind = CallKind::kCollective,
+                                                 CallerWaits waits = CallerWaits::kLater);
   // Sends `sends[p]` to and receives `recvs[p]` from every rank p in one group; this rank's own
   // pair is copied. Both all_to_all forms.
   c10::intrusive_ptr<c10d::Work> exchangeWithEveryRank(c10d::OpType type, std::vector<at::Tensor> outputs,

@@ -5,6 +5,9 @@
 
 #include <torch/version.h>
 
+#include <type_traits>
+#include <utility>
+
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #else
@@ -46,6 +49,23 @@
 #endif
 
 namespace torch_collective {
+
+// Whether the caller waits for the call as soon as it is issued. Torch 2.x's options carry
+// torch.distributed's async_op (asyncOp, true unless Python's synchronous form set it false);
+// torch 1.x's do not, and there every call counts as asynchronous.
+template <typename Options, typename = void>
+struct HasAsyncOp : std::false_type {};
+template <typename Options>
+struct HasAsyncOp<Options, std::void_t<decltype(std::declval<const Options&>().asyncOp)>> : std::true_type {};
+template <typename Options>
+bool callerWaitsAtOnce(const Options& opts) {
+  if constexpr (HasAsyncOp<Options>::value) {
+    return !opts.asyncOp;
+  } else {
+    (void)opts;
+    return false;
+  }
+}
 
 #if TORCH_VERSION_MAJOR >= 2
 using BackendBase = c10d::Backend;

@@ -181,7 +181,10 @@ void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
     ticking_ = true;
     wakeWorker_.notify_one();
   }
-  wakeWorkerIfReady();
+  // Neither a small call (it waits for a tick) nor a held one makes the front takeable: while the
+  // worker ticks or runs, posting them costs no wake-up (no futex), however many come. After an
+  // abort the worker fails whatever comes.
+  if (mustStart || aborted_) wakeWorkerIfReady();
 }
 
 void WorkQueue::startThrough(uint64_t sequence) {
@@ -210,6 +213,30 @@ void WorkQueue::runThrough(uint64_t sequence) {
     lock.lock();
   }
   wakeWorkerIfReady();
+}
+
+bool WorkQueue::runNow(QueuedCall& call) {
+  GilReleased gil;  // taken back after the call, outside the lock
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (running_ || stopping_ || aborted_ || !queue_.empty()) return false;
+    call.work->setSequence(++lastSequence_);
+    running_ = true;
+    // The worker ticks while small calls come, run at once or posted alike (post() says why).
+    // Left asleep here, it would also leave this process's core idle between calls, and on a
+    // loaded (virtual) machine a rank woken from an idle core answers its peers late: such runs
+    // stalled for milliseconds at a time (docs/pytorch.md, "Small calls").
+    if (!ticking_) {
+      ticking_ = true;
+      wakeWorker_.notify_one();
+    }
+  }
+  gil.release();
+  batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
+  std::vector<QueuedCall> batch;
+  batch.push_back(std::move(call));
+  runTaken(batch, false);
+  return true;
 }
 
 void WorkQueue::runTaken(std::vector<QueuedCall>& batch, bool aborted) {
@@ -299,23 +326,26 @@ bool WorkQueue::frontBatchOnHost() const {
 }
 
 void WorkQueue::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    std::vector<QueuedCall> batch;
-    bool aborted = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      waitForWork(lock);
-      if (queue_.empty()) return;
-      batch = takeBatch();
-      aborted = aborted_;
+    waitForWork(lock);
+    if (queue_.empty()) return;
+    // Drains what is takeable one batch after the other, one pass through the lock per batch: no
+    // wake-up and no second locking between the calls of an asynchronous burst.
+    do {
+      std::vector<QueuedCall> batch = takeBatch();
+      const bool aborted = aborted_;
       running_ = true;
-    }
-    batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
-    runTaken(batch, aborted);
-    // The worker runs calls because their callers did not (asynchronous calls): it takes what
-    // they queued meanwhile without leaving it to them for another tick.
-    std::lock_guard<std::mutex> lock(mutex_);
-    workerMayTakeThrough_ = std::max(workerMayTakeThrough_, lastSequence_);
+      lock.unlock();
+      batchesRunByWorker.fetch_add(1, std::memory_order_relaxed);
+      runBatch(batch, aborted);
+      batch.clear();  // the calls' last references go outside the lock (they may take the GIL)
+      lock.lock();
+      running_ = false;
+      // The worker runs calls because their callers did not (asynchronous calls): it takes what
+      // they queued meanwhile without leaving it to them for another tick.
+      workerMayTakeThrough_ = std::max(workerMayTakeThrough_, lastSequence_);
+    } while (workerMayTakeFront());
   }
 }
 

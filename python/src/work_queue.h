@@ -71,6 +71,12 @@ class WorkQueue {
   // Posts calls in order, numbering their Works. `together` calls (batch_isend_irecv) start at
   // once, as one group as far as they are point-to-point.
   void post(std::vector<QueuedCall> calls, bool together);
+  // A host call whose caller waits for it at once (torch 2.x says so: asyncOp false): when nothing
+  // is queued and no thread runs this queue's calls, runs it on the calling thread now, in its
+  // place in the order, and returns true with its Work complete. The caller's wait then finds it
+  // done: no posting, no worker tick, no second pass through the lock. Otherwise returns false
+  // and leaves `call` to be posted.
+  bool runNow(QueuedCall& call);
   // Starts held point-to-point calls up to and including `sequence`.
   void startThrough(uint64_t sequence);
   // The caller is about to wait for call `sequence`: starts held calls through it and, unless a
