@@ -123,20 +123,26 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
+    // Inside a group the call is only queued: it runs in collGroupEnd (group.cc), which counts the
+    // group in flight while it runs it. A call that runs now is counted in flight while it runs, so
+    // that collCommAbort does not free the communicator meanwhile.
+    auto queueOrRun = [&] {
+      if (groupEnqueueIfOpen(&c, call, stream)) return;
+      Communicator::CallInFlight inFlight(c);
+      c.run(call, stream);
+    };
     if (stream == nullptr) {
       refuseDeviceBuffers(function, call);
-      // A host call in a group is only queued: it runs, in flight, in collGroupEnd (group.cc).
-      if (groupEnqueueIfOpen(&c, call, stream)) return;
+      queueOrRun();  // a queued host call takes no count: two locked operations fewer a call
+      return;
     }
-    // In flight from here: a rank's first call with a stream sets up device memory below, which
-    // waits for the other ranks, and collCommAbort must not free the communicator meanwhile.
-    Communicator::CallInFlight inFlight(c);
-    // The engine for this memory: refused here, before the call is queued or anything touched.
-    // The device setup (comm_device.cc) happens here, inside a group too: it does not depend on
-    // which call comes first.
+    // The engine for device memory: refused here, before the call is queued or anything touched.
+    // A rank's first call with a stream sets up device memory (comm_device.cc), which waits for
+    // the other ranks, so it is in flight from here; inside a group too, since the setup does not
+    // depend on which call comes first.
+    Communicator::CallInFlight settingUp(c);
     c.engineFor(stream);
-    if (stream != nullptr && groupEnqueueIfOpen(&c, call, stream)) return;  // host calls: above
-    c.run(call, stream);
+    queueOrRun();
   });
 }
 

@@ -7,11 +7,32 @@
 #include "kernels/cpu/reduce.h"
 #include "src/call_tag.h"
 #include "src/collective_table.h"
+#include "src/plan/planner.h"
 
 namespace coll {
+namespace {
+
+// What the planner makes a native row's runner with: this rank's share of the host's memory.
+NativeArgs nativeArgsOf(const HostEngineArgs& args, PeerCalls* peerCalls) {
+  NativeArgs native;
+  native.memory = args.localMemory;
+  native.rank = args.rank;
+  native.nranks = args.nranks;
+  native.streamingBytes = args.streamingBytes;
+  native.oneshotBytes = args.planContext->oneshotBytes;
+  native.peerCalls = peerCalls;
+  return native;
+}
+
+}  // namespace
+
 HostEngine::HostEngine(HostEngineArgs args)
-    : args_(std::move(args)), executor_(*args_.connections, args_.rank, args_.nranks), natives_(kAlgoIdCount) {
-  if (args_.localMemory != nullptr) peerCalls_ = std::make_unique<PeerCalls>(*args_.localMemory, args_.rank, args_.nranks);
+    : args_(std::move(args)),
+      peerCalls_(args_.localMemory != nullptr
+                     ? std::make_unique<PeerCalls>(*args_.localMemory, args_.rank, args_.nranks)
+                     : nullptr),
+      planner_(*args_.planContext, nativeArgsOf(args_, peerCalls_.get())),
+      executor_(*args_.connections, args_.rank, args_.nranks) {
   collectiveHealthCheck_ = [this] {
     args_.healthCheck();
     if (peerCalls_) peerCalls_->check();
@@ -23,51 +44,6 @@ ProgressWaiter HostEngine::makeWaiter(const char* what, bool collective) const {
                         args_.describeStall, what, args_.timeoutMs, args_.drivers);
 }
 
-NativeRunner& HostEngine::native(Algo algo) {
-  std::unique_ptr<NativeRunner>& runner = natives_[static_cast<size_t>(algo)];
-  if (!runner) {
-    const AlgorithmRow& row = algorithmRow(algo);
-    if (row.makeNative == nullptr || args_.localMemory == nullptr)
-      throwError(collInternalError, "%s cannot run natively on this communicator", row.name);
-    NativeArgs native;
-    native.memory = args_.localMemory;
-    native.rank = args_.rank;
-    native.nranks = args_.nranks;
-    native.streamingBytes = args_.streamingBytes;
-    native.oneshotBytes = args_.planContext->oneshotBytes;
-    native.peerCalls = peerCalls_.get();
-    runner = row.makeNative(native);
-  }
-  return *runner;
-}
-
-const Plan& HostEngine::planFor(const CollCall& call) {
-  KeptPlan& kept = keptPlans_[static_cast<int>(call.type)];
-  if (!kept.valid || kept.count != call.count || kept.elemSize != call.elemSize) {
-    kept.plan = planCall(call, *args_.planContext);
-    kept.valid = true;
-    kept.count = call.count;
-    kept.elemSize = call.elemSize;
-  }
-  return kept.plan;
-}
-
-const Schedule& HostEngine::scheduleFor(const CollCall& call, const Plan& plan) {
-  // Variable counts: the schedule follows the arrays, which no shape of a few numbers describes.
-  if (call.counts != nullptr) {
-    variableSchedule_ = buildSchedule(call, plan, args_.rank, *args_.planContext);
-    return variableSchedule_;
-  }
-  KeptSchedule& kept = keptSchedules_[static_cast<int>(call.type)];
-  const ScheduleShape shape{plan.algo, plan.maxStepElems, call.count, call.elemSize, call.root, call.op == collAvg};
-  if (!(kept.shape == shape)) {
-    // The shape changes only once the schedule is built: a build that throws keeps the old pair.
-    kept.schedule = buildSchedule(call, plan, args_.rank, *args_.planContext);
-    kept.shape = shape;
-  }
-  return kept.schedule;
-}
-
 void HostEngine::run(const CollCall& call, collStream_t) {
   // Recorded even when the call moves nothing: its peers, if their counts are not zero, find
   // this rank's record of it instead of waiting for their deadline.
@@ -76,57 +52,18 @@ void HostEngine::run(const CollCall& call, collStream_t) {
       (call.counts == nullptr || (call.counts->sendElems == 0 && call.counts->recvElems == 0)))
     return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type), /*collective=*/true);
-  Plan plan = planFor(call);
-  if (plan.alternative == Algo::kAuto) {
-    runPlan(call, plan, waiter);
-    return;
-  }
-  // Two valid plans: rank 0 picks by measurement and tells the others in a one-shot broadcast,
-  // with how many calls of this collective and size class the choice holds for (tuner.h), so
-  // that every rank runs the same one and hears of it once per lease.
-  const size_t bytes = call.count * call.elemSize;
-  PlanTuner& tuner = tuners_[static_cast<int>(call.type)];
-  PlanLease& lease = leases_[static_cast<int>(call.type)][PlanTuner::sizeClassOf(bytes)];
-  uint32_t announced[2] = {0, 0};  // the choice, and the calls it holds for
-  if (args_.rank == 0)
-    announced[0] = tuner.choose(bytes, plan.algo, plan.alternative, &announced[1]) == plan.algo ? 0 : 1;
-  if (lease.callsLeft == 0) {
-    CollCall agree;
-    agree.type = CollType::kBroadcast;
-    agree.sendbuff = announced;
-    agree.recvbuff = announced;
-    agree.count = sizeof(announced);
-    agree.datatype = collUint8;
-    agree.root = 0;
-    native(Algo::kOneShot).run(agree, waiter);
-    if (announced[0] > 1 || announced[1] == 0 || announced[1] > PlanTuner::kLeaseCalls)
-      throwError(collRemoteError, "rank 0 sent plan choice %u for %u calls, expected 0 or 1 for 1 to %u", announced[0],
-                 announced[1], PlanTuner::kLeaseCalls);
-    lease.choice = static_cast<uint8_t>(announced[0]);
-    lease.callsLeft = announced[1];
-  } else if (args_.rank == 0 && announced[1] != 0) {
-    throwError(collInternalError, "the plan tuner began a lease while %u calls of the last were left", lease.callsLeft);
-  }
-  --lease.callsLeft;
-  Algo chosen = lease.choice == 0 ? plan.algo : plan.alternative;
-  plan.algo = chosen;
-  int64_t start = args_.rank == 0 ? monotonicNs() : 0;
-  runPlan(call, plan, waiter);
-  if (args_.rank == 0) tuner.record(bytes, chosen, (monotonicNs() - start) * 1e-9);
+  // Alive until the call ends: where rank 0's tuner chose the row, it times the call.
+  const RunnableCall runnable = planner_.plan(call, waiter);
+  lastAlgo_ = runnable.algo;
+  COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", args_.rank, collTypeName(call.type), call.count,
+             kernels::dataTypeName(call.datatype), algoName(runnable.algo));
+  if (runnable.native != nullptr)
+    runnable.native->run(call, waiter);
+  else
+    runSchedule(call, *runnable.schedule, waiter);
 }
 
-void HostEngine::runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter) {
-  lastAlgo_ = plan.algo;
-  COLL_TRACE(kColl, "rank %d %s count %zu %s: %s", args_.rank, collTypeName(call.type), call.count,
-             kernels::dataTypeName(call.datatype), algoName(plan.algo));
-  // A native row's runner, once made, is found without the table (small calls repeat this).
-  NativeRunner* runner = natives_[static_cast<size_t>(plan.algo)].get();
-  if (runner == nullptr && algorithmRow(plan.algo).makeNative != nullptr) runner = &native(plan.algo);
-  if (runner != nullptr) {
-    runner->run(call, waiter);
-    return;
-  }
-  const Schedule& schedule = scheduleFor(call, plan);
+void HostEngine::runSchedule(const CollCall& call, const Schedule& schedule, ProgressWaiter& waiter) {
   ExecBuffers buffers;
   uint8_t barrierIn = 0, barrierOut = 0;
   buffers.send = call.type == CollType::kBarrier ? &barrierIn : call.sendbuff;

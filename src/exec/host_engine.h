@@ -1,9 +1,8 @@
-// The host engine: runs host-memory calls to completion on this rank. The planner picks a row of
-// the algorithm table; a schedule row's schedule goes to the executor (executor.h) over the
-// routes' connections, a native row runs itself on the memory the host's ranks share. Where the
-// planner offers two valid plans, rank 0 times them (src/plan/tuner.h) and tells the others its
-// choice in a one-byte one-shot broadcast, so that every rank runs the same one. Waiting (spin,
-// sleep, deadline, health) is progress.h's.
+// The host engine: runs host-memory calls to completion on this rank. It asks the planner once
+// per call for what runs it (src/plan/host_planner.h: the row, already agreed on by every rank
+// where rank 0's tuner chose it) and runs that: a schedule goes to the executor (executor.h) over
+// the routes' connections, a native row's runner runs itself on the memory the host's ranks share.
+// Waiting (spin, sleep, deadline, health) is progress.h's.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +15,7 @@
 #include "src/exec/executor.h"
 #include "src/exec/peer_calls.h"
 #include "src/exec/progress.h"
-#include "src/plan/planner.h"
+#include "src/plan/host_planner.h"
 #include "src/plan/tuner.h"
 #include "transport/local_memory.h"
 
@@ -69,27 +68,9 @@ class HostEngine : public Engine {
   // A waiter for one call (its deadline starts at its first wait); a collective's also compares
   // the peers' call records when it waits long (peer_calls.h).
   ProgressWaiter makeWaiter(const char* what, bool collective) const;
-  void runPlan(const CollCall& call, const Plan& plan, ProgressWaiter& waiter);
-  NativeRunner& native(Algo algo);
-  // planCall's answer, kept per collective for the last call's count and element size: a training
-  // loop repeats the same calls, and planning them again would cost a few hundred instructions of
-  // a call that takes a few hundred nanoseconds.
-  const Plan& planFor(const CollCall& call);
-  // The schedule of a schedule row, kept per collective for the last call it was built for: a
-  // schedule depends on the call's shape (count, element size, root, whether the op averages) and
-  // the plan, never on its buffers, and building it allocates and fills a vector of steps (a few
-  // percent of an 8-byte broadcast over sockets).
-  const Schedule& scheduleFor(const CollCall& call, const Plan& plan);
+  void runSchedule(const CollCall& call, const Schedule& schedule, ProgressWaiter& waiter);
 
   Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)
-  Schedule variableSchedule_;      // a variable-count call's, rebuilt at each (its capacity stays)
-
-  struct KeptPlan {
-    bool valid = false;
-    size_t count = 0;
-    size_t elemSize = 0;
-    Plan plan;
-  };
 
   HostEngineArgs args_;
   Algo lastAlgo_ = Algo::kAuto;  // the last plan's row, for the flight recorder
@@ -97,38 +78,8 @@ class HostEngine : public Engine {
   // the health check of a collective's waits, which compares them.
   std::unique_ptr<PeerCalls> peerCalls_;
   std::function<void()> collectiveHealthCheck_;
-  KeptPlan keptPlans_[static_cast<int>(CollType::kCount)];
-
-  // What a schedule row's schedule depends on besides the rank and the communicator. The default
-  // (kAuto) matches no call's: no schedule row is kAuto, so a collective's first call builds.
-  struct ScheduleShape {
-    Algo algo = Algo::kAuto;
-    size_t maxStepElems = 0;
-    size_t count = 0;
-    size_t elemSize = 0;
-    int root = 0;
-    bool averages = false;
-    bool operator==(const ScheduleShape& o) const {
-      return algo == o.algo && maxStepElems == o.maxStepElems && count == o.count && elemSize == o.elemSize &&
-             root == o.root && averages == o.averages;
-    }
-  };
-  struct KeptSchedule {
-    ScheduleShape shape;
-    Schedule schedule;
-  };
-  KeptSchedule keptSchedules_[static_cast<int>(CollType::kCount)];
+  HostPlanner planner_;
   Executor executor_;
-  std::vector<std::unique_ptr<NativeRunner>> natives_;  // indexed by Algo, made at first use
-  // Rank 0's measured choice between a collective's two plans, per collective (tuner.h), and on
-  // every rank the lease of calls the last choice it heard of holds for, per collective and size
-  // class: while calls are left, no rank asks rank 0.
-  PlanTuner tuners_[static_cast<int>(CollType::kCount)];
-  struct PlanLease {
-    uint32_t callsLeft = 0;
-    uint8_t choice = 0;  // 0: the plan's usual algorithm, 1: its alternative
-  };
-  PlanLease leases_[static_cast<int>(CollType::kCount)][PlanTuner::kSizeClasses];
   // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax): the
   // receiver follows whatever each slot carries, so no rank needs to agree with another for
   // correctness; where ranks outnumber cores they agree for speed (pointToPointRankZeroChooses).

@@ -1,6 +1,10 @@
 #include "src/plan/tuner.h"
 
 #include <algorithm>
+#include <exception>
+
+#include "common/clock.h"
+#include "common/error.h"
 
 namespace coll {
 
@@ -98,6 +102,49 @@ void PlanTuner::record(size_t bytes, Algo algo, double seconds) {
     c.estimates[i].add(seconds / static_cast<double>(bytes));
     return;
   }
+}
+
+void LeasedCall::report() {
+  if (std::uncaught_exceptions() > timing_->uncaughtAtStart) return;
+  timing_->tuner->record(timing_->bytes, timing_->algo, (monotonicNs() - timing_->startNs) * 1e-9);
+}
+
+LeasedCall SharedChoices::choose(const CollCall& call, Algo usual, Algo alternative, NativeRunner& agreement,
+                                 PeerWaiter& waiter) {
+  const size_t bytes = call.count * call.elemSize;
+  PlanTuner& tuner = tuners_[static_cast<int>(call.type)];
+  Lease& lease = leases_[static_cast<int>(call.type)][PlanTuner::sizeClassOf(bytes)];
+  uint32_t announced[2] = {0, 0};  // the choice, and the calls it holds for
+  if (rank_ == 0) announced[0] = tuner.choose(bytes, usual, alternative, &announced[1]) == usual ? 0 : 1;
+  if (lease.callsLeft == 0) {
+    CollCall agree;
+    agree.type = CollType::kBroadcast;
+    agree.sendbuff = announced;
+    agree.recvbuff = announced;
+    agree.count = sizeof(announced);
+    agree.datatype = collUint8;
+    agree.root = 0;
+    agreement.run(agree, waiter);
+    if (announced[0] > 1 || announced[1] == 0 || announced[1] > PlanTuner::kLeaseCalls)
+      throwError(collRemoteError, "rank 0 sent plan choice %u for %u calls, expected 0 or 1 for 1 to %u", announced[0],
+                 announced[1], PlanTuner::kLeaseCalls);
+    lease.choice = static_cast<uint8_t>(announced[0]);
+    lease.callsLeft = announced[1];
+  } else if (rank_ == 0 && announced[1] != 0) {
+    throwError(collInternalError, "the plan tuner began a lease while %u calls of the last were left", lease.callsLeft);
+  }
+  --lease.callsLeft;
+  LeasedCall leased;
+  leased.algo_ = lease.choice == 0 ? usual : alternative;
+  if (rank_ == 0) {
+    timing_.tuner = &tuner;
+    timing_.bytes = bytes;
+    timing_.algo = leased.algo_;
+    timing_.uncaughtAtStart = std::uncaught_exceptions();
+    timing_.startNs = monotonicNs();
+    leased.timing_ = &timing_;
+  }
+  return leased;
 }
 
 }  // namespace coll

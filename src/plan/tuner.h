@@ -4,13 +4,16 @@
 // direct reads when they do not (docs/performance.md, "Cross-core variability"). So rank 0 times
 // its calls, keeps an estimate per algorithm and size class, mostly takes the faster one and now
 // and then retries the other; a small one-shot broadcast gives every rank rank 0's choice, once per
-// lease of calls (choose). A rank also uses a tuner of its own, with no lease, for its large
+// lease of calls (SharedChoices). A rank also uses a tuner of its own, with no lease, for its large
 // point-to-point sends, where each rank chooses for itself (host_engine.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
+#include "src/algorithms/native.h"
+#include "src/coll_call.h"
 #include "src/params.h"
 
 namespace coll {
@@ -24,7 +27,7 @@ class PlanTuner {
   // tells the other ranks its choice once per lease, not once per call. Why: that one-byte
   // broadcast is a meeting of all ranks, which costs most where ranks share cores (measured
   // slower on every call: docs/performance.md, "What we tried and why it lost", "The plan tuner").
-  // The others count the lease's calls down themselves (host_engine.h).
+  // The others count the lease's calls down themselves (SharedChoices).
   Algo choose(size_t bytes, Algo usual, Algo alternative, uint32_t* leaseCalls = nullptr);
   // Reports how long a call of `bytes` took with `algo`.
   void record(size_t bytes, Algo algo, double seconds);
@@ -85,6 +88,65 @@ class PlanTuner {
   // Holds plan `index` for `calls` calls from this one (a run, or a lease) and returns it.
   static Algo hold(SizeClass& c, int index, uint32_t calls, uint32_t* leaseCalls);
   SizeClass classes_[kSizeClasses];
+};
+
+// One call's share of a lease (SharedChoices::choose): the plan it runs and, on rank 0, the timing
+// that reports it to the tuner when the call ends, unless the call threw (a failed call says
+// nothing of the plan's speed). Whoever runs the call only keeps it alive while it runs.
+class LeasedCall {
+ public:
+  LeasedCall() = default;
+  LeasedCall(LeasedCall&& other) noexcept { swap(other); }
+  LeasedCall& operator=(LeasedCall&& other) noexcept {
+    swap(other);
+    return *this;
+  }
+  ~LeasedCall() {
+    if (timing_ != nullptr) report();
+  }
+  Algo algo() const { return algo_; }
+
+ private:
+  friend class SharedChoices;
+  // Rank 0's timing of the call in flight (one at a time: a rank runs its calls in turn).
+  struct Timing {
+    PlanTuner* tuner = nullptr;
+    size_t bytes = 0;
+    Algo algo = Algo::kAuto;
+    int64_t startNs = 0;
+    int uncaughtAtStart = 0;  // exceptions in flight when the call began: more at its end means it threw
+  };
+  void swap(LeasedCall& other) noexcept {
+    std::swap(timing_, other.timing_);
+    std::swap(algo_, other.algo_);
+  }
+  void report();
+
+  Timing* timing_ = nullptr;  // rank 0's, while it times this call
+  Algo algo_ = Algo::kAuto;
+};
+
+// Rank 0's measured choices between a collective's two plans, shared with every rank: per
+// collective, rank 0's tuner; on every rank, the lease of calls the last choice it heard of holds
+// for, per collective and size class. While calls are left, no rank asks rank 0.
+class SharedChoices {
+ public:
+  explicit SharedChoices(int rank) : rank_(rank) {}
+  // The plan `call` runs, `usual` or `alternative`, the same on every rank: where this rank's
+  // lease has no calls left, every rank hears rank 0's choice, and how many calls it holds for,
+  // through `agreement` (a one-shot runner) broadcasting it, waiting with `waiter`. Throws
+  // collRemoteError on a choice rank 0 cannot have sent.
+  LeasedCall choose(const CollCall& call, Algo usual, Algo alternative, NativeRunner& agreement, PeerWaiter& waiter);
+
+ private:
+  struct Lease {
+    uint32_t callsLeft = 0;
+    uint8_t choice = 0;  // 0: the usual plan, 1: its alternative
+  };
+  int rank_;
+  PlanTuner tuners_[static_cast<int>(CollType::kCount)];  // rank 0's
+  Lease leases_[static_cast<int>(CollType::kCount)][PlanTuner::kSizeClasses];
+  LeasedCall::Timing timing_;  // rank 0's call in flight
 };
 
 }  // namespace coll

@@ -1,5 +1,5 @@
-// The host engine keeps the last schedule it built per collective and reuses it while the call's
-// shape stays the same (src/exec/host_engine.h). A kept schedule reused for a call it does not fit
+// The host planner keeps the last schedule it built per collective and reuses it while the call's
+// shape stays the same (src/plan/host_planner.h). A kept schedule reused for a call it does not fit
 // moves the wrong bytes, so calls here follow each other on one communicator changing one thing
 // at a time: the root, the op (sum or average), the element size at the same count, the count,
 // and back again. Over sockets only (COLL_TRANSPORTS=^shm), where every collective runs a

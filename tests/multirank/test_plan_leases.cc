@@ -1,5 +1,5 @@
 // Where a collective has two valid plans, rank 0 chooses between them by measurement and tells
-// the other ranks once per lease of calls (src/plan/tuner.h, src/exec/host_engine.cc); each rank
+// the other ranks once per lease of calls (src/plan/tuner.h: SharedChoices); each rank
 // counts a lease down by itself, per collective and size class. Ranks that counted differently
 // would run different plans of one call, which moves the wrong bytes or never completes. Here
 // direct reads are offered from 4 KiB (COLL_DIRECT_READ_BYTES), so small all-gathers and

@@ -13,6 +13,7 @@
 #include "src/algorithms/algorithms.h"
 #include "src/api_internal.h"
 #include "src/comm.h"
+#include "src/plan/planner.h"
 #include "topo/cpu_list.h"
 #include "topo/json_writer.h"
 
