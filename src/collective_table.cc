@@ -8,12 +8,12 @@
 namespace coll {
 namespace {
 
-// Buffer multiples of `count` (CollectiveRow::sendMultiple, recvMultiple).
-size_t one(int, int, int) { return 1; }
-size_t none(int, int, int) { return 0; }
-size_t everyRank(int, int, int nranks) { return static_cast<size_t>(nranks); }
-size_t everyRankOnRoot(int rank, int root, int nranks) { return rank == root ? static_cast<size_t>(nranks) : 0; }
-size_t oneOnRoot(int rank, int root, int) { return rank == root ? 1 : 0; }
+// Buffer multiples of `count` (CollectiveRow::sendShape, recvShape), named short for the rows.
+constexpr BufferMultiple one = BufferMultiple::kOne;
+constexpr BufferMultiple none = BufferMultiple::kNone;
+constexpr BufferMultiple everyRank = BufferMultiple::kEveryRank;
+constexpr BufferMultiple everyRankOnRoot = BufferMultiple::kEveryRankOnRoot;
+constexpr BufferMultiple oneOnRoot = BufferMultiple::kOneOnRoot;
 
 uintptr_t addressOf(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 size_t countBytes(const CollCall& c) { return c.count * c.elemSize; }
@@ -90,17 +90,17 @@ const CollectiveRow kCollectiveTable[static_cast<size_t>(CollType::kCount)] = {
      true, true, false, false, false, none, one, nullptr, nullptr, "", "peer",
      {}, 0},
     {CollType::kAllGatherV, "AllGatherV", "collAllGatherV", "allgatherv", "allgatherv_perf", "all_gather",
-     "all_gather_v", true, false, false, false, true, nullptr, nullptr, checkAllGatherVCounts, sendAtOwnPlace,
+     "all_gather_v", true, false, false, false, true, none, none, checkAllGatherVCounts, sendAtOwnPlace,
      "sendbuff == recvbuff + displs[rank]",
      "recvcounts and displs present; sendcount == recvcounts[rank]; sums and ends fit size_t; receive regions apart",
      {Sources::kEveryRank, false, false, true, false}, 0},
     {CollType::kReduceScatterV, "ReduceScatterV", "collReduceScatterV", "reducescatterv", "reducescatterv_perf",
-     "reduce_scatter", "reduce_scatter_v", true, false, false, true, true, nullptr, nullptr, checkReduceScatterVCounts,
+     "reduce_scatter", "reduce_scatter_v", true, false, false, true, true, none, none, checkReduceScatterVCounts,
      recvAtOwnBlockOffset, "recvbuff == sendbuff + (recvcounts[0] + ... + recvcounts[rank-1])",
      "op; recvcounts present; their sum fits size_t",
      {Sources::kEveryRank, false, true, false, false}, 0},
     {CollType::kAllToAllV, "AllToAllV", "collAllToAllV", "alltoallv", "alltoallv_perf", "all_to_all_single",
-     "all_to_all_v", true, false, false, false, true, nullptr, nullptr, checkAllToAllVCounts, nullptr, "",
+     "all_to_all_v", true, false, false, false, true, none, none, checkAllToAllVCounts, nullptr, "",
      "all four arrays present; sendcounts[rank] == recvcounts[rank]; ends fit size_t; receive regions apart",
      {Sources::kEveryRank, false, true, true, false}, 0},
 };

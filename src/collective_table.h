@@ -32,6 +32,32 @@ struct DataLayout {
   bool largestPerRank;        // fixed counts: a rank's largest buffer (the root's) holds a block per rank
 };
 
+// How many `count`s a buffer of a fixed-count collective holds on a rank: a value, not a function,
+// so that validation, on every call, computes it inline (multipleOf).
+enum class BufferMultiple : uint8_t {
+  kNone,             // the rank does not use the buffer
+  kOne,              // one count
+  kEveryRank,        // one count per rank
+  kEveryRankOnRoot,  // one per rank on the root, none elsewhere
+  kOneOnRoot,        // one count on the root, none elsewhere
+};
+
+inline size_t multipleOf(BufferMultiple multiple, int rank, int root, int nranks) {
+  switch (multiple) {
+    case BufferMultiple::kOne:
+      return 1;
+    case BufferMultiple::kEveryRank:
+      return static_cast<size_t>(nranks);
+    case BufferMultiple::kEveryRankOnRoot:
+      return rank == root ? static_cast<size_t>(nranks) : 0;
+    case BufferMultiple::kOneOnRoot:
+      return rank == root ? 1 : 0;
+    case BufferMultiple::kNone:
+      break;
+  }
+  return 0;
+}
+
 // Where the direct-read path (cma) is taken below COLL_DIRECT_READ_BYTES: measured per collective
 // (src/algorithms/direct_read.h says where and why), bits of CollectiveRow::cmaBelowThreshold.
 enum CmaBelowThreshold : uint8_t {
@@ -53,10 +79,10 @@ struct CollectiveRow {
   bool rooted;              // validation checks root; COLL_CHECK compares it
   bool reducing;            // validation checks op; COLL_CHECK compares it
   bool variableCounts;      // the counts are arrays (call.counts, VariableCounts)
-  // Fixed counts: how many `count`s the send and receive buffers hold on `rank` (0: the rank does
-  // not use that buffer). Variable counts leave them null: checkCounts measures the arrays.
-  size_t (*sendMultiple)(int rank, int root, int nranks);
-  size_t (*recvMultiple)(int rank, int root, int nranks);
+  // Fixed counts: how many `count`s the send and receive buffers hold on a rank (sendMultiple,
+  // recvMultiple). Variable counts leave them kNone: checkCounts measures the arrays.
+  BufferMultiple sendShape;
+  BufferMultiple recvShape;
   // Variable counts: checks the arrays (validate_counts.h) and fills call.counts' extents.
   void (*checkCounts)(const char* function, CollCall& call, int rank, int nranks);
   // Whether overlapping buffers are the in-place layout the API allows (null: never in place).
@@ -65,6 +91,9 @@ struct CollectiveRow {
   const char* checks;       // what validation checks beyond datatype and buffers, in words
   DataLayout layout;
   uint8_t cmaBelowThreshold;  // CmaBelowThreshold bits
+
+  size_t sendMultiple(int rank, int root, int nranks) const { return multipleOf(sendShape, rank, root, nranks); }
+  size_t recvMultiple(int rank, int root, int nranks) const { return multipleOf(recvShape, rank, root, nranks); }
 };
 
 // Every row, at its CollType's index.

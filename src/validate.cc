@@ -79,7 +79,8 @@ void refuseBadDatatype(const char* fn, const CollCall& c) {
 
 // The buffer rules every call with data follows: its bytes (times the larger multiple) fit in
 // size_t, a buffer it uses is not NULL, and send and receive buffers overlap only in place.
-void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+// Out of line: the usual call passes buffersPlainlyValid and never comes here.
+__attribute__((noinline)) void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
                       size_t recvMul) {
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
   if (maxMul == 0) maxMul = 1;
@@ -112,6 +113,34 @@ void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& ro
                  fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes, row.inPlace ? " or in place, " : "",
                  row.inPlaceRule);
   }
+}
+
+// Whether the call's buffers pass refuseBadBuffers' rules without a question: no overflow, no NULL
+// buffer it uses, both below the low address space's top, and apart or in place. Inline, so that
+// the usual call pays a few comparisons; anything else (high addresses, errors) goes the long way.
+inline bool buffersPlainlyValid(const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+                                size_t recvMul) {
+  size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
+  if (maxMul == 0) maxMul = 1;
+  size_t totalBytes;
+  if (__builtin_mul_overflow(c.count, c.elemSize, &totalBytes) ||
+      __builtin_mul_overflow(totalBytes, maxMul, &totalBytes))
+    return false;
+  if (c.count == 0) return true;
+  const auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
+  const auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  if ((sendMul > 0 && send == 0) || (recvMul > 0 && recv == 0)) return false;
+  const uintptr_t highest = std::max(send, recv);
+  if (highest >= kLowAddressTop || totalBytes > kLowAddressTop - highest) return false;
+  if (sendMul == 0 || recvMul == 0) return true;
+  const size_t bytes = c.count * c.elemSize;
+  const bool overlap = send < recv + bytes * recvMul && recv < send + bytes * sendMul;
+  return !overlap || (row.inPlace != nullptr && row.inPlace(c, rank));
+}
+
+void checkBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+                  size_t recvMul) {
+  if (!buffersPlainlyValid(c, row, rank, sendMul, recvMul)) refuseBadBuffers(fn, c, row, rank, sendMul, recvMul);
 }
 
 // Variable counts: the rules of refuseBadBuffers over the extents the arrays gave (call.counts).
@@ -161,7 +190,7 @@ void validatePointToPoint(const char* fn, CollCall& c, int rank, int nranks) {
     throwError(collInvalidArgument, "%s: peer %d is out of range: expected 0 <= peer < %d (the communicator's size)",
                fn, c.peer, nranks);
   const CollectiveRow& row = collectiveRow(c.type);
-  refuseBadBuffers(fn, c, row, rank, row.sendMultiple(rank, 0, nranks), row.recvMultiple(rank, 0, nranks));
+  checkBuffers(fn, c, row, rank, row.sendMultiple(rank, 0, nranks), row.recvMultiple(rank, 0, nranks));
 }
 
 }  // namespace
@@ -186,7 +215,7 @@ void validateCall(const char* fn, CollCall& c, int rank, int nranks) {
     refuseBadExtents(fn, c, row, rank);
     return;
   }
-  refuseBadBuffers(fn, c, row, rank, row.sendMultiple(rank, c.root, nranks), row.recvMultiple(rank, c.root, nranks));
+  checkBuffers(fn, c, row, rank, row.sendMultiple(rank, c.root, nranks), row.recvMultiple(rank, c.root, nranks));
 }
 
 }  // namespace coll
