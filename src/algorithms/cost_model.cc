@@ -46,7 +46,10 @@ size_t oneshotInputBytes(const CollCall& call, int nranks) {
 double pipelineUs(const CollCall& call, int n) {
   // Reduce-scatter then all-gather: per step a slot is written and read once more than the data.
   double fraction = static_cast<double>(n - 1) / n;
-  double traffic = call.type == CollType::kAllReduce ? 2 * fraction * 3.0 : fraction * 3.0;
+  // A collective that reduces every rank's whole input into every rank (all-reduce) runs both
+  // halves; the others one.
+  const bool bothHalves = reducesIntoEveryRank(collectiveRow(call.type));
+  double traffic = bothHalves ? 2 * fraction * 3.0 : fraction * 3.0;
   return kStepLatencyUs * 2 * (n - 1) + oneshotInputBytes(call, n) * traffic / kCopyBytesPerUs;
 }
 
