@@ -146,8 +146,9 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
   });
 }
 
-// The variable-count collectives: host buffers, outside a group, for now. Their arrays live on
-// the entry point's stack (VariableCounts), so the call runs before it returns.
+// The variable-count collectives: host buffers. Their arrays live on the entry point's stack
+// (VariableCounts): a call runs before it returns, or, inside a group, is queued with copies of
+// its arrays (group.cc).
 collResult_t runVariableCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
   return guarded(function, [&] {
     collComm* handle = liveComm(comm, function);
@@ -159,11 +160,7 @@ collResult_t runVariableCall(const char* function, CollCall call, collComm_t com
                  "docs/api.md)",
                  function, stream);
     refuseDeviceBuffers(function, call);
-    if (groupIsOpen())
-      throwError(collInvalidUsage,
-                 "%s inside collGroupStart/collGroupEnd: the variable-count collectives run when called, outside a "
-                 "group, for now (docs/api.md)",
-                 function);
+    if (groupEnqueueVariableIfOpen(&c, call, c.nranks())) return;
     Communicator::CallInFlight inFlight(c);
     c.run(call, nullptr);
   });

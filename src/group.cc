@@ -15,6 +15,13 @@ struct QueuedFor {
   collStream_t stream;
 };
 
+// A queued variable-count call's arrays, copied: its CollCall points at `counts`, which points
+// into the vectors (each holds nranks entries, or none where the collective has no such array).
+struct OwnedCounts {
+  VariableCounts counts;
+  std::vector<size_t> sendcounts, sdispls, recvcounts, rdispls;
+};
+
 // The queue as two parallel vectors, so that the usual group (sends and receives on one
 // communicator and stream) hands its calls to the communicator as they are, without a copy. The
 // vectors keep their capacity between groups: a send/receive loop allocates nothing after its
@@ -24,6 +31,7 @@ struct GroupState {
   std::vector<QueuedFor> queuedFor;  // per call
   std::vector<Communicator*> comms;  // scratch for groupEnd
   std::vector<CollCall> batch;       // scratch for groupEnd
+  std::vector<std::unique_ptr<OwnedCounts>> owned;  // the queued variable-count calls' arrays
 };
 
 // The thread's group: its nesting depth and its queue, in one block with a constant initializer,
@@ -113,6 +121,30 @@ bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t s
   return true;
 }
 
+bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks) {
+  GroupThread& group = tGroup;
+  if (group.depth == 0) return false;
+  GroupState& g = queueOf(group);
+  auto owned = std::make_unique<OwnedCounts>();
+  const VariableCounts& given = *call.counts;
+  auto copy = [nranks](const size_t* array, std::vector<size_t>* into) -> const size_t* {
+    if (array == nullptr) return nullptr;
+    into->assign(array, array + nranks);
+    return into->data();
+  };
+  owned->counts = given;
+  owned->counts.sendcounts = copy(given.sendcounts, &owned->sendcounts);
+  owned->counts.sdispls = copy(given.sdispls, &owned->sdispls);
+  owned->counts.recvcounts = copy(given.recvcounts, &owned->recvcounts);
+  owned->counts.rdispls = copy(given.rdispls, &owned->rdispls);
+  CollCall queued = call;
+  queued.counts = &owned->counts;
+  g.owned.push_back(std::move(owned));
+  g.calls.push_back(queued);
+  g.queuedFor.push_back({comm, nullptr});
+  return true;
+}
+
 void groupEnd() {
   GroupThread& group = tGroup;
   if (group.depth == 0) throwError(collInvalidUsage, "collGroupEnd: no matching collGroupStart on this thread");
@@ -125,6 +157,7 @@ void groupEnd() {
     ~Clear() {
       g.calls.clear();
       g.queuedFor.clear();
+      g.owned.clear();
     }
   } clear{g};
   if (g.calls.empty()) return;

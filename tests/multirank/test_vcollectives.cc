@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "guarded_memory.h"
@@ -166,12 +168,123 @@ TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
     check(collAllGatherV(s, 4, r, counts.data(), displs.data(), collInt32, comm, reinterpret_cast<collStream_t>(8)),
           {collInvalidUsage, {"collAllGatherV", "host buffers"}}, "a stream");
     collGroupStart();
-    collResult_t grouped = collAllGatherV(s, 4, r, counts.data(), displs.data(), collInt32, comm, nullptr);
+    collResult_t grouped = collAllGatherV(s, 5, r, counts.data(), displs.data(), collInt32, comm, nullptr);
     collGroupEnd();
-    check(grouped, {collInvalidUsage, {"collAllGatherV", "group"}}, "inside a group");
+    check(grouped, {collInvalidArgument, {"collAllGatherV", "sendcount 5"}}, "inside a group, refused at once");
     return out;
   });
   EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+// The three variable-count collectives queued in one group, each rank's arrays overwritten after
+// each call and before collGroupEnd (the queue must have kept copies), then every output checked
+// against values computed here, with guard zones around every buffer.
+TEST(VCollectivesInGroups, QueuedCallsKeepTheirArraysAndMatchReference) {
+  for (int nranks : {1, 2, 3, 4}) {
+    auto failures = runAsThreads(nranks, [](collComm_t comm, int rank, int n) {
+      std::vector<std::string> out;
+      auto valueOf = [](int from, size_t i, int to) { return static_cast<int32_t>(1000 * from + 10 * to + i); };
+      // AllGatherV: rank p contributes p+1 elements, packed in rank order.
+      std::vector<size_t> gatherCounts(n), gatherDispls(n);
+      size_t gathered = 0;
+      for (int p = 0; p < n; ++p) {
+        gatherCounts[p] = static_cast<size_t>(p) + 1;
+        gatherDispls[p] = gathered;
+        gathered += gatherCounts[p];
+      }
+      GuardedMemory gatherSend(gatherCounts[rank] * 4), gatherRecv(gathered * 4);
+      auto* gs = reinterpret_cast<int32_t*>(gatherSend.data());
+      for (size_t i = 0; i < gatherCounts[rank]; ++i) gs[i] = valueOf(rank, i, 0);
+      poison(gatherRecv.data(), gatherRecv.bytes());
+      // ReduceScatterV: block p holds p+2 elements; every rank sends every block.
+      std::vector<size_t> blockCounts(n);
+      size_t total = 0, myOffset = 0;
+      for (int p = 0; p < n; ++p) {
+        blockCounts[p] = static_cast<size_t>(p) + 2;
+        if (p < rank) myOffset += blockCounts[p];
+        total += blockCounts[p];
+      }
+      GuardedMemory reduceSend(total * 4), reduceRecv(blockCounts[rank] * 4);
+      auto* rs = reinterpret_cast<int32_t*>(reduceSend.data());
+      for (size_t i = 0; i < total; ++i) rs[i] = valueOf(rank, i, 1);
+      poison(reduceRecv.data(), reduceRecv.bytes());
+      // AllToAllV: rank f sends rank t f+t+1 elements, packed in rank order on both sides.
+      std::vector<size_t> sendCounts(n), sendDispls(n), recvCounts(n), recvDispls(n);
+      size_t sent = 0, received = 0;
+      for (int p = 0; p < n; ++p) {
+        sendCounts[p] = static_cast<size_t>(rank + p) + 1;
+        sendDispls[p] = sent;
+        sent += sendCounts[p];
+        recvCounts[p] = static_cast<size_t>(p + rank) + 1;
+        recvDispls[p] = received;
+        received += recvCounts[p];
+      }
+      GuardedMemory a2aSend(sent * 4), a2aRecv(received * 4);
+      auto* as = reinterpret_cast<int32_t*>(a2aSend.data());
+      for (int t = 0; t < n; ++t)
+        for (size_t i = 0; i < sendCounts[t]; ++i) as[sendDispls[t] + i] = valueOf(rank, i, t);
+      poison(a2aRecv.data(), a2aRecv.bytes());
+
+      auto scribble = [](std::vector<size_t>* v) { std::fill(v->begin(), v->end(), size_t{7777777}); };
+      collResult_t rcs[4];
+      rcs[0] = collGroupStart();
+      rcs[1] = collAllGatherV(gs, gatherCounts[rank], gatherRecv.data(), gatherCounts.data(), gatherDispls.data(),
+                              collInt32, comm, nullptr);
+      scribble(&gatherCounts);
+      scribble(&gatherDispls);
+      rcs[2] = collReduceScatterV(rs, reduceRecv.data(), blockCounts.data(), collInt32, collSum, comm, nullptr);
+      const std::vector<size_t> blocks = blockCounts;
+      scribble(&blockCounts);
+      rcs[3] = collAllToAllV(as, sendCounts.data(), sendDispls.data(), a2aRecv.data(), recvCounts.data(),
+                             recvDispls.data(), collInt32, comm, nullptr);
+      const std::vector<size_t> fromCounts = recvCounts, fromDispls = recvDispls;
+      for (auto* v : {&sendCounts, &sendDispls, &recvCounts, &recvDispls}) scribble(v);
+      const collResult_t ended = collGroupEnd();
+      const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(n) + ": ";
+      for (collResult_t rc : rcs)
+        if (rc != collSuccess) out.push_back(who + "a call in the group returned " + collGetErrorString(rc));
+      if (ended != collSuccess) {
+        out.push_back(who + "collGroupEnd returned " + collGetErrorString(ended) + ": " + collGetLastError(comm));
+        return out;
+      }
+      const auto* gr = reinterpret_cast<const int32_t*>(gatherRecv.data());
+      for (int p = 0, at = 0; p < n; ++p)
+        for (int i = 0; i <= p; ++i, ++at)
+          if (gr[at] != valueOf(p, i, 0)) {
+            out.push_back(who + "all-gather element " + std::to_string(at) + " is " + std::to_string(gr[at]));
+            p = n;
+            break;
+          }
+      const auto* rr = reinterpret_cast<const int32_t*>(reduceRecv.data());
+      for (size_t i = 0; i < blocks[rank]; ++i) {
+        int64_t want = 0;
+        for (int p = 0; p < n; ++p) want += valueOf(p, myOffset + i, 1);
+        if (rr[i] != want) {
+          out.push_back(who + "reduce-scatter element " + std::to_string(i) + " is " + std::to_string(rr[i]) +
+                        ", expected " + std::to_string(want));
+          break;
+        }
+      }
+      const auto* ar = reinterpret_cast<const int32_t*>(a2aRecv.data());
+      for (int f = 0; f < n; ++f)
+        for (size_t i = 0; i < fromCounts[f]; ++i)
+          if (ar[fromDispls[f] + i] != valueOf(f, i, rank)) {
+            out.push_back(who + "all-to-all element " + std::to_string(i) + " from rank " + std::to_string(f) +
+                          " is " + std::to_string(ar[fromDispls[f] + i]));
+            f = n;
+            break;
+          }
+      const std::pair<const GuardedMemory*, const char*> buffers[] = {
+          {&gatherSend, "all-gather send"}, {&gatherRecv, "all-gather receive"}, {&reduceSend, "reduce-scatter send"},
+          {&reduceRecv, "reduce-scatter receive"}, {&a2aSend, "all-to-all send"}, {&a2aRecv, "all-to-all receive"}};
+      for (const auto& [buffer, name] : buffers) {
+        const std::string damage = buffer->damage(name);
+        if (!damage.empty()) out.push_back(who + damage);
+      }
+      return out;
+    });
+    EXPECT_TRUE(failures.empty()) << nranks << " ranks: " << joinFailures(failures);
+  }
 }
 
 // Ranks that pass different recvcounts: the call fails (the tags or the slice sizes differ) and no
