@@ -122,9 +122,7 @@ bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t s
 }
 
 bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks) {
-  GroupThread& group = tGroup;
-  if (group.depth == 0) return false;
-  GroupState& g = queueOf(group);
+  if (tGroup.depth == 0) return false;
   auto owned = std::make_unique<OwnedCounts>();
   const VariableCounts& given = *call.counts;
   auto copy = [nranks](const size_t* array, std::vector<size_t>* into) -> const size_t* {
@@ -139,10 +137,8 @@ bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nr
   owned->counts.rdispls = copy(given.rdispls, &owned->rdispls);
   CollCall queued = call;
   queued.counts = &owned->counts;
-  g.owned.push_back(std::move(owned));
-  g.calls.push_back(queued);
-  g.queuedFor.push_back({comm, nullptr});
-  return true;
+  queueOf(tGroup).owned.push_back(std::move(owned));
+  return groupEnqueueIfOpen(comm, queued, nullptr);
 }
 
 void groupEnd() {
