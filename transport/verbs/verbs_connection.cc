@@ -39,8 +39,12 @@ uint8_t* VerbsSendConnection::nextSlot() const {
 
 void* VerbsSendConnection::tryAcquire() {
   std::lock_guard<std::mutex> lock(link_.mutex());
-  link_.pollLocked();
+  // The credit first, then the completions: a landing offer the receiver made before it released
+  // a slot reached us before that credit did, so polling afterwards sees the offer before the slot
+  // the credit frees is written (polling first, an offer and a credit landing in between sent that
+  // slice to the slot).
   const uint64_t released = __atomic_load_n(peer_.creditIn, __ATOMIC_ACQUIRE);
+  link_.pollLocked();
   // A credit beyond what was posted is a peer gone wrong; the domain's health check reports it.
   if (released > peer_.posted || peer_.posted - released >= static_cast<uint64_t>(link_.depth())) return nullptr;
   const uint32_t slot = static_cast<uint32_t>(peer_.posted % link_.depth());
