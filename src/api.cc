@@ -146,23 +146,27 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
   });
 }
 
-// The variable-count collectives: host buffers. Their arrays live on the entry point's stack
-// (VariableCounts): a call runs before it returns, or, inside a group, is queued with copies of
-// its arrays (group.cc).
+// The variable-count collectives, as runCall. Their arrays live on the entry point's stack
+// (VariableCounts): a call runs (or, with a stream, is planned and enqueued) before it returns,
+// or, inside a group, is queued with copies of its arrays (group.cc).
 collResult_t runVariableCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
   return guarded(function, [&] {
     collComm* handle = liveComm(comm, function);
     Communicator& c = *handle->impl;
     validateCall(function, call, c.rank(), c.nranks());
-    if (stream != nullptr)
-      throwError(collInvalidUsage,
-                 "%s: stream %p given: the variable-count collectives take host buffers for now (stream NULL; "
-                 "docs/api.md)",
-                 function, stream);
-    refuseDeviceBuffers(function, call);
-    if (groupEnqueueVariableIfOpen(&c, call, c.nranks())) return;
-    Communicator::CallInFlight inFlight(c);
-    c.run(call, nullptr);
+    auto queueOrRun = [&] {
+      if (groupEnqueueVariableIfOpen(&c, call, c.nranks(), stream)) return;
+      Communicator::CallInFlight inFlight(c);
+      c.run(call, stream);
+    };
+    if (stream == nullptr) {
+      refuseDeviceBuffers(function, call);
+      queueOrRun();
+      return;
+    }
+    Communicator::CallInFlight settingUp(c);
+    c.engineFor(stream);
+    queueOrRun();
   });
 }
 

@@ -28,9 +28,9 @@ struct OwnedCounts {
 // first round.
 struct GroupState {
   std::vector<CollCall> calls;
-  std::vector<QueuedFor> queuedFor;  // per call
-  std::vector<Communicator*> comms;  // scratch for groupEnd
-  std::vector<CollCall> batch;       // scratch for groupEnd
+  std::vector<QueuedFor> queuedFor;                 // per call
+  std::vector<Communicator*> comms;                 // scratch for groupEnd
+  std::vector<CollCall> batch;                      // scratch for groupEnd
   std::vector<std::unique_ptr<OwnedCounts>> owned;  // the queued variable-count calls' arrays
 };
 
@@ -121,7 +121,7 @@ bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t s
   return true;
 }
 
-bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks) {
+bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks, collStream_t stream) {
   if (tGroup.depth == 0) return false;
   auto owned = std::make_unique<OwnedCounts>();
   const VariableCounts& given = *call.counts;
@@ -138,7 +138,7 @@ bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nr
   CollCall queued = call;
   queued.counts = &owned->counts;
   queueOf(tGroup).owned.push_back(std::move(owned));
-  return groupEnqueueIfOpen(comm, queued, nullptr);
+  return groupEnqueueIfOpen(comm, queued, stream);
 }
 
 void groupEnd() {

@@ -14,10 +14,10 @@ void groupStart();
 // true; outside one, returns false and the caller runs the call. One function for both, since the
 // queue is thread-local and every lookup of it shows on an 8-byte send.
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream);
-// The same for a variable-count collective (host memory): the queue keeps copies of the call's
-// count arrays (nranks entries each), since the caller's may be gone or changed by collGroupEnd.
-// Apart from groupEnqueueIfOpen so that a send's path stays as it is.
-bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks);
+// The same for a variable-count collective: the queue keeps copies of the call's count arrays
+// (nranks entries each), since the caller's may be gone or changed by collGroupEnd. Apart from
+// groupEnqueueIfOpen so that a send's path stays as it is.
+bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks, collStream_t stream);
 // Leaves one level; at the outermost level runs the queued calls (throws the first error).
 void groupEnd();
 // Whether this thread is between collGroupStart and its collGroupEnd.

@@ -27,7 +27,8 @@
 #   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
 #   GPU_CHECK_STEPS  a comma-separated list of the steps to run, the others SKIPPED (default: all):
-#               host api faults progress staged collectives sanitizer bench mps perf nccl torch direct rdma
+#               host api faults progress staged collectives vcollectives sanitizer bench mps perf nccl torch
+#               direct rdma
 #               (a short device lease spent on what changed since the last full run)
 #   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
 #               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
@@ -330,6 +331,26 @@ else
     row "collectives $mode ${n%:}" "$result" "$cases cases, $secs"
   done < <(grep '^RESULT gpu_collectives' "$LOG_DIR/collectives.log" | tr -d ',()' | sed 's/ cases//')
   [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives.log" | head -20
+fi
+
+# 3b. The variable-count collectives with a stream (tests/cuda/gpu_vcollectives.cc): the host
+# suite's cases on device memory, threads and processes on one GPU, then staged over sockets and
+# in two COLL_HOSTID hosts (--quick: float32 cases only).
+if ! chosen vcollectives; then
+  not_chosen "variable-count collectives"
+elif [[ ! -x $bin/gpu_vcollectives ]]; then
+  row "variable-count collectives" SKIPPED "gpu_vcollectives not built"
+else
+  vfilter=()
+  [[ $quick == 1 ]] && vfilter=(--filter float32)
+  step 150 "$LOG_DIR/vcollectives.log" "$bin/gpu_vcollectives" --ranks 2,3 "${vfilter[@]}"
+  results_row "variable-count collectives, one GPU" $? "$LOG_DIR/vcollectives.log" gpu_vcollectives
+  step 120 "$LOG_DIR/vcollectives_staged.log" env COLL_TRANSPORTS=^shm,p2p "$bin/gpu_vcollectives" --ranks 3 \
+    --modes processes "${vfilter[@]}"
+  results_row "variable-count collectives, staged" $? "$LOG_DIR/vcollectives_staged.log" gpu_vcollectives
+  step 120 "$LOG_DIR/vcollectives_hosts.log" "$bin/gpu_vcollectives" --ranks 4 --modes processes --hosts 2 \
+    "${vfilter[@]}"
+  results_row "variable-count collectives, 2 hosts" $? "$LOG_DIR/vcollectives_hosts.log" gpu_vcollectives
 fi
 
 # 4. compute-sanitizer: processes (serialized mode never has a kernel wait on another's, so it

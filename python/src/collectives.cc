@@ -88,7 +88,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
     collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
     std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));
     TORCH_CHECK(!device, "collective backend: allgather: outputs of different sizes take CPU tensors for now ",
-                "(the library's collAllGatherV takes host memory)");
+                "(collAllGatherV on device memory has not run on a GPU yet)");
     auto counts = std::make_shared<std::vector<size_t>>(), displs = std::make_shared<std::vector<size_t>>();
     size_t total = 0;
     for (const at::Tensor& output : outputs) {

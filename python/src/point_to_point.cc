@@ -173,9 +173,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor&
   std::vector<Segment> sends = splitAlongRows(in, inputBuffer, inputSplitSizes, ranks, "input");
   std::vector<Segment> recvs = splitAlongRows(out, outputBuffer, outputSplitSizes, ranks, "output");
   if (!device) {
-    // Host memory: one collAllToAllV, which checks every pair's count as it moves the bytes. The
-    // library's variable-count calls take host memory only for now, so device tensors still go
-    // through grouped sends and receives below.
+    // Host memory: one collAllToAllV, which checks every pair's count as it moves the bytes.
+    // Device tensors still go through grouped sends and receives below: the library's
+    // variable-count calls on device memory have not run on a GPU yet (docs/cuda.md).
     auto counts = std::make_shared<VariableCounts>();
     const size_t elementSize = inputBuffer.element_size();
     countsOf(sends, in, elementSize, &counts->sendcounts, &counts->sdispls);

@@ -17,7 +17,9 @@ namespace coll {
 constexpr size_t kLLMaxBytes = 64 << 10;
 
 // The larger of what this call reads and writes per rank, in bytes (gather-like calls count the
-// full nranks-sized buffer: the collective's row says which, DataLayout::largestPerRank).
+// full nranks-sized buffer: the collective's row says which, DataLayout::largestPerRank). The same
+// on every rank: a variable-count call counts the sum its ranks agree on, or SIZE_MAX where they
+// agree on none (all-to-all).
 size_t deviceCallBytes(const CollCall& call, int nranks);
 
 // kernelsConcurrent: the ranks' kernels are guaranteed to run at the same time (ranks are threads

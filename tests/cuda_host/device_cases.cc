@@ -215,12 +215,18 @@ std::string runDeviceCase(const DeviceCase& c, device::ChannelGeometry (*geometr
     if (problem.empty()) problem = checkLaunches(programs.back(), c.mode);
     if (!problem.empty()) return c.describe() + ": rank " + std::to_string(r) + ": " + problem;
   }
+  return simulateAndCompare(c.describe(), programs, memory, expected, seed);
+}
+
+std::string simulateAndCompare(const std::string& what, const std::vector<DeviceProgram>& programs,
+                               std::vector<RankMemory>& memory, const std::vector<std::vector<double>>& expected,
+                               unsigned seed) {
   const SimResult result = simulate(programs, memory, seed);
-  if (!result.ok) return c.describe() + " seed " + std::to_string(seed) + ": " + result.error;
-  for (int r = 0; r < c.nranks; ++r)
+  if (!result.ok) return what + " seed " + std::to_string(seed) + ": " + result.error;
+  for (size_t r = 0; r < memory.size(); ++r)
     for (size_t i = 0; i < expected[r].size(); ++i)
       if (memory[r].mem[i] != expected[r][i])
-        return c.describe() + " seed " + std::to_string(seed) + ": rank " + std::to_string(r) + " element " +
+        return what + " seed " + std::to_string(seed) + ": rank " + std::to_string(r) + " element " +
                std::to_string(i) + " is " + std::to_string(memory[r].mem[i]) + ", expected " +
                std::to_string(expected[r][i]) + " (send buffer at " + std::to_string(memory[r].sendIndex) +
                ", receive buffer at " + std::to_string(memory[r].recvIndex) + ")";

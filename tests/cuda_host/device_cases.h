@@ -41,6 +41,19 @@ CollCall callOf(const DeviceCase& c, const RankMemory& memory, int rank);
 // What every rank's memory must hold afterwards.
 std::vector<std::vector<double>> expectedMemory(const DeviceCase& c, const std::vector<RankMemory>& initial);
 
+// 4 (LL) and 12 (Simple: 3 lanes) doubles per slice, 4 slots: a step is 2 slices, so small counts
+// span many slices, steps and pipeline loops.
+inline device::ChannelGeometry smallGeometry(device::Protocol protocol) {
+  if (protocol == device::Protocol::kLL) return {device::Protocol::kLL, 1, 32, 4, 512};
+  return {device::Protocol::kSimple, 3, 32, 4, 512};
+}
+
+// Runs every rank's program in the simulator with `seed` and compares each rank's memory with
+// `expected`. Returns "" or what went wrong, beginning with `what`.
+std::string simulateAndCompare(const std::string& what, const std::vector<DeviceProgram>& programs,
+                               std::vector<RankMemory>& memory, const std::vector<std::vector<double>>& expected,
+                               unsigned seed);
+
 // Plans every rank's program with `geometryOf`, runs them in the simulator with `seed`, and
 // compares the memory images. Returns "" or what went wrong.
 std::string runDeviceCase(const DeviceCase& c, device::ChannelGeometry (*geometryOf)(device::Protocol), unsigned seed);

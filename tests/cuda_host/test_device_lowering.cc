@@ -19,12 +19,6 @@ namespace coll {
 namespace devsim {
 namespace {
 
-// 4 (LL) and 12 (Simple: 3 lanes) doubles per slice, 4 slots: a step is 2 slices.
-device::ChannelGeometry smallGeometry(device::Protocol protocol) {
-  if (protocol == device::Protocol::kLL) return {device::Protocol::kLL, 1, 32, 4, 512};
-  return {device::Protocol::kSimple, 3, 32, 4, 512};
-}
-
 const CollType kCollectives[] = {CollType::kAllReduce, CollType::kBroadcast,     CollType::kReduce,
                                  CollType::kAllGather, CollType::kReduceScatter, CollType::kGather,
                                  CollType::kScatter,   CollType::kAllToAll,      CollType::kBarrier};

@@ -1,6 +1,7 @@
 // The device protocol choice (src/plan/protocol.h) and COLL_PROTO's parsing (src/params.h).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,14 +47,24 @@ TEST(DeviceProtocol, EveryCollectiveCountsItsLargestBuffer) {
   // Written out per collective, apart from the table the code reads: a block per rank for the
   // gather-like calls, one block for the others, nothing for the barrier.
   const std::vector<std::pair<CollType, size_t>> blocks = {
-      {CollType::kAllReduce, 1},  {CollType::kBroadcast, 1},  {CollType::kReduce, 1},
-      {CollType::kAllGather, 8},  {CollType::kReduceScatter, 8}, {CollType::kGather, 8},
-      {CollType::kScatter, 8},    {CollType::kAllToAll, 8},   {CollType::kBarrier, 0},
-      {CollType::kSend, 1},       {CollType::kRecv, 1},       {CollType::kAllGatherV, 1},
+      {CollType::kAllReduce, 1},      {CollType::kBroadcast, 1}, {CollType::kReduce, 1},  {CollType::kAllGather, 8},
+      {CollType::kReduceScatter, 8},  {CollType::kGather, 8},    {CollType::kScatter, 8}, {CollType::kAllToAll, 8},
+      {CollType::kBarrier, 0},        {CollType::kSend, 1},      {CollType::kRecv, 1},    {CollType::kAllGatherV, 1},
       {CollType::kReduceScatterV, 1}, {CollType::kAllToAllV, 1}};
   EXPECT_EQ(blocks.size(), static_cast<size_t>(CollType::kCount));
   for (const auto& [type, multiple] : blocks)
     EXPECT_EQ(deviceCallBytes(call(type, 100, 4), 8), 400 * multiple) << static_cast<int>(type);
+}
+
+TEST(DeviceProtocol, VariableCountCallsChooseWhatEveryRankChooses) {
+  // An all-gather's or reduce-scatter's count is the sum every rank agrees on; an all-to-all's
+  // ranks agree on no size (its count is 0 on every rank), so it takes Simple whatever it moves.
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllGatherV, 100, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kLL);
+  EXPECT_EQ(chooseProtocol(call(CollType::kReduceScatterV, 1 << 20, 4), 8, true, ProtoChoice::kAuto),
+            device::Protocol::kSimple);
+  EXPECT_EQ(deviceCallBytes(call(CollType::kAllToAllV, 0, 4), 8), SIZE_MAX);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllToAllV, 0, 4), 8, true, ProtoChoice::kAuto), device::Protocol::kSimple);
+  EXPECT_EQ(chooseProtocol(call(CollType::kAllToAllV, 0, 4), 8, true, ProtoChoice::kLL), device::Protocol::kLL);
 }
 
 TEST(DeviceProtocol, ByteTransfersFollowTheSameLimit) {

@@ -44,6 +44,7 @@ const char kReason[] = "no CUDA device: ";
 TEST_F(DeviceRefusal, EveryCollectiveWithAStreamIsRefusedByName) {
   SKIP_WITH_A_GPU();
   float in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
+  const size_t counts[1] = {4}, displs[1] = {0};
   struct {
     const char* name;
     collResult_t rc;
@@ -55,6 +56,9 @@ TEST_F(DeviceRefusal, EveryCollectiveWithAStreamIsRefusedByName) {
       {"collReduceScatter", collReduceScatter(in, out, 4, collFloat, collSum, comm_, fakeStream())},
       {"collSend", collSend(in, 4, collFloat, 0, comm_, fakeStream())},
       {"collRecv", collRecv(out, 4, collFloat, 0, comm_, fakeStream())},
+      {"collAllGatherV", collAllGatherV(in, 4, out, counts, displs, collFloat, comm_, fakeStream())},
+      {"collReduceScatterV", collReduceScatterV(in, out, counts, collFloat, collSum, comm_, fakeStream())},
+      {"collAllToAllV", collAllToAllV(in, counts, displs, out, counts, displs, collFloat, comm_, fakeStream())},
       {"collBarrier", collBarrier(comm_, fakeStream())},
   };
   for (const auto& c : calls) {

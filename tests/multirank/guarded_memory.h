@@ -19,6 +19,10 @@ class GuardedMemory {
 
   uint8_t* data() { return data_; }
   size_t bytes() const { return bytes_; }
+  // The whole mapping, guards included: what a copy of the buffer elsewhere (device memory) takes
+  // so that writes past the buffer there land in guards too.
+  uint8_t* region() { return map_; }
+  size_t regionBytes() const { return mapBytes_; }
   // Whether both guards still hold the poison they were given.
   bool intact() const;
   // "" when intact, else which guard was written and how far from the buffer: "wrote 400000

@@ -64,16 +64,17 @@ void expectGapsUntouched(Checker& check, const uint8_t* base, const std::vector<
     }
 }
 
-collResult_t issue(collComm_t comm, const VCase& c, const VLayout& l, const void* send, void* recv, int rank) {
+collResult_t issue(collComm_t comm, const VCase& c, const VLayout& l, const void* send, void* recv, int rank,
+                   collStream_t stream) {
   switch (c.coll) {
     case VColl::kAllGatherV:
       return collAllGatherV(send, l.recvcounts[rank], recv, l.recvcounts.data(), l.rdispls.data(), c.type, comm,
-                            nullptr);
+                            stream);
     case VColl::kReduceScatterV:
-      return collReduceScatterV(send, recv, l.recvcounts.data(), c.type, c.op, comm, nullptr);
+      return collReduceScatterV(send, recv, l.recvcounts.data(), c.type, c.op, comm, stream);
     case VColl::kAllToAllV:
       return collAllToAllV(send, l.sendcounts.data(), l.sdispls.data(), recv, l.recvcounts.data(), l.rdispls.data(),
-                           c.type, comm, nullptr);
+                           c.type, comm, stream);
   }
   return collInternalError;
 }
@@ -139,7 +140,7 @@ VLayout layoutOf(const VCase& c, int rank, int n) {
   return l;
 }
 
-std::string runVCase(collComm_t comm, int rank, int n, const VCase& c) {
+std::string runVCase(collComm_t comm, int rank, int n, const VCase& c, VCaseMemory* memory) {
   const size_t es = typeSize(c.type);
   const VLayout l = layoutOf(c, rank, n);
   // Misaligned on purpose: the kernels must not assume more than the element's alignment.
@@ -165,7 +166,11 @@ std::string runVCase(collComm_t comm, int rank, int n, const VCase& c) {
         for (size_t i = 0; i < l.sendcounts[p]; ++i) storeValue(send, l.sdispls[p] + i, c.type, moved(rank, p, i));
       break;
   }
-  collResult_t rc = issue(comm, c, l, send, recv, rank);
+  const VCaseMemory::Issue call = [&](const void* s, void* r, collStream_t stream) {
+    return issue(comm, c, l, s, r, rank, stream);
+  };
+  const collResult_t rc =
+      memory != nullptr ? memory->run(sendMem, recvMem, send, recv, call) : call(send, recv, nullptr);
   if (rc != collSuccess) return std::string("call failed: ") + collGetErrorString(rc) + ": " + collGetLastError(comm);
   switch (c.coll) {
     case VColl::kAllGatherV:

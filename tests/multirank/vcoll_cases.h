@@ -5,10 +5,12 @@
 // checked untouched.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "collective.h"
+#include "guarded_memory.h"
 
 namespace colltest {
 
@@ -46,9 +48,22 @@ VLayout layoutOf(const VCase& c, int rank, int nranks);
 size_t pairCount(const VCase& c, int from, int to, int nranks);
 size_t blockCount(const VCase& c, int of, int nranks);
 
+// Where a case's buffers are while its call runs: host memory, as they are, when none is given.
+// Device memory (tests/cuda/gpu_vcollectives.cc): each guarded buffer is copied whole, guards
+// included, the call issued on the copies with a stream, and the copies brought back, so that the
+// same checks read what the device wrote, in and around the buffers.
+class VCaseMemory {
+ public:
+  using Issue = std::function<collResult_t(const void* send, void* recv, collStream_t stream)>;
+  virtual ~VCaseMemory() = default;
+  // `send` and `recv` lie in the regions of sendMem or recvMem (in place: both in one).
+  virtual collResult_t run(GuardedMemory& sendMem, GuardedMemory& recvMem, const uint8_t* send, uint8_t* recv,
+                           const Issue& issue) = 0;
+};
+
 // Runs one case on this rank: "" when every output element, every gap and every guard is as
 // expected, else what is wrong.
-std::string runVCase(collComm_t comm, int rank, int nranks, const VCase& c);
+std::string runVCase(collComm_t comm, int rank, int nranks, const VCase& c, VCaseMemory* memory = nullptr);
 
 // Every collective x datatype x shape x placement x in place, every op for ReduceScatterV on a few
 // shapes, and large counts for a few datatypes.
