@@ -90,6 +90,9 @@ struct DomainUsage {
 // The count of slices received straight into the caller's memory, with no staging copy (a socket
 // frame read into place, a single-copy read from a local peer; transport.h, offerLanding).
 constexpr const char* kReceivedInPlace = "slices received in place";
+// The count of reads straight from a local sender's buffer (single copies, cross-memory attach),
+// into place or into the slot.
+constexpr const char* kSingleCopyReads = "single-copy reads";
 
 // "shm: 2 FIFOs; sends to 1, receives from 3" for logs.
 std::string describeUsage(const char* domainName, const DomainUsage& usage);

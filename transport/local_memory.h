@@ -76,6 +76,9 @@ struct alignas(64) NativeArea {
   static constexpr uint8_t kSendByFifo = 1;
   static constexpr uint8_t kSendBySingleCopy = 2;
   alignas(64) std::atomic<uint8_t> largeSendPlans[kSendPlanClasses] = {};
+  // The same for the pairs of a variable-count all-to-all, chosen apart: its time is the whole
+  // exchange's, not one send's.
+  alignas(64) std::atomic<uint8_t> largeExchangePlans[kSendPlanClasses] = {};
   // Receive from any source (collRecvAny): how many host-memory sends this rank has started to
   // each rank, written by this rank alone as each send starts. A receiver compares a sender's
   // count with the messages it has taken from it: a collective's bytes share the FIFO between two

@@ -80,6 +80,16 @@ void HostEngine::runSchedule(const CollCall& call, const Schedule& schedule, Pro
     buffers.sendBytes = sendElems * call.elemSize;
     buffers.recvBytes = recvElems * call.elemSize;
   }
+  // A variable-count all-to-all's pairs exchange in one batch, every send beside its pair's
+  // receive, as in a group that sends and receives: its sends may go by a single copy, each as
+  // its own size says (the receiver follows whatever each slot carries).
+  if (call.type == CollType::kAllToAllV) {
+    size_t largestSend = 0;
+    for (int p = 0; p < args_.nranks; ++p)
+      if (p != args_.rank) largestSend = std::max(largestSend, call.counts->sendcounts[p] * call.elemSize);
+    runWithSingleCopies(schedule, buffers, largestSend, exchangeSends_, waiter);
+    return;
+  }
   executor_.run(schedule, buffers, waiter);
 }
 
@@ -97,17 +107,28 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   buffers.elemSize = 1;
   buffers.nranks = args_.nranks;
   size_t largestSend = 0;
+  bool receives = false;
   for (const CollCall& call : calls) {
-    buffers.singleCopySends = buffers.singleCopySends || call.type == CollType::kRecv;
+    receives = receives || call.type == CollType::kRecv;
     if (call.type == CollType::kSend) largestSend = std::max(largestSend, call.count * call.elemSize);
   }
-  const bool aboveTheWindow =
-      buffers.singleCopySends && args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
+  // A group of sends alone stays eager: it may return before any receiver arrives.
+  if (!receives) {
+    executor_.run(schedule, buffers, waiter);
+    return;
+  }
+  runWithSingleCopies(schedule, buffers, largestSend, pointToPointSends_, waiter);
+}
+
+void HostEngine::runWithSingleCopies(const Schedule& schedule, ExecBuffers& buffers, size_t largestSend,
+                                     LargeSends& large, ProgressWaiter& waiter) {
+  buffers.singleCopySends = true;
+  const bool aboveTheWindow = args_.pointToPointSingleCopyMax > 0 && largestSend > args_.pointToPointSingleCopyMax;
   if (!aboveTheWindow) {
     executor_.run(schedule, buffers, waiter);
     return;
   }
-  std::atomic<uint8_t>* hostPlan = hostSendPlan(largestSend);
+  std::atomic<uint8_t>* hostPlan = hostSendPlan(large, largestSend);
   if (args_.pointToPointRankZeroChooses && (hostPlan == nullptr || args_.rank != 0)) {
     // The way rank 0 sends now (a single copy until it has chosen); with no memory that every
     // rank shares, a single copy.
@@ -119,7 +140,7 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   // The FIFO (kDirect: copied into the slots and out) or a single copy (kDirectRead: read
   // straight from this rank's buffer), timed here and chosen by this rank alone, or by rank 0 for
   // every rank of a crowded host.
-  const Algo chosen = pointToPointTuner_.choose(largestSend, Algo::kDirect, Algo::kDirectRead);
+  const Algo chosen = large.tuner.choose(largestSend, Algo::kDirect, Algo::kDirectRead);
   buffers.singleCopyLarge = chosen == Algo::kDirectRead;
   if (hostPlan != nullptr) {
     const uint8_t plan =
@@ -128,7 +149,7 @@ void HostEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_
   }
   const int64_t start = monotonicNs();
   executor_.run(schedule, buffers, waiter);
-  pointToPointTuner_.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
+  large.tuner.record(largestSend, chosen, (monotonicNs() - start) * 1e-9);
 }
 
 void HostEngine::waitUntil(const char* what, const std::function<bool()>& ready) {
@@ -136,10 +157,10 @@ void HostEngine::waitUntil(const char* what, const std::function<bool()>& ready)
   while (!ready()) waiter.idle();
 }
 
-std::atomic<uint8_t>* HostEngine::hostSendPlan(size_t bytes) const {
+std::atomic<uint8_t>* HostEngine::hostSendPlan(const LargeSends& large, size_t bytes) const {
   if (!args_.pointToPointRankZeroChooses || args_.localMemory == nullptr) return nullptr;
   static_assert(PlanTuner::kSizeClasses == transport::NativeArea::kSendPlanClasses, "one plan per size class");
-  return &args_.localMemory->area(0)->largeSendPlans[PlanTuner::sizeClassOf(bytes)];
+  return &(args_.localMemory->area(0)->*large.plans)[PlanTuner::sizeClassOf(bytes)];
 }
 
 }  // namespace coll

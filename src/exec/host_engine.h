@@ -70,6 +70,18 @@ class HostEngine : public Engine {
   ProgressWaiter makeWaiter(const char* what, bool collective) const;
   void runSchedule(const CollCall& call, const Schedule& schedule, ProgressWaiter& waiter);
 
+  // How sends past the single-copy window go, for one kind of batch whose sends each have their
+  // receive beside them: its own tuner, and where rank 0's choice lies on a crowded host.
+  struct LargeSends {
+    PlanTuner tuner;
+    std::atomic<uint8_t> (transport::NativeArea::*plans)[transport::NativeArea::kSendPlanClasses];
+  };
+  // Runs `schedule` with single-copy sends (buffers.singleCopySends), choosing for sends past the
+  // window (largestSend above pointToPointSingleCopyMax) the FIFO or a single copy: rank 0's
+  // choice where ranks outnumber cores, else this rank's measurement, which this call adds to.
+  void runWithSingleCopies(const Schedule& schedule, ExecBuffers& buffers, size_t largestSend, LargeSends& large,
+                           ProgressWaiter& waiter);
+
   Schedule pointToPointSchedule_;  // reused by every point-to-point call (its capacity stays)
 
   HostEngineArgs args_;
@@ -80,12 +92,14 @@ class HostEngine : public Engine {
   std::function<void()> collectiveHealthCheck_;
   HostPlanner planner_;
   Executor executor_;
-  // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax): the
-  // receiver follows whatever each slot carries, so no rank needs to agree with another for
-  // correctness; where ranks outnumber cores they agree for speed (pointToPointRankZeroChooses).
-  PlanTuner pointToPointTuner_;
+  // This rank's own choice for large point-to-point sends (pointToPointSingleCopyMax), and for
+  // the pairs of a variable-count all-to-all: the receiver follows whatever each slot carries, so
+  // no rank needs to agree with another for correctness; where ranks outnumber cores they agree
+  // for speed (pointToPointRankZeroChooses).
+  LargeSends pointToPointSends_{{}, &transport::NativeArea::largeSendPlans};
+  LargeSends exchangeSends_{{}, &transport::NativeArea::largeExchangePlans};
   // Where rank 0's choice for large sends of `bytes` lies (pointToPointRankZeroChooses), or null.
-  std::atomic<uint8_t>* hostSendPlan(size_t bytes) const;
+  std::atomic<uint8_t>* hostSendPlan(const LargeSends& large, size_t bytes) const;
 };
 
 }  // namespace coll

@@ -14,7 +14,10 @@
 #include "guarded_memory.h"
 #include "rank_launcher.h"
 #include "reference.h"
+#include "src/api_internal.h"
+#include "src/comm.h"
 #include "test_env.h"
+#include "transport/domain.h"
 #include "vcoll_cases.h"
 
 namespace colltest {
@@ -267,14 +270,15 @@ TEST(VCollectivesInGroups, QueuedCallsKeepTheirArraysAndMatchReference) {
       for (int f = 0; f < n; ++f)
         for (size_t i = 0; i < fromCounts[f]; ++i)
           if (ar[fromDispls[f] + i] != valueOf(f, i, rank)) {
-            out.push_back(who + "all-to-all element " + std::to_string(i) + " from rank " + std::to_string(f) +
-                          " is " + std::to_string(ar[fromDispls[f] + i]));
+            out.push_back(who + "all-to-all element " + std::to_string(i) + " from rank " + std::to_string(f) + " is " +
+                          std::to_string(ar[fromDispls[f] + i]));
             f = n;
             break;
           }
       const std::pair<const GuardedMemory*, const char*> buffers[] = {
-          {&gatherSend, "all-gather send"}, {&gatherRecv, "all-gather receive"}, {&reduceSend, "reduce-scatter send"},
-          {&reduceRecv, "reduce-scatter receive"}, {&a2aSend, "all-to-all send"}, {&a2aRecv, "all-to-all receive"}};
+          {&gatherSend, "all-gather send"},     {&gatherRecv, "all-gather receive"},
+          {&reduceSend, "reduce-scatter send"}, {&reduceRecv, "reduce-scatter receive"},
+          {&a2aSend, "all-to-all send"},        {&a2aRecv, "all-to-all receive"}};
       for (const auto& [buffer, name] : buffers) {
         const std::string damage = buffer->damage(name);
         if (!damage.empty()) out.push_back(who + damage);
@@ -314,33 +318,56 @@ TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
   }
 }
 
-// An all-to-all where rank 1 expects more from rank 0 than rank 0 sends: the pair's tags differ,
-// rank 1's call fails, and nothing lands past a buffer. (Rank 0 may finish first: from where it
-// stands every message matched, as an MPI sender's would.)
+// Reads this rank made straight from a local sender's buffer (single copies).
+uint64_t singleCopyReads(collComm_t comm) {
+  for (const auto& [name, usage] : coll::communicatorOf(comm)->transportUsage())
+    for (const auto& [what, count] : usage.counts)
+      if (what == coll::transport::kSingleCopyReads) return count;
+  return 0;
+}
+
+// An all-to-all where rank 1 expects another count from rank 0 than rank 0 sends, more or fewer:
+// the pair's tags differ, rank 1's call fails, and nothing lands past a buffer. (Rank 0 may finish
+// first: from where it stands every message matched, as an MPI sender's would.) Small pairs go
+// through the FIFO; pairs of 512 KiB by a single copy (the window set to hold them), where rank 1
+// would read rank 0's buffer straight: rank 0's own receive from rank 1, which matches, shows
+// that path was taken.
 TEST(VCollectiveErrors, AllToAllVPairCountsThatDifferWriteNothingPastABuffer) {
-  collConfig_t config = COLL_CONFIG_INITIALIZER;
-  config.timeoutMs = 20000;
-  auto failures = runAsThreads(
-      2,
-      [](collComm_t comm, int rank, int) {
-        std::vector<size_t> sendcounts = {6, 6}, recvcounts = {6, 6};
-        if (rank == 1) recvcounts[0] = 9;
-        std::vector<size_t> sdispls = {0, 6}, rdispls = {0, recvcounts[0]};
-        GuardedMemory send(12 * 8), recv((recvcounts[0] + recvcounts[1]) * 8);
-        poison(recv.data(), recv.bytes());
-        collResult_t rc = collAllToAllV(send.data(), sendcounts.data(), sdispls.data(), recv.data(), recvcounts.data(),
-                                        rdispls.data(), collFloat64, comm, nullptr);
-        std::vector<std::string> out;
-        const std::string message = collGetLastError(comm);
-        if (rank == 1 && rc == collSuccess) out.push_back("rank 1: a mismatched call succeeded");
-        if (rank == 1 && message.find("AllToAllV with count 6") == std::string::npos)
-          out.push_back("rank 1: the message does not name the count rank 0 sent: " + message);
-        const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
-        if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
-        return out;
-      },
-      &config);
-  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+  for (size_t base : {size_t{6}, size_t{1} << 16})
+    for (int delta : {3, -3}) {
+      const bool single = base > 6;
+      // Processes: the settings are read once per process.
+      auto failures = runAsProcessesWithSetup(
+          2,
+          [single](int) {
+            setenv("COLL_TIMEOUT_MS", "20000", 1);
+            if (!single) return;
+            setenv("COLL_SHM_SINGLE_COPY_BYTES", "4096", 1);
+            setenv("COLL_SHM_SINGLE_COPY_MAX_BYTES", "4194304", 1);
+          },
+          [base, delta, single](collComm_t comm, int rank, int) {
+            std::vector<size_t> sendcounts = {base, base}, recvcounts = {base, base};
+            if (rank == 1) recvcounts[0] = base + delta;
+            std::vector<size_t> sdispls = {0, base}, rdispls = {0, recvcounts[0]};
+            GuardedMemory send(2 * base * 8), recv((recvcounts[0] + recvcounts[1]) * 8);
+            poison(recv.data(), recv.bytes());
+            collResult_t rc = collAllToAllV(send.data(), sendcounts.data(), sdispls.data(), recv.data(),
+                                            recvcounts.data(), rdispls.data(), collFloat64, comm, nullptr);
+            std::vector<std::string> out;
+            const std::string message = collGetLastError(comm);
+            if (rank == 1 && rc == collSuccess) out.push_back("rank 1: a mismatched call succeeded");
+            if (rank == 1 && message.find("AllToAllV with count " + std::to_string(base)) == std::string::npos)
+              out.push_back("rank 1: the message does not name the count rank 0 sent: " + message);
+            if (rank == 0 && single && rc == collSuccess && singleCopyReads(comm) == 0)
+              out.push_back("rank 0: its receive of 512 KiB did not go by a single copy");
+            const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
+            if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+            return out;
+          },
+          initMustSucceed(), 60);
+      EXPECT_TRUE(failures.empty()) << "count " << base << ", rank 1 expecting " << delta
+                                    << " more: " << joinFailures(failures);
+    }
 }
 
 }  // namespace

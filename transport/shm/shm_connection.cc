@@ -121,6 +121,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
     uint8_t* place = landing_.placeOf(slices_, sliceBytes, control.tag);
     if (place != nullptr) receivedInPlace_.fetch_add(1, std::memory_order_relaxed);
     fetchedSliceAt_ = place != nullptr ? place : fifo_.slot(tail_);
+    singleCopyReads_.fetch_add(1, std::memory_order_relaxed);
     readPeerMemory(senderPid_, address + consumed_, fetchedSliceAt_, sliceBytes);
     fetchedSlice_ = slices_ + 1;
     return fetchedSliceAt_;
@@ -148,6 +149,7 @@ const void* ShmRecvConnection::fetchSingleCopy(const ShmSlotControl& control, si
     ++end;
   }
   receivedInPlace_.fetch_add(slicesRead, std::memory_order_relaxed);
+  singleCopyReads_.fetch_add(1, std::memory_order_relaxed);
   readPeerMemory(senderPid_, address, to, run);
   fetchedAt_[tail_ % fetchedAt_.size()] = to;
   fetchedEnd_ = end;

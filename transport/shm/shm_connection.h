@@ -115,6 +115,7 @@ class ShmRecvConnection : public RecvConnection {
   void offerLanding(void* destination, size_t totalBytes, size_t sliceBytes, bool holdLater, uint64_t tag) override;
   void withdrawLanding() override { landing_ = LandingOffer{}; }
   uint64_t receivedInPlace() const { return receivedInPlace_.load(std::memory_order_relaxed); }
+  uint64_t singleCopyReads() const { return singleCopyReads_.load(std::memory_order_relaxed); }
 
  private:
   // The next slice of the single-copy slot at tail_ (`postBytes` in all, `consumed_` of them
@@ -144,6 +145,7 @@ class ShmRecvConnection : public RecvConnection {
   uint8_t* fetchedSliceAt_ = nullptr;
   uint64_t singleCopiesDone_ = 0;             // this end's count of the header's singleCopiesDone
   std::atomic<uint64_t> receivedInPlace_{0};  // single-copy slices read into a landing (usage())
+  std::atomic<uint64_t> singleCopyReads_{0};  // reads from the sender's buffer, wherever to (usage())
 };
 
 }  // namespace transport

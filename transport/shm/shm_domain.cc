@@ -289,14 +289,17 @@ void ShmDomain::watch(int local) {
 DomainUsage ShmDomain::usage() const {
   DomainUsage usage;
   usage.resourceKind = "FIFOs";
-  uint64_t inPlace = 0;
+  uint64_t inPlace = 0, singleCopies = 0;
   std::lock_guard<std::mutex> lock(connectionMutex_);
   for (size_t i = 0; i < sends_.size(); ++i) {
     if (sends_[i]) usage.sendPeers.push_back(localRanks_[i]);
-    if (recvs_[i]) usage.recvPeers.push_back(localRanks_[i]);
-    if (recvs_[i]) inPlace += recvs_[i]->receivedInPlace();
+    if (!recvs_[i]) continue;
+    usage.recvPeers.push_back(localRanks_[i]);
+    inPlace += recvs_[i]->receivedInPlace();
+    singleCopies += recvs_[i]->singleCopyReads();
   }
   usage.counts.push_back({kReceivedInPlace, inPlace});
+  usage.counts.push_back({kSingleCopyReads, singleCopies});
   usage.resources = static_cast<int>(usage.sendPeers.size() + usage.recvPeers.size());
   return usage;
 }
