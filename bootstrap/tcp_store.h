@@ -112,6 +112,10 @@ class TcpStoreClient : public Store {
   // slots. Called by one thread at a time (the "reader"). False on timeout.
   bool readAndDispatch(Deadline deadline);
   void markBroken(const std::string& reason);  // mutex_ held
+  // Forgets a connection the store closed during the handshake, to connect again.
+  void startOver();
+  // brokenReason_ when the store closed the connection (EOF, reset).
+  static constexpr const char* kClosedByStore = "closed the connection";
   [[noreturn]] void throwBroken(const std::string& what);
   [[noreturn]] void throwUnexpected(const std::string& what, uint8_t op);
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "bootstrap/store_deadline.h"
 #include "bootstrap/store_protocol.h"
@@ -31,6 +32,9 @@ namespace {
 // little longer for that answer avoids reporting a timeout for a key set right at the deadline
 // while still bounding the wait if the server is stuck.
 constexpr auto kReplyGrace = std::chrono::milliseconds(1000);
+// The pause before connecting again after the store closed the connection mid-handshake, times
+// the attempt (at most 20).
+constexpr auto kRetryStep = std::chrono::milliseconds(5);
 // Replies are bounded like requests: a value plus field headers.
 constexpr size_t kMaxReplyBody = wire::kOpAndSeqBytes + 4 + kMaxValueBytes;
 
@@ -77,8 +81,29 @@ TcpStoreClient::TcpStoreClient(const std::string& host, uint16_t port, const Sec
     : address_(formatHostPort(host, port)), secret_(secret) {
   if (encrypt) requireSecretForEncryption(secret, "the rendezvous store connection");
   const auto start = Clock::now();
-  fd_ = connectWithDeadline(host, port, connectDeadline, "rendezvous store");
-  const auto nonces = handshake(secret, start, connectDeadline);
+  std::pair<wire::Nonce, wire::Nonce> nonces;
+  for (int attempt = 1;; ++attempt) {
+    fd_ = connectWithDeadline(host, port, connectDeadline, "rendezvous store");
+    try {
+      nonces = handshake(secret, start, connectDeadline);
+      break;
+    } catch (const CollError&) {
+      // A store says why it refuses a client (kHelloReject); one that closes the connection
+      // mid-handshake without a word is making room, as it does under a flood of connections
+      // (common/listener_gate.h) when this rank was slow to answer: connect again, until the
+      // deadline.
+      if (brokenReason_ != kClosedByStore || Clock::now() >= connectDeadline) throw;
+      if (attempt == 1)
+        COLL_WARN(kBootstrap,
+                  "the rendezvous store at %s closed the connection during the handshake (a store under a flood of "
+                  "connections makes room so): connecting again until the deadline",
+                  address_.c_str());
+      // A little longer each time, so that a store shutting down is not dialled in a tight loop.
+      std::this_thread::sleep_until(std::min(connectDeadline, Clock::now() + std::min(attempt, 20) * kRetryStep));
+      if (Clock::now() >= connectDeadline) throw;
+      startOver();
+    }
+  }
   if (encrypt) startEncryption(nonces, connectDeadline);
   COLL_INFO(kBootstrap, "connected to the rendezvous store at %s%s", address_.c_str(),
             encrypt ? " (encrypted: COLL_NET_ENCRYPT=1)" : "");
@@ -130,7 +155,8 @@ std::pair<wire::Nonce, wire::Nonce> TcpStoreClient::handshake(const Secret& secr
     FrameWriter answer(Op::kHelloProof, 0);
     answer.raw(proof.data(), proof.size());
     if (!roundTrip(answer, deadline, "connecting", &reply)) {
-      throwError(collTimeout, "TcpStoreClient: the rendezvous store at %s did not answer this client's proof after %lld ms",
+      throwError(collTimeout,
+                 "TcpStoreClient: the rendezvous store at %s did not answer this client's proof after %lld ms",
                  address_.c_str(), elapsedMs(start, Clock::now()));
     }
   }
@@ -171,7 +197,7 @@ bool TcpStoreClient::roundTrip(FrameWriter& request, Deadline replyDeadline, con
   if (sent != IoStatus::kOk) {
     slots_.erase(seq);
     // Half a frame on the wire leaves the stream unparseable for everyone.
-    markBroken(sent == IoStatus::kClosed ? "closed the connection" : "stopped reading requests");
+    markBroken(sent == IoStatus::kClosed ? kClosedByStore : "stopped reading requests");
     throwBroken(what);
   }
   bool timedOut = false;
@@ -229,7 +255,7 @@ bool TcpStoreClient::readAndDispatch(Deadline deadline) {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
-    markBroken("closed the connection");
+    markBroken(kClosedByStore);
     return true;
   }
   if (n < 0) {
@@ -247,8 +273,9 @@ bool TcpStoreClient::readAndDispatch(Deadline deadline) {
       return true;
     }
     if (open_ != nullptr && !wire::openRecord(*open_, rx_.data() + offset, frameBytes)) {
-      markBroken("sent a record that failed authentication (altered, replayed or reordered on the way; "
-                 "COLL_NET_ENCRYPT=1)");
+      markBroken(
+          "sent a record that failed authentication (altered, replayed or reordered on the way; "
+          "COLL_NET_ENCRYPT=1)");
       return true;
     }
     FrameReader r(rx_.data() + offset + wire::kHeaderBytes, frameBytes - wire::kHeaderBytes - tagBytes);
@@ -269,6 +296,15 @@ bool TcpStoreClient::readAndDispatch(Deadline deadline) {
   }
   rx_.erase(rx_.begin(), rx_.begin() + static_cast<std::ptrdiff_t>(offset));
   return true;
+}
+
+void TcpStoreClient::startOver() {
+  // Only the constructor calls this, before any other thread can see the client.
+  fd_ = Fd();
+  slots_.clear();
+  readerActive_ = false;
+  brokenReason_.clear();
+  rx_.clear();
 }
 
 void TcpStoreClient::markBroken(const std::string& reason) {

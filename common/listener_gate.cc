@@ -18,6 +18,14 @@ constexpr size_t kMinCapacity = 16;
 // What accept() needs when it fails for want of a descriptor or memory: nothing waits that long.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 constexpr size_t kMaxAcceptBatch = 64;
+// Candidates to make room that dropLongestSilent looks at for unread bytes, at most: a flood that
+// trickles bytes cannot make each drop scan the whole room.
+constexpr int kMaxUnreadChecks = 8;
+
+bool bytesWaitUnread(int fd) {
+  char byte = 0;
+  return fd >= 0 && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
 
 bool isOutOfResources(int error) { return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM; }
 
@@ -76,8 +84,7 @@ void ListenerGate::acceptPending(int listenFd, const Take& take, const Drop& dro
     std::optional<Key> key = take(fd, from);
     if (!key) continue;
     // What a real rank sends right after connecting is often here already.
-    char byte = 0;
-    admit(*key, recv(raw, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0);
+    admit(*key, bytesWaitUnread(raw), raw);
   }
 }
 
@@ -97,10 +104,10 @@ bool ListenerGate::outOfDescriptors(int listenFd, int error, const Drop& drop) {
   return false;
 }
 
-void ListenerGate::admit(Key key, bool spoke) {
+void ListenerGate::admit(Key key, bool spoke, int fd) {
   remove(key);
   const Deadline now = Clock::now();
-  Entry entry{now + rules_.helloTimeout, spoke, now};
+  Entry entry{now + rules_.helloTimeout, spoke, now, fd};
   entries_.emplace(key, entry);
   (spoke ? spoke_ : neverSpoke_).emplace(now, key);
   byDeadline_.emplace(entry.deadline, key);
@@ -143,13 +150,22 @@ void ListenerGate::dropExpired(const Drop& drop) {
   }
 }
 
-bool ListenerGate::dropLongestSilent(const Drop& drop, const std::string& why) {
-  if (entries_.empty()) return false;
+ListenerGate::Key ListenerGate::firstToGo() const {
   // The silent ones go first only while they are half of those held or more (half the room, when
   // it is full): fewer, one that has not spoken may be a real rank whose hello is on its way, and
   // the speaker quiet longest (a flood that sent a hello and stopped) goes before it.
   const bool silentFirst = spoke_.empty() || 2 * neverSpoke_.size() >= entries_.size();
-  const Key key = silentFirst ? neverSpoke_.begin()->second : spoke_.begin()->second;
+  return silentFirst ? neverSpoke_.begin()->second : spoke_.begin()->second;
+}
+
+bool ListenerGate::dropLongestSilent(const Drop& drop, const std::string& why) {
+  if (entries_.empty()) return false;
+  Key key = firstToGo();
+  // Bytes waiting unread: it spoke after its owner last read, so it is heard now.
+  for (int looked = 0; looked < kMaxUnreadChecks && bytesWaitUnread(entries_.at(key).fd); ++looked) {
+    heardFrom(key);
+    key = firstToGo();
+  }
   dropEntry(key, drop, "closed the connection silent longest: " + why);
   return true;
 }

@@ -12,8 +12,11 @@
 //     it is full), the oldest of them goes: a silent flood never pushes out a real rank that spoke
 //     (it sends its hello at once). Otherwise the one quiet longest among those that spoke goes: a
 //     flood that sends a hello and then nothing competes with real ranks in the middle of their
-//     handshake, never with one whose hello has not arrived yet. When accept() itself runs out of
-//     descriptors, the connection chosen the same way gives its own up;
+//     handshake, never with one whose hello has not arrived yet. A candidate whose bytes wait
+//     unread in its socket has spoken since its owner last read (a real rank's next message while
+//     the owner is busy accepting the flood): it counts as heard now, and the next one is looked
+//     at. When accept() itself runs out of descriptors, the connection chosen the same way gives
+//     its own up;
 //   - rate-limited warnings: a flood costs the log a few lines per interval and one count.
 //
 // The gate does not own the connections. Its owner files each accepted socket under a key of its
@@ -103,8 +106,11 @@ class ListenerGate {
     Deadline deadline;
     bool spoke = false;
     Deadline quietSince;  // its last byte, or its accept while it sent none
+    int fd = -1;          // its socket, to look for bytes its owner has not read yet
   };
-  void admit(Key key, bool spoke);
+  void admit(Key key, bool spoke, int fd);
+  // The connection the rule above makes go first (entries_ not empty).
+  Key firstToGo() const;
   void remove(Key key);
   void dropEntry(Key key, const Drop& drop, const std::string& why);
   // accept() failed for want of a descriptor (or anything else): frees the longest-silent one when

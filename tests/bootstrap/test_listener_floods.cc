@@ -134,35 +134,55 @@ TEST(ListenerFloods, TheStoreUnderTheUsualDescriptorLimitLetsARealRankIn) {
   EXPECT_EQ(linesContaining(log, "Too many open files"), 0u) << log.substr(0, 3000);
 }
 
+// How real ranks fared against a flood: attempts that the store closed before the rank's
+// challenge (its hello late) and after it (the flood turned the room over while the rank
+// computed its proof).
+struct ShutOut {
+  int beforeChallenge = 0;
+  int afterHello = 0;
+};
+
 // A real rank that speaks the store's handshake by hand, its hello `lateMs` after its connect (as
-// a rank descheduled between the two would); "" when the store let it in.
-std::string lateHelloHandshake(uint16_t port, int lateMs) {
-  try {
-    Fd fd = connectWithDeadline("127.0.0.1", port, in(10000));
-    std::this_thread::sleep_for(std::chrono::milliseconds(lateMs));
-    const wire::Nonce clientNonce = testing::nonceOf(9);
-    const Bytes hello = wire::encodeHello(clientNonce);
-    if (sendAll(fd.get(), hello.data(), hello.size(), in(5000)) != IoStatus::kOk) return "the hello was not sent";
-    Bytes challenge(wire::kHeaderBytes + wire::kOpAndSeqBytes + 64);
-    if (recvAll(fd.get(), challenge.data(), challenge.size(), in(5000)) != IoStatus::kOk)
-      return "the store closed the connection before its challenge";
-    const Bytes proof = testing::proofFrameFor(challenge, kSecret, clientNonce);
-    if (sendAll(fd.get(), proof.data(), proof.size(), in(5000)) != IoStatus::kOk) return "the proof was not sent";
-    uint8_t reply[wire::kHeaderBytes + wire::kOpAndSeqBytes];
-    if (recvAll(fd.get(), reply, sizeof(reply), in(5000)) != IoStatus::kOk)
-      return "the store closed the connection before its answer to the proof";
-    if (reply[wire::kHeaderBytes] != static_cast<uint8_t>(wire::Op::kHelloOk)) return "the proof was refused";
-  } catch (const CollError& e) {
-    return e.what();
+// a rank descheduled between the two would); "" when the store let it in. Shut out, it connects
+// again until its deadline, as the library's store client does (tcp_store_client.cc), and
+// *shutOut counts the attempts that ended so.
+std::string lateHelloHandshake(uint16_t port, int lateMs, ShutOut* shutOut) {
+  const Deadline end = in(10000);
+  for (;;) {
+    try {
+      Fd fd = connectWithDeadline("127.0.0.1", port, end);
+      std::this_thread::sleep_for(std::chrono::milliseconds(lateMs));
+      const wire::Nonce clientNonce = testing::nonceOf(9);
+      const Bytes hello = wire::encodeHello(clientNonce);
+      if (sendAll(fd.get(), hello.data(), hello.size(), in(5000)) != IoStatus::kOk) return "the hello was not sent";
+      Bytes challenge(wire::kHeaderBytes + wire::kOpAndSeqBytes + 64);
+      if (recvAll(fd.get(), challenge.data(), challenge.size(), in(5000)) != IoStatus::kOk) {
+        ++shutOut->beforeChallenge;
+        if (Clock::now() >= end) return "the store closed the connection before its challenge, every time";
+        continue;
+      }
+      const Bytes proof = testing::proofFrameFor(challenge, kSecret, clientNonce);
+      if (sendAll(fd.get(), proof.data(), proof.size(), in(5000)) != IoStatus::kOk) return "the proof was not sent";
+      uint8_t reply[wire::kHeaderBytes + wire::kOpAndSeqBytes];
+      if (recvAll(fd.get(), reply, sizeof(reply), in(5000)) != IoStatus::kOk) {
+        ++shutOut->afterHello;
+        if (Clock::now() >= end) return "the store closed the connection before its answer to the proof, every time";
+        continue;
+      }
+      if (reply[wire::kHeaderBytes] != static_cast<uint8_t>(wire::Op::kHelloOk)) return "the proof was refused";
+    } catch (const CollError& e) {
+      return e.what();
+    }
+    return "";
   }
-  return "";
 }
 
 // 1,000 connections that each send a well-formed hello (no secret needed) and then nothing,
 // re-opened as the store closes them, against a store with room for 256 unproven connections:
-// real ranks whose hello is 2 ms late, and a real client, must get in. Before,
-// a connection that had not spoken went first, so the flood's next connection closed a real
-// rank's whose hello had not arrived yet.
+// real ranks whose hello is 2 ms late, and a real client, must get in (connecting again where
+// they were shut out, as the library's client does), and hardly ever be shut out before their
+// hello was heard. Before, a connection that had not spoken went first, so the flood's next
+// connection closed a real rank's whose hello had not arrived yet.
 TEST(ListenerFloods, HellosThenSilenceAgainstTheStoreLetRealRanksIn) {
   StoreUnderTheUsualLimit store;
   ASSERT_NE(store.port(), 0) << "the store's child did not start";
@@ -174,15 +194,24 @@ TEST(ListenerFloods, HellosThenSilenceAgainstTheStoreLetRealRanksIn) {
   const auto start = Clock::now();
   constexpr int kLateRanks = 5;
   std::vector<std::string> lateErrors;
-  for (int i = 0; i < kLateRanks; ++i) lateErrors.push_back(lateHelloHandshake(store.port(), 2));
+  ShutOut shutOut;
+  for (int i = 0; i < kLateRanks; ++i) lateErrors.push_back(lateHelloHandshake(store.port(), 2, &shutOut));
   const std::string error = realClientRound(store.port());
   const long long waited = msSince(start);
   const uint64_t closed = flood.counters().closed.load();
   flood.stop();
   store.stop();
-  printf("the store closed %llu of the flood's connections, %llu of them in the %lld ms the real ranks took\n",
-         static_cast<unsigned long long>(closed), static_cast<unsigned long long>(closed - closedBefore), waited);
+  printf(
+      "the store closed %llu of the flood's connections, %llu of them in the %lld ms the real ranks took; it "
+      "closed %d of the real ranks' attempts before their challenge, %d after their hello\n",
+      static_cast<unsigned long long>(closed), static_cast<unsigned long long>(closed - closedBefore), waited,
+      shutOut.beforeChallenge, shutOut.afterHello);
   for (int i = 0; i < kLateRanks; ++i) EXPECT_EQ(lateErrors[i], "") << "real rank " << i << ", its hello 2 ms late";
+  // The rule under test: a rank whose hello is on its way is not what makes room. The old rule
+  // shut out 4 or 5 of the 5 before their challenge in each run; now it happens only where the
+  // machine is so loaded that a rank's hello comes long after its accept (beside two busy loops on 2
+  // cores: 2 runs in 20 had one rank so, 1 run in 20 two).
+  EXPECT_LE(shutOut.beforeChallenge, 2) << "real ranks shut out before their hello was heard";
   EXPECT_EQ(error, "") << "the real client did not get in";
   EXPECT_GT(closed, 0u) << "the flood did not press on the room";
   EXPECT_EQ(linesContaining(store.log(), "Too many open files"), 0u);

@@ -1,12 +1,16 @@
 // The Store contract, run against TcpStore (a server and one client per "rank") and MemoryStore.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
 
 #include "bootstrap/memory_store.h"
 #include "bootstrap/tcp_store.h"
+#include "common/socket.h"
 #include "test_helpers.h"
 
 namespace coll {
@@ -250,6 +254,45 @@ TEST(TcpStore, ServerShutdownEndsBlockedGetWithRemoteError) {
   EXPECT_NE(message.find("closed the connection"), std::string::npos) << message;
   // Later calls fail the same way at once.
   expectCollError(collRemoteError, [&] { client.set("k", Bytes{}); });
+}
+
+// A store that closes the connection during the handshake without a word (as one making room
+// under a flood does) is dialled again until the client's deadline; a store that refuses the
+// client (a wrong secret: it says so) is not.
+TEST(TcpStore, ClientConnectsAgainWhenTheStoreClosesItMidHandshake) {
+  Fd listener = listenOn("127.0.0.1", 0);
+  const uint16_t port = localAddressOf(listener.get()).port();
+  std::atomic<int> accepted{0};
+  std::atomic<bool> stop{false};
+  // Reads each client's hello, then closes without a reply.
+  std::thread fake([&] {
+    while (!stop.load()) {
+      pollfd p{listener.get(), POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      Fd conn(accept(listener.get(), nullptr, nullptr));
+      if (!conn.valid()) continue;
+      ++accepted;
+      uint8_t hello[64];
+      (void)recv(conn.get(), hello, sizeof(hello), 0);
+    }
+  });
+  const auto start = Clock::now();
+  const std::string message =
+      expectCollError(collRemoteError, [&] { TcpStoreClient client("127.0.0.1", port, testSecret(4), in(600)); });
+  const long long waited = msSince(start);
+  stop.store(true);
+  fake.join();
+  EXPECT_GE(accepted.load(), 2) << "the client did not connect again";
+  EXPECT_GE(waited, 500) << "the client gave up before its deadline";
+  EXPECT_NE(message.find("closed the connection"), std::string::npos) << message;
+
+  // A wrong secret is refused in words: one connection, an error at once.
+  TcpStoreServer server("127.0.0.1", 0, testSecret(5));
+  const auto refusedAt = Clock::now();
+  const std::string refused = expectCollError(
+      collInvalidUsage, [&] { TcpStoreClient client("127.0.0.1", server.port(), testSecret(6), in(5000)); });
+  EXPECT_LT(msSince(refusedAt), 2000) << refused;
+  EXPECT_NE(refused.find("wrong secret"), std::string::npos) << refused;
 }
 
 TEST(TcpStore, ClientValidatesSizesBeforeSending) {

@@ -140,6 +140,31 @@ TEST(ListenerGate, HellosThenSilenceDoNotPushOutARankWhoseHelloIsOnItsWay) {
   EXPECT_EQ(listener.gate().unproven(), 2u);
 }
 
+// A real rank's next message (its proof) waits unread while the owner is busy accepting a flood of
+// hellos: by the time the room is full, the rank is the speaker its owner heard from longest ago.
+// Its unread bytes say it spoke since, so a hello-then-silent flooder goes instead.
+TEST(ListenerGate, ASpeakerWhoseBytesWaitUnreadIsNotTakenForQuiet) {
+  GatedListener listener(GateRules{3, std::chrono::seconds(10)});
+  std::vector<Fd> clients;
+  const ListenerGate::Key realRank = 1;
+  clients.push_back(listener.dial());
+  listener.accept(1);
+  listener.gate().heardFrom(realRank);  // its hello, read by the owner
+  for (ListenerGate::Key flooder : {2, 3}) {
+    clients.push_back(listener.dial());
+    listener.accept(1);
+    listener.gate().heardFrom(flooder);
+  }
+  // Its proof arrives; the owner has not read it yet.
+  const char proof = 'p';
+  ASSERT_EQ(send(clients[0].get(), &proof, 1, MSG_NOSIGNAL), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  clients.push_back(listener.dial());
+  listener.accept(1);
+  EXPECT_EQ(listener.dropped(), std::vector<ListenerGate::Key>{2});
+  EXPECT_TRUE(listener.open(realRank)) << "the real rank was pushed out with its proof waiting unread";
+}
+
 TEST(ListenerGate, AConnectionThatDoesNotProveItselfInTimeIsClosed) {
   GatedListener listener(GateRules{8, std::chrono::milliseconds(200)});
   Fd silent = listener.dial();
