@@ -146,30 +146,6 @@ collResult_t runCall(const char* function, CollCall call, collComm_t comm, collS
   });
 }
 
-// The variable-count collectives, as runCall. Their arrays live on the entry point's stack
-// (VariableCounts): a call runs (or, with a stream, is planned and enqueued) before it returns,
-// or, inside a group, is queued with copies of its arrays (group.cc).
-collResult_t runVariableCall(const char* function, CollCall call, collComm_t comm, collStream_t stream) {
-  return guarded(function, [&] {
-    collComm* handle = liveComm(comm, function);
-    Communicator& c = *handle->impl;
-    validateCall(function, call, c.rank(), c.nranks());
-    auto queueOrRun = [&] {
-      if (groupEnqueueVariableIfOpen(&c, call, c.nranks(), stream)) return;
-      Communicator::CallInFlight inFlight(c);
-      c.run(call, stream);
-    };
-    if (stream == nullptr) {
-      refuseDeviceBuffers(function, call);
-      queueOrRun();
-      return;
-    }
-    Communicator::CallInFlight settingUp(c);
-    c.engineFor(stream);
-    queueOrRun();
-  });
-}
-
 }  // namespace
 
 collResult_t commInitWithStore(collComm_t* comm, std::shared_ptr<bootstrap::Store> store, int nranks, int rank,
@@ -237,13 +213,14 @@ CollCall callOf(CollType type, const void* sendbuff, void* recvbuff, size_t coun
   return c;
 }
 
-// A variable-count call: its arrays stay on this frame while it runs (runVariableCall).
+// A variable-count call: its arrays stay on this frame while it runs, or is planned and
+// enqueued with a stream (runCall); a group queues copies of them (group.cc).
 collResult_t variableCall(const char* function, CollType type, const void* sendbuff, void* recvbuff,
                           const collDataType_t& datatype, const collRedOp_t& op, coll::VariableCounts counts,
                           collComm_t comm, collStream_t stream) {
   CollCall call = callOf(type, sendbuff, recvbuff, 0, datatype, op, 0);
   call.counts = &counts;
-  return coll::runVariableCall(function, call, comm, stream);
+  return coll::runCall(function, call, comm, stream);
 }
 
 CollCall pointToPointOf(CollType type, const void* sendbuff, void* recvbuff, size_t count,

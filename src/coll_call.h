@@ -58,4 +58,12 @@ struct CollCall {
   VariableCounts* counts = nullptr;  // variable-count collectives only
 };
 
+// A call with nothing to move on this rank, which the engines skip: a count of 0 (but a barrier),
+// unless its arrays give this rank data to send or receive (an all-to-all's count is 0 on every
+// rank).
+inline bool movesNothing(const CollCall& call) {
+  return call.count == 0 && call.type != CollType::kBarrier &&
+         (call.counts == nullptr || (call.counts->sendElems == 0 && call.counts->recvElems == 0));
+}
+
 }  // namespace coll

@@ -112,17 +112,11 @@ void groupStart() { ++tGroup.depth; }
 
 bool groupIsOpen() { return tGroup.depth > 0; }
 
-bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
-  GroupThread& group = tGroup;
-  if (group.depth == 0) return false;
-  GroupState& g = queueOf(group);
-  g.calls.push_back(call);
-  g.queuedFor.push_back({comm, stream});
-  return true;
-}
+namespace {
 
-bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks, collStream_t stream) {
-  if (tGroup.depth == 0) return false;
+// The call as the queue keeps it: a variable-count call's arrays copied into `g` (nranks entries
+// each), the call pointing at the copies.
+CollCall withOwnedCounts(GroupState& g, const CollCall& call, int nranks) {
   auto owned = std::make_unique<OwnedCounts>();
   const VariableCounts& given = *call.counts;
   auto copy = [nranks](const size_t* array, std::vector<size_t>* into) -> const size_t* {
@@ -137,8 +131,19 @@ bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nr
   owned->counts.rdispls = copy(given.rdispls, &owned->rdispls);
   CollCall queued = call;
   queued.counts = &owned->counts;
-  queueOf(tGroup).owned.push_back(std::move(owned));
-  return groupEnqueueIfOpen(comm, queued, stream);
+  g.owned.push_back(std::move(owned));
+  return queued;
+}
+
+}  // namespace
+
+bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream) {
+  GroupThread& group = tGroup;
+  if (group.depth == 0) return false;
+  GroupState& g = queueOf(group);
+  g.calls.push_back(call.counts == nullptr ? call : withOwnedCounts(g, call, comm->nranks()));
+  g.queuedFor.push_back({comm, stream});
+  return true;
 }
 
 void groupEnd() {

@@ -12,12 +12,10 @@ class Communicator;
 void groupStart();
 // Inside a group, queues the call (and its stream: NULL for host memory) for GroupEnd and returns
 // true; outside one, returns false and the caller runs the call. One function for both, since the
-// queue is thread-local and every lookup of it shows on an 8-byte send.
+// queue is thread-local and every lookup of it shows on an 8-byte send. A variable-count call is
+// queued with copies of its count arrays, since the caller's may be gone or changed by
+// collGroupEnd.
 bool groupEnqueueIfOpen(Communicator* comm, const CollCall& call, collStream_t stream);
-// The same for a variable-count collective: the queue keeps copies of the call's count arrays
-// (nranks entries each), since the caller's may be gone or changed by collGroupEnd. Apart from
-// groupEnqueueIfOpen so that a send's path stays as it is.
-bool groupEnqueueVariableIfOpen(Communicator* comm, const CollCall& call, int nranks, collStream_t stream);
 // Leaves one level; at the outermost level runs the queued calls (throws the first error).
 void groupEnd();
 // Whether this thread is between collGroupStart and its collGroupEnd.

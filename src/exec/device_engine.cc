@@ -77,10 +77,7 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
 }
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
-  // A variable-count call may move data with a count of 0 (an all-to-all's ranks agree on none).
-  if (call.count == 0 && call.type != CollType::kBarrier &&
-      (call.counts == nullptr || (call.counts->sendElems == 0 && call.counts->recvElems == 0)))
-    return;
+  if (movesNothing(call)) return;
   enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
           collectiveTagOf(call));
 }

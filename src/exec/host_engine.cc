@@ -48,9 +48,7 @@ void HostEngine::run(const CollCall& call, collStream_t) {
   // Recorded even when the call moves nothing: its peers, if their counts are not zero, find
   // this rank's record of it instead of waiting for their deadline.
   if (peerCalls_) peerCalls_->begin(collectiveTagOf(call));
-  if (call.count == 0 && call.type != CollType::kBarrier &&
-      (call.counts == nullptr || (call.counts->sendElems == 0 && call.counts->recvElems == 0)))
-    return;
+  if (movesNothing(call)) return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type), /*collective=*/true);
   // Alive until the call ends: where rank 0's tuner chose the row, it times the call.
   const RunnableCall runnable = planner_.plan(call, waiter);

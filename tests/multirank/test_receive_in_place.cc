@@ -24,17 +24,12 @@
 #include "src/comm.h"
 #include "src/plan/tuner.h"
 #include "transport/local_memory.h"
+#include "transport_counts.h"
 
 namespace colltest {
 namespace {
 
-uint64_t receivedInPlace(collComm_t comm) {
-  uint64_t total = 0;
-  for (const auto& entry : coll::communicatorOf(comm)->transportUsage())
-    for (const auto& [name, count] : entry.second.counts)
-      if (name == coll::transport::kReceivedInPlace) total += count;
-  return total;
-}
+uint64_t receivedInPlace(collComm_t comm) { return transportCount(comm, coll::transport::kReceivedInPlace); }
 
 // Rank r's value at index i: every rank can compute every other's.
 float valueOf(int rank, size_t i) { return static_cast<float>(rank * 1000003 + static_cast<int>(i % 65521)); }

@@ -14,10 +14,9 @@
 #include "guarded_memory.h"
 #include "rank_launcher.h"
 #include "reference.h"
-#include "src/api_internal.h"
-#include "src/comm.h"
 #include "test_env.h"
 #include "transport/domain.h"
+#include "transport_counts.h"
 #include "vcoll_cases.h"
 
 namespace colltest {
@@ -318,14 +317,6 @@ TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
   }
 }
 
-// Reads this rank made straight from a local sender's buffer (single copies).
-uint64_t singleCopyReads(collComm_t comm) {
-  for (const auto& [name, usage] : coll::communicatorOf(comm)->transportUsage())
-    for (const auto& [what, count] : usage.counts)
-      if (what == coll::transport::kSingleCopyReads) return count;
-  return 0;
-}
-
 // An all-to-all where rank 1 expects another count from rank 0 than rank 0 sends, more or fewer:
 // the pair's tags differ, rank 1's call fails, and nothing lands past a buffer. (Rank 0 may finish
 // first: from where it stands every message matched, as an MPI sender's would.) Small pairs go
@@ -358,7 +349,8 @@ TEST(VCollectiveErrors, AllToAllVPairCountsThatDifferWriteNothingPastABuffer) {
             if (rank == 1 && rc == collSuccess) out.push_back("rank 1: a mismatched call succeeded");
             if (rank == 1 && message.find("AllToAllV with count " + std::to_string(base)) == std::string::npos)
               out.push_back("rank 1: the message does not name the count rank 0 sent: " + message);
-            if (rank == 0 && single && rc == collSuccess && singleCopyReads(comm) == 0)
+            if (rank == 0 && single && rc == collSuccess &&
+                transportCount(comm, coll::transport::kSingleCopyReads) == 0)
               out.push_back("rank 0: its receive of 512 KiB did not go by a single copy");
             const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
             if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
