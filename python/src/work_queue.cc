@@ -257,18 +257,21 @@ void WorkQueue::wakeWorkerIfReady() {
 }
 
 void WorkQueue::waitForWork(std::unique_lock<std::mutex>& lock) {
-  int idleTicks = 0;
+  std::chrono::microseconds idleFor{0};
   while (running_ || !(queue_.empty() ? stopping_ : workerMayTakeFront())) {
     if (!ticking_) {
       wakeWorker_.wait(lock);
       continue;
     }
-    if (wakeWorker_.wait_for(lock, kCallerTick) != std::cv_status::timeout) continue;
+    // A call posted during an idle tick is seen at its end and left to its caller for one more
+    // (short) tick, as every call is.
+    const std::chrono::microseconds tick = queue_.empty() ? kIdleTick : kCallerTick;
+    if (wakeWorker_.wait_for(lock, tick) != std::cv_status::timeout) continue;
     // A tick: what was queued at the last one has been left to its caller long enough.
     workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
     queuedAtLastTick_ = lastSequence_;
-    idleTicks = queue_.empty() ? idleTicks + 1 : 0;
-    if (idleTicks >= kTicksBeforeSleep) ticking_ = false;
+    idleFor = queue_.empty() ? idleFor + tick : std::chrono::microseconds{0};
+    if (idleFor >= kIdleBeforeSleep) ticking_ = false;
   }
 }
 

@@ -12,8 +12,11 @@
 //     only once it has been queued for a whole tick of kCallerTick, and a call that does not wait
 //     (asynchronous) is then run by the worker, so it progresses without its caller as before.
 //     While small calls keep coming the worker ticks instead of sleeping, and nobody wakes it per
-//     call; it sleeps again once the queue has stayed empty for kTicksBeforeSleep ticks. A batch
-//     of asynchronous calls is drained by the worker, each call taken as the last one finishes.
+//     call: every kCallerTick while calls are queued, every kIdleTick while none is (callers run
+//     their calls as fast as they issue them, and a wake-up every kCallerTick on a core that a
+//     rank needs made its peers wait for it: docs/performance.md). It sleeps again once the
+//     queue has stayed empty for kIdleBeforeSleep. A batch of asynchronous calls is drained by
+//     the worker, each call taken as the last one finishes.
 // Calls that must start at once (large ones, batch_isend_irecv, held calls that someone waits on)
 // wake the worker, and make the small calls queued before them its to take.
 //
@@ -137,7 +140,10 @@ class WorkQueue {
   uint64_t queuedAtLastTick_ = 0;  // lastSequence_ at the worker's last tick
   bool ticking_ = false;           // the worker ticks (small calls come) instead of sleeping
   static constexpr std::chrono::microseconds kCallerTick{100};
-  static constexpr int kTicksBeforeSleep = 100;
+  // So an asynchronous small call posted while the queue was empty starts within
+  // kIdleTick + kCallerTick.
+  static constexpr std::chrono::microseconds kIdleTick{1000};
+  static constexpr std::chrono::microseconds kIdleBeforeSleep{10000};
   bool stopping_ = false;
   bool aborted_ = false;
   std::mutex joinMutex_;
