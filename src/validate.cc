@@ -77,70 +77,76 @@ void refuseBadDatatype(const char* fn, const CollCall& c) {
                enumBits(c.datatype), static_cast<int>(collNumTypes));
 }
 
-// The buffer rules every call with data follows: its bytes (times the larger multiple) fit in
-// size_t, a buffer it uses is not NULL, and send and receive buffers overlap only in place.
-// Out of line: the usual call passes buffersPlainlyValid and never comes here.
-__attribute__((noinline)) void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
-                      size_t recvMul) {
+// The buffer rules every call with data follows, in the order they are checked: its bytes (times
+// the larger multiple) fit in size_t, a buffer it uses is not NULL, both buffers lie below the low
+// address space's top (else refuseBeyondAddressSpace looks closer), and send and receive buffers
+// overlap only in place. The first rule a call breaks; inline, so that the usual call pays a few
+// comparisons and anything else goes the long way (refuseBadBuffers says it in words).
+enum class BufferFault { kNone, kOverflow, kNullSend, kNullRecv, kAboveLowSpace, kOverlap };
+
+inline bool overlapNotInPlace(const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+                              size_t recvMul) {
+  if (sendMul == 0 || recvMul == 0) return false;
+  const auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
+  const auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
+  const size_t bytes = c.count * c.elemSize;
+  const bool overlap = send < recv + bytes * recvMul && recv < send + bytes * sendMul;
+  return overlap && (row.inPlace == nullptr || !row.inPlace(c, rank));
+}
+
+inline BufferFault firstBufferFault(const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
+                                    size_t recvMul) {
   size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
   if (maxMul == 0) maxMul = 1;
   size_t totalBytes;  // overflow checked by multiplying: two divisions showed on an 8-byte call
   if (__builtin_mul_overflow(c.count, c.elemSize, &totalBytes) ||
       __builtin_mul_overflow(totalBytes, maxMul, &totalBytes))
-    throwError(collInvalidArgument, "%s: count %zu of %s (x%zu ranks) overflows size_t bytes", fn, c.count,
-               kernels::dataTypeName(c.datatype), maxMul);
-  if (c.count == 0) return;
-  if (sendMul > 0 && c.sendbuff == nullptr)
-    throwError(collInvalidArgument, "%s: sendbuff is NULL with count %zu: expected a buffer of %zu bytes", fn, c.count,
-               c.count * c.elemSize * sendMul);
-  if (recvMul > 0 && c.recvbuff == nullptr)
-    throwError(collInvalidArgument, "%s: recvbuff is NULL with count %zu: expected a buffer of %zu bytes", fn, c.count,
-               c.count * c.elemSize * recvMul);
+    return BufferFault::kOverflow;
+  if (c.count == 0) return BufferFault::kNone;
+  if (sendMul > 0 && c.sendbuff == nullptr) return BufferFault::kNullSend;
+  if (recvMul > 0 && c.recvbuff == nullptr) return BufferFault::kNullRecv;
   // Both buffers fit in the address space where the higher of them starts below 2^47 and the
   // larger is smaller than the room above it: one comparison for the usual buffers.
   const uintptr_t highest = std::max(reinterpret_cast<uintptr_t>(c.sendbuff), reinterpret_cast<uintptr_t>(c.recvbuff));
-  if (highest >= kLowAddressTop || totalBytes > kLowAddressTop - highest)
-    refuseBeyondAddressSpace(fn, c, sendMul, recvMul);
-  if (sendMul > 0 && recvMul > 0) {
-    auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
-    auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
-    size_t sendBytes = c.count * c.elemSize * sendMul, recvBytes = c.count * c.elemSize * recvMul;
-    bool overlap = send < recv + recvBytes && recv < send + sendBytes;
-    if (overlap && (row.inPlace == nullptr || !row.inPlace(c, rank)))
-      throwError(collInvalidArgument,
-                 "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
-                 "disjoint buffers%s%s",
-                 fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes, row.inPlace ? " or in place, " : "",
-                 row.inPlaceRule);
-  }
+  if (highest >= kLowAddressTop || totalBytes > kLowAddressTop - highest) return BufferFault::kAboveLowSpace;
+  return overlapNotInPlace(c, row, rank, sendMul, recvMul) ? BufferFault::kOverlap : BufferFault::kNone;
 }
 
-// Whether the call's buffers pass refuseBadBuffers' rules without a question: no overflow, no NULL
-// buffer it uses, both below the low address space's top, and apart or in place. Inline, so that
-// the usual call pays a few comparisons; anything else (high addresses, errors) goes the long way.
-inline bool buffersPlainlyValid(const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
-                                size_t recvMul) {
-  size_t maxMul = sendMul > recvMul ? sendMul : recvMul;
-  if (maxMul == 0) maxMul = 1;
-  size_t totalBytes;
-  if (__builtin_mul_overflow(c.count, c.elemSize, &totalBytes) ||
-      __builtin_mul_overflow(totalBytes, maxMul, &totalBytes))
-    return false;
-  if (c.count == 0) return true;
-  const auto send = reinterpret_cast<uintptr_t>(c.sendbuff);
-  const auto recv = reinterpret_cast<uintptr_t>(c.recvbuff);
-  if ((sendMul > 0 && send == 0) || (recvMul > 0 && recv == 0)) return false;
-  const uintptr_t highest = std::max(send, recv);
-  if (highest >= kLowAddressTop || totalBytes > kLowAddressTop - highest) return false;
-  if (sendMul == 0 || recvMul == 0) return true;
-  const size_t bytes = c.count * c.elemSize;
-  const bool overlap = send < recv + bytes * recvMul && recv < send + bytes * sendMul;
-  return !overlap || (row.inPlace != nullptr && row.inPlace(c, rank));
+// Says what firstBufferFault found. A call above the low address space may still be right (5-level
+// page tables); then only its overlap is left to check.
+__attribute__((noinline, cold)) void refuseBadBuffers(const char* fn, const CollCall& c, const CollectiveRow& row,
+                                                      int rank, size_t sendMul, size_t recvMul, BufferFault fault) {
+  const size_t maxMul = std::max<size_t>({sendMul, recvMul, 1});
+  switch (fault) {
+    case BufferFault::kNone:
+      return;
+    case BufferFault::kOverflow:
+      throwError(collInvalidArgument, "%s: count %zu of %s (x%zu ranks) overflows size_t bytes", fn, c.count,
+                 kernels::dataTypeName(c.datatype), maxMul);
+    case BufferFault::kNullSend:
+      throwError(collInvalidArgument, "%s: sendbuff is NULL with count %zu: expected a buffer of %zu bytes", fn,
+                 c.count, c.count * c.elemSize * sendMul);
+    case BufferFault::kNullRecv:
+      throwError(collInvalidArgument, "%s: recvbuff is NULL with count %zu: expected a buffer of %zu bytes", fn,
+                 c.count, c.count * c.elemSize * recvMul);
+    case BufferFault::kAboveLowSpace:
+      refuseBeyondAddressSpace(fn, c, sendMul, recvMul);
+      if (!overlapNotInPlace(c, row, rank, sendMul, recvMul)) return;
+      break;
+    case BufferFault::kOverlap:
+      break;
+  }
+  const size_t sendBytes = c.count * c.elemSize * sendMul, recvBytes = c.count * c.elemSize * recvMul;
+  throwError(collInvalidArgument,
+             "%s: sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap without being in place: expected "
+             "disjoint buffers%s%s",
+             fn, c.sendbuff, sendBytes, c.recvbuff, recvBytes, row.inPlace ? " or in place, " : "", row.inPlaceRule);
 }
 
 void checkBuffers(const char* fn, const CollCall& c, const CollectiveRow& row, int rank, size_t sendMul,
                   size_t recvMul) {
-  if (!buffersPlainlyValid(c, row, rank, sendMul, recvMul)) refuseBadBuffers(fn, c, row, rank, sendMul, recvMul);
+  const BufferFault fault = firstBufferFault(c, row, rank, sendMul, recvMul);
+  if (fault != BufferFault::kNone) refuseBadBuffers(fn, c, row, rank, sendMul, recvMul, fault);
 }
 
 // Variable counts: the rules of refuseBadBuffers over the extents the arrays gave (call.counts).
