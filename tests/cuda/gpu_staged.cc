@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/cuda/api_args.h"
 #include "tests/cuda/api_ranks.h"
 #include "tests/cuda/gpu_cases.h"
 #include "tests/cuda/gpu_ranks.h"
@@ -30,12 +31,11 @@ using colltest::ApiRank;
 using colltest::GpuCase;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kFilterVar = "COLL_GPU_TEST_FILTER";
 constexpr const char* kQuickVar = "COLL_GPU_STAGED_QUICK";
 
 // The cases every rank runs: the API chooses the protocol, so COLL_PROTO variants are dropped.
 std::vector<GpuCase> stagedCases(int n) {
-  const char* filter = getenv(kFilterVar);
+  const char* filter = getenv(colltest::kGpuTestFilterVar);
   std::vector<GpuCase> all = colltest::gpuCases(n, false, filter != nullptr ? filter : "");
   const bool quick = getenv(kQuickVar) != nullptr;
   std::vector<GpuCase> cases;
@@ -123,40 +123,34 @@ int main(int argc, char** argv) {
   const std::map<std::string, colltest::ApiRankBody> bodies = {{"cases", runCases},
                                                                {"bench", colltest::runStagedBench}};
   if (int status = colltest::apiRankChildMain(bodies); status >= 0) return status;
-  std::vector<int> ranks = {2, 3, 4};
-  std::vector<std::string> modes = {"processes"};
-  int hosts = 1;
+  colltest::ApiArgs args;
+  args.modes = {"processes"};
   size_t benchBytes = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-      ranks = colltest::splitRankCounts(argv[++i]);
-    } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
-      modes = colltest::splitCommaList(argv[++i]);
-    } else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) {
-      hosts = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
-      setenv(kFilterVar, argv[++i], 1);
-    } else if (!strcmp(argv[i], "--quick")) {
+  const colltest::ExtraOption extra = [&](int argc, char** argv, int& i) {
+    if (!strcmp(argv[i], "--quick")) {
       setenv(kQuickVar, "1", 1);
     } else if (!strcmp(argv[i], "--bench") && i + 1 < argc) {
       benchBytes = strtoull(argv[++i], nullptr, 10);
     } else {
-      fprintf(stderr,
-              "usage: gpu_staged [--ranks 2,3,4] [--modes processes,threads] [--hosts H] [--filter TEXT] "
-              "[--quick] [--bench MAX_BYTES]\n");
-      return 2;
+      return false;
     }
-  }
+    return true;
+  };
+  if (!colltest::parseApiArgs(argc, argv,
+                              "gpu_staged [--ranks 2,3,4] [--modes processes,threads] [--hosts H] [--filter TEXT] "
+                              "[--quick] [--bench MAX_BYTES]",
+                              &args, extra))
+    return 2;
   if (colltest::skipWithoutGpu()) return 77;
   // Thread ranks share one GPU's hardware queues: one per stream (docs/cuda.md).
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   const char* transports = getenv("COLL_TRANSPORTS");
   bool passed = true;
-  for (const std::string& mode : modes)
-    for (int n : benchBytes > 0 ? std::vector<int>{2} : ranks) {
+  for (const std::string& mode : args.modes)
+    for (int n : benchBytes > 0 ? std::vector<int>{2} : args.ranks) {
       colltest::ApiJob job;
       job.nranks = n;
-      job.hosts = hosts;
+      job.hosts = args.hosts;
       job.mode = mode;
       job.timeoutMs = colltest::GpuJob::defaultTimeoutMs();
       if (benchBytes > 0) setenv("COLL_GPU_STAGED_BENCH_BYTES", std::to_string(benchBytes).c_str(), 1);
@@ -168,7 +162,7 @@ int main(int argc, char** argv) {
       const double secs = std::chrono::duration<double>(Clock::now() - start).count();
       for (const std::string& f : failures) printf("FAIL %s\n", f.c_str());
       printf("RESULT gpu_staged %s%s n=%d: %s (%zu cases, %.1f s; COLL_TRANSPORTS=%s)\n", body,
-             hosts > 1 ? (" " + mode + " hosts=" + std::to_string(hosts)).c_str() : (" " + mode).c_str(), n,
+             args.hosts > 1 ? (" " + mode + " hosts=" + std::to_string(args.hosts)).c_str() : (" " + mode).c_str(), n,
              failures.empty() ? "PASS" : "FAIL", benchBytes > 0 ? size_t(0) : stagedCases(n).size(), secs,
              transports != nullptr ? transports : "");
       fflush(stdout);

@@ -15,10 +15,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "tests/cuda/api_args.h"
 #include "tests/cuda/api_ranks.h"
 #include "tests/cuda/gpu_ranks.h"
 #include "tests/multirank/vcoll_cases.h"
@@ -30,10 +30,8 @@ using colltest::GuardedMemory;
 using colltest::VCase;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kFilterVar = "COLL_GPU_TEST_FILTER";
-
 std::vector<VCase> casesToRun() {
-  const char* filter = getenv(kFilterVar);
+  const char* filter = getenv(colltest::kGpuTestFilterVar);
   std::vector<VCase> cases;
   for (const VCase& c : colltest::standardVCases())
     if (filter == nullptr || c.describe().find(filter) != std::string::npos) cases.push_back(c);
@@ -117,36 +115,22 @@ std::vector<std::string> runCases(ApiRank& r) {
 int main(int argc, char** argv) {
   const std::map<std::string, colltest::ApiRankBody> bodies = {{"vcases", runCases}};
   if (int status = colltest::apiRankChildMain(bodies); status >= 0) return status;
-  std::vector<int> ranks = {2, 3, 4};
-  std::vector<std::string> modes = {"threads", "processes"};
-  int hosts = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
-      ranks = colltest::splitRankCounts(argv[++i]);
-    } else if (!strcmp(argv[i], "--modes") && i + 1 < argc) {
-      modes = colltest::splitCommaList(argv[++i]);
-    } else if (!strcmp(argv[i], "--hosts") && i + 1 < argc) {
-      hosts = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
-      setenv(kFilterVar, argv[++i], 1);
-    } else {
-      fprintf(stderr,
-              "usage: gpu_vcollectives [--ranks 2,3,4] [--modes threads,processes] [--hosts H] "
-              "[--filter TEXT]\n");
-      return 2;
-    }
-  }
+  colltest::ApiArgs args;
+  if (!colltest::parseApiArgs(
+          argc, argv, "gpu_vcollectives [--ranks 2,3,4] [--modes threads,processes] [--hosts H] [--filter TEXT]",
+          &args))
+    return 2;
   if (colltest::skipWithoutGpu()) return 77;
   // Thread ranks share one GPU's hardware queues: one per stream (docs/cuda.md).
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   const char* transports = getenv("COLL_TRANSPORTS");
   bool passed = true;
-  for (const std::string& mode : modes)
-    for (int n : ranks) {
-      if (hosts > 1 && mode != "processes") continue;  // COLL_HOSTID groups are per process
+  for (const std::string& mode : args.modes)
+    for (int n : args.ranks) {
+      if (args.hosts > 1 && mode != "processes") continue;  // COLL_HOSTID groups are per process
       colltest::ApiJob job;
       job.nranks = n;
-      job.hosts = hosts;
+      job.hosts = args.hosts;
       job.mode = mode;
       job.timeoutMs = colltest::GpuJob::defaultTimeoutMs();
       const Clock::time_point start = Clock::now();
@@ -154,8 +138,8 @@ int main(int argc, char** argv) {
       const double secs = std::chrono::duration<double>(Clock::now() - start).count();
       for (const std::string& f : failures) printf("FAIL %s\n", f.c_str());
       printf("RESULT gpu_vcollectives %s%s n=%d: %s (%zu cases, %.1f s; COLL_TRANSPORTS=%s)\n", mode.c_str(),
-             hosts > 1 ? (" hosts=" + std::to_string(hosts)).c_str() : "", n, failures.empty() ? "PASS" : "FAIL",
-             casesToRun().size(), secs, transports != nullptr ? transports : "");
+             args.hosts > 1 ? (" hosts=" + std::to_string(args.hosts)).c_str() : "", n,
+             failures.empty() ? "PASS" : "FAIL", casesToRun().size(), secs, transports != nullptr ? transports : "");
       fflush(stdout);
       passed = passed && failures.empty();
     }

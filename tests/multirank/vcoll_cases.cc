@@ -87,7 +87,7 @@ const char* vcollName(VColl coll) {
 }
 
 std::string VCase::describe() const {
-  static const char* shapes[] = {"uneven", "some-zero", "all-zero", "only-one"};
+  static const char* shapes[] = {"uneven", "some-zero", "all-zero", "only-one", "alike"};
   char text[200];
   snprintf(text, sizeof(text), "%s %s %s %s x%zu %s %s", vcollName(coll), typeName(type),
            coll == VColl::kReduceScatterV ? opName(op) : "-", shapes[static_cast<int>(shape)], scale,
@@ -106,6 +106,8 @@ size_t blockCount(const VCase& c, int of, int nranks) {
       return 0;
     case CountShape::kOnlyOne:
       return of == nranks - 1 ? c.scale * 5 + 3 : 0;
+    case CountShape::kAlike:
+      return c.scale;
   }
   return 0;
 }

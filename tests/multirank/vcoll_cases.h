@@ -23,6 +23,7 @@ enum class CountShape {
   kSomeZero,  // every third rank's block empty
   kAllZero,   // nothing anywhere
   kOnlyOne,   // one rank's block holds everything
+  kAlike,     // every block `scale` elements (tests/cuda_host/test_device_variable.cc; not in standardVCases)
 };
 // Where the receive regions lie: packed in rank order, or in reverse rank order with gaps.
 enum class Placement { kPacked, kReversedWithGaps };
