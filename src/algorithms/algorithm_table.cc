@@ -24,7 +24,8 @@ int noSteps(const PlanContext&) { return 0; }
 constexpr uint32_t kAllButPointToPoint =
     collBit(CollType::kAllReduce) | collBit(CollType::kBroadcast) | collBit(CollType::kReduce) |
     collBit(CollType::kAllGather) | collBit(CollType::kReduceScatter) | collBit(CollType::kGather) |
-    collBit(CollType::kScatter) | collBit(CollType::kAllToAll) | collBit(CollType::kBarrier);
+    collBit(CollType::kScatter) | collBit(CollType::kAllToAll) | collBit(CollType::kBarrier) |
+    collBit(CollType::kAllGatherV) | collBit(CollType::kReduceScatterV);
 
 }  // namespace
 

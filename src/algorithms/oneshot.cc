@@ -134,13 +134,16 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   Region region;
   // An inline or tiny call's stamp, made once: the entry gets it and the peers' must equal it.
   const uint64_t stamp = stampOf(seq, call);
-  if (fitsOn<TinyRing>(bytes)) {
+  // A variable-count call's inputs take a region: its trailer carries the digest of the counts
+  // that a stamp's few bits could not.
+  const bool variable = call.counts != nullptr;
+  if (!variable && fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
     // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
     // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
     // in both (docs/performance.md, "Latency at 8 bytes").
     region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, waiter);
-  } else if (fitsOn<InlineRing>(bytes)) {
+  } else if (!variable && fitsOn<InlineRing>(bytes)) {
     region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
@@ -148,8 +151,9 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
       // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already
       // say they are done with the region; where it does not (a broadcast's root), this wait does.
       waitForReaders(region.lastUse, waiter);
-      if (bytes > 0) memcpy(inputOf(rank_, region), call.sendbuff, bytes);
-      const Trailer trailer{seq, collectiveTagOf(call)};
+      const size_t published = publishedBytes(call, bytes);
+      if (published > 0) memcpy(inputOf(rank_, region), call.sendbuff, published);
+      const Trailer trailer{seq, collectiveTagOf(call), countsDigestOf(call, nranks_)};
       memcpy(inputOf(rank_, region) + bytes, &trailer, sizeof(trailer));
     }
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
@@ -179,7 +183,22 @@ bool OneShot::publishesOn(int rank, int nranks, const CollCall& call) {
   // A rank publishes what its send buffer holds: nothing off a broadcast's or a scatter's root,
   // nothing for a barrier (the collective's row).
   const CollectiveRow& row = collectiveRow(call.type);
-  return row.hasData && row.sendMultiple(rank, call.root, nranks) > 0;
+  return row.hasData && (row.variableCounts || row.sendMultiple(rank, call.root, nranks) > 0);
+}
+
+uint64_t OneShot::countsDigestOf(const CollCall& call, int nranks) {
+  if (call.counts == nullptr) return 0;
+  // FNV-1a over the receive counts, which every rank of an all-gather-v or a reduce-scatter-v
+  // passes alike: ranks whose arrays differ but whose totals agree fill the same regions, and only
+  // this tells their inputs apart.
+  uint64_t digest = 14695981039346656037ull;
+  for (int r = 0; r < nranks; ++r) digest = (digest ^ call.counts->recvcounts[r]) * 1099511628211ull;
+  return digest | 1;
+}
+
+size_t OneShot::publishedBytes(const CollCall& call, size_t bytes) {
+  if (call.type == CollType::kAllGatherV) return call.counts->sendcount * call.elemSize;
+  return bytes;
 }
 
 template <class Ring>
@@ -237,7 +256,7 @@ void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region&
 
 void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call,
                             size_t bytes) const {
-  const Trailer mine{seq, collectiveTagOf(call)};
+  const Trailer mine{seq, collectiveTagOf(call), countsDigestOf(call, nranks_)};
   for (int r = first; r < end; ++r) {
     if (r == rank_ || !publishesOn(r, nranks_, call)) continue;
     // Where this rank's own count puts the peer's trailer: a peer that published by another count
@@ -245,6 +264,12 @@ void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& regi
     Trailer theirs;
     memcpy(&theirs, inputOf(r, region) + bytes, sizeof(theirs));
     if (theirs.seq != mine.seq || theirs.tag != mine.tag) throwMismatch(r, theirs.seq == seq ? theirs.tag : 0, call);
+    if (theirs.counts != mine.counts)
+      throw CallMismatchError(
+          collRemoteError,
+          formatString("rank %d passed other recvcounts than this rank (%d) for this %s of %zu elements in all: every "
+                       "rank must pass the same recvcounts",
+                       r, rank_, collTypeName(call.type), call.count));
   }
 }
 
@@ -289,8 +314,30 @@ const uint8_t* OneShot::sourceOf(int rank, const CollCall& call, const Region& r
   return inputOf(rank, region);
 }
 
+void OneShot::computeVariableOutput(const CollCall& call, const CollectiveRow& row, const Region& region) {
+  const VariableCounts& v = *call.counts;
+  uint8_t* out = static_cast<uint8_t*>(call.recvbuff);
+  if (row.reducing) {
+    // This rank's block, where the blocks before it end, of every rank's input.
+    size_t offset = 0;
+    for (int r = 0; r < rank_; ++r) offset += v.recvcounts[r];
+    if (v.recvcounts[rank_] > 0) reduceAll(call, region, offset, v.recvcounts[rank_], out);
+    return;
+  }
+  for (int r = 0; r < nranks_; ++r) {
+    const size_t bytes = v.recvcounts[r] * call.elemSize;
+    if (bytes == 0) continue;
+    const uint8_t* input = r == rank_ ? static_cast<const uint8_t*>(call.sendbuff) : inputOf(r, region);
+    kernels::copyBytesUnlessSame(out + v.rdispls[r] * call.elemSize, input, bytes);
+  }
+}
+
 void OneShot::computeOutput(const CollCall& call, const CollectiveRow& row, const Region& region) {
   if (!hasOutput(row, rank_, call.root)) return;
+  if (call.counts != nullptr) {
+    computeVariableOutput(call, row, region);
+    return;
+  }
   const DataLayout& layout = row.layout;
   uint8_t* out = static_cast<uint8_t*>(call.recvbuff);
   if (row.reducing) {
@@ -336,8 +383,13 @@ bool oneshotCanRun(const CollCall& call, const PlanContext& ctx, std::string* wh
 }
 
 bool oneshotEligible(const CollCall& call, const PlanContext& ctx) {
+  const CollectiveRow& row = collectiveRow(call.type);
   // A barrier (no data) has nothing for the pipelines to win on.
-  return !collectiveRow(call.type).hasData || modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
+  if (!row.hasData) return true;
+  // A variable-count call publishes in a region, not on an inline line: where ranks outnumber
+  // cores, the ring's steps beat everyone waiting for everyone (docs/performance.md, "Choices").
+  if (row.variableCounts && ctx.ranksOutnumberCores) return false;
+  return modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
 }
 
 double modelOneShot(const CollCall& call, const PlanContext& ctx) {

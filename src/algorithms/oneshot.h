@@ -68,11 +68,17 @@ class OneShot : public NativeRunner {
   // Whether this rank's (rank `rank`'s) input goes into its buffer for this call.
   bool publishes(const CollCall& call) const;
   static bool publishesOn(int rank, int nranks, const CollCall& call);
-  // What follows an input in its region: the call's number and tag.
+  // What follows an input in its region: the call's number and tag, and for a variable-count call
+  // a digest of the counts every rank must pass alike (countsDigestOf; 0 for the others).
   struct Trailer {
     uint64_t seq;
     uint64_t tag;
+    uint64_t counts;
   };
+  static uint64_t countsDigestOf(const CollCall& call, int nranks);
+  // Bytes this rank copies into its region: its whole input, or an all-gather-v's own block
+  // (`bytes`, the region's size, is the total every rank agrees on).
+  static size_t publishedBytes(const CollCall& call, size_t bytes);
   // A stamp: the call's number, and in its low bits the call's collective, datatype and count.
   static constexpr int kStampTagBits = 14;
   static uint64_t stampOf(uint64_t seq, const CollCall& call) {
@@ -147,6 +153,9 @@ class OneShot : public NativeRunner {
   // This rank's output from the inputs, as the collective's row lays it out (its layout, whether
   // it reduces): no switch on the collective.
   void computeOutput(const CollCall& call, const CollectiveRow& row, const Region& region);
+  // computeOutput for the variable-count collectives: blocks at their displacements (all-gather-v)
+  // or this rank's block of the reduction (reduce-scatter-v).
+  void computeVariableOutput(const CollCall& call, const CollectiveRow& row, const Region& region);
   // Reduces `count` elements at `offset` of every rank's input into dst.
   void reduceAll(const CollCall& call, const Region& region, size_t offset, size_t count, void* dst);
   uint8_t* inputOf(int rank, const Region& region) const {
