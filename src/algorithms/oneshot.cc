@@ -4,11 +4,13 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "kernels/cpu/reduce.h"
 #include "src/algorithms/cost_model.h"
 #include "src/call_tag.h"
 #include "src/collective_table.h"
 #include "src/exec/peer_calls.h"
+#include "src/validate_counts.h"
 
 namespace coll {
 
@@ -188,12 +190,10 @@ bool OneShot::publishesOn(int rank, int nranks, const CollCall& call) {
 
 uint64_t OneShot::countsDigestOf(const CollCall& call, int nranks) {
   if (call.counts == nullptr) return 0;
-  // FNV-1a over the receive counts, which every rank of an all-gather-v or a reduce-scatter-v
-  // passes alike: ranks whose arrays differ but whose totals agree fill the same regions, and only
-  // this tells their inputs apart.
-  uint64_t digest = 14695981039346656037ull;
-  for (int r = 0; r < nranks; ++r) digest = (digest ^ call.counts->recvcounts[r]) * 1099511628211ull;
-  return digest | 1;
+  // The receive counts, which every rank of an all-gather-v or a reduce-scatter-v passes alike:
+  // ranks whose arrays differ but whose totals agree fill the same regions, and only this tells
+  // their inputs apart. One host, one byte order: the array's bytes as they lie.
+  return Fnv1a().add(call.counts->recvcounts, static_cast<size_t>(nranks) * sizeof(size_t)).value() | 1;
 }
 
 size_t OneShot::publishedBytes(const CollCall& call, size_t bytes) {
@@ -318,10 +318,9 @@ void OneShot::computeVariableOutput(const CollCall& call, const CollectiveRow& r
   const VariableCounts& v = *call.counts;
   uint8_t* out = static_cast<uint8_t*>(call.recvbuff);
   if (row.reducing) {
-    // This rank's block, where the blocks before it end, of every rank's input.
-    size_t offset = 0;
-    for (int r = 0; r < rank_; ++r) offset += v.recvcounts[r];
-    if (v.recvcounts[rank_] > 0) reduceAll(call, region, offset, v.recvcounts[rank_], out);
+    // This rank's block of every rank's input.
+    if (v.recvcounts[rank_] > 0)
+      reduceAll(call, region, blockOffsetOf(v.recvcounts, rank_), v.recvcounts[rank_], out);
     return;
   }
   for (int r = 0; r < nranks_; ++r) {
