@@ -54,8 +54,9 @@ if [ "$profile" = all ]; then
   # (transport/verbs, tests/verbs_emulator).
   want+=(libgtest-dev libbenchmark-dev iproute2 procps qemu-user valgrind clang libibverbs-dev)
   # The PyTorch backend on Debian's torch 1.13 (python3-torch, its C++ headers in libtorch-dev,
-  # pybind11-dev), and the venv module for the torch 2.x environment.
-  want+=(python3-venv python3-torch libtorch-dev pybind11-dev python3-numpy)
+  # pybind11-dev), and the venv module for the torch 2.x environment; nlohmann/json, which torch
+  # 2.x's Flight Recorder headers include (python/src/flight_recording.h).
+  want+=(python3-venv python3-torch libtorch-dev pybind11-dev python3-numpy nlohmann-json3-dev)
   # The comparisons: Open MPI, Gloo (through torch), iperf3, matplotlib.
   want+=(openmpi-bin libopenmpi-dev python3-matplotlib iperf3)
 fi

@@ -17,6 +17,12 @@ std::vector<c10::Device> devicesOf(const std::shared_ptr<DeviceCall>& device) {
   return {device->device()};
 }
 
+// Torch's Work opens its profiler event only where a profiler listens; without one, making the
+// event's RecordFunction and copying the inputs for it is all the title costs.
+const char* titleIfProfiled(c10d::OpType type) { return at::hasCallbacks() ? profilingTitleOf(type) : nullptr; }
+
+}  // namespace
+
 // The name torch.profiler shows for a call: "backend:operation", with Gloo's operation names (its
 // coalesced all-reduce and all-gather are "all_reduce" and "all_gather", all_to_all_single is
 // "all_to_all"), so that a trace, and torch's own tests of one, read the same whichever backend
@@ -61,12 +67,6 @@ const char* profilingTitleOf(c10d::OpType type) {
       return "collective:call";
   }
 }
-
-// Torch's Work opens its profiler event only where a profiler listens; without one, making the
-// event's RecordFunction and copying the inputs for it is all the title costs.
-const char* titleIfProfiled(c10d::OpType type) { return at::hasCallbacks() ? profilingTitleOf(type) : nullptr; }
-
-}  // namespace
 
 CollectiveWork::CollectiveWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
                                const std::vector<at::Tensor>& inputs, std::weak_ptr<WorkQueue> queue,
@@ -176,6 +176,7 @@ void CollectiveWork::complete(std::exception_ptr error) {
     }
   }
   finish(error);
+  if (!error && flightRecording_) flightRecording_->retire(flightEntry_);
 #if TORCH_COLLECTIVE_HAS_COMPLETION_HOOKS
   // After the Work reads completed: a hook that missed its key at issue time looks it up then.
   if (!error && completionHooks_) completionHooks_->completed(getCompletionKey());

@@ -15,6 +15,7 @@
 
 #include "completion_hooks.h"
 #include "device_call.h"
+#include "flight_recording.h"
 #include "torch_compat.h"
 
 namespace torch_collective {
@@ -54,6 +55,11 @@ class CollectiveWork : public c10d::Work {
   int sourceRank() const override;
   // Told when this call completes successfully (torch 2.x's completion hooks: completion_hooks.h).
   void setCompletionHooks(std::shared_ptr<CompletionHooks> hooks) { completionHooks_ = std::move(hooks); }
+  // This call's entry in torch's Flight Recorder, retired when it completes successfully.
+  void setFlightEntry(std::shared_ptr<FlightRecording> recording, FlightEntry entry) {
+    flightRecording_ = std::move(recording);
+    flightEntry_ = entry;
+  }
 
  private:
   // Someone is interested in this call's completion: point-to-point calls held back to be
@@ -72,6 +78,12 @@ class CollectiveWork : public c10d::Work {
   std::atomic<uint64_t> sequence_{0};         // 0: not posted yet
   std::shared_ptr<std::atomic<int>> source_;  // null: not a receive from any source
   std::shared_ptr<CompletionHooks> completionHooks_;
+  std::shared_ptr<FlightRecording> flightRecording_;  // null: not recorded
+  FlightEntry flightEntry_;
 };
+
+// The name torch.profiler (and the Flight Recorder) shows for a call of this type:
+// "collective:all_reduce".
+const char* profilingTitleOf(c10d::OpType type);
 
 }  // namespace torch_collective

@@ -1,6 +1,6 @@
 // torch_collective._C's fault-tolerance functions (docs/pytorch.md, "Surviving a lost rank"):
-// revoke, the two steps of a shrink, and the flight recorder's dump. torch_collective/__init__.py
-// builds shrink_group on them.
+// revoke, the two steps of a shrink, the library's flight recorder's dump, and the backend's entries
+// in torch's Flight Recorder. torch_collective/__init__.py builds shrink_group on them.
 #include "fault_bindings.h"
 
 #include "library_call.h"
@@ -50,6 +50,25 @@ void registerFaultBindings(py::module& module) {
       },
       py::arg("backend"), py::arg("path") = "",
       "collCommDumpTrace: this rank's flight recorder to path (empty: a file in COLL_TRACE_DIR).");
+  module.attr("records_flight_recorder") = TORCH_COLLECTIVE_RECORDS_FLIGHTS != 0;
+  module.def(
+      "is_collective_backend",
+      [](const py::object& group) {
+        auto base = group.cast<c10::intrusive_ptr<BackendBase>>();
+        return dynamic_cast<ProcessGroupCollective*>(base.get()) != nullptr;
+      },
+      py::arg("backend"), "Whether this backend object is the collective backend itself (not a wrapper).");
+  module.def(
+      "attach_flight_recorder",
+      [](const py::object& group, const std::string& groupName, const std::string& groupDescription,
+         const std::vector<uint64_t>& globalRanks, int globalRank) {
+        return collectiveBackendOf(group, "attach_flight_recorder")
+            ->attachFlightRecorder(groupName, groupDescription, globalRanks, globalRank);
+      },
+      py::arg("backend"), py::arg("group_name"), py::arg("group_desc"), py::arg("global_ranks"),
+      py::arg("global_rank"),
+      "Records the group's calls in torch's Flight Recorder (the \"collective\" instance) from now on;\n"
+      "False where the recorder is off (TORCH_FR_BUFFER_SIZE=0) or this torch line has none.");
 }
 
 }  // namespace torch_collective

@@ -67,7 +67,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::send(std::vector<at::Tens
     anySource->noteSend(dstRank, stream != nullptr);
     return collSend(data, count, type, dstRank, comm, stream);
   };
-  return enqueueOnTensor(c10d::OpType::SEND, "send", tensor, call, Writes::kNo, CallKind::kPointToPoint);
+  return enqueueOnTensor(c10d::OpType::SEND, "send", tensor, call, Writes::kNo, CallKind::kPointToPoint,
+                         CallerWaits::kLater, dstRank);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -81,7 +82,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recv(std::vector<at::Tens
     anySource->noteRecv(srcRank, stream != nullptr);
     return collRecv(data, count, type, srcRank, comm, stream);
   };
-  return enqueueOnTensor(c10d::OpType::RECV, "recv", tensor, call, Writes::kYes, CallKind::kPointToPoint);
+  return enqueueOnTensor(c10d::OpType::RECV, "recv", tensor, call, Writes::kYes, CallKind::kPointToPoint,
+                         CallerWaits::kLater, srcRank);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recvAnysource(std::vector<at::Tensor>& tensors, int /*tag*/) {

@@ -57,7 +57,8 @@ ProcessGroupCollective::ProcessGroupCollective(int rank, int size, const std::st
       store_(std::move(store)),
       anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize(),
                                                     libraryReceivesFromAnySource(comm_.handle()))),
-      queue_(WorkQueue::create()) {}
+      queue_(WorkQueue::create()),
+      flightRecording_(std::make_shared<FlightRecording>(comm_.timeoutMs())) {}
 
 ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c10::intrusive_ptr<c10d::Store> store)
     : BackendBase(Communicator::rankOf(comm), Communicator::sizeOf(comm)),
@@ -65,7 +66,8 @@ ProcessGroupCollective::ProcessGroupCollective(collComm_t comm, int timeoutMs, c
       store_(std::move(store)),
       anySource_(std::make_shared<AnySourceMatcher>(store_, getRank(), getSize(),
                                                     libraryReceivesFromAnySource(comm_.handle()))),
-      queue_(WorkQueue::create()) {}
+      queue_(WorkQueue::create()),
+      flightRecording_(std::make_shared<FlightRecording>(comm_.timeoutMs())) {}
 
 ProcessGroupCollective::~ProcessGroupCollective() {
   // The communicator must outlive every queued call, and the calls must not wait for a Work that
@@ -97,13 +99,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
                                                                std::shared_ptr<DeviceCall> device,
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind,
-                                                               CallerWaits waits) {
+                                                               CallerWaits waits, int peer) {
   const bool pointToPoint =
       type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
   if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
   const bool small = kind == CallKind::kCollective && !device && bytesOf(outputs) <= callerRunLimitBytes();
+  // Torch's hook sees torch's operations only, and so does the backend's own recording.
+  FlightEntry entry;
+  if (type != c10d::OpType::UNKNOWN && flightRecording_->attached()) {
+    entry = flightRecording_->record(type, getRank(), peer, sequenceNumber_.load(), inputs, outputs);
+  }
   auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), inputs, queue_, device);
+  if (entry.id) work->setFlightEntry(flightRecording_, entry);
   work->setCompletionHooks(completionHooks_);
   QueuedCall call;
   call.kind = kind;
@@ -132,7 +140,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const char* op,
                                                                        const at::Tensor& tensor, TensorCall call,
                                                                        Writes writes, CallKind kind,
-                                                                       CallerWaits waits) {
+                                                                       CallerWaits waits, int peer) {
   std::shared_ptr<DeviceCall> device = deviceCallFor(op, {tensor});
   StagedTensor data(tensor);
   std::function<void()> finish;
@@ -140,7 +148,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpT
   collStream_t stream = streamOf(device);
   return enqueue(
       type, {tensor}, {tensor}, std::move(device),
-      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits);
+      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits, peer);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& opts) {
@@ -166,6 +174,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
     std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t)> call) {
   collComm_t comm = comm_.handle();
   return enqueue(c10d::OpType::UNKNOWN, tensors, tensors, nullptr, [comm, call] { checkResult(call(comm)); });
+}
+
+bool ProcessGroupCollective::attachFlightRecorder(const std::string& groupName, const std::string& groupDescription,
+                                                  const std::vector<uint64_t>& globalRanks, int globalRank) {
+#if TORCH_COLLECTIVE_RECORDS_FLIGHTS
+  return flightRecording_->attach(groupName, groupDescription, globalRanks, globalRank);
+#else
+  (void)groupName;
+  (void)groupDescription;
+  (void)globalRanks;
+  (void)globalRank;
+  return false;
+#endif
 }
 
 void ProcessGroupCollective::startCoalescing() {

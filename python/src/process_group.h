@@ -18,6 +18,7 @@
 #include "any_source.h"
 #include "communicator.h"
 #include "device_call.h"
+#include "flight_recording.h"
 #include "tensor_staging.h"
 #include "torch_compat.h"
 #include "work_queue.h"
@@ -140,6 +141,10 @@ class ProcessGroupCollective : public BackendBase {
   // naming it, and keeps the backend for a call with the right list).
   c10::intrusive_ptr<ProcessGroupCollective> takeShrunk(const std::vector<int64_t>& exclude);
   collComm_t handle() const { return comm_.handle(); }
+  // Records this group's calls in torch's Flight Recorder from now on, in place of torch's hook
+  // (flight_recording.h); false where the recorder is off or this torch line has none.
+  bool attachFlightRecorder(const std::string& groupName, const std::string& groupDescription,
+                            const std::vector<uint64_t>& globalRanks, int globalRank);
 
   // Queues `call` (library calls on this group's communicator, e.g. the collZero* functions of
   // zero_bindings.cc) behind the group's other calls on its worker thread. `tensors` are the
@@ -167,7 +172,7 @@ class ProcessGroupCollective : public BackendBase {
                                          const std::vector<at::Tensor>& inputs, std::shared_ptr<DeviceCall> device,
                                          std::function<void()> issue, std::function<void()> finish = nullptr,
                                          CallKind kind = CallKind::kCollective,
-                                         CallerWaits waits = CallerWaits::kLater);
+                                         CallerWaits waits = CallerWaits::kLater, int peer = -1);
   template <typename Options>
   static CallerWaits waitsOf(const Options& opts) {
     return callerWaitsAtOnce(opts) ? CallerWaits::kAtOnce : CallerWaits::kLater;
@@ -179,7 +184,7 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const char* op, const at::Tensor& tensor,
                                                  TensorCall call, Writes writes = Writes::kYes,
                                                  CallKind kind = CallKind::kCollective,
-                                                 CallerWaits waits = CallerWaits::kLater);
+                                                 CallerWaits waits = CallerWaits::kLater, int peer = -1);
   // Sends `sends[p]` to and receives `recvs[p]` from every rank p in one group; this rank's own
   // pair is copied. Both all_to_all forms.
   c10::intrusive_ptr<c10d::Work> exchangeWithEveryRank(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -209,6 +214,7 @@ class ProcessGroupCollective : public BackendBase {
   // The last call queued on CUDA tensors (guarded by coalescingMutex_): barrier waits for it.
   std::shared_ptr<DeviceCall> lastDeviceCall_;
   std::shared_ptr<CompletionHooks> completionHooks_ = std::make_shared<CompletionHooks>();
+  std::shared_ptr<FlightRecording> flightRecording_;
   // A shrink's new backend until it is handed over (fault_tolerance.cc).
   std::mutex shrinkMutex_;
   uint64_t shrinks_ = 0;

@@ -15,7 +15,7 @@ import torch  # noqa: F401  (loads the libraries the extension links against)
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
-from . import _C
+from . import _C, flight_recorder
 from .fault import dump_trace, revoke, shrink_group
 
 __all__ = ["BACKEND_NAME", "create_backend", "cuda_support", "dump_trace", "revoke", "shrink_group"]
@@ -70,6 +70,7 @@ def _register():
         dist.Backend.register_backend(BACKEND_NAME, create_backend, devices=devices)
     else:
         dist.Backend.register_backend(BACKEND_NAME, create_backend)
+    flight_recorder.install(BACKEND_NAME)
 
 
 _register()

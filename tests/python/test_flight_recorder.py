@@ -2,12 +2,15 @@
 
     collrun -n 2 PYTHON tests/python/test_flight_recorder.py      (torch 2.15 and later)
 
-Torch 2.x attaches its FlightRecorderHook to groups of backends that do not record themselves;
-the backend retires the hook's entries through torch's completion hooks (completion_hooks.h).
-Every rank makes a few collectives, dumps torch's recorder (_dump_fr_trace_file, as torch does on
-a failure), and rank 0 runs torch.distributed.flight_recorder's analyzer over the dumps: every
+A group served by the collective backend alone records its calls itself (flight_recording.h), in
+place of the FlightRecorderHook torch attaches to other backends' groups; where the extension
+cannot, the hook records them and the backend retires its entries (completion_hooks.h). Every
+rank makes a few collectives, dumps torch's recorder (_dump_fr_trace_file, as torch does on a
+failure), and rank 0 runs torch.distributed.flight_recorder's analyzer over the dumps: every
 collective must be there, in order, with its sizes, completed on both ranks, and matched across
-them with no error. Then a collective only rank 0 calls: the analyzer must find rank 1 missing.
+them with no error. Then a send and a receive, named "send 0->1" and "recv 1<-0" with their sizes;
+then a collective only rank 0 calls: the analyzer must find rank 1 missing. Where the extension
+records natively, torch's hook must not be attached too (each call would be recorded twice).
 Exits 77 (SKIPPED) on torch lines without the hook.
 """
 import contextlib
@@ -63,6 +66,39 @@ def check_all_completed(db, printed):
     return failures
 
 
+def check_point_to_point(rank):
+    """A send and a receive between ranks 0 and 1 in this rank's own recorder."""
+    import json
+
+    tensor = torch.ones(7)
+    if rank == 0:
+        dist.send(tensor, 1)
+    elif rank == 1:
+        dist.recv(tensor, 0)
+    else:
+        return []
+    time.sleep(0.3)  # the worker retires an entry just after the Work reads completed
+    trace = json.loads(torch._C._distributed_c10d._dump_fr_trace_json(True, False, backend="collective"))
+    entries = [e for e in trace.get("entries", []) if e["is_p2p"]]
+    expected = "collective:send 0->1" if rank == 0 else "collective:recv 1<-0"
+    if [e["profiling_name"] for e in entries] != [expected]:
+        return [f"point-to-point entries {[e['profiling_name'] for e in entries]}, expected [{expected!r}]"]
+    sizes = entries[0]["input_sizes"] + entries[0]["output_sizes"]
+    if sizes != [[7]] or entries[0]["state"] != "completed":
+        return [f"the {expected} entry has sizes {sizes} and state {entries[0]['state']}: expected [[7]], completed"]
+    return []
+
+
+def check_one_recorder(pg):
+    """Native recording leaves torch's hook off the group."""
+    if not torch_collective._C.records_flight_recorder:
+        return []
+    hooks = dist.distributed_c10d._world.pg_flight_recorder_hooks
+    if pg in hooks:
+        return ["torch's FlightRecorderHook is attached although the backend records itself"]
+    return []
+
+
 def main():
     if not hasattr(torch._C._distributed_c10d, "FlightRecorderHook"):
         print("SKIPPED: this torch has no FlightRecorderHook for backends that do not record themselves")
@@ -79,10 +115,12 @@ def main():
     dist.barrier()
     dump(rank)
     dist.barrier()
-    failures = []
+    failures = check_one_recorder(dist.group.WORLD)
     if rank == 0:
         db, printed = analyze()
         failures += check_all_completed(db, printed)
+    dist.barrier()
+    failures += check_point_to_point(rank)
     dist.barrier()
     # A hang: rank 0 enters an all-reduce that rank 1 never calls; both dump while it is pending.
     if rank == 0:
