@@ -118,7 +118,14 @@ int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, ui
   auto& entry = Ring::entry(areas_[rank_], index);
   // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
   if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForStampedReaders(seq - ringCalls, waiter);
-  if (publishes(call) && bytes > 0) memcpy(entry.data, call.sendbuff, bytes);
+  if (publishes(call)) {
+    const size_t published = publishedBytes(call, bytes);
+    if (published > 0) memcpy(entry.data, call.sendbuff, published);
+    if (call.counts != nullptr) {
+      const uint64_t digest = countsDigestOf(call, nranks_);
+      memcpy(entry.data + bytes, &digest, sizeof(digest));
+    }
+  }
   entry.stamp.store(stamp, std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
   __builtin_prefetch(&Ring::entry(areas_[rank_], static_cast<int>((seq + kPrefetchCalls) % ringCalls)), 1, 3);
@@ -136,8 +143,8 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   Region region;
   // An inline or tiny call's stamp, made once: the entry gets it and the peers' must equal it.
   const uint64_t stamp = stampOf(seq, call);
-  // A variable-count call's inputs take a region: its trailer carries the digest of the counts
-  // that a stamp's few bits could not.
+  // A variable-count call carries a digest of the counts that a stamp's few bits could not: after
+  // its input on an inline line, in its trailer in a region; a tiny entry has no room for it.
   const bool variable = call.counts != nullptr;
   if (!variable && fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
@@ -145,7 +152,7 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
     // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
     // in both (docs/performance.md, "Latency at 8 bytes").
     region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, waiter);
-  } else if (!variable && fitsOn<InlineRing>(bytes)) {
+  } else if (fitsOn<InlineRing>(variable ? bytes + sizeof(uint64_t) : bytes)) {
     region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
@@ -247,6 +254,7 @@ void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region&
     waitForStamps<TinyRing>(seq, stamp, first, end, region.tinyEntry, call, waiter);
   } else if (region.inlineLine >= 0) {
     waitForStamps<InlineRing>(seq, stamp, first, end, region.inlineLine, call, waiter);
+    if (call.counts != nullptr) checkInlineDigests(first, end, region.inlineLine, call, bytes);
   } else {
     waitForWords(
         seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
@@ -264,13 +272,27 @@ void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& regi
     Trailer theirs;
     memcpy(&theirs, inputOf(r, region) + bytes, sizeof(theirs));
     if (theirs.seq != mine.seq || theirs.tag != mine.tag) throwMismatch(r, theirs.seq == seq ? theirs.tag : 0, call);
-    if (theirs.counts != mine.counts)
-      throw CallMismatchError(
-          collRemoteError,
-          formatString("rank %d passed other recvcounts than this rank (%d) for this %s of %zu elements in all: every "
-                       "rank must pass the same recvcounts",
-                       r, rank_, collTypeName(call.type), call.count));
+    if (theirs.counts != mine.counts) throwCountsMismatch(r, call);
   }
+}
+
+void OneShot::checkInlineDigests(int first, int end, int line, const CollCall& call, size_t bytes) const {
+  const uint64_t mine = countsDigestOf(call, nranks_);
+  for (int r = first; r < end; ++r) {
+    if (r == rank_) continue;
+    // The stamps matched: the line holds this call's input, the digest after it.
+    uint64_t theirs;
+    memcpy(&theirs, InlineRing::entry(areas_[r], line).data + bytes, sizeof(theirs));
+    if (theirs != mine) throwCountsMismatch(r, call);
+  }
+}
+
+void OneShot::throwCountsMismatch(int peer, const CollCall& call) const {
+  throw CallMismatchError(
+      collRemoteError,
+      formatString("rank %d passed other recvcounts than this rank (%d) for this %s of %zu elements in all: every "
+                   "rank must pass the same recvcounts",
+                   peer, rank_, collTypeName(call.type), call.count));
 }
 
 void OneShot::throwMismatch(int peer, uint64_t tagInItsBytes, const CollCall& call) const {
@@ -385,8 +407,9 @@ bool oneshotEligible(const CollCall& call, const PlanContext& ctx) {
   const CollectiveRow& row = collectiveRow(call.type);
   // A barrier (no data) has nothing for the pipelines to win on.
   if (!row.hasData) return true;
-  // A variable-count call publishes in a region, not on an inline line: where ranks outnumber
-  // cores, the ring's steps beat everyone waiting for everyone (docs/performance.md, "Choices").
+  // A variable-count call has no tiny entries, whose four calls to a line keep a crowded core's
+  // waits short: where ranks outnumber cores, the ring's steps beat everyone waiting for everyone
+  // (docs/performance.md, "Choices").
   if (row.variableCounts && ctx.ranksOutnumberCores) return false;
   return modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
 }

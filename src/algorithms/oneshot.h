@@ -76,7 +76,7 @@ class OneShot : public NativeRunner {
     uint64_t counts;
   };
   static uint64_t countsDigestOf(const CollCall& call, int nranks);
-  // Bytes this rank copies into its region: its whole input, or an all-gather-v's own block
+  // Bytes this rank copies into its region or line: its whole input, or an all-gather-v's own block
   // (`bytes`, the region's size, is the total every rank agrees on).
   static size_t publishedBytes(const CollCall& call, size_t bytes);
   // A stamp: the call's number, and in its low bits the call's collective, datatype and count.
@@ -103,6 +103,11 @@ class OneShot : public NativeRunner {
   // Throws when rank `r` (first <= r < end), whose input this rank reads, published it for another
   // call: its trailer is not this call's where this rank's count puts it.
   void checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call, size_t bytes) const;
+  // Throws when rank `r` (first <= r < end) put another digest of the counts after its input on
+  // inline line `line` than this rank's (a variable-count call; the stamps matched already).
+  void checkInlineDigests(int first, int end, int line, const CollCall& call, size_t bytes) const;
+  // Throws collRemoteError: `peer` passed other recvcounts for this variable-count call.
+  [[noreturn]] void throwCountsMismatch(int peer, const CollCall& call) const;
   // Throws collRemoteError naming the peer's call (its record, or the tag its bytes carry, where
   // known: 0 when not) and this rank's.
   [[noreturn]] void throwMismatch(int peer, uint64_t tagInItsBytes, const CollCall& call) const;

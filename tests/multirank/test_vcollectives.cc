@@ -288,33 +288,42 @@ TEST(VCollectivesInGroups, QueuedCallsKeepTheirArraysAndMatchReference) {
   }
 }
 
-// Ranks that pass different recvcounts: the call fails (the tags or the slice sizes differ) and no
-// byte lands outside the buffers each rank described.
+// Ranks that pass different recvcounts: the call fails (the tags, the counts' digest or the slice
+// sizes differ) and no byte lands outside the buffers each rank described. Counts of a few elements
+// take the one-shot inline lines, tens of elements its regions; both collectives that run there.
 TEST(VCollectiveErrors, CountsThatDifferBetweenRanksWriteNothingPastABuffer) {
   collConfig_t config = COLL_CONFIG_INITIALIZER;
   config.timeoutMs = 20000;
-  for (bool sameTotal : {false, true}) {
-    auto failures = runAsThreads(
-        2,
-        [sameTotal](collComm_t comm, int rank, int) {
-          // Rank 0 believes {10, 20}; rank 1 believes {10, 30} (another total) or {20, 10} (the same).
-          std::vector<size_t> counts = {10, 20};
-          if (rank == 1) counts = sameTotal ? std::vector<size_t>{20, 10} : std::vector<size_t>{10, 30};
-          std::vector<size_t> displs = {0, counts[0]};
-          const size_t total = counts[0] + counts[1];
-          GuardedMemory send(counts[rank] * 4), recv(total * 4);
-          poison(send.data(), send.bytes());
-          collResult_t rc = collAllGatherV(send.data(), counts[rank], recv.data(), counts.data(), displs.data(),
-                                           collInt32, comm, nullptr);
-          std::vector<std::string> out;
-          if (rc == collSuccess) out.push_back("rank " + std::to_string(rank) + ": a mismatched call succeeded");
-          const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
-          if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
-          return out;
-        },
-        &config);
-    EXPECT_TRUE(failures.empty()) << (sameTotal ? "same total: " : "other total: ") << joinFailures(failures);
-  }
+  for (size_t unit : {size_t{1}, size_t{10}})
+    for (bool gather : {true, false})
+      for (int second : {3, 0, 12}) {
+        const bool sameTotal = second == 0;
+        auto failures = runAsThreads(
+            2,
+            [unit, gather, second](collComm_t comm, int rank, int) {
+              // Rank 0 believes {1, 2}; rank 1 believes {1, 3} (another total), {2, 1} (the same) or
+              // {1, 12} (at one element per unit, a total past the inline line's: the other path); times unit.
+              std::vector<size_t> counts = {unit, 2 * unit};
+              if (rank == 1) counts = second == 0 ? std::vector<size_t>{2 * unit, unit} : std::vector<size_t>{unit, second * unit};
+              std::vector<size_t> displs = {0, counts[0]};
+              const size_t total = counts[0] + counts[1];
+              GuardedMemory send((gather ? counts[rank] : total) * 4), recv((gather ? total : counts[rank]) * 4);
+              poison(send.data(), send.bytes());
+              collResult_t rc = gather ? collAllGatherV(send.data(), counts[rank], recv.data(), counts.data(),
+                                                        displs.data(), collInt32, comm, nullptr)
+                                       : collReduceScatterV(send.data(), recv.data(), counts.data(), collInt32, collSum,
+                                                            comm, nullptr);
+              std::vector<std::string> out;
+              if (rc == collSuccess) out.push_back("rank " + std::to_string(rank) + ": a mismatched call succeeded");
+              const std::string damage = recv.damage("receive buffer") + send.damage("send buffer");
+              if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+              return out;
+            },
+            &config);
+        EXPECT_TRUE(failures.empty()) << (gather ? "all-gather-v, " : "reduce-scatter-v, ") << unit << " per unit, "
+                                      << (sameTotal ? "same total" : "other total") << " (rank 1's second count "
+                                      << second << "): " << joinFailures(failures);
+      }
 }
 
 // An all-to-all where rank 1 expects another count from rank 0 than rank 0 sends, more or fewer:
