@@ -79,8 +79,10 @@ def main():
     import torch_collective  # noqa: F401  (registers the "collective" backend)
 
     rank, ranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    inner = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]) + 1, ranks, rank == 0,
-                          timeout=timedelta(seconds=60))
+    # A file store, named by the launcher's port (one job's): no second port to collide with a
+    # neighbour's under a loaded CI. Torch removes the file when the last rank lets go of it.
+    inner = dist.FileStore(f"/tmp/collective-any-source-cost-{os.environ['MASTER_PORT']}", ranks)
+    inner.set_timeout(timedelta(seconds=60))
     store = CountingStore(inner)
     torch.set_num_threads(1)
     dist.init_process_group("collective", store=store, rank=rank, world_size=ranks)
