@@ -18,20 +18,23 @@ from . import _C
 
 
 def _served_by(backend_name, pg, backend_config):
-    """This group's collective backend where it serves every device of the group, else None.
+    """This group's collective backends (one per device type, usually one object for all) where
+    the collective backend serves every device of the group, else an empty list.
 
     Under TORCH_DISTRIBUTED_DEBUG=DETAIL torch wraps the backend (_ProcessGroupWrapper), which
     hands every call on to it: the calls are recorded where they arrive.
     """
     device_backends = backend_config.get_device_backend_map()
     if not device_backends or any(name != backend_name for name in device_backends.values()):
-        return None
-    device_types = pg._device_types
-    if not device_types:
-        return None
-    backend = pg._get_backend(device_types[0])
-    backend = getattr(backend, "wrapped_pg", backend)
-    return backend if _C.is_collective_backend(backend) else None
+        return []
+    backends = {}
+    for device_type in pg._device_types:
+        backend = pg._get_backend(device_type)
+        backend = getattr(backend, "wrapped_pg", backend)
+        if not _C.is_collective_backend(backend):
+            return []
+        backends[id(backend)] = backend
+    return list(backends.values())
 
 
 def install(backend_name):
@@ -45,14 +48,15 @@ def install(backend_name):
         return
 
     def attach(pg, backend_config, global_ranks):
-        backend = _served_by(backend_name, pg, backend_config)
-        if backend is None:
+        backends = _served_by(backend_name, pg, backend_config)
+        if not backends:
             return attach_hook(pg, backend_config, global_ranks)
         global_ranks = list(global_ranks)
         group_rank = pg.rank()
         global_rank = global_ranks[group_rank] if 0 <= group_rank < len(global_ranks) else -1
         # Off (TORCH_FR_BUFFER_SIZE=0) the recorder takes nothing, and neither would the hook.
-        _C.attach_flight_recorder(backend, pg.group_name, pg.group_desc, global_ranks, global_rank)
+        for backend in backends:
+            _C.attach_flight_recorder(backend, pg.group_name, pg.group_desc, global_ranks, global_rank)
         return None
 
     attach._torch_collective = True
