@@ -91,10 +91,7 @@ bool CollectiveWork::isCompleted() {
   // waits, nor start an isend before the irecv queued after it (against a peer doing the same,
   // both sends then wait for good). With the hook, held calls start at wait() and the other
   // occasions work_queue.h names, not at a poll.
-  const c10d::OpType type = retrieveOpType();
-  const bool pointToPoint =
-      type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
-  if (pointToPoint && !(completionHooks_ && completionHooks_->any())) startHeldCalls();
+  if (isPointToPoint(retrieveOpType()) && !(completionHooks_ && completionHooks_->any())) startHeldCalls();
   if (!c10d::Work::isCompleted()) return false;
   return !device_ || exception() != nullptr || device_->deviceDone();
 }

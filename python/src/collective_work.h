@@ -86,4 +86,9 @@ class CollectiveWork : public c10d::Work {
 // "collective:all_reduce".
 const char* profilingTitleOf(c10d::OpType type);
 
+// A send or a receive (from a named or any source): a call between two ranks, not a collective.
+inline bool isPointToPoint(c10d::OpType type) {
+  return type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
+}
+
 }  // namespace torch_collective

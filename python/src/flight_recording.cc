@@ -14,10 +14,6 @@ namespace {
 // Torch's dump keys a group's status by this number: one per recorded group in the process.
 std::atomic<size_t> groupsAttached{0};
 
-bool isPointToPoint(c10d::OpType type) {
-  return type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
-}
-
 // "collective:send 0->1", "collective:recv 1<-0", as NCCL names its point-to-point entries.
 std::string entryNameOf(c10d::OpType type, int rank, int peer) {
   std::string name = profilingTitleOf(type);
@@ -62,7 +58,7 @@ FlightEntry FlightRecording::record(c10d::OpType type, int rank, int peer, uint6
   const bool send = type == c10d::OpType::SEND;
   auto trace = recorder->recordWithResetEnabled(
       groupId_, groupName_, collectiveSequence, p2pSequence, operations_.fetch_add(1),
-      entryNameOf(type, rank, pointToPoint ? peer : -1), pointToPoint && !send ? none : inputs,
+      entryNameOf(type, rank, peer), pointToPoint && !send ? none : inputs,
       send ? none : outputs, nullptr, nullptr, std::chrono::milliseconds(timeoutMs_), status_, pointToPoint);
   entry.id = trace.id;
   entry.epoch = trace.reset_epoch;

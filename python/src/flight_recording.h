@@ -70,6 +70,7 @@ class FlightRecording {
 class FlightRecording {
  public:
   explicit FlightRecording(int) {}
+  bool attach(const std::string&, const std::string&, const std::vector<uint64_t>&, int) { return false; }
   bool attached() const { return false; }
   FlightEntry record(c10d::OpType, int, int, uint64_t, const std::vector<at::Tensor>&,
                      const std::vector<at::Tensor>&) {

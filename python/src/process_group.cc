@@ -100,10 +100,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind,
                                                                CallerWaits waits, int peer) {
-  const bool pointToPoint =
-      type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
-  if (type != c10d::OpType::UNKNOWN && !pointToPoint) ++sequenceNumber_;
+  if (type != c10d::OpType::UNKNOWN && !isPointToPoint(type)) ++sequenceNumber_;
   const bool small = kind == CallKind::kCollective && !device && bytesOf(outputs) <= callerRunLimitBytes();
   // Torch's hook sees torch's operations only, and so does the backend's own recording.
   FlightEntry entry;
@@ -178,15 +176,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
 
 bool ProcessGroupCollective::attachFlightRecorder(const std::string& groupName, const std::string& groupDescription,
                                                   const std::vector<uint64_t>& globalRanks, int globalRank) {
-#if TORCH_COLLECTIVE_RECORDS_FLIGHTS
   return flightRecording_->attach(groupName, groupDescription, globalRanks, globalRank);
-#else
-  (void)groupName;
-  (void)groupDescription;
-  (void)globalRanks;
-  (void)globalRank;
-  return false;
-#endif
 }
 
 void ProcessGroupCollective::startCoalescing() {
