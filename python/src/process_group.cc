@@ -146,7 +146,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpT
   collStream_t stream = streamOf(device);
   return enqueue(
       type, {tensor}, {tensor}, std::move(device),
-      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits, peer);
+      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits,
+      peer);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& opts) {

@@ -112,7 +112,8 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
 }
 
 template <class Ring>
-int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, PeerWaiter& waiter) {
+int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, uint64_t digest,
+                            PeerWaiter& waiter) {
   constexpr uint64_t ringCalls = Ring::kCalls;
   const int index = static_cast<int>(seq % ringCalls);
   auto& entry = Ring::entry(areas_[rank_], index);
@@ -121,10 +122,7 @@ int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, ui
   if (publishes(call)) {
     const size_t published = publishedBytes(call, bytes);
     if (published > 0) memcpy(entry.data, call.sendbuff, published);
-    if (call.counts != nullptr) {
-      const uint64_t digest = countsDigestOf(call, nranks_);
-      memcpy(entry.data + bytes, &digest, sizeof(digest));
-    }
+    if (call.counts != nullptr) memcpy(entry.data + bytes, &digest, sizeof(digest));
   }
   entry.stamp.store(stamp, std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
@@ -143,17 +141,19 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   Region region;
   // An inline or tiny call's stamp, made once: the entry gets it and the peers' must equal it.
   const uint64_t stamp = stampOf(seq, call);
-  // A variable-count call carries a digest of the counts that a stamp's few bits could not: after
-  // its input on an inline line, in its trailer in a region; a tiny entry has no room for it.
+  // A variable-count call carries a digest of the counts that a stamp's few bits could not, made
+  // once (0 for the others): after its input on an inline line, in its trailer in a region, and
+  // compared with the peers'; a tiny entry has no room for it.
+  const uint64_t digest = countsDigestOf(call, nranks_);
   const bool variable = call.counts != nullptr;
   if (!variable && fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
     // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
     // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
     // in both (docs/performance.md, "Latency at 8 bytes").
-    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, waiter);
+    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, digest, waiter);
   } else if (fitsOn<InlineRing>(variable ? bytes + sizeof(uint64_t) : bytes)) {
-    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, waiter);
+    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, digest, waiter);
   } else {
     region = chooseRegion(call, bytes, seq);
     if (publishes(call)) {
@@ -162,7 +162,7 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
       waitForReaders(region.lastUse, waiter);
       const size_t published = publishedBytes(call, bytes);
       if (published > 0) memcpy(inputOf(rank_, region), call.sendbuff, published);
-      const Trailer trailer{seq, collectiveTagOf(call), countsDigestOf(call, nranks_)};
+      const Trailer trailer{seq, collectiveTagOf(call), digest};
       memcpy(inputOf(rank_, region) + bytes, &trailer, sizeof(trailer));
     }
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
@@ -175,9 +175,9 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const DataLayout& layout = row.layout;
   if (!layout.rootOutputOnly || rank_ == call.root) {
     if (layout.sources != Sources::kRoot) {
-      waitForRanks(seq, stamp, -1, region, call, bytes, waiter);
+      waitForRanks(seq, stamp, digest, -1, region, call, bytes, waiter);
     } else if (rank_ != call.root) {
-      waitForRanks(seq, stamp, call.root, region, call, bytes, waiter);
+      waitForRanks(seq, stamp, digest, call.root, region, call, bytes, waiter);
     }
   }
   // Where the ranks meet (a barrier: no data), the calls since the last barrier are compared
@@ -246,25 +246,25 @@ void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, Peer
   }
 }
 
-void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region& region, const CollCall& call,
-                           size_t bytes, PeerWaiter& waiter) {
+void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int only, const Region& region,
+                           const CollCall& call, size_t bytes, PeerWaiter& waiter) {
   const int first = only >= 0 ? only : 0;
   const int end = only >= 0 ? only + 1 : nranks_;
   if (region.tinyEntry >= 0) {
     waitForStamps<TinyRing>(seq, stamp, first, end, region.tinyEntry, call, waiter);
   } else if (region.inlineLine >= 0) {
     waitForStamps<InlineRing>(seq, stamp, first, end, region.inlineLine, call, waiter);
-    if (call.counts != nullptr) checkInlineDigests(first, end, region.inlineLine, call, bytes);
+    if (call.counts != nullptr) checkInlineDigests(digest, first, end, region.inlineLine, call, bytes);
   } else {
     waitForWords(
         seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
-    checkTrailers(seq, first, end, region, call, bytes);
+    checkTrailers(seq, digest, first, end, region, call, bytes);
   }
 }
 
-void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call,
-                            size_t bytes) const {
-  const Trailer mine{seq, collectiveTagOf(call), countsDigestOf(call, nranks_)};
+void OneShot::checkTrailers(uint64_t seq, uint64_t digest, int first, int end, const Region& region,
+                            const CollCall& call, size_t bytes) const {
+  const Trailer mine{seq, collectiveTagOf(call), digest};
   for (int r = first; r < end; ++r) {
     if (r == rank_ || !publishesOn(r, nranks_, call)) continue;
     // Where this rank's own count puts the peer's trailer: a peer that published by another count
@@ -276,8 +276,8 @@ void OneShot::checkTrailers(uint64_t seq, int first, int end, const Region& regi
   }
 }
 
-void OneShot::checkInlineDigests(int first, int end, int line, const CollCall& call, size_t bytes) const {
-  const uint64_t mine = countsDigestOf(call, nranks_);
+void OneShot::checkInlineDigests(uint64_t mine, int first, int end, int line, const CollCall& call,
+                                 size_t bytes) const {
   for (int r = first; r < end; ++r) {
     if (r == rank_) continue;
     // The stamps matched: the line holds this call's input, the digest after it.

@@ -102,10 +102,12 @@ class OneShot : public NativeRunner {
   Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
   // Throws when rank `r` (first <= r < end), whose input this rank reads, published it for another
   // call: its trailer is not this call's where this rank's count puts it.
-  void checkTrailers(uint64_t seq, int first, int end, const Region& region, const CollCall& call, size_t bytes) const;
+  // `digest` is this rank's countsDigestOf.
+  void checkTrailers(uint64_t seq, uint64_t digest, int first, int end, const Region& region, const CollCall& call,
+                     size_t bytes) const;
   // Throws when rank `r` (first <= r < end) put another digest of the counts after its input on
-  // inline line `line` than this rank's (a variable-count call; the stamps matched already).
-  void checkInlineDigests(int first, int end, int line, const CollCall& call, size_t bytes) const;
+  // inline line `line` than this rank's, `mine` (a variable-count call; the stamps matched already).
+  void checkInlineDigests(uint64_t mine, int first, int end, int line, const CollCall& call, size_t bytes) const;
   // Throws collRemoteError: `peer` passed other recvcounts for this variable-count call.
   [[noreturn]] void throwCountsMismatch(int peer, const CollCall& call) const;
   // Throws collRemoteError naming the peer's call (its record, or the tag its bytes carry, where
@@ -118,9 +120,10 @@ class OneShot : public NativeRunner {
   void waitForStampedReaders(uint64_t lastUse, PeerWaiter& waiter);
   // Waits until rank `only`'s flag (every rank's, for -1) has reached seq: for an inline or tiny
   // call, the stamp of its entry, which must then equal `stamp`; for a call in a region, then
-  // checks the trailers. Either way it checks that what they published is this call's.
-  void waitForRanks(uint64_t seq, uint64_t stamp, int only, const Region& region, const CollCall& call, size_t bytes,
-                    PeerWaiter& waiter);
+  // checks the trailers. Either way it checks that what they published is this call's, and for a
+  // variable-count call that their digest of the counts is `digest`, this rank's.
+  void waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int only, const Region& region,
+                    const CollCall& call, size_t bytes, PeerWaiter& waiter);
   // The two rings of stamped small inputs in each rank's area (transport::InlineInput lines and
   // transport::TinyInputs entries): how many calls a ring holds, and where call `index`'s entry
   // lies; an entry has a `stamp` and its `data`. Inline and tiny calls run the same code on them,
@@ -136,9 +139,11 @@ class OneShot : public NativeRunner {
     }
   };
   // Puts call `seq`'s input (`bytes`, where this rank publishes) on its entry of Ring, once the
-  // entry's previous call is read, and stamps it with `stamp` (stampOf); returns the entry's index.
+  // entry's previous call is read, with `digest` after it for a variable-count call, and stamps it
+  // with `stamp` (stampOf); returns the entry's index.
   template <class Ring>
-  int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, PeerWaiter& waiter);
+  int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, uint64_t digest,
+                     PeerWaiter& waiter);
   // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq, and checks, with
   // the same comparison, that they stamped it for this call: with `mine`, this rank's stamp.
   template <class Ring>
