@@ -164,6 +164,7 @@ class ServerOwningStore : public Store {
   std::string localAddress() const override { return client_->localAddress(); }
   Secret secret() const override { return client_->secret(); }
   void setOnDisconnect(const std::string& key, const Bytes& value) override { client_->setOnDisconnect(key, value); }
+  bool ownsServer() const override { return true; }
 
  private:
   // Declared first so it is destroyed last, after the client's connection is closed.

@@ -53,6 +53,9 @@ class Store {
   // the first rank to go is the one to report, not the ranks that failed because of it. Stores in
   // process memory do nothing (their ranks are threads, which do not vanish alone).
   virtual void setOnDisconnect(const std::string& key, const Bytes& value) {}
+  // Whether the store's server goes away with this object (rank 0's store of a launcher-started
+  // job): the peers' connections then close, whatever they were still to read from it.
+  virtual bool ownsServer() const { return false; }
 };
 
 // Prepends "prefix/" to every key: one communicator's keys never collide with another's.
@@ -67,6 +70,7 @@ class PrefixStore : public Store {
   std::string localAddress() const override { return base_->localAddress(); }
   Secret secret() const override { return base_->secret(); }
   void setOnDisconnect(const std::string& key, const Bytes& value) override { base_->setOnDisconnect(full(key), value); }
+  bool ownsServer() const override { return base_->ownsServer(); }
   const std::shared_ptr<Store>& base() const { return base_; }
 
  private:

@@ -75,7 +75,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, int nranks, 
 }
 
 Communicator::~Communicator() {
-  // The watcher first: it calls into the communicator (revoke, reports).
+  // The watcher first: it calls into the communicator (revoke, reports). An abort leaves at once;
+  // a destruction that takes the store's server with it lets the peers read their notices first.
+  if (watcher_ && !aborted_.load() && store_->ownsServer()) watcher_->awaitInboxesRead();
   watcher_.reset();
   // Device memory first: its launches may still run, and peers may still write into it.
   teardownDevice();

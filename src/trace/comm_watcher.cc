@@ -1,5 +1,6 @@
 #include "src/trace/comm_watcher.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "bootstrap/store_deadline.h"
@@ -18,6 +19,9 @@ constexpr auto kSlice = std::chrono::milliseconds(1000);
 // destruction) and the handling of one received may take: a store whose host is stopped must not
 // hold a revoke, a shrink or a destroy for the store's request timeout.
 constexpr auto kNoticeTime = std::chrono::milliseconds(2000);
+// How often the rank that holds the store's server looks again whether a peer read its inbox or
+// closed it, before the server goes.
+constexpr auto kPoll = std::chrono::milliseconds(50);
 // How many waits a message number that was taken but never written may hold the later ones back.
 constexpr int kHoleWaits = 3;
 // A probe's answer carries this many of the newest calls: the hang line needs the last one, a
@@ -38,13 +42,19 @@ CommWatcher::CommWatcher(std::shared_ptr<bootstrap::Store> store, int rank, int 
 
 CommWatcher::~CommWatcher() {
   stopping_.store(true);
+  const Deadline deadline = Clock::now() + kNoticeTime;
   try {
-    bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
+    bootstrap::StoreRequestDeadline bound(deadline);
     send(rank_, "stop");
   } catch (const std::exception&) {
     // The store is gone: the watcher's own wait fails as well, or ends within a slice.
   }
   if (thread_.joinable()) thread_.join();
+  try {
+    bootstrap::StoreRequestDeadline bound(deadline);
+    store_->set(inboxKey(rank_, "closed"), {});  // what comes to the inbox from now on is not read
+  } catch (const std::exception&) {
+  }
 }
 
 std::string CommWatcher::inboxKey(int rank, const std::string& what) const {
@@ -52,6 +62,7 @@ std::string CommWatcher::inboxKey(int rank, const std::string& what) const {
 }
 
 void CommWatcher::send(int to, const std::string& message) {
+  if (to != rank_) sentToPeers_.store(true);
   const int64_t k = store_->add(inboxKey(to, "n"), 1);
   store_->set(inboxKey(to, std::to_string(k)), bytesOf(message));
 }
@@ -90,6 +101,39 @@ void CommWatcher::tellExcluded(const std::vector<int>& ranks) {
   }
 }
 
+void CommWatcher::awaitInboxesRead() {
+  const Deadline deadline = Clock::now() + kNoticeTime;
+  try {
+    bootstrap::StoreRequestDeadline bound(deadline);
+    if (!sentToPeers_.load() && store_->add(inboxKey(rank_, "n"), 0) == 0) return;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank_ || !hooks_.silenceOf(r).empty()) continue;
+      if (!awaitInboxRead(r, deadline)) {
+        COLL_INFO(kColl, "%s: rank %d has not read every notice sent to it; the store goes anyway", label_.c_str(), r);
+        return;
+      }
+    }
+  } catch (const std::exception& e) {
+    COLL_INFO(kColl, "%s: could not learn whether every rank read its notices: %s", label_.c_str(), e.what());
+  }
+}
+
+bool CommWatcher::awaitInboxRead(int rank, Deadline deadline) {
+  // A rank whose communicator is gone reads no more: what came after its stop stays unread.
+  const std::string closed = inboxKey(rank, "closed");
+  while (true) {
+    const int64_t sent = store_->add(inboxKey(rank, "n"), 0);
+    if (sent == 0 || store_->check({closed})) return true;
+    try {
+      store_->get(inboxKey(rank, "read/" + std::to_string(sent)), std::min(deadline, Clock::now() + kPoll));
+      return true;
+    } catch (const CollError& e) {
+      if (e.code() != collTimeout) throw;
+      if (Clock::now() >= deadline) return false;
+    }
+  }
+}
+
 void CommWatcher::run() {
   int64_t next = 1;
   int heldBack = 0;  // waits in a row in which a later message waited behind `next`
@@ -103,10 +147,12 @@ void CommWatcher::run() {
           bootstrap::StoreRequestDeadline bound(Clock::now() + kSlice + kNoticeTime);
           message = textOf(store_->get(key, Clock::now() + kSlice));
         }
+        const std::string read = inboxKey(rank_, "read/" + std::to_string(next));
         ++next;
         heldBack = 0;
         bootstrap::StoreRequestDeadline bound(Clock::now() + kNoticeTime);
         if (!handle(message)) return;
+        store_->set(read, {});
         continue;
       } catch (const CollError& e) {
         if (e.code() != collTimeout) throw;

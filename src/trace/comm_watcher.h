@@ -3,7 +3,8 @@
 // elsewhere, or has not called at all.
 //
 // Every rank has an inbox on the communicator's store: messages numbered by a counter
-// (watch/<rank>/n) under watch/<rank>/<k>. The watcher reads its inbox in order and handles:
+// (watch/<rank>/n) under watch/<rank>/<k>. The watcher reads its inbox in order, marks each
+// message read (watch/<rank>/read/<k>; watch/<rank>/closed once it stopped) and handles:
 //
 //   probe <id> <from>     a rank whose call timed out asks for this rank's state: it answers with
 //                         its newest calls (trace_dump.h) under watch/probe/<id>/<rank>, and dumps
@@ -70,6 +71,12 @@ class CommWatcher {
   bool peerVerdict(std::string* line, int* silent) const;
   void tellRevoked();
   void tellExcluded(const std::vector<int>& ranks);
+  // For the rank whose process holds the store's server, before a destruction takes the server
+  // away: waits a short while, until every rank not known to be gone has read its inbox. A rank
+  // in no call hears of a hang only through its inbox, and may read it later than the ranks in
+  // the call, which leave as soon as their calls fail. Costs one store request when no message
+  // was sent to this rank and it sent none (a job without faults).
+  void awaitInboxesRead();
 
  private:
   void run();
@@ -77,6 +84,8 @@ class CommWatcher {
   bool handle(const std::string& message);
   void answerProbe(const std::string& id, int from);
   void send(int to, const std::string& message);
+  // Until rank's inbox is read up to what it holds now, or `deadline`; false at the deadline.
+  bool awaitInboxRead(int rank, Deadline deadline);
   void sendToAll(const std::string& message);
   std::string inboxKey(int rank, const std::string& what) const;
 
@@ -86,6 +95,7 @@ class CommWatcher {
   std::string label_;
   WatcherHooks hooks_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> sentToPeers_{false};
   uint64_t signalsSeen_ = 0;
   std::string lastVerdict_;  // the watcher thread's alone
   mutable std::mutex verdictMutex_;
