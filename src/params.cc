@@ -1,8 +1,12 @@
 #include "src/params.h"
 
+#include <pthread.h>
 #include <strings.h>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "common/env_setting.h"
 #include "common/error.h"
@@ -186,39 +190,73 @@ unsigned parseTraceDumpOn(const std::string& text) {
   return mask;
 }
 
+namespace {
+
+Params paramsFromEnvironment() {
+  Params p;
+  p.timeoutMs = static_cast<int>(envInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
+  p.checkConsistency = envBool("COLL_CHECK", false);
+  if (const char* transports = getenv("COLL_TRANSPORTS")) p.transports = transports;
+  transport::validateTransportSpec(p.transports);
+  if (envIsSet("COLL_ALGO")) parseAlgoOverrides(getenv("COLL_ALGO"), p.algoOverride, p.algoOverrideWhereRunnable);
+  p.transportSettings = transport::transportSettingsFromEnvironment();
+  p.oneshotBytes = static_cast<size_t>(envInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
+  p.spinMicros = static_cast<int>(envInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
+  p.membarrier = envBool("COLL_MEMBARRIER", p.membarrier);
+  p.directReadBytes = static_cast<size_t>(envInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
+  p.streamingBytes = static_cast<size_t>(envInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
+  if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
+  if (const char* exchange = getenv("COLL_BOOTSTRAP_EXCHANGE"); exchange != nullptr && *exchange != '\0') {
+    const std::string value = exchange;
+    if (value != "ranks" && value != "store")
+      throwError(collInvalidUsage, "COLL_BOOTSTRAP_EXCHANGE is '%s': expected 'ranks' or 'store'", exchange);
+    p.bootstrapBetweenRanks = value == "ranks";
+  }
+  if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
+    p.protocol = parseProtoChoice(proto);
+  if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);
+  p.traceBuffer =
+      static_cast<size_t>(envInteger("COLL_TRACE_BUFFER", 0, 1 << 20, static_cast<long long>(p.traceBuffer)));
+  if (const char* dir = getenv("COLL_TRACE_DIR")) p.traceDir = dir;
+  if (envIsSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
+  p.traceProbeMs = static_cast<int>(envInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
+  p.agreeTimeoutMs = static_cast<int>(envInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
+  return p;
+}
+
+// What the environment said, once per process, and again in a forked child, which may have set
+// variables of its own before its first communicator. Every reading stays where it was: a
+// communicator the child inherited may still refer to its parent's. Never destroyed, so that no
+// thread finds it gone at exit.
+struct ParamsCache {
+  ParamsCache() {
+    // The mutex is held across fork, so that the child never inherits it held by a thread it lacks.
+    pthread_atfork([] { cache().mutex.lock(); }, [] { cache().mutex.unlock(); },
+                   [] {
+                     cache().current.store(nullptr, std::memory_order_relaxed);
+                     cache().mutex.unlock();
+                   });
+  }
+  static ParamsCache& cache() {
+    static ParamsCache* const instance = new ParamsCache;
+    return *instance;
+  }
+
+  std::mutex mutex;
+  std::deque<Params> readings;  // guarded by mutex
+  std::atomic<const Params*> current{nullptr};
+};
+
+}  // namespace
+
 const Params& processParams() {
-  static const Params cached = [] {
-    Params p;
-    p.timeoutMs = static_cast<int>(envInteger("COLL_TIMEOUT_MS", 1, 1LL << 30, p.timeoutMs));
-    p.checkConsistency = envBool("COLL_CHECK", false);
-    if (const char* transports = getenv("COLL_TRANSPORTS")) p.transports = transports;
-    transport::validateTransportSpec(p.transports);
-    if (envIsSet("COLL_ALGO")) parseAlgoOverrides(getenv("COLL_ALGO"), p.algoOverride, p.algoOverrideWhereRunnable);
-    p.transportSettings = transport::transportSettingsFromEnvironment();
-    p.oneshotBytes = static_cast<size_t>(envInteger("COLL_ONESHOT_BYTES", 64, 64LL << 20, p.oneshotBytes));
-    p.spinMicros = static_cast<int>(envInteger("COLL_SPIN_US", -1, 10000000, p.spinMicros));
-    p.membarrier = envBool("COLL_MEMBARRIER", p.membarrier);
-    p.directReadBytes = static_cast<size_t>(envInteger("COLL_DIRECT_READ_BYTES", 0, 1LL << 50, p.directReadBytes));
-    p.streamingBytes = static_cast<size_t>(envInteger("COLL_STREAMING_BYTES", 0, 1LL << 50, p.streamingBytes));
-    if (const char* host = getenv("COLL_HOSTID")) p.hostId = host;
-    if (const char* exchange = getenv("COLL_BOOTSTRAP_EXCHANGE"); exchange != nullptr && *exchange != '\0') {
-      const std::string value = exchange;
-      if (value != "ranks" && value != "store")
-        throwError(collInvalidUsage, "COLL_BOOTSTRAP_EXCHANGE is '%s': expected 'ranks' or 'store'", exchange);
-      p.bootstrapBetweenRanks = value == "ranks";
-    }
-    if (const char* proto = getenv("COLL_PROTO"); proto != nullptr && *proto != '\0')
-      p.protocol = parseProtoChoice(proto);
-    if (const char* costs = getenv("COLL_LINK_COSTS")) parseLinkCosts(costs, &p.linkCosts);
-    p.traceBuffer =
-        static_cast<size_t>(envInteger("COLL_TRACE_BUFFER", 0, 1 << 20, static_cast<long long>(p.traceBuffer)));
-    if (const char* dir = getenv("COLL_TRACE_DIR")) p.traceDir = dir;
-    if (envIsSet("COLL_TRACE_DUMP_ON")) p.traceDumpOn = parseTraceDumpOn(getenv("COLL_TRACE_DUMP_ON"));
-    p.traceProbeMs = static_cast<int>(envInteger("COLL_TRACE_PROBE_MS", 1, 600000, p.traceProbeMs));
-    p.agreeTimeoutMs = static_cast<int>(envInteger("COLL_AGREE_TIMEOUT_MS", 1, 1LL << 30, p.agreeTimeoutMs));
-    return p;
-  }();
-  return cached;
+  ParamsCache& cache = ParamsCache::cache();
+  if (const Params* params = cache.current.load(std::memory_order_acquire)) return *params;
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (const Params* params = cache.current.load(std::memory_order_acquire)) return *params;
+  cache.readings.push_back(paramsFromEnvironment());
+  cache.current.store(&cache.readings.back(), std::memory_order_release);
+  return cache.readings.back();
 }
 
 }  // namespace coll

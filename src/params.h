@@ -56,7 +56,8 @@ struct Params {
   transport::TransportSettings transportSettings;
 };
 
-// Parses the environment. Bad values throw CollError(collInvalidUsage) naming the variable.
+// The environment, parsed at the first call in a process, and again at the first call in a forked
+// child. Bad values throw CollError(collInvalidUsage) naming the variable.
 const Params& processParams();
 
 // A setting every rank must share, because it decides plans or the shape of the transports:

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "collective.h"
@@ -89,6 +90,26 @@ TEST(Fork, AfterInitBothSidesMakeNewCommunicators) {
   EXPECT_EQ(soloCommunicator(), 0);
   EXPECT_EQ(waitChild(pid, 60), 0);
   EXPECT_EQ(collCommDestroy(comm), collSuccess);
+}
+
+// The environment is read once per process, and again in a forked child: a child that sets a
+// variable before its first communicator gets what it set (here a value init must refuse), and
+// the parent keeps what it read.
+TEST(Fork, TheChildReadsTheEnvironmentItSetItself) {
+  ASSERT_EQ(soloCommunicator(), 0);  // the parent has read the environment
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("COLL_ONESHOT_BYTES", "1", 1);  // below the least it takes
+    collUniqueId id;
+    collComm_t comm = nullptr;
+    if (collGetUniqueId(&id) != collSuccess) _exit(1);
+    const collResult_t rc = collCommInitRank(&comm, 1, id, 0);
+    if (rc == collSuccess) _exit(2);
+    _exit(rc == collInvalidUsage && strstr(collGetLastError(nullptr), "COLL_ONESHOT_BYTES") != nullptr ? 0 : 3);
+  }
+  EXPECT_EQ(waitChild(pid, 60), 0) << "2: the child's init used its parent's reading; 3: another error";
+  EXPECT_EQ(soloCommunicator(), 0);
 }
 
 }  // namespace
