@@ -93,9 +93,11 @@ def timed_round(cell, group, iters, warmups):
     return seconds.item()
 
 
-def iterations_for(cell, groups, args):
-    """Calls per round: about --seconds on the slower backend, measured once, the same on every rank."""
-    estimate = max(timed_round(cell, group, args.min_iters, 1) for group in groups.values())
+def iterations_for(cell, group, args):
+    """Calls per round on one backend: about --seconds, measured once, the same on every rank. Each
+    backend gets its own count, so that a fast one's rounds are not a few milliseconds long (one
+    descheduling would then decide them)."""
+    estimate = timed_round(cell, group, args.min_iters, 1)
     iters = torch.tensor([max(args.min_iters, int(args.seconds / max(estimate, 1e-9)))], dtype=torch.int64)
     dist.all_reduce(iters, op=dist.ReduceOp.MIN)
     return int(iters.item())
@@ -158,22 +160,22 @@ def main():
                                                "torch alone" if floor is not None else ""), flush=True)
     medians = {}
     for cell in cells:
-        iters = iterations_for(cell, groups, args)
+        iters = {name: iterations_for(cell, group, args) for name, group in groups.items()}
         seconds = {name: [] for name in groups}
         for round_index in range(args.rounds):
             order = list(groups) if round_index % 2 == 0 else list(reversed(groups))
             for name in order:
-                seconds[name].append(timed_round(cell, groups[name], iters, args.warmups))
+                seconds[name].append(timed_round(cell, groups[name], iters[name], args.warmups))
         median = {name: statistics.median(values) * 1e6 for name, values in seconds.items()}
         medians[cell.name] = median
         alone = ""
         if floor is not None and cell.name in ("sync", "async", "sendrecv"):
-            alone = "%12.2f" % (statistics.median(timed_round(cell, floor, iters, args.warmups)
+            alone = "%12.2f" % (statistics.median(timed_round(cell, floor, iters["collective"], args.warmups)
                                                   for _ in range(args.rounds)) * 1e6)
         if rank == 0:
             if args.verbose:
                 for name, values in seconds.items():
-                    print(f"# {cell.label}, {name}, {iters} calls a round: " +
+                    print(f"# {cell.label}, {name}, {iters[name]} calls a round: " +
                           " ".join(f"{v * 1e6:.2f}" for v in values))
             print("  %-36s %12.2f %12.2f %9.1fx %s" % (cell.label, median["collective"], median["gloo"],
                                                        median["gloo"] / median["collective"], alone), flush=True)
