@@ -17,6 +17,9 @@
 #   JOBS              parallel compile jobs (default nproc)
 #   COLL_TORCH_CUDA   ON (default: fail unless the extension takes CUDA tensors), AUTO or OFF
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 cd "$(dirname "$0")/.."
 
 if [[ ${1:-} == --prepare ]]; then
