@@ -7,16 +7,7 @@
 # shared libraries the GPU machine's image lacks (hwloc and what it needs), in the build's layout.
 set -euo pipefail
 case "${1:-}" in
-  -h|--help)
-    cat <<'USAGE'
-usage: tools/gpu_pack.sh [BUILD_DIR] [ARCHIVE]      (defaults: build, .gpu/bundle.tar.xz)
-
-Packs what tools/gpu_check.sh runs from a CUDA build made here (the GPU test programs,
-all_reduce_perf, collrun, libcollective.so, and hwloc's libraries, which the GPU machine lacks)
-into one archive. On the GPU machine:
-  GPU_CHECK_PREBUILT=.gpu/bundle.tar.xz BUILD_DIR=/tmp/b tools/gpu_check.sh --quick LOG_DIR
-USAGE
-    exit 0 ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 cd "$(dirname "$0")/.."
 build=${1:-build}
