@@ -27,11 +27,11 @@ OneShot::OneShot(const NativeArgs& args)
   }
 }
 
-OneShot::Region OneShot::chooseRegion(const CollCall& call, size_t bytes, uint64_t seq) {
+OneShot::Region OneShot::chooseRegion(size_t bytes, size_t trailerBytes, uint64_t seq) {
   Region region;
   int first, count;
   // Every published input is followed by its trailer (oneshot.h), in the region it takes.
-  const size_t held = bytes + sizeof(Trailer);
+  const size_t held = bytes + trailerBytes;
   const size_t packed = (held + kPackedAlignBytes - 1) / kPackedAlignBytes * kPackedAlignBytes;
   const bool packs = bytes <= kPackedMaxBytes && 2 * packed <= slotBytes_;
   if (packs && packedEnd_ > 0 && packedEnd_ + packed <= slotBytes_) {
@@ -111,7 +111,7 @@ uint64_t OneShot::progressOf(int rank, uint64_t target) const {
                                   .stamp.load(std::memory_order_acquire)));
 }
 
-template <class Ring>
+template <class Ring, bool kVariable>
 int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, uint64_t digest,
                             PeerWaiter& waiter) {
   constexpr uint64_t ringCalls = Ring::kCalls;
@@ -120,9 +120,9 @@ int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, ui
   // The entry's previous call was seq - ringCalls: every peer must have finished reading it.
   if (seq > ringCalls && slowestSeen_ <= seq - ringCalls) waitForStampedReaders(seq - ringCalls, waiter);
   if (publishes(call)) {
-    const size_t published = publishedBytes(call, bytes);
+    const size_t published = kVariable ? publishedBytes(call, bytes) : bytes;
     if (published > 0) memcpy(entry.data, call.sendbuff, published);
-    if (call.counts != nullptr) memcpy(entry.data + bytes, &digest, sizeof(digest));
+    if (kVariable) memcpy(entry.data + bytes, &digest, sizeof(digest));
   }
   entry.stamp.store(stamp, std::memory_order_release);
   // And this rank's own entry of a call ahead, for writing: the readers took it last time.
@@ -136,34 +136,44 @@ int OneShot::publishStamped(const CollCall& call, size_t bytes, uint64_t seq, ui
 }
 
 void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
+  if (call.counts == nullptr) {
+    runCall<false>(call, waiter);
+  } else {
+    runCall<true>(call, waiter);
+  }
+}
+
+template <bool kVariable>
+void OneShot::runCall(const CollCall& call, PeerWaiter& waiter) {
   const uint64_t seq = ++seq_;
   const size_t bytes = oneshotInputBytes(call, nranks_);
   Region region;
   // An inline or tiny call's stamp, made once: the entry gets it and the peers' must equal it.
   const uint64_t stamp = stampOf(seq, call);
   // A variable-count call carries a digest of the counts that a stamp's few bits could not, made
-  // once (0 for the others): after its input on an inline line, in its trailer in a region, and
-  // compared with the peers'; a tiny entry has no room for it.
-  const uint64_t digest = countsDigestOf(call, nranks_);
-  const bool variable = call.counts != nullptr;
-  if (!variable && fitsOn<TinyRing>(bytes)) {
+  // once: after its input on an inline line, after its trailer in a region, and compared with the
+  // peers'; a tiny entry has no room for it.
+  const uint64_t digest = kVariable ? countsDigestOf(call, nranks_) : 0;
+  if (!kVariable && fitsOn<TinyRing>(bytes)) {
     // Four calls to a line: a rank behind reads that line once for four calls, and the rank ahead
     // takes it back once to write them. With a line per call, a 2-rank 8-byte gather slowed with
     // every slow cache-line hand-off between the cores; now it holds nearly the fast phase's time
     // in both (docs/performance.md, "Latency at 8 bytes").
-    region.tinyEntry = publishStamped<TinyRing>(call, bytes, seq, stamp, digest, waiter);
-  } else if (fitsOn<InlineRing>(variable ? bytes + sizeof(uint64_t) : bytes)) {
-    region.inlineLine = publishStamped<InlineRing>(call, bytes, seq, stamp, digest, waiter);
+    region.tinyEntry = publishStamped<TinyRing, kVariable>(call, bytes, seq, stamp, digest, waiter);
+  } else if (fitsOn<InlineRing>(kVariable ? bytes + sizeof(digest) : bytes)) {
+    region.inlineLine = publishStamped<InlineRing, kVariable>(call, bytes, seq, stamp, digest, waiter);
   } else {
-    region = chooseRegion(call, bytes, seq);
+    region = chooseRegion(bytes, trailerBytes<kVariable>(), seq);
     if (publishes(call)) {
       // Where a rank waits for its readers anyway (all-reduce, ...) the flags seen then already
       // say they are done with the region; where it does not (a broadcast's root), this wait does.
       waitForReaders(region.lastUse, waiter);
-      const size_t published = publishedBytes(call, bytes);
-      if (published > 0) memcpy(inputOf(rank_, region), call.sendbuff, published);
-      const Trailer trailer{seq, collectiveTagOf(call), digest};
-      memcpy(inputOf(rank_, region) + bytes, &trailer, sizeof(trailer));
+      uint8_t* input = inputOf(rank_, region);
+      const size_t published = kVariable ? publishedBytes(call, bytes) : bytes;
+      if (published > 0) memcpy(input, call.sendbuff, published);
+      const Trailer trailer{seq, collectiveTagOf(call)};
+      memcpy(input + bytes, &trailer, sizeof(trailer));
+      if (kVariable) memcpy(input + bytes + sizeof(trailer), &digest, sizeof(digest));
     }
     areas_[rank_]->oneshotSeq.store(seq, std::memory_order_release);
   }
@@ -175,9 +185,9 @@ void OneShot::run(const CollCall& call, PeerWaiter& waiter) {
   const DataLayout& layout = row.layout;
   if (!layout.rootOutputOnly || rank_ == call.root) {
     if (layout.sources != Sources::kRoot) {
-      waitForRanks(seq, stamp, digest, -1, region, call, bytes, waiter);
+      waitForRanks<kVariable>(seq, stamp, digest, -1, region, call, bytes, waiter);
     } else if (rank_ != call.root) {
-      waitForRanks(seq, stamp, digest, call.root, region, call, bytes, waiter);
+      waitForRanks<kVariable>(seq, stamp, digest, call.root, region, call, bytes, waiter);
     }
   }
   // Where the ranks meet (a barrier: no data), the calls since the last barrier are compared
@@ -246,6 +256,7 @@ void OneShot::waitForWords(uint64_t seq, int first, int end, WordOf wordOf, Peer
   }
 }
 
+template <bool kVariable>
 void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int only, const Region& region,
                            const CollCall& call, size_t bytes, PeerWaiter& waiter) {
   const int first = only >= 0 ? only : 0;
@@ -254,25 +265,31 @@ void OneShot::waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int on
     waitForStamps<TinyRing>(seq, stamp, first, end, region.tinyEntry, call, waiter);
   } else if (region.inlineLine >= 0) {
     waitForStamps<InlineRing>(seq, stamp, first, end, region.inlineLine, call, waiter);
-    if (call.counts != nullptr) checkInlineDigests(digest, first, end, region.inlineLine, call, bytes);
+    if (kVariable) checkInlineDigests(digest, first, end, region.inlineLine, call, bytes);
   } else {
     waitForWords(
         seq, first, end, [this](int r) -> const std::atomic<uint64_t>& { return areas_[r]->oneshotSeq; }, waiter);
-    checkTrailers(seq, digest, first, end, region, call, bytes);
+    checkTrailers<kVariable>(seq, digest, first, end, region, call, bytes);
   }
 }
 
+template <bool kVariable>
 void OneShot::checkTrailers(uint64_t seq, uint64_t digest, int first, int end, const Region& region,
                             const CollCall& call, size_t bytes) const {
-  const Trailer mine{seq, collectiveTagOf(call), digest};
+  const Trailer mine{seq, collectiveTagOf(call)};
   for (int r = first; r < end; ++r) {
     if (r == rank_ || !publishesOn(r, nranks_, call)) continue;
     // Where this rank's own count puts the peer's trailer: a peer that published by another count
     // left it elsewhere (what lies here is its data, or an older call's trailer, never this call's).
+    const uint8_t* after = inputOf(r, region) + bytes;
     Trailer theirs;
-    memcpy(&theirs, inputOf(r, region) + bytes, sizeof(theirs));
+    memcpy(&theirs, after, sizeof(theirs));
     if (theirs.seq != mine.seq || theirs.tag != mine.tag) throwMismatch(r, theirs.seq == seq ? theirs.tag : 0, call);
-    if (theirs.counts != mine.counts) throwCountsMismatch(r, call);
+    if (kVariable) {
+      uint64_t theirDigest;
+      memcpy(&theirDigest, after + sizeof(theirs), sizeof(theirDigest));
+      if (theirDigest != digest) throwCountsMismatch(r, call);
+    }
   }
 }
 

@@ -65,16 +65,23 @@ class OneShot : public NativeRunner {
   void run(const CollCall& call, PeerWaiter& waiter) override;
 
  private:
+  // run, instantiated for fixed counts and for variable counts (call.counts): the usual fixed-count
+  // call compiles without the digest of the counts and its branches.
+  template <bool kVariable>
+  void runCall(const CollCall& call, PeerWaiter& waiter);
   // Whether this rank's (rank `rank`'s) input goes into its buffer for this call.
   bool publishes(const CollCall& call) const;
   static bool publishesOn(int rank, int nranks, const CollCall& call);
-  // What follows an input in its region: the call's number and tag, and for a variable-count call
-  // a digest of the counts every rank must pass alike (countsDigestOf; 0 for the others).
+  // What follows an input in its region: the call's number and tag, and after them, for a
+  // variable-count call, a digest of the counts every rank must pass alike (countsDigestOf).
   struct Trailer {
     uint64_t seq;
     uint64_t tag;
-    uint64_t counts;
   };
+  template <bool kVariable>
+  static constexpr size_t trailerBytes() {
+    return sizeof(Trailer) + (kVariable ? sizeof(uint64_t) : 0);
+  }
   static uint64_t countsDigestOf(const CollCall& call, int nranks);
   // Bytes this rank copies into its region or line: its whole input, or an all-gather-v's own block
   // (`bytes`, the region's size, is the total every rank agrees on).
@@ -99,10 +106,12 @@ class OneShot : public NativeRunner {
     int inlineLine = -1;  // an inline call's line in every rank's area (then the rest is unused)
     int tinyEntry = -1;   // a tiny call's entry in every rank's tiny inputs (likewise)
   };
-  Region chooseRegion(const CollCall& call, size_t bytes, uint64_t seq);
+  // `trailerBytes`: what follows the input (trailerBytes<kVariable>()).
+  Region chooseRegion(size_t bytes, size_t trailerBytes, uint64_t seq);
   // Throws when rank `r` (first <= r < end), whose input this rank reads, published it for another
   // call: its trailer is not this call's where this rank's count puts it.
-  // `digest` is this rank's countsDigestOf.
+  // For a variable-count call, also that their digest of the counts is `digest`, this rank's.
+  template <bool kVariable>
   void checkTrailers(uint64_t seq, uint64_t digest, int first, int end, const Region& region, const CollCall& call,
                      size_t bytes) const;
   // Throws when rank `r` (first <= r < end) put another digest of the counts after its input on
@@ -122,8 +131,9 @@ class OneShot : public NativeRunner {
   // call, the stamp of its entry, which must then equal `stamp`; for a call in a region, then
   // checks the trailers. Either way it checks that what they published is this call's, and for a
   // variable-count call that their digest of the counts is `digest`, this rank's.
-  void waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int only, const Region& region,
-                    const CollCall& call, size_t bytes, PeerWaiter& waiter);
+  template <bool kVariable>
+  void waitForRanks(uint64_t seq, uint64_t stamp, uint64_t digest, int only, const Region& region, const CollCall& call,
+                    size_t bytes, PeerWaiter& waiter);
   // The two rings of stamped small inputs in each rank's area (transport::InlineInput lines and
   // transport::TinyInputs entries): how many calls a ring holds, and where call `index`'s entry
   // lies; an entry has a `stamp` and its `data`. Inline and tiny calls run the same code on them,
@@ -141,7 +151,7 @@ class OneShot : public NativeRunner {
   // Puts call `seq`'s input (`bytes`, where this rank publishes) on its entry of Ring, once the
   // entry's previous call is read, with `digest` after it for a variable-count call, and stamps it
   // with `stamp` (stampOf); returns the entry's index.
-  template <class Ring>
+  template <class Ring, bool kVariable>
   int publishStamped(const CollCall& call, size_t bytes, uint64_t seq, uint64_t stamp, uint64_t digest,
                      PeerWaiter& waiter);
   // Waits until ranks first..end-1 have stamped entry `index` of Ring with seq, and checks, with
