@@ -43,13 +43,9 @@ void Communicator::run(const CollCall& call, collStream_t stream) {
 void Communicator::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {
   Engine& engine = engineFor(stream);
   throwIfFailed();
-  // The tickets of the group's calls, kept between groups so that a loop allocates nothing.
-  thread_local std::vector<uint64_t> tickets;
-  tickets.clear();
-  if (recorder_.enabled())
-    for (const CollCall& call : calls) tickets.push_back(recorder_.begin(call, stream != nullptr));
+  const uint64_t firstTicket = recorder_.beginGroup(calls, stream != nullptr);
   auto endAll = [&](trace::CallState state, collResult_t result) {
-    for (uint64_t ticket : tickets) recorder_.end(ticket, state, result, Algo::kAuto);
+    recorder_.endGroup(firstTicket, calls.size(), state, result);
   };
   // Where receives from any source can happen, count the messages (comm_any_source.cc).
   if (stream == nullptr && canRecvFromAnySource()) countPointToPoint(calls);

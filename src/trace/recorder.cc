@@ -38,7 +38,8 @@ const char* operationName(CollType type) { return collTraceName(type); }
 // Odd version: being written. A reader copies the fields between two reads of an even, unchanged
 // version. `shape` packs the call's type, op, datatype, whether it is a device call, and its root
 // or peer; `outcome` its state, algorithm and result: two stores where six fields would be six.
-struct FlightRecorder::Slot {
+// A line each: a slot that straddled two took both lines from the readers' caches.
+struct alignas(64) FlightRecorder::Slot {
   std::atomic<uint32_t> version{0};
   std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> count{0};
@@ -91,7 +92,14 @@ FlightRecorder::FlightRecorder(size_t capacity)
 
 FlightRecorder::~FlightRecorder() = default;
 
-uint64_t FlightRecorder::record(const CollCall& call, bool device) {
+uint64_t FlightRecorder::recordGroup(const std::vector<CollCall>& calls, bool device) {
+  const int64_t now = coarseMonotonicNs();
+  const uint64_t first = written_.load(kRelaxed);
+  for (const CollCall& call : calls) recordAt(call, device, now);
+  return first;
+}
+
+uint64_t FlightRecorder::recordAt(const CollCall& call, bool device, int64_t nowNs) {
   uint64_t seq;
   if (isPointToPoint(call.type)) {
     seq = ++pointToPointCount_;
@@ -106,7 +114,7 @@ uint64_t FlightRecorder::record(const CollCall& call, bool device) {
   std::atomic_thread_fence(std::memory_order_release);
   s.seq.store(seq, kRelaxed);
   s.count.store(call.count, kRelaxed);
-  s.startNs.store(coarseMonotonicNs(), kRelaxed);
+  s.startNs.store(nowNs, kRelaxed);
   s.endNs.store(0, kRelaxed);
   s.shape.store(shapeOf(call, device), kRelaxed);
   s.outcome.store(outcomeOf(CallState::kStarted, Algo::kAuto, collSuccess), kRelaxed);
@@ -116,12 +124,21 @@ uint64_t FlightRecorder::record(const CollCall& call, bool device) {
 }
 
 void FlightRecorder::close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
+  closeAt(ticket, state, result, algorithm, state != CallState::kQueued ? coarseMonotonicNs() : 0);
+}
+
+void FlightRecorder::closeGroup(uint64_t first, size_t calls, CallState state, collResult_t result) {
+  const int64_t now = state != CallState::kQueued ? coarseMonotonicNs() : 0;
+  for (size_t i = 0; i < calls; ++i) closeAt(first + i, state, result, Algo::kAuto, now);
+}
+
+void FlightRecorder::closeAt(uint64_t ticket, CallState state, collResult_t result, Algo algorithm, int64_t endNs) {
   Slot& s = slots_[ticket & (capacity_ - 1)];
   const uint32_t v = s.version.load(kRelaxed);
   s.version.store(v + 1, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
   s.outcome.store(outcomeOf(state, algorithm, result), kRelaxed);
-  if (state != CallState::kQueued) s.endNs.store(coarseMonotonicNs(), kRelaxed);
+  if (endNs != 0) s.endNs.store(endNs, kRelaxed);
   if (state == CallState::kCompleted && !isPointToPoint(static_cast<CollType>(s.shape.load(kRelaxed) & 0xff)))
     collectivesCompleted_.store(s.seq.load(kRelaxed), kRelaxed);
   s.version.store(v + 2, std::memory_order_release);

@@ -55,6 +55,10 @@ struct CallRecord {
   bool ended() const { return state == CallState::kCompleted || state == CallState::kFailed; }
 };
 
+// CLOCK_MONOTONIC_COARSE in nanoseconds: the recorder's clock, cheap enough for every call; its
+// resolution (a few milliseconds) is what a hang's report needs.
+int64_t coarseMonotonicNs();
+
 class FlightRecorder {
  public:
   // capacity 0: records nothing (COLL_TRACE_BUFFER=0); others are rounded up to a power of two.
@@ -67,11 +71,21 @@ class FlightRecorder {
   size_t capacity() const { return capacity_; }
   // Records a call as it starts (device calls: as they are enqueued); returns the ticket for end().
   // Inline, as end(): every call of every size comes here twice.
-  uint64_t begin(const CollCall& call, bool device) { return capacity_ == 0 ? 0 : record(call, device); }
+  uint64_t begin(const CollCall& call, bool device) {
+    return capacity_ == 0 ? 0 : recordAt(call, device, coarseMonotonicNs());
+  }
   // The call's end: kCompleted, kFailed, or kQueued for a device call handed to its stream, with
   // the row its plan took (Algo::kAuto when unknown).
   void end(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
     if (capacity_ != 0) close(ticket, state, result, algorithm);
+  }
+  // The same for a group's sends and receives, with one clock read for them all: begin returns the
+  // first call's ticket and the others follow it (one thread records a communicator's calls).
+  uint64_t beginGroup(const std::vector<CollCall>& calls, bool device) {
+    return capacity_ == 0 ? 0 : recordGroup(calls, device);
+  }
+  void endGroup(uint64_t first, size_t calls, CallState state, collResult_t result) {
+    if (capacity_ != 0) closeGroup(first, calls, state, result);
   }
 
   // Oldest first; slots being written are left out.
@@ -82,8 +96,12 @@ class FlightRecorder {
 
  private:
   struct Slot;
-  uint64_t record(const CollCall& call, bool device);
+  uint64_t recordGroup(const std::vector<CollCall>& calls, bool device);
+  uint64_t recordAt(const CollCall& call, bool device, int64_t nowNs);
   void close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm);
+  void closeGroup(uint64_t first, size_t calls, CallState state, collResult_t result);
+  // endNs 0: a device call handed to its stream, whose end the host does not see.
+  void closeAt(uint64_t ticket, CallState state, collResult_t result, Algo algorithm, int64_t endNs);
   bool readSlot(const Slot& slot, CallRecord* out) const;
 
   size_t capacity_;  // a power of two, or 0
@@ -93,10 +111,6 @@ class FlightRecorder {
   std::atomic<uint64_t> collectivesBegun_{0};
   std::atomic<uint64_t> collectivesCompleted_{0};
 };
-
-// CLOCK_MONOTONIC_COARSE in nanoseconds: the recorder's clock, cheap enough for every call; its
-// resolution (a few milliseconds) is what a hang's report needs.
-int64_t coarseMonotonicNs();
 
 }  // namespace trace
 }  // namespace coll

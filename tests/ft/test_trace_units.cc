@@ -60,6 +60,44 @@ TEST(FlightRecorder, SendsAndReceivesCountApartFromCollectives) {
   EXPECT_EQ(calls[2].seq, 2u);  // the second collective
 }
 
+// A group's sends and receives, recorded together: each its own record, in order, with its peer,
+// a start and an end; a device group's handed to its stream, with no end seen.
+TEST(FlightRecorder, AGroupRecordsEachOfItsCalls) {
+  FlightRecorder recorder(8);
+  recorder.end(recorder.begin(callOf(CollType::kAllReduce, 1, collFloat), false), CallState::kCompleted, collSuccess,
+               coll::Algo::kAuto);
+  const std::vector<CollCall> group = {callOf(CollType::kSend, 5, collFloat, 0, 1),
+                                       callOf(CollType::kRecv, 6, collInt32, 0, 2),
+                                       callOf(CollType::kSend, 7, collFloat, 0, 3)};
+  const uint64_t first = recorder.beginGroup(group, false);
+  std::vector<CallRecord> calls = recorder.snapshot();
+  ASSERT_EQ(calls.size(), 4u);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(calls[i].seq, i);  // sends and receives count apart from the collective
+    EXPECT_EQ(calls[i].type, group[i - 1].type);
+    EXPECT_EQ(calls[i].count, group[i - 1].count);
+    EXPECT_EQ(calls[i].peer, group[i - 1].peer);
+    EXPECT_EQ(calls[i].state, CallState::kStarted);
+    EXPECT_GT(calls[i].startNs, 0);
+    EXPECT_EQ(calls[i].endNs, 0);
+  }
+  recorder.endGroup(first, group.size(), CallState::kFailed, collRemoteError);
+  const uint64_t queued = recorder.beginGroup({callOf(CollType::kRecv, 8, collFloat, 0, 4)}, true);
+  recorder.endGroup(queued, 1, CallState::kQueued, collSuccess);
+  calls = recorder.snapshot();
+  ASSERT_EQ(calls.size(), 5u);
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(calls[i].state, CallState::kFailed);
+    EXPECT_EQ(calls[i].result, collRemoteError);
+    EXPECT_GE(calls[i].endNs, calls[i].startNs);
+  }
+  EXPECT_EQ(calls[4].seq, 4u);
+  EXPECT_TRUE(calls[4].device);
+  EXPECT_EQ(calls[4].state, CallState::kQueued);
+  EXPECT_EQ(calls[4].endNs, 0);
+  EXPECT_EQ(recorder.collectivesCompleted(), 1u);
+}
+
 TEST(FlightRecorder, OffRecordsNothing) {
   FlightRecorder recorder(0);
   EXPECT_FALSE(recorder.enabled());
