@@ -38,7 +38,7 @@ const char* operationName(CollType type) { return collTraceName(type); }
 // Odd version: being written. A reader copies the fields between two reads of an even, unchanged
 // version. `shape` packs the call's type, op, datatype, whether it is a device call, and its root
 // or peer; `outcome` its state, algorithm and result: two stores where six fields would be six.
-// A line each: a slot that straddled two took both lines from the readers' caches.
+// A line each: a slot that straddled two lines made each record write both.
 struct alignas(64) FlightRecorder::Slot {
   std::atomic<uint32_t> version{0};
   std::atomic<uint64_t> seq{0};
