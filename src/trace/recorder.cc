@@ -123,10 +123,6 @@ uint64_t FlightRecorder::recordAt(const CollCall& call, bool device, int64_t now
   return ticket;
 }
 
-void FlightRecorder::close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
-  closeAt(ticket, state, result, algorithm, state != CallState::kQueued ? coarseMonotonicNs() : 0);
-}
-
 void FlightRecorder::closeGroup(uint64_t first, size_t calls, CallState state, collResult_t result) {
   const int64_t now = state != CallState::kQueued ? coarseMonotonicNs() : 0;
   for (size_t i = 0; i < calls; ++i) closeAt(first + i, state, result, Algo::kAuto, now);

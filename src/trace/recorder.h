@@ -77,7 +77,8 @@ class FlightRecorder {
   // The call's end: kCompleted, kFailed, or kQueued for a device call handed to its stream, with
   // the row its plan took (Algo::kAuto when unknown).
   void end(uint64_t ticket, CallState state, collResult_t result, Algo algorithm) {
-    if (capacity_ != 0) close(ticket, state, result, algorithm);
+    if (capacity_ != 0)
+      closeAt(ticket, state, result, algorithm, state != CallState::kQueued ? coarseMonotonicNs() : 0);
   }
   // The same for a group's sends and receives, with one clock read for them all: begin returns the
   // first call's ticket and the others follow it (one thread records a communicator's calls).
@@ -98,7 +99,6 @@ class FlightRecorder {
   struct Slot;
   uint64_t recordGroup(const std::vector<CollCall>& calls, bool device);
   uint64_t recordAt(const CollCall& call, bool device, int64_t nowNs);
-  void close(uint64_t ticket, CallState state, collResult_t result, Algo algorithm);
   void closeGroup(uint64_t first, size_t calls, CallState state, collResult_t result);
   // endNs 0: a device call handed to its stream, whose end the host does not see.
   void closeAt(uint64_t ticket, CallState state, collResult_t result, Algo algorithm, int64_t endNs);
