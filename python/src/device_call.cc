@@ -16,10 +16,14 @@ std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const std::vector<at::
                 " and on ", tensor.device(),
                 " in one call; expected every tensor on the CPU or every tensor on one CUDA device");
   }
-  if (first == nullptr || first->device().is_cpu()) return nullptr;
-  TORCH_CHECK(first->device().is_cuda(), "collective backend: ", op, " takes CPU or CUDA tensors, got one on ",
-              first->device());
-  return makeDeviceCall(op, first->device());
+  return first == nullptr ? nullptr : deviceCallFor(op, *first);
+}
+
+std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const at::Tensor& tensor) {
+  if (!tensor.defined() || tensor.device().is_cpu()) return nullptr;
+  TORCH_CHECK(tensor.device().is_cuda(), "collective backend: ", op, " takes CPU or CUDA tensors, got one on ",
+              tensor.device());
+  return makeDeviceCall(op, tensor.device());
 }
 
 }  // namespace torch_collective

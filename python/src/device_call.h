@@ -42,6 +42,8 @@ class DeviceCall {
 // current stream of their device when all are on one CUDA device. Throws, naming `op` and the
 // devices, when they are on several devices, or on CUDA in a build without CUDA support.
 std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const std::vector<at::Tensor>& tensors);
+// The same for a call on one tensor.
+std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const at::Tensor& tensor);
 
 // The library's stream argument for a call: NULL for host tensors.
 inline collStream_t streamOf(const std::shared_ptr<DeviceCall>& device) {

@@ -100,9 +100,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
                                                                std::function<void()> issue,
                                                                std::function<void()> finish, CallKind kind,
                                                                CallerWaits waits, int peer) {
+  const bool small = isSmallHostCall(kind, device, bytesOf(outputs));
+  c10::intrusive_ptr<CollectiveWork> work = makeWork(type, std::move(outputs), inputs, device, peer);
+  return queueCall(work, device, std::move(issue), std::move(finish), kind, waits, small);
+}
+
+c10::intrusive_ptr<CollectiveWork> ProcessGroupCollective::makeWork(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                                    const std::vector<at::Tensor>& inputs,
+                                                                    const std::shared_ptr<DeviceCall>& device,
+                                                                    int peer) {
   // UNKNOWN: split and the ZeRO library calls, which are not torch operations.
   if (type != c10d::OpType::UNKNOWN && !isPointToPoint(type)) ++sequenceNumber_;
-  const bool small = kind == CallKind::kCollective && !device && bytesOf(outputs) <= callerRunLimitBytes();
   // Torch's hook sees torch's operations only, and so does the backend's own recording.
   FlightEntry entry;
   if (type != c10d::OpType::UNKNOWN && flightRecording_->attached()) {
@@ -111,6 +119,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   auto work = c10::make_intrusive<CollectiveWork>(getRank(), type, std::move(outputs), inputs, queue_, device);
   if (entry.id) work->setFlightEntry(flightRecording_, entry);
   work->setCompletionHooks(completionHooks_);
+  return work;
+}
+
+bool ProcessGroupCollective::isSmallHostCall(CallKind kind, const std::shared_ptr<DeviceCall>& device, size_t bytes) {
+  return kind == CallKind::kCollective && !device && bytes <= callerRunLimitBytes();
+}
+
+bool ProcessGroupCollective::callerMayRunNow() {
+  std::lock_guard<std::mutex> lock(coalescingMutex_);
+  // A group with calls on CUDA tensors hands all of them to the worker at once: its barrier
+  // waits on the device.
+  return !coalescing_ && !lastDeviceCall_;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::queueCall(const c10::intrusive_ptr<CollectiveWork>& work,
+                                                                 const std::shared_ptr<DeviceCall>& device,
+                                                                 std::function<void()> issue,
+                                                                 std::function<void()> finish, CallKind kind,
+                                                                 CallerWaits waits, bool small) {
   QueuedCall call;
   call.kind = kind;
   call.issue = std::move(issue);
@@ -119,8 +146,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   {
     std::lock_guard<std::mutex> lock(coalescingMutex_);
     if (device) lastDeviceCall_ = device;
-    // A group with calls on CUDA tensors hands all of them to the worker at once: its barrier
-    // waits on the device.
     call.forCaller = small && !lastDeviceCall_;
     if (coalescing_) {
       coalesced_.push_back(std::move(call));
@@ -133,21 +158,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueue(c10d::OpType type
   calls.push_back(std::move(call));
   queue_->post(std::move(calls), /*together=*/false);
   return work;
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const char* op,
-                                                                       const at::Tensor& tensor, TensorCall call,
-                                                                       Writes writes, CallKind kind,
-                                                                       CallerWaits waits, int peer) {
-  std::shared_ptr<DeviceCall> device = deviceCallFor(op, {tensor});
-  StagedTensor data(tensor);
-  std::function<void()> finish;
-  if (writes == Writes::kYes) finish = [data] { data.copyBack(); };
-  collStream_t stream = streamOf(device);
-  return enqueue(
-      type, {tensor}, {tensor}, std::move(device),
-      [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish), kind, waits,
-      peer);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::BarrierOptions& opts) {

@@ -19,6 +19,7 @@
 #include "communicator.h"
 #include "device_call.h"
 #include "flight_recording.h"
+#include "library_call.h"
 #include "tensor_staging.h"
 #include "torch_compat.h"
 #include "work_queue.h"
@@ -177,10 +178,26 @@ class ProcessGroupCollective : public BackendBase {
   static CallerWaits waitsOf(const Options& opts) {
     return callerWaitsAtOnce(opts) ? CallerWaits::kAtOnce : CallerWaits::kLater;
   }
+  // enqueue's two halves. The first counts the call, records it (torch's Flight Recorder) and
+  // makes its Work; the second runs or queues it.
+  c10::intrusive_ptr<CollectiveWork> makeWork(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                              const std::vector<at::Tensor>& inputs,
+                                              const std::shared_ptr<DeviceCall>& device, int peer);
+  c10::intrusive_ptr<c10d::Work> queueCall(const c10::intrusive_ptr<CollectiveWork>& work,
+                                           const std::shared_ptr<DeviceCall>& device, std::function<void()> issue,
+                                           std::function<void()> finish, CallKind kind, CallerWaits waits, bool small);
+  // Whether a collective writing `bytes` is small enough to leave to its caller: on host tensors,
+  // at most TORCH_COLLECTIVE_SMALL_CALL_BYTES.
+  static bool isSmallHostCall(CallKind kind, const std::shared_ptr<DeviceCall>& device, size_t bytes);
+  // Whether no open coalescing block or earlier call on CUDA tensors keeps a small call from its
+  // caller.
+  bool callerMayRunNow();
   // For the calls on one tensor, used in place: stages it, queues `call(buffer, count, stream)`
-  // and, when the call writes the tensor, copies the buffer back into it afterwards.
+  // (collResult_t) and, when the call writes the tensor, copies the buffer back into it
+  // afterwards. A small host collective that its caller waits for at once runs here, without a
+  // closure on the heap.
   enum class Writes { kNo, kYes };
-  using TensorCall = std::function<collResult_t(void* buffer, size_t count, collStream_t stream)>;
+  template <typename TensorCall>
   c10::intrusive_ptr<c10d::Work> enqueueOnTensor(c10d::OpType type, const char* op, const at::Tensor& tensor,
                                                  TensorCall call, Writes writes = Writes::kYes,
                                                  CallKind kind = CallKind::kCollective,
@@ -221,5 +238,30 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<ProcessGroupCollective> shrunk_;
   std::vector<int> shrunkWithout_;
 };
+
+template <typename TensorCall>
+c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpType type, const char* op,
+                                                                       const at::Tensor& tensor, TensorCall call,
+                                                                       Writes writes, CallKind kind, CallerWaits waits,
+                                                                       int peer) {
+  std::shared_ptr<DeviceCall> device = deviceCallFor(op, tensor);
+  std::vector<at::Tensor> tensors{tensor};
+  c10::intrusive_ptr<CollectiveWork> work = makeWork(type, tensors, tensors, device, peer);
+  StagedTensor data(tensor);
+  const bool small = isSmallHostCall(kind, device, tensor.nbytes());
+  if (small && waits == CallerWaits::kAtOnce && callerMayRunNow()) {
+    auto body = [&] {
+      checkResult(call(data.data(), data.count(), nullptr));
+      if (writes == Writes::kYes) data.copyBack();
+    };
+    if (queue_->runNow(*work, CallBody(body))) return work;
+  }
+  std::function<void()> finish;
+  if (writes == Writes::kYes) finish = [data] { data.copyBack(); };
+  collStream_t stream = streamOf(device);
+  return queueCall(
+      work, device, [data, call, stream] { checkResult(call(data.data(), data.count(), stream)); }, std::move(finish),
+      kind, waits, small);
+}
 
 }  // namespace torch_collective

@@ -215,22 +215,31 @@ void WorkQueue::runThrough(uint64_t sequence) {
   wakeWorkerIfReady();
 }
 
+bool WorkQueue::claimForCaller(CollectiveWork& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running_ || stopping_ || aborted_ || !queue_.empty()) return false;
+  work.setSequence(++lastSequence_);
+  running_ = true;
+  // The worker ticks while small calls come, run at once or posted alike (post() says why).
+  // Left asleep here, it would also leave this process's core idle between calls, and on a
+  // loaded (virtual) machine a rank woken from an idle core answers its peers late: such runs
+  // stalled for milliseconds at a time (docs/pytorch.md, "Small calls").
+  if (!ticking_) {
+    ticking_ = true;
+    wakeWorker_.notify_one();
+  }
+  return true;
+}
+
+void WorkQueue::endCallerRun() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_ = false;
+  wakeWorkerIfReady();
+}
+
 bool WorkQueue::runNow(QueuedCall& call) {
   GilReleased gil;  // taken back after the call, outside the lock
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (running_ || stopping_ || aborted_ || !queue_.empty()) return false;
-    call.work->setSequence(++lastSequence_);
-    running_ = true;
-    // The worker ticks while small calls come, run at once or posted alike (post() says why).
-    // Left asleep here, it would also leave this process's core idle between calls, and on a
-    // loaded (virtual) machine a rank woken from an idle core answers its peers late: such runs
-    // stalled for milliseconds at a time (docs/pytorch.md, "Small calls").
-    if (!ticking_) {
-      ticking_ = true;
-      wakeWorker_.notify_one();
-    }
-  }
+  if (!claimForCaller(*call.work)) return false;
   gil.release();
   batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
   std::vector<QueuedCall> batch;
@@ -239,11 +248,29 @@ bool WorkQueue::runNow(QueuedCall& call) {
   return true;
 }
 
+bool WorkQueue::runNow(CollectiveWork& work, CallBody body) {
+  GilReleased gil;  // taken back after the call, outside the lock
+  if (!claimForCaller(work)) return false;
+  gil.release();
+  batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
+  std::exception_ptr error;
+  {
+    // As runBatch: results are copied into tensors that may require grad, outside any graph.
+    at::NoGradGuard noGrad;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  work.complete(error);
+  endCallerRun();
+  return true;
+}
+
 void WorkQueue::runTaken(std::vector<QueuedCall>& batch, bool aborted) {
   runBatch(batch, aborted);
-  std::lock_guard<std::mutex> lock(mutex_);
-  running_ = false;
-  wakeWorkerIfReady();
+  endCallerRun();
 }
 
 bool WorkQueue::workerMayTakeFront() const {

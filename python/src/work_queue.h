@@ -49,6 +49,19 @@ namespace torch_collective {
 
 enum class CallKind { kCollective, kPointToPoint };
 
+// What a caller runs at once (WorkQueue::runNow): a reference to a callable on its stack, so that
+// a call run where it is issued builds no closure on the heap.
+class CallBody {
+ public:
+  template <typename Body>
+  explicit CallBody(Body& body) : body_(&body), run_([](void* b) { (*static_cast<Body*>(b))(); }) {}
+  void operator()() const { run_(body_); }
+
+ private:
+  void* body_;
+  void (*run_)(void*);
+};
+
 struct QueuedCall {
   CallKind kind = CallKind::kCollective;
   // The library calls, on the worker thread. Point-to-point calls are issued inside their batch's
@@ -80,6 +93,9 @@ class WorkQueue {
   // done: no posting, no worker tick, no second pass through the lock. Otherwise returns false
   // and leaves `call` to be posted.
   bool runNow(QueuedCall& call);
+  // The same for a host collective whose library calls and copies back are `body`: the caller
+  // builds its QueuedCall only when the call cannot run now.
+  bool runNow(CollectiveWork& work, CallBody body);
   // Starts held point-to-point calls up to and including `sequence`.
   void startThrough(uint64_t sequence);
   // The caller is about to wait for call `sequence`: starts held calls through it and, unless a
@@ -121,6 +137,11 @@ class WorkQueue {
   // Runs a batch taken with running_ set, then clears it and hands what is left to the worker.
   // Called without the lock.
   void runTaken(std::vector<QueuedCall>& batch, bool aborted);
+  // runNow's turn: with the lock, whether the caller may run `work` now (nothing queued, nobody
+  // running), and if so numbers it and marks this queue's calls as running; then, after the call,
+  // hands over to the worker whatever came meanwhile.
+  bool claimForCaller(CollectiveWork& work);
+  void endCallerRun();
   // With the lock held: whether the worker may take the front batch now (frontIsReady, and not a
   // small call still left to its caller), and waking it when it may.
   bool workerMayTakeFront() const;
