@@ -162,6 +162,7 @@ void WorkQueue::post(std::vector<QueuedCall> calls, bool together) {
     return;
   }
   bool small = false, mustStart = false;
+  ++callerActivity_;
   for (QueuedCall& call : calls) {
     uint64_t sequence = ++lastSequence_;
     call.work->setSequence(sequence);
@@ -206,6 +207,7 @@ void WorkQueue::runThrough(uint64_t sequence) {
          frontBatchOnHost()) {
     std::vector<QueuedCall> batch = takeBatch();
     running_ = true;
+    ++callerActivity_;
     lock.unlock();
     gil.release();
     batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
@@ -220,6 +222,7 @@ bool WorkQueue::claimForCaller(CollectiveWork& work) {
   if (running_ || stopping_ || aborted_ || !queue_.empty()) return false;
   work.setSequence(++lastSequence_);
   running_ = true;
+  ++callerActivity_;
   // The worker ticks while small calls come, run at once or posted alike (post() says why).
   // Left asleep here, it would also leave this process's core idle between calls, and on a
   // loaded (virtual) machine a rank woken from an idle core answers its peers late: such runs
@@ -294,8 +297,12 @@ void WorkQueue::waitForWork(std::unique_lock<std::mutex>& lock) {
     // (short) tick, as every call is.
     const std::chrono::microseconds tick = queue_.empty() ? kIdleTick : kCallerTick;
     if (wakeWorker_.wait_for(lock, tick) != std::cv_status::timeout) continue;
-    // A tick: what was queued at the last one has been left to its caller long enough.
-    workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
+    // A tick: what was queued at the last one has been left to its caller long enough, unless
+    // the caller was busy with this queue's calls all the while (work_queue.h).
+    if (callerActivity_ == callerActivityAtLastTick_) {
+      workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
+    }
+    callerActivityAtLastTick_ = callerActivity_;
     queuedAtLastTick_ = lastSequence_;
     idleFor = queue_.empty() ? idleFor + tick : std::chrono::microseconds{0};
     if (idleFor >= kIdleBeforeSleep) ticking_ = false;

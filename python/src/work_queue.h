@@ -11,6 +11,9 @@
 //     worker leaves a small call (QueuedCall::forCaller) to its caller for a moment: it takes one
 //     only once it has been queued for a whole tick of kCallerTick, and a call that does not wait
 //     (asynchronous) is then run by the worker, so it progresses without its caller as before.
+//     A tick in which a caller posted or ran calls does not count: a caller that issues a batch
+//     of asynchronous calls waits for them next, and would otherwise meet the worker on its core
+//     running the batch's first calls, taking turns with it per call.
 //     While small calls keep coming the worker ticks instead of sleeping, and nobody wakes it per
 //     call: every kCallerTick while calls are queued, every kIdleTick while none is (callers run
 //     their calls as fast as they issue them, and a wake-up every kCallerTick on a core that a
@@ -159,6 +162,10 @@ class WorkQueue {
   // call that must start at once.
   uint64_t workerMayTakeThrough_ = 0;
   uint64_t queuedAtLastTick_ = 0;  // lastSequence_ at the worker's last tick
+  // Counts the callers' posts and runs: a tick in which it moved leaves the queued small calls to
+  // the callers one tick more.
+  uint64_t callerActivity_ = 0;
+  uint64_t callerActivityAtLastTick_ = 0;
   bool ticking_ = false;           // the worker ticks (small calls come) instead of sleeping
   static constexpr std::chrono::microseconds kCallerTick{100};
   // So an asynchronous small call posted while the queue was empty starts within
