@@ -288,20 +288,21 @@ void WorkQueue::wakeWorkerIfReady() {
 
 void WorkQueue::waitForWork(std::unique_lock<std::mutex>& lock) {
   std::chrono::microseconds idleFor{0};
+  bool callerBusy = false;  // during the last tick
   while (running_ || !(queue_.empty() ? stopping_ : workerMayTakeFront())) {
     if (!ticking_) {
       wakeWorker_.wait(lock);
       continue;
     }
     // A call posted during an idle tick is seen at its end and left to its caller for one more
-    // (short) tick, as every call is.
-    const std::chrono::microseconds tick = queue_.empty() ? kIdleTick : kCallerTick;
+    // (short) tick, as every call is. While the caller is busy with its calls the worker has
+    // nothing to take, and a wake-up every short tick would only take turns with it on its core.
+    const std::chrono::microseconds tick = queue_.empty() || callerBusy ? kIdleTick : kCallerTick;
     if (wakeWorker_.wait_for(lock, tick) != std::cv_status::timeout) continue;
     // A tick: what was queued at the last one has been left to its caller long enough, unless
     // the caller was busy with this queue's calls all the while (work_queue.h).
-    if (callerActivity_ == callerActivityAtLastTick_) {
-      workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
-    }
+    callerBusy = callerActivity_ != callerActivityAtLastTick_;
+    if (!callerBusy) workerMayTakeThrough_ = std::max(workerMayTakeThrough_, queuedAtLastTick_);
     callerActivityAtLastTick_ = callerActivity_;
     queuedAtLastTick_ = lastSequence_;
     idleFor = queue_.empty() ? idleFor + tick : std::chrono::microseconds{0};

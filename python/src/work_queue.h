@@ -15,7 +15,8 @@
 //     of asynchronous calls waits for them next, and would otherwise meet the worker on its core
 //     running the batch's first calls, taking turns with it per call.
 //     While small calls keep coming the worker ticks instead of sleeping, and nobody wakes it per
-//     call: every kCallerTick while calls are queued, every kIdleTick while none is (callers run
+//     call: every kCallerTick while calls are queued and their caller is away, every kIdleTick
+//     while none is queued or the caller was busy with them during the last tick (callers run
 //     their calls as fast as they issue them, and a wake-up every kCallerTick on a core that a
 //     rank needs made its peers wait for it: docs/performance.md). It sleeps again once the
 //     queue has stayed empty for kIdleBeforeSleep. A batch of asynchronous calls is drained by
