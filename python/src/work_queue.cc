@@ -44,8 +44,8 @@ void completeBatch(std::vector<QueuedCall>& batch, std::exception_ptr error) {
   }
 }
 
-void runCollective(QueuedCall& call) {
-  std::vector<QueuedCall> batch{std::move(call)};
+// A collective's batch holds that one call.
+void runCollective(std::vector<QueuedCall>& batch) {
   std::exception_ptr error;
   try {
     onCallStream(batch[0], batch[0].issue);
@@ -75,7 +75,7 @@ void runBatch(std::vector<QueuedCall>& batch, bool aborted) {
     completeBatch(batch, std::make_exception_ptr(std::runtime_error(
                              "collective backend: the process group was aborted; this call did not run")));
   } else if (batch.front().kind == CallKind::kCollective) {
-    runCollective(batch.front());
+    runCollective(batch);
   } else {
     runPointToPointGroup(batch);
   }
