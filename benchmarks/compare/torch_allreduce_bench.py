@@ -14,12 +14,19 @@ Prints one row per size and, last, `ratio gloo/collective at <size>: <x>` for th
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-import torch_collective  # noqa: F401  (registers the "collective" backend)
+try:
+    import torch_collective  # noqa: F401  (registers the "collective" backend)
+except ImportError as error:
+    # The extension is built per torch line, each into its own folder.
+    raise SystemExit(f"{os.path.basename(sys.argv[0])}: cannot import torch_collective ({error}) under torch "
+                     f"{torch.__version__}: run it with PYTHONPATH=build/python (Debian's torch 1.13) or "
+                     f"PYTHONPATH=build/python/torch2.15 (the environment tools/install-deps.sh makes)")
 
 
 def parse_bytes(text):
