@@ -241,14 +241,12 @@ void WorkQueue::endCallerRun() {
 }
 
 bool WorkQueue::runNow(QueuedCall& call) {
-  GilReleased gil;  // taken back after the call, outside the lock
-  if (!claimForCaller(*call.work)) return false;
-  gil.release();
-  batchesRunByCaller.fetch_add(1, std::memory_order_relaxed);
-  std::vector<QueuedCall> batch;
-  batch.push_back(std::move(call));
-  runTaken(batch, false);
-  return true;
+  // A host collective (forCaller): its issue and finish are all that runBatch would run of it.
+  auto body = [&call] {
+    call.issue();
+    if (call.finish) call.finish();
+  };
+  return runNow(*call.work, CallBody(body));
 }
 
 bool WorkQueue::runNow(CollectiveWork& work, CallBody body) {

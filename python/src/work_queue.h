@@ -91,15 +91,14 @@ class WorkQueue {
   // Posts calls in order, numbering their Works. `together` calls (batch_isend_irecv) start at
   // once, as one group as far as they are point-to-point.
   void post(std::vector<QueuedCall> calls, bool together);
-  // A host call whose caller waits for it at once (torch 2.x says so: asyncOp false): when nothing
-  // is queued and no thread runs this queue's calls, runs it on the calling thread now, in its
-  // place in the order, and returns true with its Work complete. The caller's wait then finds it
-  // done: no posting, no worker tick, no second pass through the lock. Otherwise returns false
-  // and leaves `call` to be posted.
-  bool runNow(QueuedCall& call);
-  // The same for a host collective whose library calls and copies back are `body`: the caller
-  // builds its QueuedCall only when the call cannot run now.
+  // A host collective whose caller waits for it at once (torch 2.x says so: asyncOp false), its
+  // library calls and copies back being `body`: when nothing is queued and no thread runs this
+  // queue's calls, runs it on the calling thread now, in its place in the order, and returns true
+  // with its Work complete. The caller's wait then finds it done: no posting, no worker tick, no
+  // second pass through the lock. Otherwise returns false, and the caller posts the call.
   bool runNow(CollectiveWork& work, CallBody body);
+  // The same for a call already made a QueuedCall (a small host collective: forCaller).
+  bool runNow(QueuedCall& call);
   // Starts held point-to-point calls up to and including `sequence`.
   void startThrough(uint64_t sequence);
   // The caller is about to wait for call `sequence`: starts held calls through it and, unless a
