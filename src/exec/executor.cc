@@ -43,6 +43,7 @@ bool bySingleCopy(transport::SendConnection* send, const Step& step, const ExecB
 Executor::Executor(ConnectionSource& connections, int rank, int nranks)
     : connections_(connections),
       rank_(rank),
+      nranks_(nranks),
       sendClaim_(nranks, 0),
       recvClaim_(nranks, 0),
       externalSent_(nranks, 0),
@@ -205,54 +206,88 @@ void Executor::throwArrivalMismatch(int peer, uint64_t tag, size_t bytes, uint64
 }
 
 bool Executor::tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter) {
+  if (calls.size() > kMaxSlotTransfers) return false;
+  SlotTransfer transfers[kMaxSlotTransfers];
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const CollCall& call = calls[i];
+    const size_t bytes = call.count * call.elemSize;
+    transfers[i] = call.type == CollType::kSend
+                       ? SlotTransfer::sendTo(call.peer, call.sendbuff, bytes, pointToPointTagOf(call))
+                       : SlotTransfer::receiveFrom(call.peer, call.recvbuff, bytes, pointToPointTagOf(call));
+  }
+  return tryRunSlotTransfers(transfers, calls.size(), waiter);
+}
+
+bool Executor::tryRunSmallAllToAllV(const CollCall& call, ProgressWaiter& waiter) {
+  if (2 * static_cast<size_t>(nranks_ - 1) > kMaxSlotTransfers) return false;
+  const VariableCounts& v = *call.counts;
+  const size_t elemSize = call.elemSize;
+  const auto* send = static_cast<const uint8_t*>(call.sendbuff);
+  auto* recv = static_cast<uint8_t*>(call.recvbuff);
+  // As the pairwise schedule's steps (algorithms.h, pairwiseAllToAllV): each pair's message carries
+  // its count in the tag, so a rank that runs the schedule instead exchanges with this one alike.
+  const uint64_t callTag = collectiveTagOf(call);
+  SlotTransfer transfers[kMaxSlotTransfers];
+  size_t count = 0;
+  for (int k = 1; k < nranks_; ++k) {
+    const int to = (rank_ + k) % nranks_, from = (rank_ - k + nranks_) % nranks_;
+    transfers[count++] = SlotTransfer::sendTo(to, send + v.sdispls[to] * elemSize, v.sendcounts[to] * elemSize,
+                                              callTag | v.sendcounts[to]);
+    transfers[count++] = SlotTransfer::receiveFrom(from, recv + v.rdispls[from] * elemSize,
+                                                   v.recvcounts[from] * elemSize, callTag | v.recvcounts[from]);
+  }
+  if (!tryRunSlotTransfers(transfers, count, waiter)) return false;
+  // The rank's own block (validation refuses overlapping buffers: the call is never in place).
+  if (v.sendcounts[rank_] > 0)
+    std::memcpy(recv + v.rdispls[rank_] * elemSize, send + v.sdispls[rank_] * elemSize, v.sendcounts[rank_] * elemSize);
+  return true;
+}
+
+bool Executor::tryRunSlotTransfers(const SlotTransfer* transfers, size_t count, ProgressWaiter& waiter) {
   // Up to here a copy through the slot costs less than the schedule (and, on sockets, than
   // waiting for a frame sent from the caller's memory to leave, as larger sends do).
   constexpr size_t kSmallBytes = 16 << 10;
-  if (calls.size() > kMaxStepPeers) return false;
-  transport::SendConnection* sends[kMaxStepPeers];
-  void* slots[kMaxStepPeers];
-  ++round_;  // claims of this group, so a peer appearing twice sends the group to the schedule
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const CollCall& call = calls[i];
-    size_t bytes = call.count * call.elemSize;
-    if (call.type == CollType::kSend) {
-      if (sendClaim_[call.peer] == round_) return false;
-      sendClaim_[call.peer] = round_;
-      sends[i] = sendTo(call.peer);
-      if (bytes > kSmallBytes || bytes > sends[i]->slotBytes() || (slots[i] = sends[i]->tryAcquire()) == nullptr)
+  transport::SendConnection* sends[kMaxSlotTransfers];
+  void* slots[kMaxSlotTransfers];
+  ++round_;  // claims of this exchange, so a peer appearing twice sends it to the schedule
+  for (size_t i = 0; i < count; ++i) {
+    const SlotTransfer& t = transfers[i];
+    if (t.send) {
+      if (sendClaim_[t.peer] == round_) return false;
+      sendClaim_[t.peer] = round_;
+      sends[i] = sendTo(t.peer);
+      if (t.bytes > kSmallBytes || t.bytes > sends[i]->slotBytes() || (slots[i] = sends[i]->tryAcquire()) == nullptr)
         return false;
     } else {
-      if (recvClaim_[call.peer] == round_) return false;
-      recvClaim_[call.peer] = round_;
-      if (bytes > kSmallBytes || bytes > recvFrom(call.peer)->slotBytes()) return false;
+      if (recvClaim_[t.peer] == round_) return false;
+      recvClaim_[t.peer] = round_;
+      if (t.bytes > kSmallBytes || t.bytes > recvFrom(t.peer)->slotBytes()) return false;
     }
   }
   size_t pending = 0;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const CollCall& call = calls[i];
-    size_t bytes = call.count * call.elemSize;
-    if (bytes == 0) continue;  // as in the schedule: a zero-byte call exchanges nothing
-    if (call.type == CollType::kSend) {
-      std::memcpy(slots[i], call.sendbuff, bytes);
-      sends[i]->post(bytes, pointToPointTagOf(call));
+  for (size_t i = 0; i < count; ++i) {
+    const SlotTransfer& t = transfers[i];
+    if (t.bytes == 0) continue;  // as in the schedule: a zero-byte transfer exchanges nothing
+    if (t.send) {
+      std::memcpy(slots[i], t.from, t.bytes);
+      sends[i]->post(t.bytes, t.tag);
     } else {
       ++pending;
     }
   }
-  uint32_t done[kMaxStepPeers] = {};
+  uint8_t done[kMaxSlotTransfers] = {};
   while (pending > 0) {
     bool moved = false;
-    for (size_t i = 0; i < calls.size(); ++i) {
-      const CollCall& call = calls[i];
-      size_t bytes = call.count * call.elemSize;
-      if (call.type != CollType::kRecv || bytes == 0 || done[i]) continue;
-      transport::RecvConnection* recv = recvFrom(call.peer);
+    for (size_t i = 0; i < count; ++i) {
+      const SlotTransfer& t = transfers[i];
+      if (t.send || t.bytes == 0 || done[i]) continue;
+      transport::RecvConnection* recv = recvFrom(t.peer);
       size_t arrived = 0;
       uint64_t tag = 0;
       const void* data = recv->tryPeek(&arrived, &tag);
       if (data == nullptr) continue;
-      checkArrival(call.peer, tag, arrived, pointToPointTagOf(call), bytes);
-      std::memcpy(call.recvbuff, data, bytes);
+      checkArrival(t.peer, tag, arrived, t.tag, t.bytes);
+      std::memcpy(t.to, data, t.bytes);
       recv->release();
       done[i] = 1;
       --pending;

@@ -61,8 +61,33 @@ class Executor {
   // is still in flight; the caller then runs the group's schedule. At 8 bytes the schedule's
   // bookkeeping took longer than the transfer.
   bool tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter);
+  // The same for a variable-count all-to-all whose every pair's message fits one slot, with the
+  // pairwise schedule's tags (so a peer that runs the schedule exchanges with this rank alike),
+  // then the rank's own block. Building the schedule for every call (its counts are the call's)
+  // cost more than the exchange.
+  bool tryRunSmallAllToAllV(const CollCall& call, ProgressWaiter& waiter);
 
  private:
+  // One send or receive of an exchange small enough for one slot each (tryRunSlotTransfers).
+  struct SlotTransfer {
+    int peer;
+    bool send;
+    const void* from;  // a send's bytes
+    void* to;          // where a receive's bytes land
+    size_t bytes;
+    uint64_t tag;  // what the message carries, or must arrive with (src/call_tag.h)
+    static SlotTransfer sendTo(int peer, const void* from, size_t bytes, uint64_t tag) {
+      return {peer, true, from, nullptr, bytes, tag};
+    }
+    static SlotTransfer receiveFrom(int peer, void* to, size_t bytes, uint64_t tag) {
+      return {peer, false, nullptr, to, bytes, tag};
+    }
+  };
+  static constexpr size_t kMaxSlotTransfers = 2 * kMaxStepPeers;
+  // Acquires every send's slot, fills and posts them, then takes each receive as it arrives;
+  // false, having touched nothing, when one does not fit a slot, a peer appears twice on one side
+  // or a send slot is still in flight.
+  bool tryRunSlotTransfers(const SlotTransfer* transfers, size_t count, ProgressWaiter& waiter);
   struct ActiveStep {
     const Step* step;
     size_t done;
@@ -98,6 +123,7 @@ class Executor {
 
   ConnectionSource& connections_;
   int rank_;
+  int nranks_;
   std::vector<ActiveStep> batch_;
   // A step that only copies locally, in a batch with transfers, moves kLocalSliceBytes per round
   // (advance, run) instead of all at once: the transfers, which this thread drives (sockets),

@@ -50,6 +50,14 @@ void HostEngine::run(const CollCall& call, collStream_t) {
   if (peerCalls_) peerCalls_->begin(collectiveTagOf(call));
   if (movesNothing(call)) return;
   ProgressWaiter waiter = makeWaiter(collTypeName(call.type), /*collective=*/true);
+  // The pairwise row is the variable-count all-to-all's only one (algorithm_table.cc): a small
+  // one exchanges through the slots without planning its per-call schedule.
+  if (call.type == CollType::kAllToAllV && executor_.tryRunSmallAllToAllV(call, waiter)) {
+    lastAlgo_ = Algo::kPairwise;
+    COLL_TRACE(kColl, "rank %d %s %s: %s, one slot a pair", args_.rank, collTypeName(call.type),
+               kernels::dataTypeName(call.datatype), algoName(lastAlgo_));
+    return;
+  }
   // Alive until the call ends: where rank 0's tuner chose the row, it times the call.
   const RunnableCall runnable = planner_.plan(call, waiter);
   lastAlgo_ = runnable.algo;

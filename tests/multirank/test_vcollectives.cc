@@ -179,6 +179,68 @@ TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
 // The three variable-count collectives queued in one group, each rank's arrays overwritten after
 // each call and before collGroupEnd (the queue must have kept copies), then every output checked
 // against values computed here, with guard zones around every buffer.
+// A small all-to-all-v exchanges through one slot a pair; a rank with a pair too large for that
+// runs the pairwise schedule. Here ranks 1 and 2 exchange 40 KB with each other and a few bytes
+// with rank 0: rank 0 takes the slots, ranks 1 and 2 the schedule, and every pair must still
+// meet (the same tags on both paths), over calls enough to wrap the FIFOs.
+RankBody mixedPathsBody() {
+  return [](collComm_t comm, int rank, int n) {
+    std::vector<std::string> out;
+    auto countOf = [](int from, int to) {
+      return (from == 0 || to == 0) ? static_cast<size_t>(from + to + 1) : size_t{10000};
+    };
+    auto valueOf = [](int from, int to, size_t i, int call) {
+      return static_cast<int32_t>(100000 * from + 10000 * to + 7 * call + static_cast<int32_t>(i % 1000));
+    };
+    std::vector<size_t> sendcounts(n), sdispls(n), recvcounts(n), rdispls(n);
+    size_t sent = 0, received = 0;
+    for (int p = 0; p < n; ++p) {
+      sendcounts[p] = countOf(rank, p);
+      recvcounts[p] = countOf(p, rank);
+      sdispls[p] = sent;
+      rdispls[p] = received;
+      sent += sendcounts[p];
+      received += recvcounts[p];
+    }
+    GuardedMemory send(sent * 4), recv(received * 4);
+    for (int call = 0; call < 40 && out.empty(); ++call) {
+      auto* s = reinterpret_cast<int32_t*>(send.data());
+      for (int p = 0; p < n; ++p)
+        for (size_t i = 0; i < sendcounts[p]; ++i) s[sdispls[p] + i] = valueOf(rank, p, i, call);
+      poison(recv.data(), recv.bytes());
+      collResult_t rc = collAllToAllV(send.data(), sendcounts.data(), sdispls.data(), recv.data(), recvcounts.data(),
+                                      rdispls.data(), collInt32, comm, nullptr);
+      if (rc != collSuccess) {
+        out.push_back("rank " + std::to_string(rank) + " call " + std::to_string(call) + ": " + collGetLastError(comm));
+        break;
+      }
+      const auto* r = reinterpret_cast<const int32_t*>(recv.data());
+      for (int p = 0; p < n && out.empty(); ++p)
+        for (size_t i = 0; i < recvcounts[p]; ++i)
+          if (r[rdispls[p] + i] != valueOf(p, rank, i, call)) {
+            out.push_back("rank " + std::to_string(rank) + " call " + std::to_string(call) + ": element " +
+                          std::to_string(i) + " from rank " + std::to_string(p) + " is " +
+                          std::to_string(r[rdispls[p] + i]) + ", expected " +
+                          std::to_string(valueOf(p, rank, i, call)));
+            break;
+          }
+    }
+    const std::string damage = send.damage("send buffer") + recv.damage("receive buffer");
+    if (!damage.empty()) out.push_back("rank " + std::to_string(rank) + ": " + damage);
+    return out;
+  };
+}
+
+TEST(VCollectivesMixedPaths, SlotPairsAndScheduledPairsMeetAsThreads) {
+  auto failures = runAsThreads(3, mixedPathsBody());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
+TEST(VCollectivesMixedPaths, SlotPairsAndScheduledPairsMeetAsProcesses) {
+  auto failures = runAsProcesses(3, mixedPathsBody());
+  EXPECT_TRUE(failures.empty()) << joinFailures(failures);
+}
+
 TEST(VCollectivesInGroups, QueuedCallsKeepTheirArraysAndMatchReference) {
   for (int nranks : {1, 2, 3, 4}) {
     auto failures = runAsThreads(nranks, [](collComm_t comm, int rank, int n) {
