@@ -9,7 +9,8 @@
  * shard, each rank updates its own shard with a sharded optimizer step, and parameters are
  * gathered back from the owners. Every function works on any contiguous range of the flat buffer,
  * so a caller can reduce gradients bucket by bucket as backward produces them and gather one
- * layer's parameters at a time. Host memory only (as the rest of the host API); see docs/zero.md.
+ * layer's parameters at a time. Host memory, except collZeroOptimizerStepOnStream, which steps a
+ * shard in device memory; see docs/zero.md.
  *
  * Every function returns collInvalidArgument with a message (collGetLastError) naming the
  * function, the value and what was expected on bad input, before touching a buffer or a peer.
@@ -96,6 +97,17 @@ typedef struct {
 collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, float* master, const void* grad,
                                    collDataType_t gradType, float* state0, float* state1, void* paramOut,
                                    collDataType_t paramType, size_t count);
+
+/* collZeroOptimizerStep on device memory, ordered on `stream` (a cudaStream_t): master, grad,
+ * state0, state1 and paramOut are device (or managed) memory of the stream's GPU, and the call
+ * returns once the step is enqueued on the stream. The kernel computes what the host step does,
+ * element by element and with the same roundings, so a shard stepped on a GPU matches one stepped on
+ * the host bit for bit (NaN payloads aside). A NULL stream is collZeroOptimizerStep on host
+ * buffers. A stream where the build has no CUDA support or the process no GPU is collInvalidUsage;
+ * a buffer that is not memory of the stream's GPU, collInvalidArgument naming it. */
+collResult_t collZeroOptimizerStepOnStream(const collZeroStepConfig_t* config, float* master, const void* grad,
+                                           collDataType_t gradType, float* state0, float* state1, void* paramOut,
+                                           collDataType_t paramType, size_t count, collStream_t stream);
 
 /* *sumOfSquares = sum of data[i]^2 over count elements (accumulated in double; for the global
  * gradient norm, all-reduce it). *nonFinite = 1 when an element is Inf or NaN (fp16 overflow). */

@@ -27,8 +27,8 @@
 #   GPU_CHECK_PREBUILT=ARCHIVE  unpack an archive made by tools/gpu_pack.sh into BUILD_DIR and run
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
 #   GPU_CHECK_STEPS  a comma-separated list of the steps to run, the others SKIPPED (default: all):
-#               host api faults progress staged collectives vcollectives sanitizer bench mps perf nccl torch
-#               direct rdma
+#               host api faults progress staged collectives vcollectives zero sanitizer bench mps perf nccl
+#               torch direct rdma
 #               (a short device lease spent on what changed since the last full run)
 #   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
 #               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
@@ -351,6 +351,24 @@ else
   step 120 "$LOG_DIR/vcollectives_hosts.log" "$bin/gpu_vcollectives" --ranks 4 --modes processes --hosts 2 \
     "${vfilter[@]}"
   results_row "variable-count collectives, 2 hosts" $? "$LOG_DIR/vcollectives_hosts.log" gpu_vcollectives
+fi
+
+# 3c. The ZeRO optimizer step on device memory against the host step, bit for bit, and its time
+# against the copy rate measured in the same run (tests/cuda/gpu_zero_step.cc).
+if ! chosen zero; then
+  not_chosen "ZeRO step on device"
+elif [[ ! -x $bin/gpu_zero_step ]]; then
+  row "ZeRO step on device" SKIPPED "gpu_zero_step not built"
+else
+  zquick=()
+  [[ $quick == 1 ]] && zquick=(--quick)
+  step 120 "$LOG_DIR/zero_step.log" "$bin/gpu_zero_step" "${zquick[@]}"
+  results_row "ZeRO step on device" $? "$LOG_DIR/zero_step.log" gpu_zero_step
+  if [[ $have_gpu == 1 && -n $sanitizer ]]; then
+    step 90 "$LOG_DIR/zero_step_memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 9 \
+      "$bin/gpu_zero_step" --small
+    results_row "ZeRO step on device, memcheck" $? "$LOG_DIR/zero_step_memcheck.log" gpu_zero_step
+  fi
 fi
 
 # 4. compute-sanitizer: processes (serialized mode never has a kernel wait on another's, so it

@@ -4,7 +4,8 @@
 // why), and each compiles it with its own -m flags (cmake/isa_variants.cmake).
 //
 // Each step follows torch.optim's arithmetic for one tensor (float32, scalars rounded to float
-// where torch rounds them), so that a sharded run matches an unsharded torch run to rounding. The
+// where torch rounds them: stepScalarsOf), so that a sharded run matches an unsharded torch run to
+// rounding. The device kernel computes the same, element by element (step_element.h). The
 // loops work on blocks: gradients of any type are widened into a float block first, then one
 // branch-free loop per block updates parameters and state, which the compiler vectorizes as wide
 // as the variant allows (these files are built with -fno-math-errno so that sqrt vectorizes too).
@@ -27,6 +28,7 @@
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/isa_namespace.h"
 #include "zero/optimizer_variant.h"
+#include "zero/step_scalars.h"
 
 namespace coll {
 namespace zero {
@@ -63,17 +65,17 @@ struct AdamBlock {
   float beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, weightDecay, decayFactor, stepSize, bias2Sqrt;
   bool decoupled;
 
-  explicit AdamBlock(const collZeroStepConfig_t& c)
-      : beta1(float(c.beta1)),
-        oneMinusBeta1(float(1.0 - c.beta1)),
-        beta2(float(c.beta2)),
-        oneMinusBeta2(float(1.0 - c.beta2)),
-        eps(float(c.eps)),
-        weightDecay(float(c.weightDecay)),
-        decayFactor(float(1.0 - c.lr * c.weightDecay)),
-        stepSize(float(c.lr / (1.0 - std::pow(c.beta1, double(c.step))))),
-        bias2Sqrt(float(std::sqrt(1.0 - std::pow(c.beta2, double(c.step))))),
-        decoupled(c.optimizer == collZeroAdamW) {}
+  explicit AdamBlock(const StepScalars& s)
+      : beta1(s.beta1),
+        oneMinusBeta1(s.oneMinusBeta1),
+        beta2(s.beta2),
+        oneMinusBeta2(s.oneMinusBeta2),
+        eps(s.eps),
+        weightDecay(s.weightDecay),
+        decayFactor(s.decayFactor),
+        stepSize(s.stepSize),
+        bias2Sqrt(s.bias2Sqrt),
+        decoupled(s.decoupled) {}
 
   void run(float* __restrict p, float* __restrict g, float* __restrict m, float* __restrict v, size_t n) const {
     if (decoupled) {
@@ -96,13 +98,13 @@ struct SgdBlock {
   float lr, momentum, oneMinusDampening, weightDecay;
   bool nesterov, firstStep;
 
-  explicit SgdBlock(const collZeroStepConfig_t& c)
-      : lr(float(c.lr)),
-        momentum(float(c.momentum)),
-        oneMinusDampening(float(1.0 - c.dampening)),
-        weightDecay(float(c.weightDecay)),
-        nesterov(c.nesterov != 0),
-        firstStep(c.step == 1) {}
+  explicit SgdBlock(const StepScalars& s)
+      : lr(s.lr),
+        momentum(s.momentum),
+        oneMinusDampening(s.oneMinusDampening),
+        weightDecay(s.weightDecay),
+        nesterov(s.nesterov),
+        firstStep(s.firstStep) {}
 
   void run(float* __restrict p, float* __restrict g, float* __restrict buf, size_t n) const {
     if (weightDecay != 0.0f) {
@@ -126,11 +128,12 @@ struct SgdBlock {
 
 inline void step(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
                  float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count) {
-  const bool adam = config.optimizer != collZeroSgd;
-  const float scale = float(config.gradScale);
+  const StepScalars scalars = stepScalarsOf(config);
+  const bool adam = scalars.adam;
+  const float scale = scalars.gradScale;
   float g[kBlock];
-  const AdamBlock adamBlock(config);
-  const SgdBlock sgdBlock(config);
+  const AdamBlock adamBlock(scalars);
+  const SgdBlock sgdBlock(scalars);
   for (size_t first = 0; first < count; first += kBlock) {
     const size_t n = count - first < kBlock ? count - first : kBlock;
     loadGradients(grad, gradType, first, n, scale, g);

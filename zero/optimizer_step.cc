@@ -1,13 +1,16 @@
-// The sharded optimizer steps (collZeroOptimizerStep) and the gradient norm (collZeroSquaredNorm):
-// the argument checks, then the element loops of the instruction-set variant this CPU runs
-// (optimizer_loops.h holds them and says how they compute; optimizer_variant.h, which one runs).
+// The sharded optimizer steps (collZeroOptimizerStep, and collZeroOptimizerStepOnStream for device
+// memory) and the gradient norm (collZeroSquaredNorm): the argument checks, then the element loops
+// of the instruction-set variant this CPU runs (optimizer_loops.h holds them and says how they
+// compute; optimizer_variant.h, which one runs), or the device kernel (zero/device/device_step.h).
 #include <cmath>
 
 #include "collective_zero.h"
 #include "common/error.h"
 #include "src/api_internal.h"
+#include "zero/device/device_step.h"
 #include "zero/optimizer_variant.h"
 #include "zero/partition.h"
+#include "zero/step_scalars.h"
 
 namespace coll {
 namespace zero {
@@ -45,6 +48,22 @@ void checkStepConfig(const char* function, const collZeroStepConfig_t* c) {
   }
 }
 
+// Everything both steps check, before either touches a buffer.
+void checkStepArguments(const char* function, const collZeroStepConfig_t* config, const float* master, const void* grad,
+                        collDataType_t gradType, const float* state0, const float* state1, const void* paramOut,
+                        collDataType_t paramType, size_t count) {
+  checkStepConfig(function, config);
+  checkFloatType(function, gradType, "gradType");
+  checkBuffer(function, master, count, "master");
+  checkBuffer(function, grad, count, "grad");
+  const bool adam = config->optimizer != collZeroSgd;
+  if (adam || config->momentum != 0.0) checkBuffer(function, state0, count, "state0");
+  if (adam) checkBuffer(function, state1, count, "state1");
+  if (paramOut != nullptr && paramType != collFloat16 && paramType != collBfloat16)
+    throwError(collInvalidArgument, "%s: paramType %d: expected collFloat16 or collBfloat16 with paramOut", function,
+               static_cast<int>(paramType));
+}
+
 }  // namespace
 }  // namespace zero
 }  // namespace coll
@@ -56,17 +75,24 @@ COLL_API collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, 
                                             collDataType_t paramType, size_t count) {
   const char* function = "collZeroOptimizerStep";
   return coll::guardedCall(function, [&] {
-    checkStepConfig(function, config);
-    checkFloatType(function, gradType, "gradType");
-    checkBuffer(function, master, count, "master");
-    checkBuffer(function, grad, count, "grad");
-    const bool adam = config->optimizer != collZeroSgd;
-    if (adam || config->momentum != 0.0) checkBuffer(function, state0, count, "state0");
-    if (adam) checkBuffer(function, state1, count, "state1");
-    if (paramOut != nullptr && paramType != collFloat16 && paramType != collBfloat16)
-      coll::throwError(collInvalidArgument, "%s: paramType %d: expected collFloat16 or collBfloat16 with paramOut",
-                       function, static_cast<int>(paramType));
+    checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
     activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+  });
+}
+
+COLL_API collResult_t collZeroOptimizerStepOnStream(const collZeroStepConfig_t* config, float* master, const void* grad,
+                                                    collDataType_t gradType, float* state0, float* state1,
+                                                    void* paramOut, collDataType_t paramType, size_t count,
+                                                    collStream_t stream) {
+  const char* function = "collZeroOptimizerStepOnStream";
+  return coll::guardedCall(function, [&] {
+    checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+    if (stream == nullptr) {
+      activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+      return;
+    }
+    stepOnStream(function, stepScalarsOf(*config), master, grad, gradType, state0, state1, paramOut, paramType, count,
+                 stream);
   });
 }
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "zero_test_util.h"
@@ -66,6 +68,50 @@ inline std::vector<NamedConfig> configs() {
           {"SGD momentum", sgd(0.9, 0.0, 0, 0.0)},
           {"SGD momentum dampening weight decay", sgd(0.9, 0.1, 0, 0.01)},
           {"SGD nesterov weight decay", sgd(0.9, 0.0, 1, 0.001)}};
+}
+
+// What a run of steps leaves behind: every buffer the step writes.
+struct StepOutputs {
+  std::vector<float> master, state0, state1;
+  std::vector<uint16_t> paramOut;
+};
+
+// The start every run of the tests shares: the parameters of initialParam, zero state.
+inline StepOutputs stepStart(size_t count) {
+  StepOutputs out{std::vector<float>(count), std::vector<float>(count, 0.0f), std::vector<float>(count, 0.0f),
+                  std::vector<uint16_t>(count, 0)};
+  for (size_t i = 0; i < count; ++i) out.master[i] = float(initialParam(i));
+  return out;
+}
+
+// The first element at which two arrays differ, or -1.
+template <class T>
+long firstDifference(const std::vector<T>& a, const std::vector<T>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return long(i);
+  return -1;
+}
+
+// "" when every buffer of `got` has `want`'s bits, else where each first differs.
+inline std::string outputDifferences(const StepOutputs& got, const StepOutputs& want) {
+  std::string problem;
+  const struct {
+    const char* name;
+    long at;
+  } buffers[] = {{"master", firstDifference(got.master, want.master)},
+                 {"state0", firstDifference(got.state0, want.state0)},
+                 {"state1", firstDifference(got.state1, want.state1)},
+                 {"paramOut", firstDifference(got.paramOut, want.paramOut)}};
+  for (const auto& b : buffers)
+    if (b.at >= 0) problem += std::string(" ") + b.name + "[" + std::to_string(b.at) + "] differs";
+  return problem;
+}
+
+// "AdamW, grad bfloat16, paramOut float16, count 1037": a case's name in failures.
+inline std::string caseName(const NamedConfig& nc, const Precision& precision, size_t count) {
+  return std::string(nc.name) + ", grad " + typeName(precision.gradType) + ", paramOut " +
+         (precision.paramType == collFloat32 ? "none" : typeName(precision.paramType)) + ", count " +
+         std::to_string(count);
 }
 
 }  // namespace zerotest

@@ -32,18 +32,10 @@ const OptimizerLoops& genericLoops() {
   return coll::zero::genericOptimizerLoops;
 }
 
-// What one run of steps leaves behind: every buffer the step writes.
-struct StepOutputs {
-  std::vector<float> master, state0, state1;
-  std::vector<uint16_t> paramOut;
-};
-
 // `steps` steps of `config` on `count` elements through `loops`, from the same start every time.
 StepOutputs runSteps(const OptimizerLoops& loops, collZeroStepConfig_t config, const Precision& precision, size_t count,
                      int steps) {
-  StepOutputs out{std::vector<float>(count), std::vector<float>(count, 0.0f), std::vector<float>(count, 0.0f),
-                  std::vector<uint16_t>(count, 0)};
-  for (size_t i = 0; i < count; ++i) out.master[i] = float(initialParam(i));
+  StepOutputs out = stepStart(count);
   TypedBuffer grad(precision.gradType, count);
   const bool paramOut = precision.paramType != collFloat32;
   config.gradScale = 1.0 / precision.lossScale;
@@ -56,14 +48,6 @@ StepOutputs runSteps(const OptimizerLoops& loops, collZeroStepConfig_t config, c
   return out;
 }
 
-// The first element at which two arrays differ, or -1.
-template <class T>
-long firstDifference(const std::vector<T>& a, const std::vector<T>& b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return long(i);
-  return -1;
-}
-
 class ZeroOptimizerVariant : public HostVariantTest {};
 
 TEST_P(ZeroOptimizerVariant, StepMatchesGenericBitForBit) {
@@ -73,15 +57,10 @@ TEST_P(ZeroOptimizerVariant, StepMatchesGenericBitForBit) {
   for (size_t count : {size_t(1), size_t(13), size_t(1037), size_t(4099)}) {
     for (const NamedConfig& nc : configs()) {
       for (const Precision& precision : kPrecisions) {
-        SCOPED_TRACE(std::string(nc.name) + ", grad " + typeName(precision.gradType) + ", paramOut " +
-                     (precision.paramType == collFloat32 ? "none" : typeName(precision.paramType)) + ", count " +
-                     std::to_string(count));
+        SCOPED_TRACE(caseName(nc, precision, count));
         const StepOutputs want = runSteps(generic, nc.config, precision, count, 5);
         const StepOutputs got = runSteps(mine, nc.config, precision, count, 5);
-        EXPECT_EQ(firstDifference(got.master, want.master), -1) << "master";
-        EXPECT_EQ(firstDifference(got.state0, want.state0), -1) << "state0";
-        EXPECT_EQ(firstDifference(got.state1, want.state1), -1) << "state1";
-        EXPECT_EQ(firstDifference(got.paramOut, want.paramOut), -1) << "paramOut";
+        EXPECT_EQ(outputDifferences(got, want), "");
         if (HasFailure()) return;
       }
     }

@@ -1,0 +1,93 @@
+// The sharded optimizer step as one CUDA kernel: a grid-stride loop whose every thread widens its
+// gradient, runs the element of step_element.h (the host loops' arithmetic, element by element)
+// and writes the master weight, the state and the low-precision model copy. One pass over the
+// five arrays, which is all the memory the step must touch. This file is compiled with
+// -fmad=false (zero/CMakeLists.txt): a fused multiply-add rounds once where the host rounds twice.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "common/cuda_device.h"
+#include "common/error.h"
+#include "zero/device/device_step.h"
+#include "zero/step_element.h"
+
+namespace coll {
+namespace zero {
+namespace {
+
+constexpr int kThreads = 256;
+// Enough blocks to fill any current GPU several times over; the grid-stride loop covers the rest.
+constexpr size_t kMaxBlocks = 4096;
+
+__device__ float widen(const void* data, collDataType_t type, size_t i) {
+  if (type == collFloat32) return static_cast<const float*>(data)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(data)[i];
+  if (type == collBfloat16) return __bfloat162float(__ushort_as_bfloat16(bits));
+  return __half2float(__ushort_as_half(bits));
+}
+
+__device__ uint16_t narrow(float value, collDataType_t type) {
+  if (type == collBfloat16) return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  return __half_as_ushort(__float2half_rn(value));
+}
+
+__global__ void stepKernel(StepScalars s, float* master, const void* grad, collDataType_t gradType, float* state0,
+                           float* state1, uint16_t* paramOut, collDataType_t paramType, size_t count) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    stepElement(s, master, widen(grad, gradType, i) * s.gradScale, state0, state1, i);
+    if (paramOut != nullptr) paramOut[i] = narrow(master[i], paramType);
+  }
+}
+
+// Throws unless `pointer` is memory the stream's GPU reads (device or managed memory of `device`).
+void checkOnDevice(const char* function, const void* pointer, const char* what, int device) {
+  if (pointer == nullptr) return;
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, pointer);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // leave no sticky error for the caller's next CUDA call
+    throwError(collInvalidArgument, "%s: %s %p: cudaPointerGetAttributes failed (%s): expected device memory of GPU %d",
+               function, what, pointer, cudaGetErrorString(status), device);
+  }
+  const bool onDevice = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  if (!onDevice || attributes.device != device)
+    throwError(collInvalidArgument,
+               "%s: %s %p is %s: expected device memory of GPU %d, the stream's (host buffers take a NULL stream)",
+               function, what, pointer,
+               onDevice ? ("memory of GPU " + std::to_string(attributes.device)).c_str() : "host memory", device);
+}
+
+}  // namespace
+
+void stepOnStream(const char* function, const StepScalars& scalars, float* master, const void* grad,
+                  collDataType_t gradType, float* state0, float* state1, void* paramOut, collDataType_t paramType,
+                  size_t count, void* stream) {
+  std::string why;
+  if (!cudaDeviceAvailable(&why))
+    throwError(collInvalidUsage, "%s: stream %p given, but there is no GPU to run on (%s): expected a NULL stream",
+               function, stream, why.c_str());
+  const int device = streamDevice(stream);
+  CurrentDeviceScope onDevice(device);
+  checkOnDevice(function, master, "master", device);
+  checkOnDevice(function, grad, "grad", device);
+  checkOnDevice(function, state0, "state0", device);
+  checkOnDevice(function, state1, "state1", device);
+  checkOnDevice(function, paramOut, "paramOut", device);
+  if (count == 0) return;
+  const size_t blocks = std::min(kMaxBlocks, (count + kThreads - 1) / kThreads);
+  stepKernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      scalars, master, grad, gradType, state0, state1, static_cast<uint16_t*>(paramOut), paramType, count);
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess)
+    throwError(collUnhandledCudaError, "%s: the step's kernel did not launch: %s", function,
+               cudaGetErrorString(launched));
+}
+
+}  // namespace zero
+}  // namespace coll
