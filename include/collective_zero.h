@@ -9,8 +9,8 @@
  * shard, each rank updates its own shard with a sharded optimizer step, and parameters are
  * gathered back from the owners. Every function works on any contiguous range of the flat buffer,
  * so a caller can reduce gradients bucket by bucket as backward produces them and gather one
- * layer's parameters at a time. Host memory, except collZeroOptimizerStepOnStream, which steps a
- * shard in device memory; see docs/zero.md.
+ * layer's parameters at a time. Every function takes host memory, and its ...OnStream form device
+ * memory with a stream (as the collectives of collective.h); see docs/zero.md.
  *
  * Every function returns collInvalidArgument with a message (collGetLastError) naming the
  * function, the value and what was expected on bad input, before touching a buffer or a peer.
@@ -72,6 +72,27 @@ collResult_t collZeroAllGatherRange(const void* shard, size_t begin, size_t coun
  * buckets of bucketCount elements (0: one call). In place when shard == params + shardOffset. */
 collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount, collDataType_t datatype,
                                          const collZeroPartition_t* partition, collComm_t comm);
+
+/* The four functions above on device memory, ordered on `stream` (a cudaStream_t), as the
+ * collectives of collective.h take a stream: every buffer is device (or managed) memory of the
+ * stream's GPU, every inner collective and the layer's own accumulation and copies are enqueued on
+ * the stream, and the call returns once they are. A NULL stream is the host function. A stream
+ * where the build has no CUDA support or the process no GPU is collInvalidUsage; a buffer that is
+ * not memory of the stream's GPU, collInvalidArgument naming it; both before anything is sent. */
+collResult_t collZeroReduceScatterRangeOnStream(void* bucket, size_t begin, size_t count, void* gradShard,
+                                                int accumulate, collDataType_t datatype, collRedOp_t op,
+                                                const collZeroPartition_t* partition, collComm_t comm,
+                                                collStream_t stream);
+collResult_t collZeroReduceScatterGradientsOnStream(void* grads, void* gradShard, size_t bucketCount, int accumulate,
+                                                    collDataType_t datatype, collRedOp_t op,
+                                                    const collZeroPartition_t* partition, collComm_t comm,
+                                                    collStream_t stream);
+collResult_t collZeroAllGatherRangeOnStream(const void* shard, size_t begin, size_t count, void* out,
+                                            collDataType_t datatype, const collZeroPartition_t* partition,
+                                            collComm_t comm, collStream_t stream);
+collResult_t collZeroAllGatherParametersOnStream(const void* shard, void* params, size_t bucketCount,
+                                                 collDataType_t datatype, const collZeroPartition_t* partition,
+                                                 collComm_t comm, collStream_t stream);
 
 /* Sharded optimizer steps, as torch.optim defines them (so that a sharded run matches an unsharded
  * one): Adam (L2 weight decay added to the gradient), AdamW (decoupled weight decay) and SGD with

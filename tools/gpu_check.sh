@@ -353,13 +353,20 @@ else
   results_row "variable-count collectives, 2 hosts" $? "$LOG_DIR/vcollectives_hosts.log" gpu_vcollectives
 fi
 
-# 3c. The ZeRO optimizer step on device memory against the host step, bit for bit, and its time
-# against the copy rate measured in the same run (tests/cuda/gpu_zero_step.cc).
+# 3c. ZeRO on device memory: the optimizer step against the host step, bit for bit, and its time
+# against the copy rate measured in the same run (tests/cuda/gpu_zero_step.cc); the sharded
+# communication with a stream against the host functions, on one GPU and staged over sockets
+# (tests/cuda/gpu_zero_comm.cc).
 if ! chosen zero; then
-  not_chosen "ZeRO step on device"
-elif [[ ! -x $bin/gpu_zero_step ]]; then
-  row "ZeRO step on device" SKIPPED "gpu_zero_step not built"
+  not_chosen "ZeRO on device"
+elif [[ ! -x $bin/gpu_zero_step || ! -x $bin/gpu_zero_comm ]]; then
+  row "ZeRO on device" SKIPPED "gpu_zero_step or gpu_zero_comm not built"
 else
+  step 150 "$LOG_DIR/zero_comm.log" "$bin/gpu_zero_comm" --ranks 2,3
+  results_row "ZeRO communication, one GPU" $? "$LOG_DIR/zero_comm.log" gpu_zero_comm
+  step 120 "$LOG_DIR/zero_comm_staged.log" env COLL_TRANSPORTS=^shm,p2p "$bin/gpu_zero_comm" --ranks 3 \
+    --modes processes
+  results_row "ZeRO communication, staged" $? "$LOG_DIR/zero_comm_staged.log" gpu_zero_comm
   zquick=()
   [[ $quick == 1 ]] && zquick=(--quick)
   step 120 "$LOG_DIR/zero_step.log" "$bin/gpu_zero_step" "${zquick[@]}"

@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 archive=${2:-.gpu/bundle.tar.xz}
 programs=(tests/cuda/gpu_api tests/cuda/gpu_faults tests/cuda/gpu_progress tests/cuda/gpu_collectives tests/cuda/gpu_bench
-          tests/cuda/gpu_staged tests/cuda/gpu_vcollectives tests/cuda/gpu_zero_step tests/cuda_host/test_cuda_host benchmarks/perf/all_reduce_perf tools/collrun/collrun)
+          tests/cuda/gpu_staged tests/cuda/gpu_vcollectives tests/cuda/gpu_zero_step tests/cuda/gpu_zero_comm
+          tests/cuda_host/test_cuda_host benchmarks/perf/all_reduce_perf tools/collrun/collrun)
 # Packed where the build has them: the staging path's host tests, and the verbs emulator (its row
 # runs the staged cases over it).
 optional=(tests/staged/test_staged tests/verbs_emulator/libcoll_verbs_emulator.so)

@@ -3,7 +3,9 @@
 // A range that is the whole buffer is one collReduceScatter or collAllGather. Any other range (a
 // bucket of gradients as backward fills it, one layer's parameters) meets at most a few shards:
 // the part each owner holds is one collReduce to that owner, or one collBroadcast from it. Over
-// the buckets of a step every element is still sent once per rank, as in a reduce-scatter.
+// the buckets of a step every element is still sent once per rank, as in a reduce-scatter. With a
+// stream every call is ordered on it, the layer's own accumulation and copy included
+// (zero/device/device_memory.h).
 #include <algorithm>
 #include <cstdint>
 
@@ -12,6 +14,7 @@
 #include "common/error.h"
 #include "kernels/cpu/reduce.h"
 #include "src/api_internal.h"
+#include "zero/device/device_memory.h"
 #include "zero/partition.h"
 
 namespace coll {
@@ -42,47 +45,68 @@ void forEachOwnerPiece(const collZeroPartition_t& p, size_t begin, size_t count,
   }
 }
 
+// Where the call runs: host memory (stream NULL) or device memory on `stream`, for the two steps
+// the layer does itself between the collectives.
+struct Place {
+  const char* function;
+  collStream_t stream;
+
+  void add(void* dst, const void* src, size_t count, collDataType_t datatype) const {
+    if (stream == nullptr) {
+      addInto(dst, src, count, datatype);
+    } else {
+      addOnStream(function, dst, src, count, datatype, stream);
+    }
+  }
+  void copy(void* dst, const void* src, size_t bytes) const {
+    if (stream == nullptr) {
+      kernels::copyBytesUnlessSame(dst, src, bytes);
+    } else {
+      copyOnStream(function, dst, src, bytes, stream);
+    }
+  }
+};
+
 void reduceScatterRange(void* bucket, size_t begin, size_t count, void* gradShard, int accumulate,
-                        collDataType_t datatype, collRedOp_t op, const collZeroPartition_t& p, collComm_t comm) {
+                        collDataType_t datatype, collRedOp_t op, const collZeroPartition_t& p, collComm_t comm,
+                        const Place& place) {
   const size_t es = kernels::dataTypeSize(datatype);
+  collStream_t stream = place.stream;
   if (begin == 0 && count == p.paddedCount && count > 0) {
     void* mine = at(bucket, p.shardOffset, es);
     if (!accumulate) {
-      checkInnerCall(collReduceScatter(bucket, gradShard, p.shardCount, datatype, op, comm, nullptr));
+      checkInnerCall(collReduceScatter(bucket, gradShard, p.shardCount, datatype, op, comm, stream));
       return;
     }
-    checkInnerCall(collReduceScatter(bucket, mine, p.shardCount, datatype, op, comm, nullptr));
-    addInto(gradShard, mine, p.shardCount, datatype);
+    checkInnerCall(collReduceScatter(bucket, mine, p.shardCount, datatype, op, comm, stream));
+    place.add(gradShard, mine, p.shardCount, datatype);
     return;
   }
   forEachOwnerPiece(p, begin, count, [&](int owner, size_t lo, size_t hi) {
     void* piece = at(bucket, lo - begin, es);
     const size_t n = hi - lo;
     if (owner != p.rank) {
-      checkInnerCall(collReduce(piece, piece, n, datatype, op, owner, comm, nullptr));
+      checkInnerCall(collReduce(piece, piece, n, datatype, op, owner, comm, stream));
       return;
     }
     void* shardPiece = at(gradShard, lo - p.shardOffset, es);
-    checkInnerCall(collReduce(piece, accumulate ? piece : shardPiece, n, datatype, op, owner, comm, nullptr));
-    if (accumulate) addInto(shardPiece, piece, n, datatype);
+    checkInnerCall(collReduce(piece, accumulate ? piece : shardPiece, n, datatype, op, owner, comm, stream));
+    if (accumulate) place.add(shardPiece, piece, n, datatype);
   });
 }
 
 void allGatherRange(const void* shard, size_t begin, size_t count, void* out, collDataType_t datatype,
-                    const collZeroPartition_t& p, collComm_t comm) {
+                    const collZeroPartition_t& p, collComm_t comm, const Place& place) {
   const size_t es = kernels::dataTypeSize(datatype);
   if (begin == 0 && count == p.paddedCount && count > 0) {
-    checkInnerCall(collAllGather(shard, out, p.shardCount, datatype, comm, nullptr));
+    checkInnerCall(collAllGather(shard, out, p.shardCount, datatype, comm, place.stream));
     return;
   }
   forEachOwnerPiece(p, begin, count, [&](int owner, size_t lo, size_t hi) {
     void* piece = at(out, lo - begin, es);
     const size_t n = hi - lo;
-    if (owner == p.rank) {
-      const void* mine = at(shard, lo - p.shardOffset, es);
-      kernels::copyBytesUnlessSame(piece, mine, n * es);
-    }
-    checkInnerCall(collBroadcast(piece, piece, n, datatype, owner, comm, nullptr));
+    if (owner == p.rank) place.copy(piece, at(shard, lo - p.shardOffset, es), n * es);
+    checkInnerCall(collBroadcast(piece, piece, n, datatype, owner, comm, place.stream));
   });
 }
 
@@ -112,6 +136,61 @@ void forEachBucket(const collZeroPartition_t& p, size_t bucketCount, Visit&& vis
     visit(begin, std::min(bucketCount, p.paddedCount - begin));
 }
 
+// The entry points' bodies, for host memory (stream NULL) and device memory alike: the checks,
+// then the work. A call with a stream also checks that its buffers are memory of the stream's GPU.
+void reduceScatterRangeCall(const char* function, void* bucket, size_t begin, size_t count, void* gradShard,
+                            int accumulate, collDataType_t datatype, collRedOp_t op,
+                            const collZeroPartition_t* partition, collComm_t comm, collStream_t stream) {
+  const collZeroPartition_t& p = checkPartition(function, partition, comm);
+  checkReduceArgs(function, datatype, op, accumulate);
+  checkRange(function, begin, count, p);
+  checkBuffer(function, bucket, count, "bucket");
+  checkBuffer(function, gradShard, p.shardCount, "gradShard");
+  if (stream != nullptr) checkStreamBuffers(function, stream, {{bucket, "bucket"}, {gradShard, "gradShard"}});
+  reduceScatterRange(bucket, begin, count, gradShard, accumulate, datatype, op, p, comm, {function, stream});
+}
+
+void reduceScatterGradientsCall(const char* function, void* grads, void* gradShard, size_t bucketCount, int accumulate,
+                                collDataType_t datatype, collRedOp_t op, const collZeroPartition_t* partition,
+                                collComm_t comm, collStream_t stream) {
+  const collZeroPartition_t& p = checkPartition(function, partition, comm);
+  checkReduceArgs(function, datatype, op, accumulate);
+  checkBuffer(function, grads, p.paddedCount, "grads");
+  checkBuffer(function, gradShard, p.shardCount, "gradShard");
+  if (stream != nullptr) checkStreamBuffers(function, stream, {{grads, "grads"}, {gradShard, "gradShard"}});
+  const size_t es = kernels::dataTypeSize(datatype);
+  forEachBucket(p, bucketCount, [&](size_t begin, size_t count) {
+    reduceScatterRange(at(grads, begin, es), begin, count, gradShard, accumulate, datatype, op, p, comm,
+                       {function, stream});
+  });
+}
+
+void allGatherRangeCall(const char* function, const void* shard, size_t begin, size_t count, void* out,
+                        collDataType_t datatype, const collZeroPartition_t* partition, collComm_t comm,
+                        collStream_t stream) {
+  const collZeroPartition_t& p = checkPartition(function, partition, comm);
+  checkAnyType(function, datatype);
+  checkRange(function, begin, count, p);
+  checkBuffer(function, shard, p.shardCount, "shard");
+  checkBuffer(function, out, count, "out");
+  if (stream != nullptr) checkStreamBuffers(function, stream, {{shard, "shard"}, {out, "out"}});
+  allGatherRange(shard, begin, count, out, datatype, p, comm, {function, stream});
+}
+
+void allGatherParametersCall(const char* function, const void* shard, void* params, size_t bucketCount,
+                             collDataType_t datatype, const collZeroPartition_t* partition, collComm_t comm,
+                             collStream_t stream) {
+  const collZeroPartition_t& p = checkPartition(function, partition, comm);
+  checkAnyType(function, datatype);
+  checkBuffer(function, shard, p.shardCount, "shard");
+  checkBuffer(function, params, p.paddedCount, "params");
+  if (stream != nullptr) checkStreamBuffers(function, stream, {{shard, "shard"}, {params, "params"}});
+  const size_t es = kernels::dataTypeSize(datatype);
+  forEachBucket(p, bucketCount, [&](size_t begin, size_t count) {
+    allGatherRange(shard, begin, count, at(params, begin, es), datatype, p, comm, {function, stream});
+  });
+}
+
 }  // namespace
 }  // namespace zero
 }  // namespace coll
@@ -123,12 +202,19 @@ COLL_API collResult_t collZeroReduceScatterRange(void* bucket, size_t begin, siz
                                                  const collZeroPartition_t* partition, collComm_t comm) {
   const char* function = "collZeroReduceScatterRange";
   return coll::guardedCall(function, [&] {
-    const collZeroPartition_t& p = checkPartition(function, partition, comm);
-    checkReduceArgs(function, datatype, op, accumulate);
-    checkRange(function, begin, count, p);
-    checkBuffer(function, bucket, count, "bucket");
-    checkBuffer(function, gradShard, p.shardCount, "gradShard");
-    reduceScatterRange(bucket, begin, count, gradShard, accumulate, datatype, op, p, comm);
+    reduceScatterRangeCall(function, bucket, begin, count, gradShard, accumulate, datatype, op, partition, comm,
+                           nullptr);
+  });
+}
+
+COLL_API collResult_t collZeroReduceScatterRangeOnStream(void* bucket, size_t begin, size_t count, void* gradShard,
+                                                         int accumulate, collDataType_t datatype, collRedOp_t op,
+                                                         const collZeroPartition_t* partition, collComm_t comm,
+                                                         collStream_t stream) {
+  const char* function = "collZeroReduceScatterRangeOnStream";
+  return coll::guardedCall(function, [&] {
+    reduceScatterRangeCall(function, bucket, begin, count, gradShard, accumulate, datatype, op, partition, comm,
+                           stream);
   });
 }
 
@@ -137,14 +223,19 @@ COLL_API collResult_t collZeroReduceScatterGradients(void* grads, void* gradShar
                                                      const collZeroPartition_t* partition, collComm_t comm) {
   const char* function = "collZeroReduceScatterGradients";
   return coll::guardedCall(function, [&] {
-    const collZeroPartition_t& p = checkPartition(function, partition, comm);
-    checkReduceArgs(function, datatype, op, accumulate);
-    checkBuffer(function, grads, p.paddedCount, "grads");
-    checkBuffer(function, gradShard, p.shardCount, "gradShard");
-    const size_t es = coll::kernels::dataTypeSize(datatype);
-    forEachBucket(p, bucketCount, [&](size_t begin, size_t count) {
-      reduceScatterRange(at(grads, begin, es), begin, count, gradShard, accumulate, datatype, op, p, comm);
-    });
+    reduceScatterGradientsCall(function, grads, gradShard, bucketCount, accumulate, datatype, op, partition, comm,
+                               nullptr);
+  });
+}
+
+COLL_API collResult_t collZeroReduceScatterGradientsOnStream(void* grads, void* gradShard, size_t bucketCount,
+                                                             int accumulate, collDataType_t datatype, collRedOp_t op,
+                                                             const collZeroPartition_t* partition, collComm_t comm,
+                                                             collStream_t stream) {
+  const char* function = "collZeroReduceScatterGradientsOnStream";
+  return coll::guardedCall(function, [&] {
+    reduceScatterGradientsCall(function, grads, gradShard, bucketCount, accumulate, datatype, op, partition, comm,
+                               stream);
   });
 }
 
@@ -152,14 +243,16 @@ COLL_API collResult_t collZeroAllGatherRange(const void* shard, size_t begin, si
                                              collDataType_t datatype, const collZeroPartition_t* partition,
                                              collComm_t comm) {
   const char* function = "collZeroAllGatherRange";
-  return coll::guardedCall(function, [&] {
-    const collZeroPartition_t& p = checkPartition(function, partition, comm);
-    checkAnyType(function, datatype);
-    checkRange(function, begin, count, p);
-    checkBuffer(function, shard, p.shardCount, "shard");
-    checkBuffer(function, out, count, "out");
-    allGatherRange(shard, begin, count, out, datatype, p, comm);
-  });
+  return coll::guardedCall(
+      function, [&] { allGatherRangeCall(function, shard, begin, count, out, datatype, partition, comm, nullptr); });
+}
+
+COLL_API collResult_t collZeroAllGatherRangeOnStream(const void* shard, size_t begin, size_t count, void* out,
+                                                     collDataType_t datatype, const collZeroPartition_t* partition,
+                                                     collComm_t comm, collStream_t stream) {
+  const char* function = "collZeroAllGatherRangeOnStream";
+  return coll::guardedCall(
+      function, [&] { allGatherRangeCall(function, shard, begin, count, out, datatype, partition, comm, stream); });
 }
 
 COLL_API collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount,
@@ -167,13 +260,15 @@ COLL_API collResult_t collZeroAllGatherParameters(const void* shard, void* param
                                                   collComm_t comm) {
   const char* function = "collZeroAllGatherParameters";
   return coll::guardedCall(function, [&] {
-    const collZeroPartition_t& p = checkPartition(function, partition, comm);
-    checkAnyType(function, datatype);
-    checkBuffer(function, shard, p.shardCount, "shard");
-    checkBuffer(function, params, p.paddedCount, "params");
-    const size_t es = coll::kernels::dataTypeSize(datatype);
-    forEachBucket(p, bucketCount, [&](size_t begin, size_t count) {
-      allGatherRange(shard, begin, count, at(params, begin, es), datatype, p, comm);
-    });
+    allGatherParametersCall(function, shard, params, bucketCount, datatype, partition, comm, nullptr);
+  });
+}
+
+COLL_API collResult_t collZeroAllGatherParametersOnStream(const void* shard, void* params, size_t bucketCount,
+                                                          collDataType_t datatype, const collZeroPartition_t* partition,
+                                                          collComm_t comm, collStream_t stream) {
+  const char* function = "collZeroAllGatherParametersOnStream";
+  return coll::guardedCall(function, [&] {
+    allGatherParametersCall(function, shard, params, bucketCount, datatype, partition, comm, stream);
   });
 }

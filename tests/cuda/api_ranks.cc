@@ -129,4 +129,28 @@ std::vector<std::string> runApiRanks(const ApiJob& job, const std::string& bodyN
   return job.mode == "threads" ? runThreads(job, id, body) : runProcesses(job, id, bodyName);
 }
 
+bool runEveryApiJob(const char* program, const std::vector<std::string>& modes, const std::vector<int>& ranks,
+                    int hosts, const std::string& bodyName, const ApiRankBody& body) {
+  const char* transports = getenv("COLL_TRANSPORTS");
+  bool passed = true;
+  for (const std::string& mode : modes)
+    for (int n : ranks) {
+      if (hosts > 1 && mode != "processes") continue;  // COLL_HOSTID groups are per process
+      ApiJob job;
+      job.nranks = n;
+      job.hosts = hosts;
+      job.mode = mode;
+      job.timeoutMs = GpuJob::defaultTimeoutMs();
+      const auto start = std::chrono::steady_clock::now();
+      const std::vector<std::string> failures = runApiRanks(job, bodyName, body);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      for (size_t i = 0; i < failures.size() && i < 20; ++i) printf("FAIL %s\n", failures[i].c_str());
+      printf("RESULT %s %s n=%d: %s (%zu failures, %.1f s; COLL_TRANSPORTS=%s)\n", program, mode.c_str(), n,
+             failures.empty() ? "PASS" : "FAIL", failures.size(), secs, transports != nullptr ? transports : "");
+      fflush(stdout);
+      passed = passed && failures.empty();
+    }
+  return passed;
+}
+
 }  // namespace colltest

@@ -41,6 +41,12 @@ int apiRankChildMain(const std::map<std::string, ApiRankBody>& bodies);
 // bodyName must be registered in the map given to apiRankChildMain by this program's main.
 std::vector<std::string> runApiRanks(const ApiJob& job, const std::string& bodyName, const ApiRankBody& body);
 
+// Runs the body on every rank count of `ranks` in every mode of `modes` (processes only where
+// hosts > 1), printing each job's failures (the first 20) and "RESULT program mode n=N: PASS|FAIL
+// (F failures, S s; COLL_TRANSPORTS=...)"; returns whether every job passed.
+bool runEveryApiJob(const char* program, const std::vector<std::string>& modes, const std::vector<int>& ranks,
+                    int hosts, const std::string& bodyName, const ApiRankBody& body);
+
 // "" when rc is collSuccess, else "what: error string: last error".
 std::string apiFailure(const char* what, collResult_t rc, collComm_t comm);
 

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 
 #include "common/cuda_device.h"
 #include "common/error.h"
+#include "zero/device/device_memory.h"
 #include "zero/device/device_step.h"
 #include "zero/step_element.h"
 
@@ -45,40 +45,15 @@ __global__ void stepKernel(StepScalars s, float* master, const void* grad, collD
   }
 }
 
-// Throws unless `pointer` is memory the stream's GPU reads (device or managed memory of `device`).
-void checkOnDevice(const char* function, const void* pointer, const char* what, int device) {
-  if (pointer == nullptr) return;
-  cudaPointerAttributes attributes{};
-  const cudaError_t status = cudaPointerGetAttributes(&attributes, pointer);
-  if (status != cudaSuccess) {
-    cudaGetLastError();  // leave no sticky error for the caller's next CUDA call
-    throwError(collInvalidArgument, "%s: %s %p: cudaPointerGetAttributes failed (%s): expected device memory of GPU %d",
-               function, what, pointer, cudaGetErrorString(status), device);
-  }
-  const bool onDevice = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
-  if (!onDevice || attributes.device != device)
-    throwError(collInvalidArgument,
-               "%s: %s %p is %s: expected device memory of GPU %d, the stream's (host buffers take a NULL stream)",
-               function, what, pointer,
-               onDevice ? ("memory of GPU " + std::to_string(attributes.device)).c_str() : "host memory", device);
-}
-
 }  // namespace
 
 void stepOnStream(const char* function, const StepScalars& scalars, float* master, const void* grad,
                   collDataType_t gradType, float* state0, float* state1, void* paramOut, collDataType_t paramType,
                   size_t count, void* stream) {
-  std::string why;
-  if (!cudaDeviceAvailable(&why))
-    throwError(collInvalidUsage, "%s: stream %p given, but there is no GPU to run on (%s): expected a NULL stream",
-               function, stream, why.c_str());
-  const int device = streamDevice(stream);
-  CurrentDeviceScope onDevice(device);
-  checkOnDevice(function, master, "master", device);
-  checkOnDevice(function, grad, "grad", device);
-  checkOnDevice(function, state0, "state0", device);
-  checkOnDevice(function, state1, "state1", device);
-  checkOnDevice(function, paramOut, "paramOut", device);
+  checkStreamBuffers(
+      function, stream,
+      {{master, "master"}, {grad, "grad"}, {state0, "state0"}, {state1, "state1"}, {paramOut, "paramOut"}});
+  CurrentDeviceScope onDevice(streamDevice(stream));
   if (count == 0) return;
   const size_t blocks = std::min(kMaxBlocks, (count + kThreads - 1) / kThreads);
   stepKernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(

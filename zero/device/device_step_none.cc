@@ -1,5 +1,6 @@
-// Builds without CUDA: a stream is refused, as the rest of the API refuses one.
-#include "common/error.h"
+// Builds without CUDA: a stream is refused (device_memory_none.cc), as the rest of the API
+// refuses one.
+#include "zero/device/device_memory.h"
 #include "zero/device/device_step.h"
 
 namespace coll {
@@ -7,10 +8,7 @@ namespace zero {
 
 void stepOnStream(const char* function, const StepScalars&, float*, const void*, collDataType_t, float*, float*, void*,
                   collDataType_t, size_t, void* stream) {
-  throwError(collInvalidUsage,
-             "%s: stream %p given, but this build of libcollective has no CUDA support (COLL_WITH_CUDA=OFF): "
-             "expected a NULL stream and host buffers",
-             function, stream);
+  checkStreamBuffers(function, stream, {});
 }
 
 }  // namespace zero
