@@ -135,6 +135,14 @@ collResult_t collZeroOptimizerStepOnStream(const collZeroStepConfig_t* config, f
 collResult_t collZeroSquaredNorm(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
                                  int* nonFinite);
 
+/* collZeroSquaredNorm on device memory, ordered on `stream`: data, sumOfSquares and nonFinite are
+ * device (or managed) memory of the stream's GPU, written when the stream reaches the call (so
+ * that an all-reduce of *sumOfSquares may follow on the stream without a synchronization). The sum
+ * is taken in double in an order fixed by `count` alone: the same input gives the same bits on every
+ * run and GPU, within rounding of the host's sum. A NULL stream is collZeroSquaredNorm. */
+collResult_t collZeroSquaredNormOnStream(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
+                                         int* nonFinite, collStream_t stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

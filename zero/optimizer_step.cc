@@ -96,17 +96,43 @@ COLL_API collResult_t collZeroOptimizerStepOnStream(const collZeroStepConfig_t* 
   });
 }
 
+namespace {
+
+void checkNormArguments(const char* function, const void* data, collDataType_t datatype, size_t count,
+                        const double* sumOfSquares, const int* nonFinite) {
+  checkFloatType(function, datatype, "datatype");
+  checkBuffer(function, data, count, "data");
+  if (sumOfSquares == nullptr || nonFinite == nullptr)
+    coll::throwError(collInvalidArgument, "%s: sumOfSquares or nonFinite is NULL: expected places for the results",
+                     function);
+}
+
+void squaredNormOnHost(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares, int* nonFinite) {
+  const double total = activeOptimizerLoops().squaredNorm(data, datatype, count);
+  *sumOfSquares = total;
+  *nonFinite = std::isfinite(total) ? 0 : 1;
+}
+
+}  // namespace
+
 COLL_API collResult_t collZeroSquaredNorm(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
                                           int* nonFinite) {
   const char* function = "collZeroSquaredNorm";
   return coll::guardedCall(function, [&] {
-    checkFloatType(function, datatype, "datatype");
-    checkBuffer(function, data, count, "data");
-    if (sumOfSquares == nullptr || nonFinite == nullptr)
-      coll::throwError(collInvalidArgument, "%s: sumOfSquares or nonFinite is NULL: expected places for the results",
-                       function);
-    const double total = activeOptimizerLoops().squaredNorm(data, datatype, count);
-    *sumOfSquares = total;
-    *nonFinite = std::isfinite(total) ? 0 : 1;
+    checkNormArguments(function, data, datatype, count, sumOfSquares, nonFinite);
+    squaredNormOnHost(data, datatype, count, sumOfSquares, nonFinite);
+  });
+}
+
+COLL_API collResult_t collZeroSquaredNormOnStream(const void* data, collDataType_t datatype, size_t count,
+                                                  double* sumOfSquares, int* nonFinite, collStream_t stream) {
+  const char* function = "collZeroSquaredNormOnStream";
+  return coll::guardedCall(function, [&] {
+    checkNormArguments(function, data, datatype, count, sumOfSquares, nonFinite);
+    if (stream == nullptr) {
+      squaredNormOnHost(data, datatype, count, sumOfSquares, nonFinite);
+      return;
+    }
+    squaredNormOnStream(function, data, datatype, count, sumOfSquares, nonFinite, stream);
   });
 }

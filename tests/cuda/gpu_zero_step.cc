@@ -2,7 +2,8 @@
 // (collZeroOptimizerStep): every optimizer and precision of the host step's tests
 // (tests/zero/optimizer_cases.h), five steps each at counts from 0 to past a million, master
 // weights, state and the low-precision model copy compared bit for bit, and guard bytes around
-// every device buffer; a host buffer with a stream is refused before anything is written; then the
+// every device buffer; the squared norm (collZeroSquaredNormOnStream) against the host's, the same
+// bits on a second run; a host buffer with a stream is refused before anything is written; then the
 // step's speed against the GPU's copy rate measured in the same run (the step must read and write
 // the bytes it touches once: its roofline is those bytes at the rate a device-to-device copy reads
 // and writes). Prints "RESULT gpu_zero_step ..." lines; exits 0, 1 on a failure, 77 without a GPU.
@@ -13,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -120,6 +122,42 @@ std::string refusesHostBuffers(cudaStream_t stream) {
   return "";
 }
 
+// The squared norm on the device against the host's (within rounding: the orders differ), twice
+// for the same bits, every float type and count, and an infinity flagged.
+std::string compareNorms(cudaStream_t stream) {
+  std::string problems;
+  for (collDataType_t type : {collFloat32, collFloat16, collBfloat16})
+    for (size_t count : {size_t(0), size_t(1), size_t(1037), size_t(100003), (size_t(1) << 20) + 3}) {
+      TypedBuffer data(type, count);
+      for (size_t i = 0; i < count; ++i) data.set(i, gradient(2, i) * 64.0);
+      if (count > 0 && type != collFloat32) data.set(count / 2, 1e30);  // past half's and within bfloat16's range
+      double want = 0;
+      int wantFlag = 0;
+      collZeroSquaredNorm(data.data(), type, count, &want, &wantFlag);
+      GuardedDevice input(count * typeSize(type)), results(2 * sizeof(double) + 2 * sizeof(int));
+      input.upload(data.data());
+      auto* sums = static_cast<double*>(results.data());
+      auto* flags = reinterpret_cast<int*>(sums + 2);
+      for (int run = 0; run < 2; ++run)
+        if (collZeroSquaredNormOnStream(input.data(), type, count, sums + run, flags + run, stream) != collSuccess)
+          return std::string("norm failed: ") + collGetLastError(nullptr);
+      cudaStreamSynchronize(stream);
+      unsigned char bytes[2 * sizeof(double) + 2 * sizeof(int)];
+      results.download(bytes);
+      double got[2];
+      int gotFlags[2];
+      std::memcpy(got, bytes, sizeof got);
+      std::memcpy(gotFlags, bytes + sizeof got, sizeof gotFlags);
+      const std::string which = std::string(" ") + typeName(type) + " count " + std::to_string(count) + ":";
+      if (std::memcmp(&got[0], &got[1], sizeof(double)) != 0) problems += which + " two runs differ";
+      const bool close = std::isinf(want) ? got[0] == want : std::fabs(got[0] - want) <= 1e-12 * std::fabs(want);
+      if (!close) problems += which + " " + std::to_string(got[0]) + " against the host's " + std::to_string(want);
+      if (gotFlags[0] != wantFlag) problems += which + " nonFinite " + std::to_string(gotFlags[0]);
+      if (!input.guardsIntact() || !results.guardsIntact()) problems += which + " a guard byte changed";
+    }
+  return problems;
+}
+
 double medianOf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -216,9 +254,11 @@ int main(int argc, char** argv) {
       }
   printf("RESULT gpu_zero_step bit_for_bit %s (%d cases, %d failed)\n", failures == 0 ? "PASS" : "FAIL", cases,
          failures);
+  const std::string norms = compareNorms(stream);
+  printf("RESULT gpu_zero_step squared_norm %s%s\n", norms.empty() ? "PASS" : "FAIL:", norms.c_str());
   const std::string refusal = refusesHostBuffers(stream);
   printf("RESULT gpu_zero_step refusal %s%s\n", refusal.empty() ? "PASS" : "FAIL: ", refusal.c_str());
   const bool measured = small || measure(quick ? size_t(32) << 20 : size_t(128) << 20, stream);
   cudaStreamDestroy(stream);
-  return failures == 0 && refusal.empty() && measured ? 0 : 1;
+  return failures == 0 && norms.empty() && refusal.empty() && measured ? 0 : 1;
 }

@@ -3,8 +3,9 @@
 // give collZeroOptimizerStep's bits exactly, for every optimizer and precision, over several steps
 // (so the state they carry forward matches too). The kernel adds only the conversions of its
 // gradients and model copy (CUDA's round-to-nearest-even ones); tests/cuda/gpu_zero_step.cc
-// compares the kernel itself with the host step on a GPU. Also: collZeroOptimizerStepOnStream with
-// a NULL stream is the host step, and a stream where there is no GPU is refused before any write.
+// compares the kernel itself with the host step on a GPU. Also: collZeroOptimizerStepOnStream and
+// collZeroSquaredNormOnStream with a NULL stream are the host functions, and a stream where there is
+// no GPU is refused before any write.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -138,6 +139,42 @@ TEST(ZeroStepOnStream, AStreamWithoutAGpuIsRefusedBeforeAnyWrite) {
                                      static_cast<float*>(s0.data()), static_cast<float*>(s1.data()), nullptr,
                                      collFloat32, count, stream);
   EXPECT_EQ(invalidArgumentProblem(rc, {"collZeroOptimizerStepOnStream", "config->lr"}), "");
+}
+
+TEST(ZeroSquaredNormOnStream, ANullStreamIsTheHostNorm) {
+  for (collDataType_t type : {collFloat32, collFloat16, collBfloat16}) {
+    SCOPED_TRACE(typeName(type));
+    TypedBuffer data(type, 4099);
+    for (size_t i = 0; i < data.count(); ++i) data.set(i, gradient(3, i) * 8.0);
+    double want = 0, got = -1;
+    int wantFlag = -1, gotFlag = -1;
+    ASSERT_EQ(collZeroSquaredNorm(data.data(), type, data.count(), &want, &wantFlag), collSuccess);
+    ASSERT_EQ(collZeroSquaredNormOnStream(data.data(), type, data.count(), &got, &gotFlag, nullptr), collSuccess)
+        << collGetLastError(nullptr);
+    EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0) << got << " against " << want;
+    EXPECT_EQ(gotFlag, wantFlag);
+    EXPECT_GT(want, 0.0);
+  }
+}
+
+TEST(ZeroSquaredNormOnStream, AStreamWithoutAGpuIsRefusedBeforeAnyWrite) {
+  if (coll::cudaDeviceAvailable())
+    GTEST_SKIP() << "this machine has a GPU: tests/cuda/gpu_zero_step.cc checks streams there";
+  TypedBuffer data(collFloat32, 10);
+  double sum = 7.0;
+  int flag = 7;
+  const collResult_t rc =
+      collZeroSquaredNormOnStream(data.data(), collFloat32, 10, &sum, &flag, reinterpret_cast<void*>(0x1000));
+  EXPECT_EQ(rc, collInvalidUsage);
+  const std::string message = collGetLastError(nullptr);
+  EXPECT_NE(message.find("collZeroSquaredNormOnStream"), std::string::npos) << message;
+  EXPECT_EQ(sum, 7.0);
+  EXPECT_EQ(flag, 7);
+  // The arguments' own checks come first.
+  EXPECT_EQ(invalidArgumentProblem(
+                collZeroSquaredNormOnStream(data.data(), collInt32, 10, &sum, &flag, reinterpret_cast<void*>(0x1000)),
+                {"collZeroSquaredNormOnStream", "datatype"}),
+            "");
 }
 
 }  // namespace

@@ -45,7 +45,67 @@ __global__ void stepKernel(StepScalars s, float* master, const void* grad, collD
   }
 }
 
+// The squared norm in two kernels, in an order that depends on the count alone: thread t of the
+// first grid (kNormBlocks x kThreads, whatever the GPU) sums elements t, t + kNormThreads, ... in
+// double, each block folds its threads' sums as a tree into one partial, and one block of the
+// second kernel folds the partials the same way.
+constexpr int kNormBlocks = 256;
+constexpr size_t kNormThreads = size_t(kNormBlocks) * kThreads;
+
+__device__ double foldBlock(double own, double* shared) {
+  shared[threadIdx.x] = own;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  return shared[0];
+}
+
+__global__ void squaresKernel(const void* data, collDataType_t type, size_t count, double* partials) {
+  __shared__ double shared[kThreads];
+  double sum = 0.0;
+  for (size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x; i < count; i += kNormThreads) {
+    const double g = widen(data, type, i);
+    sum += g * g;
+  }
+  const double blockSum = foldBlock(sum, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = blockSum;
+}
+
+__global__ void foldPartialsKernel(const double* partials, double* sumOfSquares, int* nonFinite) {
+  __shared__ double shared[kThreads];
+  const double own = int(threadIdx.x) < kNormBlocks ? partials[threadIdx.x] : 0.0;
+  const double total = foldBlock(own, shared);
+  if (threadIdx.x == 0) {
+    *sumOfSquares = total;
+    *nonFinite = isfinite(total) ? 0 : 1;
+  }
+}
+
+static_assert(kNormBlocks <= kThreads, "one block folds every partial");
+
 }  // namespace
+
+void squaredNormOnStream(const char* function, const void* data, collDataType_t datatype, size_t count,
+                         double* sumOfSquares, int* nonFinite, void* stream) {
+  checkStreamBuffers(function, stream, {{data, "data"}, {sumOfSquares, "sumOfSquares"}, {nonFinite, "nonFinite"}});
+  CurrentDeviceScope onDevice(streamDevice(stream));
+  const auto cudaStream = static_cast<cudaStream_t>(stream);
+  // Stream-ordered scratch: no device-wide synchronization, which a peer's kernel could wait on.
+  void* partials = nullptr;
+  cudaError_t status = cudaMallocAsync(&partials, kNormBlocks * sizeof(double), cudaStream);
+  if (status != cudaSuccess)
+    throwError(collUnhandledCudaError, "%s: cudaMallocAsync of %zu bytes failed: %s", function,
+               kNormBlocks * sizeof(double), cudaGetErrorString(status));
+  squaresKernel<<<kNormBlocks, kThreads, 0, cudaStream>>>(data, datatype, count, static_cast<double*>(partials));
+  foldPartialsKernel<<<1, kThreads, 0, cudaStream>>>(static_cast<double*>(partials), sumOfSquares, nonFinite);
+  const cudaError_t launched = cudaGetLastError();
+  cudaFreeAsync(partials, cudaStream);
+  if (launched != cudaSuccess)
+    throwError(collUnhandledCudaError, "%s: the norm's kernels did not launch: %s", function,
+               cudaGetErrorString(launched));
+}
 
 void stepOnStream(const char* function, const StepScalars& scalars, float* master, const void* grad,
                   collDataType_t gradType, float* state0, float* state1, void* paramOut, collDataType_t paramType,

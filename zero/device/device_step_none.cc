@@ -11,5 +11,9 @@ void stepOnStream(const char* function, const StepScalars&, float*, const void*,
   checkStreamBuffers(function, stream, {});
 }
 
+void squaredNormOnStream(const char* function, const void*, collDataType_t, size_t, double*, int*, void* stream) {
+  checkStreamBuffers(function, stream, {});
+}
+
 }  // namespace zero
 }  // namespace coll
