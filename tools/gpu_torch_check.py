@@ -3,7 +3,8 @@
 CUDA tensors on --ranks processes sharing GPU 0 (the library's serialized device mode), float32 and
 bfloat16, an odd size, outputs poisoned first, expected values computed on the host from every
 rank's known input; asynchronous calls with wait(), a call on a non-default current stream, a call
-that mixes CPU and CUDA tensors (an error naming both); then DistributedDataParallel on CUDA
+that mixes CPU and CUDA tensors (an error naming both); the ZeRO functions of torch_collective._C
+on CUDA tensors against the same calls on CPU tensors; then DistributedDataParallel on CUDA
 against single-process training on the full batch.
 
     PYTHONPATH=<package parent, printed by tools/gpu_torch_build.sh> python3 tools/gpu_torch_check.py
@@ -278,6 +279,55 @@ def run_ddp(torch, dist, checks, rank, world):
     checks.report(f"DDP {steps} steps on CUDA = full-batch training", worst <= 1e-5, f"max difference {worst:.2e}")
 
 
+def run_zero_functions(torch, dist, checks, rank, world):
+    """torch_collective._C's ZeRO functions on CUDA tensors against the same calls on CPU tensors:
+    the reduce-scatter of gradients (sum exactly, average within a rounding), the all-gather of
+    parameters, the optimizer step (bit for bit: the kernel rounds as the host loops), the norm."""
+    from torch_collective import _C
+
+    cuda = torch.device("cuda", 0)
+    group = dist.distributed_c10d._get_default_group()
+
+    def backend(device):
+        return group._get_backend(device) if hasattr(group, "_get_backend") else group
+
+    total = 10007
+    p = _C.ZeroPartition(total, world, rank)
+    grads = torch.zeros(p.padded)
+    grads[:total] = rank_input(torch, rank, total, torch.float32)
+    for average in (False, True):
+        host_shard, device_shard = torch.zeros(p.shard), torch.zeros(p.shard, device=cuda)
+        _C.zero_reduce_scatter_gradients(backend(torch.device("cpu")), grads.clone(), host_shard, 1000, False, average,
+                                         p).wait()
+        _C.zero_reduce_scatter_gradients(backend(cuda), grads.to(cuda), device_shard, 1000, False, average, p).wait()
+        got = device_shard.cpu()
+        ok = torch.equal(got, host_shard) if not average else bool(torch.allclose(got, host_shard, rtol=1e-6, atol=0))
+        checks.report(f"zero_reduce_scatter_gradients on CUDA ({'average' if average else 'sum'})", ok,
+                      "" if ok else f"rank {rank}: {first_difference(got, host_shard)}")
+    host_params, device_params = torch.zeros(p.padded), torch.zeros(p.padded, device=cuda)
+    shard = rank_input(torch, rank, p.shard, torch.float32, offset=p.offset)
+    _C.zero_all_gather_parameters(backend(torch.device("cpu")), shard, host_params, 777, p).wait()
+    _C.zero_all_gather_parameters(backend(cuda), shard.to(cuda), device_params, 777, p).wait()
+    checks.equal("zero_all_gather_parameters on CUDA", device_params, host_params)
+
+    generator = torch.Generator().manual_seed(7 + rank)
+    master = torch.randn(4099, generator=generator)
+    grad = torch.randn(4099, generator=generator).to(torch.bfloat16)
+    host = [master.clone(), torch.zeros(4099), torch.zeros(4099), torch.zeros(4099, dtype=torch.bfloat16)]
+    device = [t.to(cuda) for t in host]
+    for step in (1, 2, 3):
+        for (m, s0, s1, out), g in ((host, grad), (device, grad.to(cuda))):
+            _C.zero_optimizer_step("adamw", m, g, s0, s1, out, lr=1e-3, weight_decay=0.01, step=step, grad_scale=0.5)
+    for name, got, want in zip(("master", "exp_avg", "exp_avg_sq", "bf16 copy"), device, host):
+        checks.equal(f"zero_optimizer_step on CUDA: {name} bit for bit", got.view(torch.int16 if got.dtype ==
+                     torch.bfloat16 else torch.int32), want.view(torch.int16 if want.dtype == torch.bfloat16 else
+                     torch.int32))
+    want_sum, want_flag = _C.zero_squared_norm(grad)
+    got_sum, got_flag = _C.zero_squared_norm(grad.to(cuda))
+    ok = abs(got_sum - want_sum) <= 1e-12 * abs(want_sum) and got_flag == want_flag
+    checks.report("zero_squared_norm on CUDA", ok, f"{got_sum!r} against {want_sum!r}")
+
+
 def rank_main(rank, world, port, timeout):
     faulthandler.enable()  # a crash in native code still names the Python line it came from
     faulthandler.dump_traceback_later(max(timeout - 15, 5), exit=False)
@@ -295,6 +345,7 @@ def rank_main(rank, world, port, timeout):
     for part in (lambda: run_operations(torch, dist, checks, rank, world, torch.float32),
                  lambda: run_operations(torch, dist, checks, rank, world, torch.bfloat16),
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
+                 lambda: run_zero_functions(torch, dist, checks, rank, world),
                  lambda: run_ddp(torch, dist, checks, rank, world)):
         try:
             part()

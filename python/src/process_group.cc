@@ -180,9 +180,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
-    std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t)> call) {
+    const char* op, std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t, collStream_t)> call) {
   collComm_t comm = comm_.handle();
-  return enqueue(c10d::OpType::UNKNOWN, tensors, tensors, nullptr, [comm, call] { checkResult(call(comm)); });
+  std::shared_ptr<DeviceCall> device = deviceCallFor(op, tensors);
+  collStream_t stream = streamOf(device);
+  return enqueue(c10d::OpType::UNKNOWN, tensors, tensors, std::move(device),
+                 [comm, call, stream] { checkResult(call(comm, stream)); });
 }
 
 bool ProcessGroupCollective::attachFlightRecorder(const std::string& groupName, const std::string& groupDescription,

@@ -149,9 +149,11 @@ class ProcessGroupCollective : public BackendBase {
 
   // Queues `call` (library calls on this group's communicator, e.g. the collZero* functions of
   // zero_bindings.cc) behind the group's other calls on its worker thread. `tensors` are the
-  // buffers it uses: the Work keeps them alive until the call is done.
-  c10::intrusive_ptr<c10d::Work> enqueueLibraryCall(std::vector<at::Tensor> tensors,
-                                                    std::function<collResult_t(collComm_t)> call);
+  // buffers it uses: the Work keeps them alive until the call is done. On CUDA tensors (all on
+  // one device) the call gets the caller's current stream of that device, as a collective does;
+  // on CPU tensors a NULL stream. `op` names the call in errors.
+  c10::intrusive_ptr<c10d::Work> enqueueLibraryCall(const char* op, std::vector<at::Tensor> tensors,
+                                                    std::function<collResult_t(collComm_t, collStream_t)> call);
 
   // batch_isend_irecv: the calls in between are posted together, as one group.
   void startCoalescing() override;

@@ -1,11 +1,16 @@
 // The ZeRO layer's C functions for Python. The communication calls are queued on the group's
 // worker thread like its other calls (so they keep their order with them) and return a Work; the
-// optimizer step and the norm run on the calling thread with the GIL released.
+// optimizer step and the norm run on the calling thread with the GIL released. Tensors on the CPU
+// go to the host functions; tensors on one CUDA device to their ...OnStream forms, on the
+// caller's current stream of that device (device_call.h), as the backend's collectives do.
 #include "zero_bindings.h"
 
 #include <c10/util/Exception.h>
 
+#include <cstring>
+
 #include "collective_zero.h"
+#include "device_call.h"
 #include "library_call.h"
 #include "process_group.h"
 #include "tensor_staging.h"
@@ -27,9 +32,10 @@ ProcessGroupCollective& backendOf(const py::object& group) {
   return *backend;
 }
 
-// A flat buffer the ZeRO functions may use as it is: contiguous, on the CPU, of a float type.
+// A flat buffer the ZeRO functions may use as it is: dense, contiguous, of a float type (its
+// device is checked with the call's other tensors: deviceCallFor).
 collDataType_t flatType(const at::Tensor& tensor, const char* function, const char* what) {
-  checkHostTensor(tensor, function);
+  checkDenseTensor(tensor, function);
   TORCH_CHECK(tensor.is_contiguous(), function, ": ", what, " must be contiguous");
   auto type = tensor.scalar_type();
   TORCH_CHECK(type == at::kFloat || type == at::kHalf || type == at::kBFloat16, function, ": ", what, " has dtype ",
@@ -91,8 +97,9 @@ void registerZeroBindings(py::module& module) {
         size_t first = checkedCount(begin, fn, "begin"), count = size_t(bucket.numel());
         void *data = dataOf(bucket), *shard = dataOf(gradShard);
         collRedOp_t op = average ? collAvg : collSum;
-        return backendOf(group).enqueueLibraryCall({bucket, gradShard}, [=](collComm_t comm) {
-          return collZeroReduceScatterRange(data, first, count, shard, accumulate ? 1 : 0, type, op, &p, comm);
+        return backendOf(group).enqueueLibraryCall(fn, {bucket, gradShard}, [=](collComm_t comm, collStream_t stream) {
+          return collZeroReduceScatterRangeOnStream(data, first, count, shard, accumulate ? 1 : 0, type, op, &p, comm,
+                                                    stream);
         });
       },
       py::arg("group"), py::arg("bucket"), py::arg("begin"), py::arg("grad_shard"), py::arg("accumulate"),
@@ -109,8 +116,9 @@ void registerZeroBindings(py::module& module) {
         size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
         void *data = dataOf(grads), *shard = dataOf(gradShard);
         collRedOp_t op = average ? collAvg : collSum;
-        return backendOf(group).enqueueLibraryCall({grads, gradShard}, [=](collComm_t comm) {
-          return collZeroReduceScatterGradients(data, shard, bucket, accumulate ? 1 : 0, type, op, &p, comm);
+        return backendOf(group).enqueueLibraryCall(fn, {grads, gradShard}, [=](collComm_t comm, collStream_t stream) {
+          return collZeroReduceScatterGradientsOnStream(data, shard, bucket, accumulate ? 1 : 0, type, op, &p, comm,
+                                                        stream);
         });
       },
       py::arg("group"), py::arg("grads"), py::arg("grad_shard"), py::arg("bucket_count"), py::arg("accumulate"),
@@ -125,8 +133,8 @@ void registerZeroBindings(py::module& module) {
         size_t first = checkedCount(begin, fn, "begin"), count = size_t(out.numel());
         const void* mine = dataOf(shard);
         void* data = dataOf(out);
-        return backendOf(group).enqueueLibraryCall({shard, out}, [=](collComm_t comm) {
-          return collZeroAllGatherRange(mine, first, count, data, type, &p, comm);
+        return backendOf(group).enqueueLibraryCall(fn, {shard, out}, [=](collComm_t comm, collStream_t stream) {
+          return collZeroAllGatherRangeOnStream(mine, first, count, data, type, &p, comm, stream);
         });
       },
       py::arg("group"), py::arg("shard"), py::arg("begin"), py::arg("out"), py::arg("partition"),
@@ -142,8 +150,8 @@ void registerZeroBindings(py::module& module) {
         size_t bucket = checkedCount(bucketCount, fn, "bucket_count");
         const void* mine = dataOf(shard);
         void* data = dataOf(params);
-        return backendOf(group).enqueueLibraryCall({shard, params}, [=](collComm_t comm) {
-          return collZeroAllGatherParameters(mine, data, bucket, type, &p, comm);
+        return backendOf(group).enqueueLibraryCall(fn, {shard, params}, [=](collComm_t comm, collStream_t stream) {
+          return collZeroAllGatherParametersOnStream(mine, data, bucket, type, &p, comm, stream);
         });
       },
       py::arg("group"), py::arg("shard"), py::arg("params"), py::arg("bucket_count"), py::arg("partition"),
@@ -175,9 +183,13 @@ void registerZeroBindings(py::module& module) {
         config.nesterov = nesterov ? 1 : 0;
         config.step = step;
         config.gradScale = gradScale;
-        checkHostTensor(master, fn);
+        checkDenseTensor(master, fn);
         TORCH_CHECK(master.scalar_type() == at::kFloat && master.is_contiguous(), fn,
                     ": master must be a contiguous float32 tensor");
+        std::vector<at::Tensor> tensors{master, grad};
+        for (const c10::optional<at::Tensor>* t : {&state0, &state1, &paramOut})
+          if (t->has_value()) tensors.push_back(**t);
+        const std::shared_ptr<DeviceCall> device = deviceCallFor(fn, tensors);
         collDataType_t gradType = flatType(grad, fn, "grad");
         const int64_t n = master.numel();
         auto stateData = [&](const c10::optional<at::Tensor>& s, const char* what) -> float* {
@@ -198,8 +210,9 @@ void registerZeroBindings(py::module& module) {
         }
         float* m = n == 0 ? nullptr : master.data_ptr<float>();
         const void* g = dataOf(grad);
+        const collStream_t stream = streamOf(device);
         py::gil_scoped_release release;
-        checkResult(collZeroOptimizerStep(&config, m, g, gradType, s0, s1, out, outType, size_t(n)));
+        checkResult(collZeroOptimizerStepOnStream(&config, m, g, gradType, s0, s1, out, outType, size_t(n), stream));
       },
       py::arg("kind"), py::arg("master"), py::arg("grad"), py::arg("state0"), py::arg("state1"), py::arg("param_out"),
       py::arg("lr"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
@@ -210,14 +223,30 @@ void registerZeroBindings(py::module& module) {
       "zero_squared_norm",
       [](at::Tensor data) {
         collDataType_t type = flatType(data, "zero_squared_norm", "data");
-        double sum = 0.0;
-        int nonFinite = 0;
+        const std::shared_ptr<DeviceCall> device = deviceCallFor("zero_squared_norm", data);
         const void* d = dataOf(data);
         size_t n = size_t(data.numel());
+        double sum = 0.0;
+        int nonFinite = 0;
+        if (device == nullptr) {
+          {
+            py::gil_scoped_release release;
+            checkResult(collZeroSquaredNorm(d, type, n, &sum, &nonFinite));
+          }
+          return py::make_tuple(sum, nonFinite != 0);
+        }
+        // On the device, into device memory on the caller's stream; the values come back to the
+        // host as torch's .item() brings them (after the stream's work).
+        at::Tensor results = at::empty({2}, data.options().dtype(at::kDouble));
         {
           py::gil_scoped_release release;
-          checkResult(collZeroSquaredNorm(d, type, n, &sum, &nonFinite));
+          checkResult(collZeroSquaredNormOnStream(d, type, n, results.data_ptr<double>(),
+                                                  reinterpret_cast<int*>(results.data_ptr<double>() + 1),
+                                                  device->stream()));
         }
+        at::Tensor host = results.cpu();
+        sum = host.data_ptr<double>()[0];
+        std::memcpy(&nonFinite, host.data_ptr<double>() + 1, sizeof nonFinite);
         return py::make_tuple(sum, nonFinite != 0);
       },
       py::arg("data"), "(sum of squares, whether an element is Inf or NaN) of a flat tensor.");
