@@ -4,8 +4,9 @@ CUDA tensors on --ranks processes sharing GPU 0 (the library's serialized device
 bfloat16, an odd size, outputs poisoned first, expected values computed on the host from every
 rank's known input; asynchronous calls with wait(), a call on a non-default current stream, a call
 that mixes CPU and CUDA tensors (an error naming both); the ZeRO functions of torch_collective._C
-on CUDA tensors against the same calls on CPU tensors; then DistributedDataParallel on CUDA
-against single-process training on the full batch.
+on CUDA tensors against the same calls on CPU tensors, and torch_collective.zero (stages 0-3) on a
+model on CUDA against Adam on the full batch; then DistributedDataParallel on CUDA against
+single-process training on the full batch.
 
     PYTHONPATH=<package parent, printed by tools/gpu_torch_build.sh> python3 tools/gpu_torch_check.py
 
@@ -328,6 +329,44 @@ def run_zero_functions(torch, dist, checks, rank, world):
     checks.report("zero_squared_norm on CUDA", ok, f"{got_sum!r} against {want_sum!r}")
 
 
+def run_zero_engine(torch, dist, checks, rank, world):
+    """torch_collective.zero on a model on CUDA, stages 0-3 with gradient clipping, against Adam on
+    the full batch in one process (clipped the same way)."""
+    from torch_collective import zero
+
+    cuda = torch.device("cuda", 0)
+    steps, per_rank = 4, 8
+
+    def model():
+        torch.manual_seed(4321)
+        return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4)).to(cuda)
+
+    generator = torch.Generator().manual_seed(5)
+    batches = [(torch.randn(world * per_rank, 16, generator=generator),
+                torch.randn(world * per_rank, 4, generator=generator)) for _ in range(steps)]
+    reference = model()
+    optimizer = torch.optim.Adam(reference.parameters(), lr=1e-2)
+    for x, y in batches:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(reference(x.to(cuda)), y.to(cuda)).backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        optimizer.step()
+    expected = {name: p.detach().float().cpu() for name, p in reference.named_parameters()}
+    shard = slice(rank * per_rank, (rank + 1) * per_rank)
+    for stage in (0, 1, 2, 3):
+        config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_clipping": 0.5,
+                  "optimizer": {"type": "Adam", "params": {"lr": 1e-2}},
+                  "zero_optimization": {"stage": stage, "reduce_bucket_size": 100, "allgather_bucket_size": 100,
+                                        "stage3_param_persistence_threshold": 0}}
+        engine, _, _, _ = zero.initialize(model=model(), config=config)
+        for x, y in batches:
+            engine.backward(torch.nn.functional.mse_loss(engine(x[shard].to(cuda)), y[shard].to(cuda)))
+            engine.step()
+        got = engine.full_parameters()
+        worst = max(float((got[name].cpu() - want).abs().max()) for name, want in expected.items())
+        checks.report(f"ZeRO stage {stage} on CUDA = full-batch Adam", worst <= 1e-5, f"max difference {worst:.2e}")
+
+
 def rank_main(rank, world, port, timeout):
     faulthandler.enable()  # a crash in native code still names the Python line it came from
     faulthandler.dump_traceback_later(max(timeout - 15, 5), exit=False)
@@ -346,6 +385,7 @@ def rank_main(rank, world, port, timeout):
                  lambda: run_operations(torch, dist, checks, rank, world, torch.bfloat16),
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
                  lambda: run_zero_functions(torch, dist, checks, rank, world),
+                 lambda: run_zero_engine(torch, dist, checks, rank, world),
                  lambda: run_ddp(torch, dist, checks, rank, world)):
         try:
             part()

@@ -22,6 +22,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from common import Checker
+import torch_collective
 from torch_collective import zero
 from zero_common import config, init, make_model, max_difference, new_engine, train_engine, train_reference
 
@@ -182,6 +183,14 @@ def check_optimizer_arguments(check):
     expect_error(check, RuntimeError, "call engine.step()", "optimizer.step()", lambda: optimizer.step())
     expect_error(check, ValueError, "expected the model in float32", "a float64 model",
                  lambda: zero.initialize(model=make_model().double(), config=config(1)))
+    expect_error(check, ValueError, "expected the model on the CPU or on one CUDA device", "a model on meta",
+                 lambda: zero.initialize(model=make_model().to("meta"), config=config(1)))
+    if not torch_collective.cuda_support:
+        # Only a CUDA build takes CUDA models; a CPU-only torch cannot make one, so the refusal
+        # is checked where torch has CUDA and this build does not.
+        if torch.cuda.is_available():
+            expect_error(check, ValueError, "cuda_support is False", "a CUDA model in a CPU-only build",
+                         lambda: zero.initialize(model=make_model().cuda(), config=config(1)))
 
 
 class Wider(nn.Module):

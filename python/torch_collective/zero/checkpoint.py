@@ -46,9 +46,10 @@ def save(engine, save_dir, tag, client_state, save_latest):
     begin, end, start = _owned_range(engine)
     count = end - begin
     shard = {"format": FORMAT, "rank": engine.rank, "nranks": engine.world_size, "begin": begin, "end": end,
-             "master": engine.optimizer.master[start:start + count].clone()}
+             "master": engine.optimizer.master[start:start + count].to("cpu", copy=True)}
+    # On the CPU whatever the model's device: a checkpoint loads into a run on either.
     for name, tensor in engine.optimizer.state_tensors().items():
-        shard[name] = tensor[start:start + count].clone()
+        shard[name] = tensor[start:start + count].to("cpu", copy=True)
     _atomic_save(shard, _shard_file(path, engine.rank))
     dist.barrier(group=engine.group)
     if engine.rank == 0:

@@ -23,11 +23,11 @@ from .optimizer import ZeroOptimizer
 from .stage3 import ParameterGatherer
 
 
-def backend_of(group):
-    """The object torch_collective._C's ZeRO functions take: the group on torch 1.x, its CPU
-    backend on torch 2.x."""
+def backend_of(group, device=None):
+    """The object torch_collective._C's ZeRO functions take: the group on torch 1.x, its backend
+    for `device` (default the CPU) on torch 2.x."""
     if hasattr(group, "_get_backend"):
-        return group._get_backend(torch.device("cpu"))
+        return group._get_backend(device if device is not None else torch.device("cpu"))
     return group
 
 
@@ -43,13 +43,24 @@ def _trainable(model_parameters, model):
             params = list(params[0]["params"])
     params = [p for p in params if p.requires_grad]
     for p in params:
-        if p.device.type != "cpu":
-            raise ValueError(f"torch_collective.zero: a parameter is on {p.device}: the collective backend moves host "
-                             "memory only (see docs/cuda.md); keep the model on the CPU")
+        if p.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"torch_collective.zero: a parameter is on {p.device}: expected the model on the CPU or "
+                             "on one CUDA device")
+        if p.device.type == "cuda" and not _cuda_support():
+            raise ValueError(f"torch_collective.zero: a parameter is on {p.device}, but this build of "
+                             "torch_collective takes CPU tensors only (torch_collective.cuda_support is False; "
+                             "docs/cuda.md says how to build it with CUDA)")
+        if p.device != params[0].device:
+            raise ValueError(f"torch_collective.zero: parameters on {params[0].device} and on {p.device}: expected "
+                             "the whole model on one device")
         if p.dtype != torch.float32:
             raise ValueError(f"torch_collective.zero: a parameter has dtype {p.dtype}: expected the model in float32 "
                              "(bf16.enabled / fp16.enabled convert it)")
     return params
+
+
+def _cuda_support():
+    return bool(getattr(_C, "cuda_support", False))
 
 
 class ZeroEngine:
@@ -57,7 +68,6 @@ class ZeroEngine:
         if not dist.is_initialized():
             dist.init_process_group("collective")
         self.group = group if group is not None else dist.distributed_c10d._get_default_group()
-        self.backend = backend_of(self.group)
         self.world_size = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
         if config is None:
@@ -73,6 +83,9 @@ class ZeroEngine:
                              "the config")
         optimizer_config = self.config.optimizer or optimizer_from_torch(optimizer)
         params = _trainable(model_parameters, model)
+        # Where the model lives: the flat buffers, the shards and the optimizer state go there too.
+        self.device = params[0].device if params else torch.device("cpu")
+        self.backend = backend_of(self.group, self.device)
         self.module = model
         self.dtype = torch.bfloat16 if self.config.bf16 else torch.float16 if self.config.fp16.enabled else torch.float32
         self.mixed = self.dtype != torch.float32
@@ -106,7 +119,7 @@ class ZeroEngine:
     def _rank0_values(self):
         """Rank 0's parameters as one flat float32 buffer, on every rank (as DeepSpeed, which
         broadcasts them, so that ranks that seeded differently still start alike)."""
-        full = torch.zeros(self.layout.padded, dtype=torch.float32)
+        full = torch.zeros(self.layout.padded, dtype=torch.float32, device=self.device)
         for slot in self.layout.slots:
             full[slot.offset:slot.offset + slot.numel].copy_(slot.param.detach().reshape(-1))
         dist.broadcast(full, 0, group=self.group)
@@ -138,13 +151,13 @@ class ZeroEngine:
 
     def _place_gradients(self):
         if self.stage < 2:
-            self.flat_grads = torch.zeros(self.layout.padded, dtype=self.dtype)
+            self.flat_grads = torch.zeros(self.layout.padded, dtype=self.dtype, device=self.device)
             self.grad_shard = self.flat_grads[self._shard_slice()]
             self._attach_gradient_views()
             self.reducer = None
         else:
             self.flat_grads = None
-            self.grad_shard = torch.zeros(self.layout.partition.shard, dtype=self.dtype)
+            self.grad_shard = torch.zeros(self.layout.partition.shard, dtype=self.dtype, device=self.device)
             self.reducer = BucketReducer(self.layout, self.group, self.backend, self.grad_shard,
                                          self.zero_config.reduce_bucket_size, self.zero_config.overlap_comm,
                                          self.zero_config.reduce_scatter)

@@ -54,7 +54,7 @@ class BucketReducer:
         if buffer is None:
             begin = bucket * self.bucket_size
             count = min(self.bucket_size, self.layout.padded - begin)
-            buffer = torch.zeros(count, dtype=self.dtype)
+            buffer = torch.zeros(count, dtype=self.dtype, device=self.grad_shard.device)
             self.buffers[bucket] = buffer
         return buffer
 

@@ -22,8 +22,9 @@ class ZeroOptimizer(torch.optim.Optimizer):
         self.param_out = param_out
         count = master.numel()
         adam = self.kind != "sgd"
-        self.state0 = torch.zeros(count, dtype=torch.float32) if adam or config.momentum != 0 else None
-        self.state1 = torch.zeros(count, dtype=torch.float32) if adam else None
+        self.state0 = torch.zeros(count, dtype=torch.float32, device=master.device) if adam or config.momentum != 0 \
+            else None
+        self.state1 = torch.zeros(count, dtype=torch.float32, device=master.device) if adam else None
         self.step_count = 0
 
     def apply(self, grad, grad_scale):

@@ -49,14 +49,14 @@ class ParameterGatherer:
         self.tracing = True
         self.position = 0
         self.handles = []
-        self.empty = torch.empty(0, dtype=self.dtype)
+        self.empty = torch.empty(0, dtype=self.dtype, device=shard.device)
 
     # -- the parameters ---------------------------------------------------------------------------
 
     def _start(self, ranges):
         started = []
         for begin, end in ranges:
-            buffer = torch.empty(end - begin, dtype=self.dtype)
+            buffer = torch.empty(end - begin, dtype=self.dtype, device=self.shard.device)
             work = _C.zero_all_gather_range(self.backend, self.shard, begin, buffer, self.layout.partition)
             started.append((work, buffer, begin, end))
         return started
