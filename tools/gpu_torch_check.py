@@ -330,8 +330,9 @@ def run_zero_functions(torch, dist, checks, rank, world):
 
 
 def run_zero_engine(torch, dist, checks, rank, world):
-    """torch_collective.zero on a model on CUDA, stages 0-3 with gradient clipping, against Adam on
-    the full batch in one process (clipped the same way)."""
+    """torch_collective.zero on a model on CUDA, stages 0-3 with gradient clipping, and 1-3 with the
+    optimizer offloaded to the CPU, against Adam on the full batch in one process (clipped the
+    same way)."""
     from torch_collective import zero
 
     cuda = torch.device("cuda", 0)
@@ -353,18 +354,21 @@ def run_zero_engine(torch, dist, checks, rank, world):
         optimizer.step()
     expected = {name: p.detach().float().cpu() for name, p in reference.named_parameters()}
     shard = slice(rank * per_rank, (rank + 1) * per_rank)
-    for stage in (0, 1, 2, 3):
+    for stage, offload in ((0, "none"), (1, "none"), (2, "none"), (3, "none"), (1, "cpu"), (2, "cpu"), (3, "cpu")):
         config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_clipping": 0.5,
                   "optimizer": {"type": "Adam", "params": {"lr": 1e-2}},
                   "zero_optimization": {"stage": stage, "reduce_bucket_size": 100, "allgather_bucket_size": 100,
-                                        "stage3_param_persistence_threshold": 0}}
+                                        "stage3_param_persistence_threshold": 0,
+                                        "offload_optimizer": {"device": offload}}}
         engine, _, _, _ = zero.initialize(model=model(), config=config)
         for x, y in batches:
             engine.backward(torch.nn.functional.mse_loss(engine(x[shard].to(cuda)), y[shard].to(cuda)))
             engine.step()
         got = engine.full_parameters()
         worst = max(float((got[name].cpu() - want).abs().max()) for name, want in expected.items())
-        checks.report(f"ZeRO stage {stage} on CUDA = full-batch Adam", worst <= 1e-5, f"max difference {worst:.2e}")
+        offloaded = ", optimizer offloaded to the CPU" if offload == "cpu" else ""
+        checks.report(f"ZeRO stage {stage}{offloaded} on CUDA = full-batch Adam", worst <= 1e-5,
+                      f"max difference {worst:.2e}")
 
 
 def rank_main(rank, world, port, timeout):

@@ -19,6 +19,7 @@ from .config import ZeroConfig, optimizer_from_torch
 from .gradients import BucketReducer
 from .layout import FlatLayout
 from .loss_scaler import LossScaler
+from .offload import OptimizerOffload
 from .optimizer import ZeroOptimizer
 from .stage3 import ParameterGatherer
 
@@ -106,7 +107,12 @@ class ZeroEngine:
         master, param_out = self._master(full)
         del full
         self._place_gradients()
+        # ZeRO-Offload: for a model on a GPU, the master weights, the state and the step on the host.
+        offload = self.zero_config.offload_optimizer_device == "cpu" and self.stage >= 1 and self.device.type == "cuda"
+        if offload:
+            master, param_out = master.detach().float().cpu().pin_memory(), None
         self.optimizer = ZeroOptimizer(params, optimizer_config, master, param_out)
+        self.offload = OptimizerOffload(self.optimizer, self.param_shard) if offload else None
         if self.stage >= 2:
             self._register_gradient_hooks()
         if self.stage == 3:
@@ -251,7 +257,7 @@ class ZeroEngine:
         if skip:
             self.skipped_steps += 1
         else:
-            self.optimizer.apply(grad, grad_scale)
+            (self.offload if self.offload is not None else self.optimizer).apply(grad, grad_scale)
             self._publish_parameters()
         self._clear_gradients()
         if self.lr_scheduler is not None and not skip:

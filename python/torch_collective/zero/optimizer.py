@@ -29,14 +29,22 @@ class ZeroOptimizer(torch.optim.Optimizer):
 
     def apply(self, grad, grad_scale):
         """One update of master (and param_out) from grad, scaled by grad_scale first."""
+        self.apply_pieces([(0, self.master.numel(), grad, self.param_out)], grad_scale)
+
+    def apply_pieces(self, pieces, grad_scale):
+        """One update, piece by piece: (lo, hi, grad, param_out) updates master[lo:hi] and its state
+        from grad (hi - lo elements), writing param_out when it is given (ZeRO-Offload's chunks)."""
         group = self.param_groups[0]
         self.step_count += 1
         beta1, beta2 = group["betas"]
-        _C.zero_optimizer_step(self.kind, self.master, grad, self.state0, self.state1, self.param_out,
-                               lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
-                               weight_decay=float(group["weight_decay"]), momentum=float(group["momentum"]),
-                               dampening=float(group["dampening"]), nesterov=bool(group["nesterov"]),
-                               step=self.step_count, grad_scale=float(grad_scale))
+        settings = dict(lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2), eps=float(group["eps"]),
+                        weight_decay=float(group["weight_decay"]), momentum=float(group["momentum"]),
+                        dampening=float(group["dampening"]), nesterov=bool(group["nesterov"]),
+                        step=self.step_count, grad_scale=float(grad_scale))
+        for lo, hi, grad, param_out in pieces:
+            state0 = self.state0[lo:hi] if self.state0 is not None else None
+            state1 = self.state1[lo:hi] if self.state1 is not None else None
+            _C.zero_optimizer_step(self.kind, self.master[lo:hi], grad, state0, state1, param_out, **settings)
 
     def step(self, closure=None):
         raise RuntimeError("torch_collective.zero: call engine.step(), which reduces the gradients before it "

@@ -1,0 +1,108 @@
+"""ZeRO-Offload (zero_optimization.offload_optimizer.device: cpu) for a model on a GPU: the fp32
+master weights and the optimizer state of this rank's shard live in host memory, and the step runs
+there, in libcollective's vectorized host loops.
+
+Each step moves the shard's reduced gradient to the host and the updated parameters back, in
+chunks, so that the copies overlap the host's arithmetic: while the host steps chunk i, the
+gradient of chunk i+1 is on its way down (a copy stream, into one of two pinned slots), and chunk
+i-1's parameters are on their way up. The gradient reaches the copy stream only after the work the
+caller's stream has queued (its reduce-scatter); the caller's stream waits for the last upload
+before anything that reads the parameters (the all-gather).
+
+The pipeline takes its device from the tensors: on CPU tensors every copy is immediate, which is
+how the order and the results are tested where there is no GPU (tests/python/test_zero_offload.py).
+"""
+import torch
+
+
+class OptimizerOffload:
+    def __init__(self, optimizer, device_params, chunk_elements=1 << 20, trace=None):
+        """optimizer: a ZeroOptimizer whose master and state are host tensors (this rank's shard);
+        device_params: the shard of the model's parameters on the device (its dtype), which each
+        step overwrites with the updated master; trace: a list to record the pipeline's events in
+        ("fetch", i), ("step", i), ("upload", i), for tests."""
+        self.optimizer = optimizer
+        self.device_params = device_params
+        self.count = optimizer.master.numel()
+        self.chunk = max(1, min(int(chunk_elements), max(self.count, 1)))
+        self.trace = trace
+        self.device = device_params.device
+        self.on_gpu = self.device.type == "cuda"
+        pin = self.on_gpu
+        low_precision = device_params.dtype != torch.float32
+        # Two slots each: chunk i+1 arrives in one while the host steps chunk i from the other.
+        self.grad_slots = None          # made at the first step, in the gradient's dtype
+        self.param_slots = [torch.empty(self.chunk, dtype=device_params.dtype, pin_memory=pin) for _ in range(2)] \
+            if low_precision else None
+        self.copy_stream = torch.cuda.Stream(device=self.device) if self.on_gpu else None
+
+    def _event(self):
+        if not self.on_gpu:
+            return None
+        event = torch.cuda.Event()
+        event.record(self.copy_stream)
+        return event
+
+    def _record(self, what, index):
+        if self.trace is not None:
+            self.trace.append((what, index))
+
+    def _fetch(self, grad, index, lo, hi):
+        slot = self.grad_slots[index % 2][:hi - lo]
+        if self.on_gpu:
+            with torch.cuda.stream(self.copy_stream):
+                slot.copy_(grad[lo:hi], non_blocking=True)
+        else:
+            slot.copy_(grad[lo:hi])
+        self._record("fetch", index)
+        return slot, self._event()
+
+    def _upload(self, index, lo, hi):
+        source = self.param_slots[index % 2][:hi - lo] if self.param_slots is not None else \
+            self.optimizer.master[lo:hi]
+        if self.on_gpu:
+            with torch.cuda.stream(self.copy_stream):
+                self.device_params[lo:hi].copy_(source, non_blocking=True)
+        else:
+            self.device_params[lo:hi].copy_(source)
+        self._record("upload", index)
+        return self._event()
+
+    def _pieces(self, grad):
+        """The optimizer's (lo, hi, grad on the host, low-precision output on the host) pieces, with
+        the copies around each one issued as the pipeline needs them."""
+        chunks = [(lo, min(lo + self.chunk, self.count)) for lo in range(0, self.count, self.chunk)]
+        if not chunks:
+            return
+        if self.grad_slots is None or self.grad_slots[0].dtype != grad.dtype:
+            self.grad_slots = [torch.empty(self.chunk, dtype=grad.dtype, pin_memory=self.on_gpu) for _ in range(2)]
+        if self.on_gpu:
+            # The gradient is what the caller's stream has queued so far (its reduce-scatter).
+            self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+        fetched = [self._fetch(grad, 0, *chunks[0])]
+        uploaded = []
+        for i, (lo, hi) in enumerate(chunks):
+            if i + 1 < len(chunks):
+                fetched.append(self._fetch(grad, i + 1, *chunks[i + 1]))
+            slot, arrived = fetched[i]
+            if arrived is not None:
+                arrived.synchronize()
+            # The parameter slot this chunk writes was chunk i-2's, whose upload must be done.
+            if i >= 2 and uploaded[i - 2] is not None:
+                uploaded[i - 2].synchronize()
+            out = self.param_slots[i % 2][:hi - lo] if self.param_slots is not None else None
+            self._record("step", i)
+            yield lo, hi, slot, out
+            uploaded.append(self._upload(i, lo, hi))
+
+    def apply(self, grad, grad_scale):
+        """One step of the shard from `grad` (the reduced gradient of the shard, on the device)."""
+        self.optimizer.apply_pieces(self._pieces(grad), grad_scale)
+        if self.on_gpu:
+            torch.cuda.current_stream(self.device).wait_stream(self.copy_stream)
+            # The host may change master and the slots again only once every upload has read them.
+            self.copy_stream.synchronize()
+
+    def upload_all(self):
+        """The device's parameters from the host master (after a checkpoint is loaded)."""
+        self.device_params.copy_(self.optimizer.master.to(self.device_params.dtype))

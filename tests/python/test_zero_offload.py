@@ -1,0 +1,95 @@
+"""ZeRO-Offload's pipeline (torch_collective/zero/offload.py) where there is no GPU: with the
+"device" parameters on the CPU every copy is immediate, so what is left to check is the pipeline's
+logic. Over several steps, stepping the shard chunk by chunk through two slots gives the bits of
+one whole step (master, optimizer state and the model's copy, float32 and bfloat16 models, chunks
+of 1, 7, 500 and more than the shard); and the copies come in the order that lets them overlap the
+host's arithmetic: chunk i+1's gradient is fetched before chunk i is stepped, each chunk is
+uploaded right after its step, and a slot is reused only after the chunk that held it is done.
+On a GPU, tools/gpu_torch_check.py runs the engine with offload on CUDA.
+"""
+import sys
+
+import torch
+
+from common import Checker
+from torch_collective.zero.config import optimizer_from_torch
+from torch_collective.zero.offload import OptimizerOffload
+from torch_collective.zero.optimizer import ZeroOptimizer
+
+COUNT = 1037
+
+
+def new_optimizer(kind, dtype):
+    """A ZeroOptimizer over a shard of COUNT elements, and the model's copy of it (dtype)."""
+    torch.manual_seed(3)
+    master = torch.randn(COUNT)
+    param = torch.nn.Parameter(master.clone())
+    if kind == "adam":
+        torch_optimizer = torch.optim.Adam([param], lr=1e-2, weight_decay=0.01)
+    elif kind == "adamw":
+        torch_optimizer = torch.optim.AdamW([param], lr=1e-2, weight_decay=0.05)
+    else:
+        torch_optimizer = torch.optim.SGD([param], lr=0.1, momentum=0.9, nesterov=True)
+    model_copy = master.to(dtype)
+    param_out = model_copy if dtype != torch.float32 else None
+    return ZeroOptimizer([param], optimizer_from_torch(torch_optimizer), master, param_out), model_copy
+
+
+def gradient(step):
+    index = torch.arange(COUNT, dtype=torch.float64)
+    return (((index * 37 + step * 101) % 199 - 99) / 99.0 * 0.02).to(torch.float32)
+
+
+def bits(tensor):
+    return tensor.contiguous().view(torch.int16 if tensor.element_size() == 2 else torch.int32)
+
+
+def check_results(check):
+    for kind in ("adam", "adamw", "sgd"):
+        for dtype in (torch.float32, torch.bfloat16):
+            for chunk in (1, 7, 500, COUNT + 5):
+                whole, whole_copy = new_optimizer(kind, dtype)
+                chunked, device_params = new_optimizer(kind, dtype)
+                chunked.param_out = None  # offloaded: the pipeline writes the model's copy
+                offload = OptimizerOffload(chunked, device_params, chunk_elements=chunk)
+                for step in range(1, 4):
+                    grad = gradient(step).to(dtype)
+                    whole.apply(grad, 0.5)
+                    offload.apply(grad, 0.5)
+                what = f"{kind}, {dtype}, chunks of {chunk}"
+                check.true(torch.equal(bits(chunked.master), bits(whole.master)), f"{what}: master differs")
+                for name, tensor in chunked.state_tensors().items():
+                    check.true(torch.equal(bits(tensor), bits(whole.state_tensors()[name])), f"{what}: {name} differs")
+                expected = whole_copy if dtype != torch.float32 else whole.master
+                check.true(torch.equal(bits(device_params), bits(expected)), f"{what}: the model's copy differs")
+                check.true(not torch.equal(whole.master, new_optimizer(kind, dtype)[0].master),
+                           f"{what}: the steps changed nothing")
+
+
+def check_order(check):
+    optimizer, device_params = new_optimizer("adamw", torch.bfloat16)
+    optimizer.param_out = None
+    trace = []
+    OptimizerOffload(optimizer, device_params, chunk_elements=300, trace=trace).apply(gradient(1), 1.0)
+    chunks = (COUNT + 299) // 300
+    at = {event: position for position, event in enumerate(trace)}
+    check.true(len(trace) == 3 * chunks and len(at) == len(trace), f"each chunk fetched, stepped, uploaded once: {trace}")
+    for i in range(chunks):
+        check.true(at[("fetch", i)] < at[("step", i)] < at[("upload", i)], f"chunk {i} out of order: {trace}")
+        if i + 1 < chunks:
+            check.true(at[("fetch", i + 1)] < at[("step", i)], f"chunk {i + 1} not fetched ahead of step {i}: {trace}")
+        if i + 2 < chunks:
+            # Slot i % 2 is chunk i+2's: chunk i must be done with it first.
+            check.true(at[("upload", i)] < at[("fetch", i + 2)], f"slot of chunk {i} reused early: {trace}")
+
+
+def main():
+    check = Checker()
+    check_results(check)
+    check_order(check)
+    print(f"test_zero_offload: {check.passed} checks passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
