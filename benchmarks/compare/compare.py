@@ -83,9 +83,12 @@ def parse_args(argv=None):
     p.add_argument("--sizes", default="8,64K,1M,16M,64M", help="bytes, comma-separated, K/M/G suffixes "
                    "(default 8,64K,1M,16M,64M)")
     p.add_argument("--sweep", action="store_true", help="every power of two from 8 B to 64 MiB instead of --sizes")
-    p.add_argument("--iters", type=int, default=1000, help="most timed iterations per size (default 1000)")
+    # The caps let --budget decide: at 1000 calls and 5 warm-ups a sub-microsecond call was timed
+    # for a third of a millisecond, and a cell's ratio moved from run to run (docs/performance.md).
+    p.add_argument("--iters", type=int, default=2000000,
+                   help="most timed iterations per size (default 2000000: --budget decides)")
     p.add_argument("--min-iters", type=int, default=5, help="fewest timed iterations per size (default 5)")
-    p.add_argument("--warmups", type=int, default=5, help="most warm-up calls per size (default 5)")
+    p.add_argument("--warmups", type=int, default=50, help="most warm-up calls per size (default 50)")
     p.add_argument("--budget", type=float, default=0.5,
                    help="seconds one size may take in the slowest library; sets the iterations (default 0.5)")
     p.add_argument("--no-calibrate", dest="calibrate", action="store_false",

@@ -52,6 +52,11 @@ def check_options():
     a = compare.parse_args(["--transports", "shm,sockets", "--out-dir", "/tmp/o", "--sweep"])
     assert a.out_dirs == {"shm": "/tmp/o", "sockets": "/tmp/o/sockets"} and a.sizes[0] == 8 and a.sizes[-1] == 64 << 20
     assert a.calibrate and not compare.parse_args(["--no-calibrate"]).calibrate
+    # By default the budget, not the caps, sets a small call's iterations: 0.3 us a call fills it
+    # (design value)
+    a = compare.parse_args([])
+    iters, warmups = compare.plan_for_call_time(3e-7, a, a.budget)
+    assert iters * 3e-7 >= 0.9 * a.budget and warmups == 50, (iters, warmups)
 
 
 def check_calibrated_plans():
