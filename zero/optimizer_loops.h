@@ -60,87 +60,55 @@ inline void storeLowPrecision(const float* master, size_t n, collDataType_t type
   }
 }
 
-// torch.optim.Adam / AdamW (single-tensor form) on one block.
-struct AdamBlock {
-  float beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, weightDecay, decayFactor, stepSize, bias2Sqrt;
-  bool decoupled;
-
-  explicit AdamBlock(const StepScalars& s)
-      : beta1(s.beta1),
-        oneMinusBeta1(s.oneMinusBeta1),
-        beta2(s.beta2),
-        oneMinusBeta2(s.oneMinusBeta2),
-        eps(s.eps),
-        weightDecay(s.weightDecay),
-        decayFactor(s.decayFactor),
-        stepSize(s.stepSize),
-        bias2Sqrt(s.bias2Sqrt),
-        decoupled(s.decoupled) {}
-
-  void run(float* __restrict p, float* __restrict g, float* __restrict m, float* __restrict v, size_t n) const {
-    if (decoupled) {
-      for (size_t i = 0; i < n; ++i) p[i] *= decayFactor;
-    } else if (weightDecay != 0.0f) {
-      for (size_t i = 0; i < n; ++i) g[i] += p[i] * weightDecay;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      m[i] = m[i] * beta1 + g[i] * oneMinusBeta1;
-      v[i] = v[i] * beta2 + g[i] * g[i] * oneMinusBeta2;
-      const float denom = std::sqrt(v[i]) / bias2Sqrt + eps;
-      p[i] += -stepSize * (m[i] / denom);
-    }
+// torch.optim.Adam / AdamW (single-tensor form) on one block. The scalars come by value: a
+// local copy that no store through the arrays can change, so the loops keep them in registers.
+inline void adamBlock(const StepScalars s, float* __restrict p, float* __restrict g, float* __restrict m,
+                      float* __restrict v, size_t n) {
+  if (s.decoupled) {
+    for (size_t i = 0; i < n; ++i) p[i] *= s.decayFactor;
+  } else if (s.weightDecay != 0.0f) {
+    for (size_t i = 0; i < n; ++i) g[i] += p[i] * s.weightDecay;
   }
-};
+  for (size_t i = 0; i < n; ++i) {
+    m[i] = m[i] * s.beta1 + g[i] * s.oneMinusBeta1;
+    v[i] = v[i] * s.beta2 + g[i] * g[i] * s.oneMinusBeta2;
+    const float denom = std::sqrt(v[i]) / s.bias2Sqrt + s.eps;
+    p[i] += -s.stepSize * (m[i] / denom);
+  }
+}
 
 // torch.optim.SGD (single-tensor form) on one block; the momentum buffer starts as the first
 // step's gradient, as torch's does.
-struct SgdBlock {
-  float lr, momentum, oneMinusDampening, weightDecay;
-  bool nesterov, firstStep;
-
-  explicit SgdBlock(const StepScalars& s)
-      : lr(s.lr),
-        momentum(s.momentum),
-        oneMinusDampening(s.oneMinusDampening),
-        weightDecay(s.weightDecay),
-        nesterov(s.nesterov),
-        firstStep(s.firstStep) {}
-
-  void run(float* __restrict p, float* __restrict g, float* __restrict buf, size_t n) const {
-    if (weightDecay != 0.0f) {
-      for (size_t i = 0; i < n; ++i) g[i] += p[i] * weightDecay;
-    }
-    if (momentum != 0.0f) {
-      if (firstStep) {
-        for (size_t i = 0; i < n; ++i) buf[i] = g[i];
-      } else {
-        for (size_t i = 0; i < n; ++i) buf[i] = buf[i] * momentum + g[i] * oneMinusDampening;
-      }
-      if (nesterov) {
-        for (size_t i = 0; i < n; ++i) g[i] += buf[i] * momentum;
-      } else {
-        for (size_t i = 0; i < n; ++i) g[i] = buf[i];
-      }
-    }
-    for (size_t i = 0; i < n; ++i) p[i] += g[i] * -lr;
+inline void sgdBlock(const StepScalars s, float* __restrict p, float* __restrict g, float* __restrict buf, size_t n) {
+  if (s.weightDecay != 0.0f) {
+    for (size_t i = 0; i < n; ++i) g[i] += p[i] * s.weightDecay;
   }
-};
+  if (s.momentum != 0.0f) {
+    if (s.firstStep) {
+      for (size_t i = 0; i < n; ++i) buf[i] = g[i];
+    } else {
+      for (size_t i = 0; i < n; ++i) buf[i] = buf[i] * s.momentum + g[i] * s.oneMinusDampening;
+    }
+    if (s.nesterov) {
+      for (size_t i = 0; i < n; ++i) g[i] += buf[i] * s.momentum;
+    } else {
+      for (size_t i = 0; i < n; ++i) g[i] = buf[i];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) p[i] += g[i] * -s.lr;
+}
 
 inline void step(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
                  float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count) {
   const StepScalars scalars = stepScalarsOf(config);
-  const bool adam = scalars.adam;
-  const float scale = scalars.gradScale;
   float g[kBlock];
-  const AdamBlock adamBlock(scalars);
-  const SgdBlock sgdBlock(scalars);
   for (size_t first = 0; first < count; first += kBlock) {
     const size_t n = count - first < kBlock ? count - first : kBlock;
-    loadGradients(grad, gradType, first, n, scale, g);
-    if (adam) {
-      adamBlock.run(master + first, g, state0 + first, state1 + first, n);
+    loadGradients(grad, gradType, first, n, scalars.gradScale, g);
+    if (scalars.adam) {
+      adamBlock(scalars, master + first, g, state0 + first, state1 + first, n);
     } else {
-      sgdBlock.run(master + first, g, state0 == nullptr ? nullptr : state0 + first, n);
+      sgdBlock(scalars, master + first, g, state0 == nullptr ? nullptr : state0 + first, n);
     }
     if (paramOut != nullptr) storeLowPrecision(master + first, n, paramType, static_cast<uint16_t*>(paramOut) + first);
   }

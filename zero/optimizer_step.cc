@@ -64,6 +64,35 @@ void checkStepArguments(const char* function, const collZeroStepConfig_t* config
                static_cast<int>(paramType));
 }
 
+// The entry points' bodies, for host memory (stream NULL) and device memory alike: the checks,
+// then the host loops or the device's kernels.
+void step(const char* function, const collZeroStepConfig_t* config, float* master, const void* grad,
+          collDataType_t gradType, float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count,
+          collStream_t stream) {
+  checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+  if (stream == nullptr) {
+    activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+    return;
+  }
+  stepOnStream(function, stepScalarsOf(*config), master, grad, gradType, state0, state1, paramOut, paramType, count,
+               stream);
+}
+
+void squaredNorm(const char* function, const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
+                 int* nonFinite, collStream_t stream) {
+  checkFloatType(function, datatype, "datatype");
+  checkBuffer(function, data, count, "data");
+  if (sumOfSquares == nullptr || nonFinite == nullptr)
+    throwError(collInvalidArgument, "%s: sumOfSquares or nonFinite is NULL: expected places for the results", function);
+  if (stream == nullptr) {
+    const double total = activeOptimizerLoops().squaredNorm(data, datatype, count);
+    *sumOfSquares = total;
+    *nonFinite = std::isfinite(total) ? 0 : 1;
+    return;
+  }
+  squaredNormOnStream(function, data, datatype, count, sumOfSquares, nonFinite, stream);
+}
+
 }  // namespace
 }  // namespace zero
 }  // namespace coll
@@ -75,8 +104,7 @@ COLL_API collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, 
                                             collDataType_t paramType, size_t count) {
   const char* function = "collZeroOptimizerStep";
   return coll::guardedCall(function, [&] {
-    checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
-    activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+    step(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count, nullptr);
   });
 }
 
@@ -86,53 +114,20 @@ COLL_API collResult_t collZeroOptimizerStepOnStream(const collZeroStepConfig_t* 
                                                     collStream_t stream) {
   const char* function = "collZeroOptimizerStepOnStream";
   return coll::guardedCall(function, [&] {
-    checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
-    if (stream == nullptr) {
-      activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
-      return;
-    }
-    stepOnStream(function, stepScalarsOf(*config), master, grad, gradType, state0, state1, paramOut, paramType, count,
-                 stream);
+    step(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count, stream);
   });
 }
-
-namespace {
-
-void checkNormArguments(const char* function, const void* data, collDataType_t datatype, size_t count,
-                        const double* sumOfSquares, const int* nonFinite) {
-  checkFloatType(function, datatype, "datatype");
-  checkBuffer(function, data, count, "data");
-  if (sumOfSquares == nullptr || nonFinite == nullptr)
-    coll::throwError(collInvalidArgument, "%s: sumOfSquares or nonFinite is NULL: expected places for the results",
-                     function);
-}
-
-void squaredNormOnHost(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares, int* nonFinite) {
-  const double total = activeOptimizerLoops().squaredNorm(data, datatype, count);
-  *sumOfSquares = total;
-  *nonFinite = std::isfinite(total) ? 0 : 1;
-}
-
-}  // namespace
 
 COLL_API collResult_t collZeroSquaredNorm(const void* data, collDataType_t datatype, size_t count, double* sumOfSquares,
                                           int* nonFinite) {
   const char* function = "collZeroSquaredNorm";
-  return coll::guardedCall(function, [&] {
-    checkNormArguments(function, data, datatype, count, sumOfSquares, nonFinite);
-    squaredNormOnHost(data, datatype, count, sumOfSquares, nonFinite);
-  });
+  return coll::guardedCall(function,
+                           [&] { squaredNorm(function, data, datatype, count, sumOfSquares, nonFinite, nullptr); });
 }
 
 COLL_API collResult_t collZeroSquaredNormOnStream(const void* data, collDataType_t datatype, size_t count,
                                                   double* sumOfSquares, int* nonFinite, collStream_t stream) {
   const char* function = "collZeroSquaredNormOnStream";
-  return coll::guardedCall(function, [&] {
-    checkNormArguments(function, data, datatype, count, sumOfSquares, nonFinite);
-    if (stream == nullptr) {
-      squaredNormOnHost(data, datatype, count, sumOfSquares, nonFinite);
-      return;
-    }
-    squaredNormOnStream(function, data, datatype, count, sumOfSquares, nonFinite, stream);
-  });
+  return coll::guardedCall(function,
+                           [&] { squaredNorm(function, data, datatype, count, sumOfSquares, nonFinite, stream); });
 }

@@ -59,7 +59,7 @@ void checkLaunched(const char* function, const char* what) {
 
 }  // namespace
 
-void checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer> buffers) {
+int checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer> buffers) {
   std::string why;
   if (!cudaDeviceAvailable(&why))
     throwError(collInvalidUsage, "%s: stream %p given, but there is no GPU to run on (%s): expected a NULL stream",
@@ -67,6 +67,7 @@ void checkStreamBuffers(const char* function, void* stream, std::initializer_lis
   const int device = streamDevice(stream);
   CurrentDeviceScope onDevice(device);
   for (const NamedBuffer& buffer : buffers) checkOnDevice(function, buffer, device);
+  return device;
 }
 
 void addOnStream(const char* function, void* dst, const void* src, size_t count, collDataType_t datatype,

@@ -20,8 +20,8 @@ struct NamedBuffer {
 
 // Throws CollError naming `function` unless this process can run on the stream's GPU
 // (collInvalidUsage: no CUDA support, no GPU, or an unknown stream) and every buffer lies in
-// device or managed memory of that GPU (collInvalidArgument, naming the buffer).
-void checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer> buffers);
+// device or managed memory of that GPU (collInvalidArgument, naming the buffer). Returns the GPU.
+int checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer> buffers);
 
 // dst[i] = dst[i] + src[i] for i < count in `datatype` (float32, float16 or bfloat16: added in
 // float and rounded to nearest even once, as the host's reduceCopy does), on `stream`.

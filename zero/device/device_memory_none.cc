@@ -6,7 +6,7 @@
 namespace coll {
 namespace zero {
 
-void checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer>) {
+int checkStreamBuffers(const char* function, void* stream, std::initializer_list<NamedBuffer>) {
   throwError(collInvalidUsage,
              "%s: stream %p given, but this build of libcollective has no CUDA support (COLL_WITH_CUDA=OFF): "
              "expected a NULL stream and host buffers",

@@ -89,8 +89,8 @@ static_assert(kNormBlocks <= kThreads, "one block folds every partial");
 
 void squaredNormOnStream(const char* function, const void* data, collDataType_t datatype, size_t count,
                          double* sumOfSquares, int* nonFinite, void* stream) {
-  checkStreamBuffers(function, stream, {{data, "data"}, {sumOfSquares, "sumOfSquares"}, {nonFinite, "nonFinite"}});
-  CurrentDeviceScope onDevice(streamDevice(stream));
+  CurrentDeviceScope onDevice(
+      checkStreamBuffers(function, stream, {{data, "data"}, {sumOfSquares, "sumOfSquares"}, {nonFinite, "nonFinite"}}));
   const auto cudaStream = static_cast<cudaStream_t>(stream);
   // Stream-ordered scratch: no device-wide synchronization, which a peer's kernel could wait on.
   void* partials = nullptr;
@@ -110,10 +110,9 @@ void squaredNormOnStream(const char* function, const void* data, collDataType_t 
 void stepOnStream(const char* function, const StepScalars& scalars, float* master, const void* grad,
                   collDataType_t gradType, float* state0, float* state1, void* paramOut, collDataType_t paramType,
                   size_t count, void* stream) {
-  checkStreamBuffers(
+  CurrentDeviceScope onDevice(checkStreamBuffers(
       function, stream,
-      {{master, "master"}, {grad, "grad"}, {state0, "state0"}, {state1, "state1"}, {paramOut, "paramOut"}});
-  CurrentDeviceScope onDevice(streamDevice(stream));
+      {{master, "master"}, {grad, "grad"}, {state0, "state0"}, {state1, "state1"}, {paramOut, "paramOut"}}));
   if (count == 0) return;
   const size_t blocks = std::min(kMaxBlocks, (count + kThreads - 1) / kThreads);
   stepKernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
