@@ -226,26 +226,18 @@ void registerZeroBindings(py::module& module) {
         const std::shared_ptr<DeviceCall> device = deviceCallFor("zero_squared_norm", data);
         const void* d = dataOf(data);
         size_t n = size_t(data.numel());
-        double sum = 0.0;
-        int nonFinite = 0;
-        if (device == nullptr) {
-          {
-            py::gil_scoped_release release;
-            checkResult(collZeroSquaredNorm(d, type, n, &sum, &nonFinite));
-          }
-          return py::make_tuple(sum, nonFinite != 0);
-        }
-        // On the device, into device memory on the caller's stream; the values come back to the
-        // host as torch's .item() brings them (after the stream's work).
+        // The results where the data is (on a GPU, written on the caller's stream); the values
+        // come to the host as torch's .item() brings them, after the stream's work.
         at::Tensor results = at::empty({2}, data.options().dtype(at::kDouble));
+        double* sumOfSquares = results.data_ptr<double>();
         {
           py::gil_scoped_release release;
-          checkResult(collZeroSquaredNormOnStream(d, type, n, results.data_ptr<double>(),
-                                                  reinterpret_cast<int*>(results.data_ptr<double>() + 1),
-                                                  device->stream()));
+          checkResult(collZeroSquaredNormOnStream(d, type, n, sumOfSquares, reinterpret_cast<int*>(sumOfSquares + 1),
+                                                  streamOf(device)));
         }
-        at::Tensor host = results.cpu();
-        sum = host.data_ptr<double>()[0];
+        const at::Tensor host = results.cpu();
+        const double sum = host.data_ptr<double>()[0];
+        int nonFinite = 0;
         std::memcpy(&nonFinite, host.data_ptr<double>() + 1, sizeof nonFinite);
         return py::make_tuple(sum, nonFinite != 0);
       },
