@@ -84,6 +84,28 @@ inline StepOutputs stepStart(size_t count) {
   return out;
 }
 
+// A step over `count` elements with collZeroOptimizerStep's arguments: the library's host step, one
+// instruction-set variant's loops (OptimizerLoops::step), or the device kernel's element functions.
+using StepFunction = void (*)(const collZeroStepConfig_t& config, float* master, const void* grad,
+                              collDataType_t gradType, float* state0, float* state1, void* paramOut,
+                              collDataType_t paramType, size_t count);
+
+// `steps` steps of `config` on `count` elements through `step`, from the same start every time.
+inline StepOutputs runSteps(StepFunction step, collZeroStepConfig_t config, const Precision& precision, size_t count,
+                            int steps) {
+  StepOutputs out = stepStart(count);
+  TypedBuffer grad(precision.gradType, count);
+  const bool paramOut = precision.paramType != collFloat32;
+  config.gradScale = 1.0 / precision.lossScale;
+  for (int s = 1; s <= steps; ++s) {
+    config.step = s;
+    for (size_t i = 0; i < count; ++i) grad.set(i, gradient(s, i) * precision.lossScale);
+    step(config, out.master.data(), grad.data(), precision.gradType, out.state0.data(), out.state1.data(),
+         paramOut ? out.paramOut.data() : nullptr, precision.paramType, count);
+  }
+  return out;
+}
+
 // The first element at which two arrays differ, or -1.
 template <class T>
 long firstDifference(const std::vector<T>& a, const std::vector<T>& b) {

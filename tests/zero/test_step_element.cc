@@ -33,33 +33,23 @@ uint16_t narrow(float value, collDataType_t type) {
   return type == collBfloat16 ? coll::kernels::floatToBfloat16(value) : coll::kernels::floatToHalf(value);
 }
 
-// `steps` steps of `config` on `count` elements, by the library's host step or by the device
-// kernel's element functions, from the same start.
-StepOutputs runSteps(bool byElements, collZeroStepConfig_t config, const Precision& precision, size_t count,
-                     int steps) {
-  StepOutputs out = stepStart(count);
-  TypedBuffer grad(precision.gradType, count);
-  const bool paramOut = precision.paramType != collFloat32;
-  const bool stateless = config.optimizer == collZeroSgd && config.momentum == 0.0;
-  config.gradScale = 1.0 / precision.lossScale;
-  for (int s = 1; s <= steps; ++s) {
-    config.step = s;
-    for (size_t i = 0; i < count; ++i) grad.set(i, gradient(s, i) * precision.lossScale);
-    if (!byElements) {
-      const collResult_t rc = collZeroOptimizerStep(
-          &config, out.master.data(), grad.data(), precision.gradType, out.state0.data(), out.state1.data(),
-          paramOut ? out.paramOut.data() : nullptr, precision.paramType, count);
-      EXPECT_EQ(rc, collSuccess) << collGetLastError(nullptr);
-      continue;
-    }
-    const StepScalars scalars = coll::zero::stepScalarsOf(config);
-    for (size_t i = 0; i < count; ++i) {
-      coll::zero::stepElement(scalars, out.master.data(), widen(grad.data(), precision.gradType, i) * scalars.gradScale,
-                              stateless ? nullptr : out.state0.data(), out.state1.data(), i);
-      if (paramOut) out.paramOut[i] = narrow(out.master[i], precision.paramType);
-    }
+// The library's host step, through its public entry point.
+void hostStep(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
+              float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count) {
+  EXPECT_EQ(collZeroOptimizerStep(&config, master, grad, gradType, state0, state1, paramOut, paramType, count),
+            collSuccess)
+      << collGetLastError(nullptr);
+}
+
+// What stepKernel computes, element by element on the host: the widening, the element, the
+// narrowing.
+void elementStep(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
+                 float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count) {
+  const StepScalars scalars = coll::zero::stepScalarsOf(config);
+  for (size_t i = 0; i < count; ++i) {
+    coll::zero::stepElement(scalars, master, widen(grad, gradType, i) * scalars.gradScale, state0, state1, i);
+    if (paramOut != nullptr) static_cast<uint16_t*>(paramOut)[i] = narrow(master[i], paramType);
   }
-  return out;
 }
 
 TEST(ZeroStepElement, MatchesTheHostStepBitForBit) {
@@ -68,8 +58,8 @@ TEST(ZeroStepElement, MatchesTheHostStepBitForBit) {
     for (const NamedConfig& nc : configs()) {
       for (const Precision& precision : kPrecisions) {
         SCOPED_TRACE(caseName(nc, precision, count));
-        const StepOutputs want = runSteps(false, nc.config, precision, count, 5);
-        const StepOutputs got = runSteps(true, nc.config, precision, count, 5);
+        const StepOutputs want = runSteps(hostStep, nc.config, precision, count, 5);
+        const StepOutputs got = runSteps(elementStep, nc.config, precision, count, 5);
         EXPECT_EQ(outputDifferences(got, want), "");
         if (HasFailure()) return;
       }
@@ -82,7 +72,7 @@ TEST(ZeroStepElement, MatchesTheHostStepBitForBit) {
 TEST(ZeroStepElement, EveryCaseMovesTheParameters) {
   for (const NamedConfig& nc : configs()) {
     SCOPED_TRACE(nc.name);
-    const StepOutputs after = runSteps(true, nc.config, kPrecisions[0], 64, 1);
+    const StepOutputs after = runSteps(elementStep, nc.config, kPrecisions[0], 64, 1);
     for (size_t i = 0; i < 64; ++i) ASSERT_NE(after.master[i], float(initialParam(i))) << "element " << i;
   }
 }
