@@ -68,6 +68,13 @@ collResult_t collZeroReduceScatterGradients(void* grads, void* gradShard, size_t
 collResult_t collZeroAllGatherRange(const void* shard, size_t begin, size_t count, void* out, collDataType_t datatype,
                                     const collZeroPartition_t* partition, collComm_t comm);
 
+/* collZeroAllGatherRange for a shard kept elsewhere (stage 3's parameter offload keeps it in host
+ * memory): this rank's piece of the range, the flat elements [max(begin, shardOffset),
+ * min(begin+count, shardOffset+shardCount)), is already in `out` where the gather puts it, and
+ * the call fills in the other ranks' pieces. */
+collResult_t collZeroAllGatherRangeInPlace(size_t begin, size_t count, void* out, collDataType_t datatype,
+                                           const collZeroPartition_t* partition, collComm_t comm);
+
 /* Every rank's shard gathered into the whole flat buffer `params` (paddedCount elements), in
  * buckets of bucketCount elements (0: one call). In place when shard == params + shardOffset. */
 collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount, collDataType_t datatype,
@@ -93,6 +100,10 @@ collResult_t collZeroAllGatherRangeOnStream(const void* shard, size_t begin, siz
 collResult_t collZeroAllGatherParametersOnStream(const void* shard, void* params, size_t bucketCount,
                                                  collDataType_t datatype, const collZeroPartition_t* partition,
                                                  collComm_t comm, collStream_t stream);
+/* collZeroAllGatherRangeInPlace on device memory, with the same rules. */
+collResult_t collZeroAllGatherRangeInPlaceOnStream(size_t begin, size_t count, void* out, collDataType_t datatype,
+                                                   const collZeroPartition_t* partition, collComm_t comm,
+                                                   collStream_t stream);
 
 /* Sharded optimizer steps, as torch.optim defines them (so that a sharded run matches an unsharded
  * one): Adam (L2 weight decay added to the gradient), AdamW (decoupled weight decay) and SGD with

@@ -330,9 +330,9 @@ def run_zero_functions(torch, dist, checks, rank, world):
 
 
 def run_zero_engine(torch, dist, checks, rank, world):
-    """torch_collective.zero on a model on CUDA, stages 0-3 with gradient clipping, and 1-3 with the
-    optimizer offloaded to the CPU, against Adam on the full batch in one process (clipped the
-    same way)."""
+    """torch_collective.zero on a model on CUDA, stages 0-3 with gradient clipping, 1-3 with the
+    optimizer offloaded to the CPU, and 3 with the parameters offloaded (with and without the
+    optimizer), against Adam on the full batch in one process (clipped the same way)."""
     from torch_collective import zero
 
     cuda = torch.device("cuda", 0)
@@ -354,12 +354,15 @@ def run_zero_engine(torch, dist, checks, rank, world):
         optimizer.step()
     expected = {name: p.detach().float().cpu() for name, p in reference.named_parameters()}
     shard = slice(rank * per_rank, (rank + 1) * per_rank)
-    for stage, offload in ((0, "none"), (1, "none"), (2, "none"), (3, "none"), (1, "cpu"), (2, "cpu"), (3, "cpu")):
+    cases = [(0, "none", "none"), (1, "none", "none"), (2, "none", "none"), (3, "none", "none"), (1, "cpu", "none"),
+             (2, "cpu", "none"), (3, "cpu", "none"), (3, "none", "cpu"), (3, "cpu", "cpu")]
+    for stage, offload, offload_param in cases:
         config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_clipping": 0.5,
                   "optimizer": {"type": "Adam", "params": {"lr": 1e-2}},
                   "zero_optimization": {"stage": stage, "reduce_bucket_size": 100, "allgather_bucket_size": 100,
                                         "stage3_param_persistence_threshold": 0,
-                                        "offload_optimizer": {"device": offload}}}
+                                        "offload_optimizer": {"device": offload},
+                                        "offload_param": {"device": offload_param}}}
         engine, _, _, _ = zero.initialize(model=model(), config=config)
         for x, y in batches:
             engine.backward(torch.nn.functional.mse_loss(engine(x[shard].to(cuda)), y[shard].to(cuda)))
@@ -367,6 +370,7 @@ def run_zero_engine(torch, dist, checks, rank, world):
         got = engine.full_parameters()
         worst = max(float((got[name].cpu() - want).abs().max()) for name, want in expected.items())
         offloaded = ", optimizer offloaded to the CPU" if offload == "cpu" else ""
+        offloaded += ", parameters offloaded to the CPU" if offload_param == "cpu" else ""
         checks.report(f"ZeRO stage {stage}{offloaded} on CUDA = full-batch Adam", worst <= 1e-5,
                       f"max difference {worst:.2e}")
 

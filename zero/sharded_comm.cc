@@ -95,17 +95,19 @@ void reduceScatterRange(void* bucket, size_t begin, size_t count, void* gradShar
   });
 }
 
+// shard NULL: this rank's piece is already in `out` (collZeroAllGatherRangeInPlace).
 void allGatherRange(const void* shard, size_t begin, size_t count, void* out, collDataType_t datatype,
                     const collZeroPartition_t& p, collComm_t comm, const Place& place) {
   const size_t es = kernels::dataTypeSize(datatype);
   if (begin == 0 && count == p.paddedCount && count > 0) {
-    checkInnerCall(collAllGather(shard, out, p.shardCount, datatype, comm, place.stream));
+    const void* mine = shard != nullptr ? shard : at(out, p.shardOffset, es);
+    checkInnerCall(collAllGather(mine, out, p.shardCount, datatype, comm, place.stream));
     return;
   }
   forEachOwnerPiece(p, begin, count, [&](int owner, size_t lo, size_t hi) {
     void* piece = at(out, lo - begin, es);
     const size_t n = hi - lo;
-    if (owner == p.rank) place.copy(piece, at(shard, lo - p.shardOffset, es), n * es);
+    if (owner == p.rank && shard != nullptr) place.copy(piece, at(shard, lo - p.shardOffset, es), n * es);
     checkInnerCall(collBroadcast(piece, piece, n, datatype, owner, comm, place.stream));
   });
 }
@@ -175,6 +177,16 @@ void allGatherRangeCall(const char* function, const void* shard, size_t begin, s
   checkBuffer(function, out, count, "out");
   if (stream != nullptr) checkStreamBuffers(function, stream, {{shard, "shard"}, {out, "out"}});
   allGatherRange(shard, begin, count, out, datatype, p, comm, {function, stream});
+}
+
+void allGatherRangeInPlaceCall(const char* function, size_t begin, size_t count, void* out, collDataType_t datatype,
+                               const collZeroPartition_t* partition, collComm_t comm, collStream_t stream) {
+  const collZeroPartition_t& p = checkPartition(function, partition, comm);
+  checkAnyType(function, datatype);
+  checkRange(function, begin, count, p);
+  checkBuffer(function, out, count, "out");
+  if (stream != nullptr) checkStreamBuffers(function, stream, {{out, "out"}});
+  allGatherRange(nullptr, begin, count, out, datatype, p, comm, {function, stream});
 }
 
 void allGatherParametersCall(const char* function, const void* shard, void* params, size_t bucketCount,
@@ -253,6 +265,22 @@ COLL_API collResult_t collZeroAllGatherRangeOnStream(const void* shard, size_t b
   const char* function = "collZeroAllGatherRangeOnStream";
   return coll::guardedCall(
       function, [&] { allGatherRangeCall(function, shard, begin, count, out, datatype, partition, comm, stream); });
+}
+
+COLL_API collResult_t collZeroAllGatherRangeInPlace(size_t begin, size_t count, void* out, collDataType_t datatype,
+                                                    const collZeroPartition_t* partition, collComm_t comm) {
+  const char* function = "collZeroAllGatherRangeInPlace";
+  return coll::guardedCall(
+      function, [&] { allGatherRangeInPlaceCall(function, begin, count, out, datatype, partition, comm, nullptr); });
+}
+
+COLL_API collResult_t collZeroAllGatherRangeInPlaceOnStream(size_t begin, size_t count, void* out,
+                                                            collDataType_t datatype,
+                                                            const collZeroPartition_t* partition, collComm_t comm,
+                                                            collStream_t stream) {
+  const char* function = "collZeroAllGatherRangeInPlaceOnStream";
+  return coll::guardedCall(
+      function, [&] { allGatherRangeInPlaceCall(function, begin, count, out, datatype, partition, comm, stream); });
 }
 
 COLL_API collResult_t collZeroAllGatherParameters(const void* shard, void* params, size_t bucketCount,

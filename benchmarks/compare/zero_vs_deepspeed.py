@@ -107,11 +107,10 @@ def check_configs(world_size=2):
     """Our engine's parser on DeepSpeed's example configs: (name, unknown keys, error or None)."""
     from torch_collective.zero.config import ZeroConfig
 
-    here = os.path.dirname(os.path.abspath(__file__))
+    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     configs = [("DeepSpeedExamples cifar ds_config.json", CIFAR_CONFIG, world_size),
                ("GPT-style ZeRO-3 (fp16, WarmupLR, offload)", GPT_CONFIG, world_size),
-               ("examples/zero_config.json", os.path.join(os.path.dirname(here), "examples", "zero_config.json"),
-                world_size)]
+               ("examples/zero_config.json", os.path.join(repository, "examples", "zero_config.json"), world_size)]
     results = []
     for name, config, ranks in configs:
         with warnings.catch_warnings(record=True) as caught:

@@ -141,6 +141,20 @@ void registerZeroBindings(py::module& module) {
       "Gathers the flat range [begin, begin+out.numel()) from the shards that own it into out.");
 
   module.def(
+      "zero_all_gather_range_in_place",
+      [](const py::object& group, int64_t begin, at::Tensor out, collZeroPartition_t p) -> WorkPtr {
+        const char* fn = "zero_all_gather_range_in_place";
+        collDataType_t type = flatType(out, fn, "out");
+        size_t first = checkedCount(begin, fn, "begin"), count = size_t(out.numel());
+        void* data = dataOf(out);
+        return backendOf(group).enqueueLibraryCall(fn, {out}, [=](collComm_t comm, collStream_t stream) {
+          return collZeroAllGatherRangeInPlaceOnStream(first, count, data, type, &p, comm, stream);
+        });
+      },
+      py::arg("group"), py::arg("begin"), py::arg("out"), py::arg("partition"),
+      "As zero_all_gather_range, with this rank's piece of the range already in out (its shard kept elsewhere).");
+
+  module.def(
       "zero_all_gather_parameters",
       [](const py::object& group, at::Tensor shard, at::Tensor params, int64_t bucketCount,
          collZeroPartition_t p) -> WorkPtr {

@@ -165,6 +165,23 @@ std::vector<std::string> runCases(ApiRank& r) {
         const std::string problem = compare(deviceOut, hostOut, type, collSum);
         if (!problem.empty()) failures.push_back(what + ": out " + problem);
         if (!meet(what) || failures.size() >= 10) return failures;
+        // In place: only this rank's piece is in out beforehand, the rest poisoned.
+        TypedBuffer seeded(type, range.count), inPlaceOut(type, range.count);
+        const size_t lo = std::max(range.begin, p.shardOffset);
+        const size_t hi = std::min(range.begin + range.count, p.shardOffset + p.shardCount);
+        for (size_t k = 0; k < range.count; ++k) {
+          const size_t i = range.begin + k;
+          seeded.set(k, i >= lo && i < hi ? hostOut.get(k) : -1.0e4);
+        }
+        DeviceCopy seededOut(third, seeded, type, r.stream);
+        if (!seededOut.ok()) return {what + " in place: the case outgrows the device regions"};
+        if (collZeroAllGatherRangeInPlaceOnStream(range.begin, range.count, seededOut.data(), type, &p, r.comm,
+                                                  r.stream) != collSuccess)
+          return {what + " in place: device: " + collGetLastError(nullptr)};
+        if (!seededOut.fetch(inPlaceOut)) return {what + " in place: a guard byte changed"};
+        const std::string inPlaceProblem = compare(inPlaceOut, hostOut, type, collSum);
+        if (!inPlaceProblem.empty()) failures.push_back(what + " in place: out " + inPlaceProblem);
+        if (!meet(what + " in place") || failures.size() >= 10) return failures;
       }
       // The whole buffer in buckets, both directions.
       for (size_t bucketCount : bucketCountsOf(p)) {

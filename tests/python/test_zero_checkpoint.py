@@ -44,12 +44,12 @@ def equal_states(a, b):
     return all(torch.equal(a[name], b[name]) for name in a) and a.keys() == b.keys()
 
 
-def check_resume(check, ranks, rank, directory, stage, optimizer="Adam", bf16=False):
-    what = f"stage {stage} {optimizer} bf16 {bf16}"
-    cfg = config(stage, optimizer, accumulation=2)
+def check_resume(check, ranks, rank, directory, stage, optimizer="Adam", bf16=False, **zero_options):
+    what = f"stage {stage} {optimizer} bf16 {bf16} {zero_options}"
+    cfg = config(stage, optimizer, accumulation=2, **zero_options)
     if bf16:
         cfg["bf16"] = {"enabled": True}
-    save_dir = os.path.join(directory, f"stage{stage}_{optimizer}_{bf16}")
+    save_dir = os.path.join(directory, f"stage{stage}_{optimizer}_{bf16}_{len(zero_options)}")
     client_state = {"epoch": 3, "note": "resume here", "tensor": torch.arange(5)}
 
     uninterrupted = new_engine(cfg)
@@ -100,14 +100,13 @@ def check_reshard(check, ranks, rank, directory, save_dir, stage):
 
 def check_other_stage(check, save_dir, saved_stage):
     """A checkpoint is independent of the stage: another stage's engine loads the same values."""
-    for stage in range(4):
-        if stage == saved_stage:
-            continue
-        engine = new_engine(config(stage, "Adam", accumulation=2), seed=11)
+    offload_param = {"offload_param": {"device": "cpu"}}
+    for stage, options in [(s, {}) for s in range(4) if s != saved_stage] + [(3, offload_param)]:
+        engine = new_engine(config(stage, "Adam", accumulation=2, **options), seed=11)
         engine.load_checkpoint(save_dir)
         expected = zero.consolidate_checkpoint(save_dir)
         check.true(equal_states(engine.full_parameters(), expected),
-                   f"a stage {saved_stage} checkpoint loaded into stage {stage} gives other parameters")
+                   f"a stage {saved_stage} checkpoint loaded into stage {stage} {options} gives other parameters")
 
 
 def main():
@@ -122,6 +121,8 @@ def main():
                 check_other_stage(check, save_dir, stage)
         check_resume(check, ranks, rank, directory, 2, optimizer="SGD")
         check_resume(check, ranks, rank, directory, 3, bf16=True)
+        for bf16 in (False, True):
+            check_resume(check, ranks, rank, directory, 3, bf16=bf16, offload_param={"device": "cpu"})
         check.summary("test_zero_checkpoint")
     finally:
         dist.barrier()

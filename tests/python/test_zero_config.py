@@ -34,6 +34,10 @@ BAD_VALUES = [
     ({"zero_optimization": {"overlap_comm": "yes"}}, "zero_optimization.overlap_comm = 'yes'"),
     ({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}},
      "zero_optimization.offload_optimizer.device = 'nvme'"),
+    ({"zero_optimization": {"offload_param": {"device": "nvme"}, "stage": 3}},
+     "zero_optimization.offload_param.device = 'nvme'"),
+    ({"zero_optimization": {"offload_param": {"device": "cpu"}, "stage": 2}},
+     "zero_optimization.offload_param.device = 'cpu': expected 'none' at stage 2"),
     ({"zero_optimization": {"stage3_max_live_parameters": -1}}, "zero_optimization.stage3_max_live_parameters = -1"),
     ({"optimizer": {"type": "Lamb"}}, "optimizer.type = 'Lamb'"),
     ({"optimizer": {"type": "Adam", "params": {"betas": [0.9]}}}, "optimizer.params.betas = [0.9]"),
@@ -57,6 +61,8 @@ BAD_VALUES = [
 UNKNOWN_KEYS = [
     ({"optimiser": {}}, "'optimiser'"),
     ({"zero_optimization": {"stage": 1, "sub_group_size": 5}}, "'zero_optimization.sub_group_size'"),
+    ({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "pinned": True}}},
+     "'zero_optimization.offload_param.pinned'"),
     ({"optimizer": {"type": "AdamW", "params": {"lr": 0.1, "decay": 1}}}, "'optimizer.params.decay'"),
     ({"scheduler": {"type": "WarmupLR", "params": {"total_num_steps": 9}}}, "'scheduler.params.total_num_steps'"),
 ]

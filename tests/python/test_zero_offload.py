@@ -5,6 +5,8 @@ one whole step (master, optimizer state and the model's copy, float32 and bfloat
 of 1, 7, 500 and more than the shard); and the copies come in the order that lets them overlap the
 host's arithmetic: chunk i+1's gradient is fetched before chunk i is stepped, each chunk is
 uploaded right after its step, and a slot is reused only after the chunk that held it is done.
+With the parameters in host memory too (stage 3's parameter offload) the step writes them in
+place: the same bits, and nothing uploaded.
 On a GPU, tools/gpu_torch_check.py runs the engine with offload on CUDA.
 """
 import sys
@@ -47,16 +49,18 @@ def bits(tensor):
 def check_results(check):
     for kind in ("adam", "adamw", "sgd"):
         for dtype in (torch.float32, torch.bfloat16):
-            for chunk in (1, 7, 500, COUNT + 5):
+            for chunk, on_host in ((1, False), (7, False), (500, False), (COUNT + 5, False), (7, True), (500, True)):
                 whole, whole_copy = new_optimizer(kind, dtype)
                 chunked, device_params = new_optimizer(kind, dtype)
                 chunked.param_out = None  # offloaded: the pipeline writes the model's copy
-                offload = OptimizerOffload(chunked, device_params, chunk_elements=chunk)
+                if on_host and dtype == torch.float32:
+                    device_params = chunked.master  # the host shard is the master itself
+                offload = OptimizerOffload(chunked, device_params, "cpu", params_on_host=on_host, chunk_elements=chunk)
                 for step in range(1, 4):
                     grad = gradient(step).to(dtype)
                     whole.apply(grad, 0.5)
                     offload.apply(grad, 0.5)
-                what = f"{kind}, {dtype}, chunks of {chunk}"
+                what = f"{kind}, {dtype}, chunks of {chunk}" + (", parameters on the host" if on_host else "")
                 check.true(torch.equal(bits(chunked.master), bits(whole.master)), f"{what}: master differs")
                 for name, tensor in chunked.state_tensors().items():
                     check.true(torch.equal(bits(tensor), bits(whole.state_tensors()[name])), f"{what}: {name} differs")
@@ -70,7 +74,7 @@ def check_order(check):
     optimizer, device_params = new_optimizer("adamw", torch.bfloat16)
     optimizer.param_out = None
     trace = []
-    OptimizerOffload(optimizer, device_params, chunk_elements=300, trace=trace).apply(gradient(1), 1.0)
+    OptimizerOffload(optimizer, device_params, "cpu", chunk_elements=300, trace=trace).apply(gradient(1), 1.0)
     chunks = (COUNT + 299) // 300
     at = {event: position for position, event in enumerate(trace)}
     check.true(len(trace) == 3 * chunks and len(at) == len(trace), f"each chunk fetched, stepped, uploaded once: {trace}")
@@ -83,10 +87,25 @@ def check_order(check):
             check.true(at[("upload", i)] < at[("fetch", i + 2)], f"slot of chunk {i} reused early: {trace}")
 
 
+def check_order_parameters_on_host(check):
+    optimizer, host_params = new_optimizer("adamw", torch.bfloat16)
+    optimizer.param_out = None
+    trace = []
+    OptimizerOffload(optimizer, host_params, "cpu", params_on_host=True, chunk_elements=300,
+                     trace=trace).apply(gradient(1), 1.0)
+    chunks = (COUNT + 299) // 300
+    at = {event: position for position, event in enumerate(trace)}
+    check.true(len(trace) == 2 * chunks and all(what != "upload" for what, _ in trace),
+               f"parameters on the host: each chunk fetched and stepped once, nothing uploaded: {trace}")
+    for i in range(chunks - 1):
+        check.true(at[("fetch", i + 1)] < at[("step", i)], f"chunk {i + 1} not fetched ahead of step {i}: {trace}")
+
+
 def main():
     check = Checker()
     check_results(check)
     check_order(check)
+    check_order_parameters_on_host(check)
     print(f"test_zero_offload: {check.passed} checks passed", flush=True)
     return 0
 

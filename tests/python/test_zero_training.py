@@ -7,7 +7,8 @@ For every stage, with Adam (L2 weight decay), AdamW and SGD with Nesterov moment
 accumulation, clipping, tiny buckets that cut through parameters, overlap on and off and
 reduce_scatter off, each rank trains the engine on its slice of each global batch and checks the
 full parameters against the same model trained alone by torch.optim on the whole batch (within
-1e-5, float32). bf16 runs are checked within bf16's rounding. memory_breakdown() is checked
+1e-5, float32). bf16 runs are checked within bf16's rounding. Parameter offload (stage 3) trains bit for bit as
+without it. memory_breakdown() is checked
 against the paper's formulas per stage, in float32 (K = 8: Adam's two moments) and bf16 (K = 12:
 moments and the float32 master copy).
 """
@@ -71,6 +72,25 @@ def check_memory(check, ranks, stage, bf16):
                                            f"{expected:.0f} (ratio {ratio:.3f}, allowed 1 +- 0.10)")
 
 
+def check_parameter_offload(check, ranks, bf16):
+    """Stage 3 with the parameter shard in host memory trains bit for bit as without: each gather
+    copies this rank's piece in and gathers the rest around it (on the CPU, the same path as on a
+    GPU), and each step copies the master into the shard."""
+    results = []
+    for offload in (False, True):
+        options = {"offload_param": {"device": "cpu"}} if offload else {}
+        cfg = config(3, "AdamW", 2, overlap_comm=True, stage3_prefetch_bucket_size=1100,
+                     stage3_param_persistence_threshold=150, **options)
+        cfg["gradient_clipping"] = 0.5
+        if bf16:
+            cfg["bf16"] = {"enabled": True}
+        engine = new_engine(cfg)
+        train_engine(engine, 0, STEPS, 2)
+        results.append(engine.full_parameters())
+    difference = max_difference(results[0], results[1])
+    check.true(difference == 0, f"stage 3 bf16 {bf16}: parameter offload changed the parameters by {difference:.3g}")
+
+
 def main():
     ranks, rank = init()
     check = Checker()
@@ -91,6 +111,9 @@ def main():
     for stage in range(4):
         # bf16 keeps 8 bits of mantissa: a step of 0.01 is resolved to about 1e-2 relative.
         check_training(check, ranks, stage, "AdamW", bf16=True, tolerance=0.05)
+    check_training(check, ranks, 3, "Adam", accumulation=3, clipping=0.5, offload_param={"device": "cpu"})
+    for bf16 in (False, True):
+        check_parameter_offload(check, ranks, bf16)
     check.summary("test_zero_training")
 
 

@@ -147,6 +147,21 @@ void checkAllGatherRange(collComm_t comm, const collZeroPartition_t& p, collData
   if (shard.bytes() != shardBefore) f.add(what + ": the shard was written");
 }
 
+// This rank's piece of the range is put in place first; the rest of out is poisoned.
+void checkAllGatherRangeInPlace(collComm_t comm, const collZeroPartition_t& p, collDataType_t type, Range r,
+                                Failures& f) {
+  TypedBuffer out(type, r.count);
+  for (size_t k = 0; k < r.count; ++k) out.set(k, -1.0e4);
+  const size_t lo = std::max(r.begin, p.shardOffset), hi = std::min(r.begin + r.count, p.shardOffset + p.shardCount);
+  for (size_t i = lo; i < hi; ++i) out.set(i - r.begin, paramValue(type, i));
+  const std::string what = describe("collZeroAllGatherRangeInPlace", p.rank, p, type) + rangeText(r.begin, r.count);
+  if (collZeroAllGatherRangeInPlace(r.begin, r.count, out.data(), type, &p, comm) != collSuccess) {
+    f.add(what + ": " + collGetLastError(nullptr));
+    return;
+  }
+  checkGathered(out, r.begin, type, what, f);
+}
+
 void checkAllGatherParameters(collComm_t comm, const collZeroPartition_t& p, collDataType_t type, size_t bucketCount,
                               bool inPlace, Failures& f) {
   TypedBuffer params(type, p.paddedCount);
@@ -208,7 +223,10 @@ colltest::RankBody allGatherBody(std::vector<Layout> layouts) {
   return [layouts](collComm_t comm, int rank, int nranks) {
     return forEachLayout(layouts, rank, nranks, [&](const collZeroPartition_t& p, Failures& f) {
       for (collDataType_t type : kGatherTypes) {
-        for (const Range& r : rangesOf(p)) checkAllGatherRange(comm, p, type, r, f);
+        for (const Range& r : rangesOf(p)) {
+          checkAllGatherRange(comm, p, type, r, f);
+          checkAllGatherRangeInPlace(comm, p, type, r, f);
+        }
         for (size_t bucketCount : bucketCountsOf(p))
           for (bool inPlace : {false, true}) checkAllGatherParameters(comm, p, type, bucketCount, inPlace, f);
       }
@@ -282,6 +300,7 @@ TEST_P(ZeroShardedComm, LargeBufferMatchesReference) {
           for (const Range& r : ranges) checkReduceScatterRange(comm, p, type, collAvg, accumulate, r, f);
         checkReduceScatterGradients(comm, p, type, collSum, 1, p.shardCount / 3 + 1, f);
         checkAllGatherRange(comm, p, type, ranges[1], f);
+        for (const Range& r : ranges) checkAllGatherRangeInPlace(comm, p, type, r, f);
         checkAllGatherParameters(comm, p, type, 0, true, f);
         checkAllGatherParameters(comm, p, type, p.shardCount / 3 + 1, false, f);
       }

@@ -50,6 +50,7 @@ constexpr const char* kRs = "collZeroReduceScatterRange";
 constexpr const char* kRsg = "collZeroReduceScatterGradients";
 constexpr const char* kAg = "collZeroAllGatherRange";
 constexpr const char* kAgp = "collZeroAllGatherParameters";
+constexpr const char* kAgi = "collZeroAllGatherRangeInPlace";
 
 // Partition arguments, shared by all four functions: `call` runs a function with partition q.
 void checkPartitionErrors(const char* function, const collZeroPartition_t& p, collComm_t comm,
@@ -157,6 +158,21 @@ std::vector<std::string> badArgumentsBody(collComm_t comm, int rank, int nranks)
       },
       failures);
 
+  auto agi = [&](Buffers& b, size_t begin, size_t count, collDataType_t type) {
+    return collZeroAllGatherRangeInPlace(begin, count, b.params.data(), type, &p, comm);
+  };
+  check.expect("agi past the end", {kAgi, "begin 2", "count " + std::to_string(P)},
+               [&](Buffers& b) { return agi(b, 2, P, collFloat32); });
+  check.expect("agi bad datatype", {kAgi, "datatype 10"}, [&](Buffers& b) { return agi(b, 0, 8, collDataType_t(10)); });
+  check.expect("agi NULL out", {kAgi, "out is NULL", "8"},
+               [&](Buffers& b) { return collZeroAllGatherRangeInPlace(0, 8, nullptr, collFloat32, &p, comm); });
+  checkPartitionErrors(
+      kAgi, p, comm,
+      [&](Buffers& b, const collZeroPartition_t* q, collComm_t c) {
+        return collZeroAllGatherRangeInPlace(3, 50, b.params.data(), collFloat32, q, c);
+      },
+      failures);
+
   check.expect("agp bad datatype", {kAgp, "datatype -1"}, [&](Buffers& b) {
     return collZeroAllGatherParameters(b.shard.data(), b.params.data(), 0, collDataType_t(-1), &p, comm);
   });
@@ -206,6 +222,7 @@ std::vector<std::string> emptyCallsBody(collComm_t comm, int rank, int nranks) {
     expectOk("rsg empty", collZeroReduceScatterGradients(nullptr, nullptr, 0, 1, type, collAvg, &empty, comm));
     expectOk("rsg empty bucketed", collZeroReduceScatterGradients(nullptr, nullptr, 5, 0, type, collSum, &empty, comm));
     expectOk("ag empty", collZeroAllGatherRange(nullptr, 0, 0, nullptr, type, &empty, comm));
+    expectOk("agi empty", collZeroAllGatherRangeInPlace(0, 0, nullptr, type, &empty, comm));
     expectOk("agp empty", collZeroAllGatherParameters(nullptr, nullptr, 0, type, &empty, comm));
     expectOk("agp empty bucketed", collZeroAllGatherParameters(nullptr, nullptr, 3, type, &empty, comm));
   }
@@ -217,6 +234,7 @@ std::vector<std::string> emptyCallsBody(collComm_t comm, int rank, int nranks) {
     expectOk("rs empty range",
              collZeroReduceScatterRange(nullptr, begin, 0, shard.data(), 1, collFloat16, collSum, &p, comm));
     expectOk("ag empty range", collZeroAllGatherRange(shard.data(), begin, 0, nullptr, collFloat16, &p, comm));
+    expectOk("agi empty range", collZeroAllGatherRangeInPlace(begin, 0, nullptr, collFloat16, &p, comm));
   }
   if (shard.bytes() != before) failures.push_back("rank " + std::to_string(rank) + ": an empty range wrote gradShard");
   return failures;

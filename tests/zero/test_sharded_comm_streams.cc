@@ -63,6 +63,8 @@ std::vector<std::string> nullStreamBody(collComm_t comm, int rank, int nranks) {
               collZeroAllGatherRange(host.shard.data(), 1, p.paddedCount - 2, host.out.data(), type, &p, comm),
               collZeroAllGatherRangeOnStream(device.shard.data(), 1, p.paddedCount - 2, device.out.data(), type, &p,
                                              comm, nullptr));
+        check("gather range in place", collZeroAllGatherRangeInPlace(S / 2, S + 2, host.out.data(), type, &p, comm),
+              collZeroAllGatherRangeInPlaceOnStream(S / 2, S + 2, device.out.data(), type, &p, comm, nullptr));
         check("gather parameters",
               collZeroAllGatherParameters(host.shard.data(), host.out.data(), S + 1, type, &p, comm),
               collZeroAllGatherParametersOnStream(device.shard.data(), device.out.data(), S + 1, type, &p, comm,
@@ -99,6 +101,8 @@ std::vector<std::string> refusedStreamBody(collComm_t comm, int rank, int nranks
                                                        comm, stream));
   expectRefused("collZeroAllGatherRangeOnStream",
                 collZeroAllGatherRangeOnStream(in.shard.data(), 0, 10, in.out.data(), collFloat32, &p, comm, stream));
+  expectRefused("collZeroAllGatherRangeInPlaceOnStream",
+                collZeroAllGatherRangeInPlaceOnStream(0, 10, in.out.data(), collFloat32, &p, comm, stream));
   expectRefused("collZeroAllGatherParametersOnStream",
                 collZeroAllGatherParametersOnStream(in.shard.data(), in.out.data(), 7, collFloat32, &p, comm, stream));
   // The arguments' own checks come first.

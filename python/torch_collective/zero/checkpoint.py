@@ -166,10 +166,7 @@ def load(engine, load_dir, tag, load_optimizer_states, load_lr_scheduler_states)
     engine.skipped_steps = int(meta["skipped_steps"])
     if load_lr_scheduler_states and engine.lr_scheduler is not None and meta["lr_scheduler"] is not None:
         engine.lr_scheduler.load_state_dict(meta["lr_scheduler"])
-    if engine.offload is not None:
-        engine.offload.upload_all()
-    elif engine.mixed:
-        optimizer.param_out.copy_(optimizer.master)
+    engine.parameters_from_master()
     engine._publish_parameters()
     engine._clear_gradients()
     dist.barrier(group=engine.group)

@@ -88,6 +88,7 @@ class ZeroOptimizationConfig:
     contiguous_gradients: bool = True
     reduce_scatter: bool = True
     offload_optimizer_device: str = "none"
+    offload_param_device: str = "none"
     stage3_max_live_parameters: int = 1_000_000_000
     stage3_prefetch_bucket_size: int = 50_000_000
     stage3_param_persistence_threshold: int = 100_000
@@ -281,7 +282,7 @@ def _load_fp16(section):
 
 _ZERO_KEYS = {
     "stage", "reduce_bucket_size", "allgather_bucket_size", "overlap_comm", "contiguous_gradients", "reduce_scatter",
-    "allgather_partitions", "offload_optimizer", "stage3_max_live_parameters", "stage3_prefetch_bucket_size",
+    "allgather_partitions", "offload_optimizer", "offload_param", "stage3_max_live_parameters", "stage3_prefetch_bucket_size",
     "stage3_param_persistence_threshold",
 }
 
@@ -302,14 +303,12 @@ def _load_zero(section):
     result.contiguous_gradients = _get_bool(section, "contiguous_gradients", True, where)
     result.reduce_scatter = _get_bool(section, "reduce_scatter", True, where)
     _get_bool(section, "allgather_partitions", True, where)
-    offload = section.get("offload_optimizer", {}) or {}
-    if not isinstance(offload, dict):
-        raise _bad("zero_optimization.offload_optimizer", offload, "an object (dict)")
-    _warn_unknown(offload, {"device", "pin_memory", "buffer_count", "fast_init"}, "zero_optimization.offload_optimizer")
-    device = offload.get("device", "none")
-    if device not in ("none", "cpu"):
-        raise _bad("zero_optimization.offload_optimizer.device", device, "'cpu' or 'none' (nvme is not supported)")
-    result.offload_optimizer_device = device
+    result.offload_optimizer_device = _offload_device(section, "offload_optimizer", {"fast_init"})
+    result.offload_param_device = _offload_device(section, "offload_param", {"buffer_size", "max_in_cpu"})
+    if result.offload_param_device == "cpu" and result.stage != 3:
+        raise _bad("zero_optimization.offload_param.device", "cpu",
+                   f"'none' at stage {result.stage} (parameters are offloaded in stage 3 only, where they are "
+                   "partitioned)")
     result.stage3_max_live_parameters = _get_int(section, "stage3_max_live_parameters",
                                                  result.stage3_max_live_parameters, where)
     result.stage3_prefetch_bucket_size = _get_int(section, "stage3_prefetch_bucket_size",
@@ -317,6 +316,20 @@ def _load_zero(section):
     result.stage3_param_persistence_threshold = _get_int(section, "stage3_param_persistence_threshold",
                                                          result.stage3_param_persistence_threshold, where)
     return result
+
+
+def _offload_device(section, name, extra_keys):
+    """zero_optimization.<name>.device: 'cpu' or 'none'; the section's other keys tune DeepSpeed's
+    buffers and are accepted."""
+    offload = section.get(name, {}) or {}
+    where = f"zero_optimization.{name}"
+    if not isinstance(offload, dict):
+        raise _bad(where, offload, "an object (dict)")
+    _warn_unknown(offload, {"device", "pin_memory", "buffer_count"} | extra_keys, where)
+    device = offload.get("device", "none")
+    if device not in ("none", "cpu"):
+        raise _bad(f"{where}.device", device, "'cpu' or 'none' (nvme is not supported)")
+    return device
 
 
 def optimizer_from_torch(optimizer):

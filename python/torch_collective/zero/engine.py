@@ -7,6 +7,11 @@ What each rank holds, Ψ parameters over N ranks (docs/zero.md has the table):
            step, each rank updates its shard, the updated shards are gathered back;
   stage 2: and gradients for its shard only, reduced bucket by bucket during backward;
   stage 3: and parameters for its shard only, gathered around each module's forward and backward.
+
+Offload (a model on a GPU): offload_optimizer keeps the float32 master, the state and the step in
+host memory (offload.py); offload_param, in stage 3, keeps the parameter shard there too
+(stage3.py), so the device holds only the gathered parameters, the gradients and what the
+optimizer keeps on it.
 """
 import time
 
@@ -100,6 +105,9 @@ class ZeroEngine:
         self._last_step_at = -1       # micro_steps at the last step(), so a second call does nothing
         self._last_report = None      # perf_counter at the last progress line
 
+        # Parameter offload: the stage-3 parameter shard in host memory (on any device, so that a
+        # CPU run takes the same gathers as a GPU run).
+        self.param_offload = self.zero_config.offload_param_device == "cpu"
         full = self._rank0_values()
         if self.mixed:
             model.to(self.dtype)
@@ -110,13 +118,15 @@ class ZeroEngine:
         # ZeRO-Offload: for a model on a GPU, the master weights, the state and the step on the host.
         offload = self.zero_config.offload_optimizer_device == "cpu" and self.stage >= 1 and self.device.type == "cuda"
         if offload:
-            master, param_out = master.detach().float().cpu().pin_memory(), None
+            master, param_out = self._host_master(master), None
         self.optimizer = ZeroOptimizer(params, optimizer_config, master, param_out)
-        self.offload = OptimizerOffload(self.optimizer, self.param_shard) if offload else None
+        self.offload = OptimizerOffload(self.optimizer, self.param_shard, self.device,
+                                        params_on_host=self.param_offload) if offload else None
         if self.stage >= 2:
             self._register_gradient_hooks()
         if self.stage == 3:
-            self.gatherer = ParameterGatherer(self.layout, self.backend, self.param_shard, self.zero_config)
+            self.gatherer = ParameterGatherer(self.layout, self.backend, self.param_shard, self.zero_config,
+                                              self.device)
             self.gatherer.register(model)
             self.gatherer.partition_parameters()
 
@@ -145,15 +155,29 @@ class ZeroEngine:
         else:
             self.flat_params = None
             self.param_shard = full[self._shard_slice()].to(self.dtype).clone()
+            if self.param_offload:
+                self.param_shard = self.param_shard.cpu()
+                if self.device.type == "cuda":
+                    self.param_shard = self.param_shard.pin_memory()
 
     def _master(self, full):
         """The float32 values the optimizer updates and, with mixed precision, the low-precision copy
-        it writes: stage 0 updates everything, the other stages their shard."""
+        it writes: stage 0 updates everything, the other stages their shard. With parameter offload
+        the master stays beside the optimizer's state, and each step copies it into the host shard."""
         if self.stage == 0:
             return (full.clone(), self.flat_params) if self.mixed else (self.flat_params, None)
+        if self.param_offload:
+            return full[self._shard_slice()].clone(), None
         if self.mixed:
             return full[self._shard_slice()].clone(), self.param_shard
         return self.param_shard, None
+
+    def _host_master(self, master):
+        """ZeRO-Offload's master in pinned host memory; in float32 with parameter offload, the host
+        parameter shard itself, which the host step then updates in place."""
+        if self.param_offload and not self.mixed:
+            return self.param_shard
+        return master.detach().float().cpu().pin_memory()
 
     def _place_gradients(self):
         if self.stage < 2:
@@ -258,6 +282,8 @@ class ZeroEngine:
             self.skipped_steps += 1
         else:
             (self.offload if self.offload is not None else self.optimizer).apply(grad, grad_scale)
+            if self.param_offload and self.offload is None:
+                self.param_shard.copy_(self.optimizer.master)
             self._publish_parameters()
         self._clear_gradients()
         if self.lr_scheduler is not None and not skip:
@@ -311,6 +337,15 @@ class ZeroEngine:
             if coefficient < 1.0:
                 scale *= coefficient
         return scale, False
+
+    def parameters_from_master(self):
+        """The model's parameter shard from the float32 master (after a checkpoint is loaded)."""
+        if self.offload is not None:
+            self.offload.upload_all()
+        elif self.param_offload:
+            self.param_shard.copy_(self.optimizer.master)
+        elif self.mixed:
+            self.optimizer.param_out.copy_(self.optimizer.master)
 
     def _publish_parameters(self):
         if self.stage in (1, 2):
@@ -385,7 +420,8 @@ class ZeroEngine:
         else:
             grads = self.grad_shard.numel() * self.grad_shard.element_size() + self.reducer.live_bytes()
         states = self.optimizer.state_bytes()
-        if self.mixed:
+        master = self.optimizer.master.data_ptr()
+        if master != self.param_shard.data_ptr() and (self.flat_params is None or master != self.flat_params.data_ptr()):
             states += self.optimizer.master.numel() * 4
         return {"params": params, "grads": grads, "optimizer_states": states}
 

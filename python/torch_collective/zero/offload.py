@@ -9,31 +9,36 @@ i-1's parameters are on their way up. The gradient reaches the copy stream only 
 caller's stream has queued (its reduce-scatter); the caller's stream waits for the last upload
 before anything that reads the parameters (the all-gather).
 
-The pipeline takes its device from the tensors: on CPU tensors every copy is immediate, which is
-how the order and the results are tested where there is no GPU (tests/python/test_zero_offload.py).
+With parameter offload (stage 3) the parameter shard is host memory too: the step writes it
+directly (in float32 it is the master itself) and nothing goes up.
+
+On the CPU (device "cpu") every copy is immediate, which is how the order and the results are
+tested where there is no GPU (tests/python/test_zero_offload.py).
 """
 import torch
 
 
 class OptimizerOffload:
-    def __init__(self, optimizer, device_params, chunk_elements=1 << 20, trace=None):
+    def __init__(self, optimizer, device_params, device, params_on_host=False, chunk_elements=1 << 20, trace=None):
         """optimizer: a ZeroOptimizer whose master and state are host tensors (this rank's shard);
-        device_params: the shard of the model's parameters on the device (its dtype), which each
-        step overwrites with the updated master; trace: a list to record the pipeline's events in
-        ("fetch", i), ("step", i), ("upload", i), for tests."""
+        device_params: the shard of the model's parameters (its dtype), which each step overwrites
+        with the updated master: on `device`, or in host memory with params_on_host (parameter
+        offload); trace: a list to record the pipeline's events in ("fetch", i), ("step", i),
+        ("upload", i), for tests."""
         self.optimizer = optimizer
         self.device_params = device_params
+        self.params_on_host = params_on_host
         self.count = optimizer.master.numel()
         self.chunk = max(1, min(int(chunk_elements), max(self.count, 1)))
         self.trace = trace
-        self.device = device_params.device
+        self.device = torch.device(device)
         self.on_gpu = self.device.type == "cuda"
         pin = self.on_gpu
         low_precision = device_params.dtype != torch.float32
         # Two slots each: chunk i+1 arrives in one while the host steps chunk i from the other.
         self.grad_slots = None          # made at the first step, in the gradient's dtype
         self.param_slots = [torch.empty(self.chunk, dtype=device_params.dtype, pin_memory=pin) for _ in range(2)] \
-            if low_precision else None
+            if low_precision and not params_on_host else None
         self.copy_stream = torch.cuda.Stream(device=self.device) if self.on_gpu else None
 
     def _event(self):
@@ -90,10 +95,21 @@ class OptimizerOffload:
             # The parameter slot this chunk writes was chunk i-2's, whose upload must be done.
             if i >= 2 and uploaded[i - 2] is not None:
                 uploaded[i - 2].synchronize()
-            out = self.param_slots[i % 2][:hi - lo] if self.param_slots is not None else None
             self._record("step", i)
+            if self.params_on_host:
+                yield lo, hi, slot, self._host_output(lo, hi)
+                uploaded.append(None)
+                continue
+            out = self.param_slots[i % 2][:hi - lo] if self.param_slots is not None else None
             yield lo, hi, slot, out
             uploaded.append(self._upload(i, lo, hi))
+
+    def _host_output(self, lo, hi):
+        """Where the step writes the host parameters: the shard's chunk, or nothing when the shard
+        is the master (float32)."""
+        if self.device_params.data_ptr() == self.optimizer.master.data_ptr():
+            return None
+        return self.device_params[lo:hi]
 
     def apply(self, grad, grad_scale):
         """One step of the shard from `grad` (the reduced gradient of the shard, on the device)."""
@@ -104,5 +120,6 @@ class OptimizerOffload:
             self.copy_stream.synchronize()
 
     def upload_all(self):
-        """The device's parameters from the host master (after a checkpoint is loaded)."""
-        self.device_params.copy_(self.optimizer.master.to(self.device_params.dtype))
+        """The parameters from the host master (after a checkpoint is loaded)."""
+        if self.device_params.data_ptr() != self.optimizer.master.data_ptr():
+            self.device_params.copy_(self.optimizer.master.to(self.device_params.dtype))

@@ -12,6 +12,11 @@ DeepSpeed's: small tensors cost more in latency than they save). With overlap_co
 the next modules in the order recorded on the first forward are started ahead, up to
 stage3_prefetch_bucket_size elements, while at most stage3_max_live_parameters elements are
 gathered at a time.
+
+With parameter offload (offload_param.device: cpu) the shard lives in host memory: each gather
+copies this rank's piece of the range up into the gathered buffer, on the stream the gather then
+runs on, and gathers the other ranks' pieces around it (collZeroAllGatherRangeInPlace), so the
+device holds only what is gathered.
 """
 import torch
 
@@ -35,10 +40,12 @@ class _GatherForBackward(torch.autograd.Function):
 
 
 class ParameterGatherer:
-    def __init__(self, layout, backend, shard, zero_config):
+    def __init__(self, layout, backend, shard, zero_config, device):
         self.layout = layout
         self.backend = backend
         self.shard = shard                      # this rank's shard, in the model's dtype
+        self.device = device                    # where the gathered parameters live
+        self.shard_elsewhere = zero_config.offload_param_device == "cpu"
         self.dtype = shard.dtype
         self.persistent = {id(s) for s in layout.slots if s.numel <= zero_config.stage3_param_persistence_threshold}
         self.max_live = zero_config.stage3_max_live_parameters
@@ -49,17 +56,27 @@ class ParameterGatherer:
         self.tracing = True
         self.position = 0
         self.handles = []
-        self.empty = torch.empty(0, dtype=self.dtype, device=shard.device)
+        self.empty = torch.empty(0, dtype=self.dtype, device=device)
 
     # -- the parameters ---------------------------------------------------------------------------
 
     def _start(self, ranges):
         started = []
         for begin, end in ranges:
-            buffer = torch.empty(end - begin, dtype=self.dtype, device=self.shard.device)
-            work = _C.zero_all_gather_range(self.backend, self.shard, begin, buffer, self.layout.partition)
-            started.append((work, buffer, begin, end))
+            buffer = torch.empty(end - begin, dtype=self.dtype, device=self.device)
+            started.append((self._gather_into(buffer, begin, end), buffer, begin, end))
         return started
+
+    def _gather_into(self, buffer, begin, end):
+        partition = self.layout.partition
+        if not self.shard_elsewhere:
+            return _C.zero_all_gather_range(self.backend, self.shard, begin, buffer, partition)
+        shard_begin, shard_end = self.layout.shard_range()
+        lo, hi = max(begin, shard_begin), min(end, shard_end)
+        if lo < hi:
+            # From pinned memory, on the current stream, which the gather runs on next.
+            buffer[lo - begin:hi - begin].copy_(self.shard[lo - shard_begin:hi - shard_begin], non_blocking=True)
+        return _C.zero_all_gather_range_in_place(self.backend, begin, buffer, partition)
 
     def _install(self, started, slots):
         for work, buffer, begin, end in started:
