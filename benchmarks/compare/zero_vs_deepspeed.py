@@ -2,20 +2,29 @@
 """ZeRO stages 1-3: torch_collective.zero against DeepSpeed's engine on gloo and on "collective".
 
     PYTHONPATH=build/python/torch2.15 /opt/collective-py/bin/python benchmarks/compare/zero_vs_deepspeed.py \
-        --collrun build/tools/collrun/collrun [--ranks 2 3] [--stages 1 2 3]
+        --collrun build/tools/collrun/collrun [--ranks 2 3] [--stages 1 2 3] [--device cpu|cuda]
+        [--offload none optimizer both] [--bf16] [--largest GIB]
         [--steps 12] [--warmups 3] [--width 1024] [--layers 4] [--micro-batch 8] [--json FILE]
 
-For every rank count and stage, the driver launches three runs under collrun (one process per rank,
-one run per engine, so that each run's peak memory is its own), with the same model, data and
-DeepSpeed config:
+For every rank count, stage and offload choice, the driver launches one run per engine under
+collrun (one process per rank, so that each run's peak memory is its own), with the same model,
+data and DeepSpeed config:
 
   zero           torch_collective.zero.initialize (our engine) on the "collective" backend;
   ds-gloo        deepspeed.initialize after deepspeed.init_distributed(dist_backend="gloo");
-  ds-collective  deepspeed.initialize after deepspeed.init_distributed(dist_backend="collective").
+  ds-collective  deepspeed.initialize after deepspeed.init_distributed(dist_backend="collective");
+  ds-nccl        the same on "nccl" (CUDA only, and only where every rank has a GPU of its own).
 
-DeepSpeed runs on the CPU (DS_ACCELERATOR=cpu), in float32, with "torch_adam": true (torch's
-AdamW; DeepSpeed's FusedAdam is a CUDA op). The model is an MLP of --layers hidden layers of
---width (3.4 M parameters by default), trained with AdamW and clipping on fixed random batches.
+With --device cpu (the default) DeepSpeed runs on its CPU accelerator (DS_ACCELERATOR=cpu) and the
+engines are zero, ds-gloo and ds-collective. With --device cuda the model is on the GPU (ranks share
+the GPUs there are, rank r on GPU r mod count) and the engines are zero, ds-collective and
+ds-nccl. DeepSpeed's optimizer is torch's AdamW ("torch_adam": true) unless --ds-native-adam, which
+lets it build and use its own (FusedAdam on the GPU, DeepSpeedCPUAdam with offload; compiled on
+first use). --offload: none; optimizer (offload_optimizer.device cpu, stages 1-3); both (and
+offload_param.device cpu, stage 3 only). --bf16 trains in bf16 with float32 master weights.
+
+The model is an MLP of --layers hidden layers of --width (3.4 M parameters by default), trained
+with AdamW and clipping on fixed random batches.
 
 Per stage and rank count it prints a Markdown table:
 
@@ -30,9 +39,19 @@ Per stage and rank count it prints a Markdown table:
                 imports, the process group and one warm-up step of the same engine on a
                 50-parameter model (which loads what the engine loads lazily): what this model's
                 training added, activations and communication buffers included;
-  tensors       the bytes of all distinct tensor storages Python can reach after the last step,
-                less those before the model was built: the model states this rank holds between
-                steps (parameters, gradients, optimizer state, flat buffers).
+  tensors       the bytes of all distinct CPU tensor storages Python can reach after the last
+                step, less those before the model was built: the model states this rank holds in
+                host memory between steps (parameters, gradients, optimizer state, flat buffers);
+  device peak   (CUDA) torch.cuda.max_memory_allocated over the run, less what was allocated
+                before the model was built, largest over the ranks;
+  device held   (CUDA) what stays allocated on the device between steps, the same way.
+
+--largest GIB (CUDA) also finds the largest model that fits in GIB of device memory per rank, for
+each engine, stage and offload choice: the run's device peak is linear in --layers at a fixed
+width (each layer adds the same parameters, states and activations), so two runs (--layers and
+twice that) give the line, the line gives the most layers under GIB, and a third run at that many
+layers, with torch's allocator capped at GIB (torch.cuda.set_per_process_memory_fraction), shows
+that it fits.
 
 It also checks whether our engine's config parser takes DeepSpeed's own example configs and lists
 the keys it names as unknown (ignored) or rejects (--configs-only prints just that).
@@ -48,7 +67,9 @@ import tempfile
 import time
 import warnings
 
-ENGINES = ["zero", "ds-gloo", "ds-collective"]
+ENGINES = ["zero", "ds-gloo", "ds-collective", "ds-nccl"]
+DEFAULT_ENGINES = {"cpu": ["zero", "ds-gloo", "ds-collective"], "cuda": ["zero", "ds-collective", "ds-nccl"]}
+OFFLOADS = ["none", "optimizer", "both"]
 CLASSES = 10
 
 # -- DeepSpeed's own example configs, for the config check ---------------------------------------------
@@ -136,15 +157,15 @@ def print_config_check():
 
 # -- the benchmark config, model and data ---------------------------------------------------------------
 
-def bench_config(stage, micro_batch):
-    """One config for all three engines: only keys both DeepSpeed and our engine know."""
-    return {
+def bench_config(stage, micro_batch, offload="none", bf16=False, torch_adam=True):
+    """One config for every engine: only keys both DeepSpeed and our engine know."""
+    config = {
         "train_micro_batch_size_per_gpu": micro_batch,
         "gradient_accumulation_steps": 1,
         "gradient_clipping": 1.0,
         "steps_per_print": 1_000_000,
         "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
-                                                  "weight_decay": 0.01, "torch_adam": True}},
+                                                  "weight_decay": 0.01, "torch_adam": torch_adam}},
         "zero_optimization": {
             "stage": stage,
             "overlap_comm": True,
@@ -155,6 +176,17 @@ def bench_config(stage, micro_batch):
             "stage3_param_persistence_threshold": 10_000,
         },
     }
+    if offload in ("optimizer", "both"):
+        config["zero_optimization"]["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if offload == "both":
+        config["zero_optimization"]["offload_param"] = {"device": "cpu", "pin_memory": True}
+    if bf16:
+        config["bf16"] = {"enabled": True}
+    return config
+
+
+def offload_applies(stage, offload):
+    return offload == "none" or (offload == "optimizer" and stage >= 1) or (offload == "both" and stage == 3)
 
 
 def make_model(torch, width, layers):
@@ -211,7 +243,8 @@ def tensor_bytes(torch):
 # -- the worker: one engine, one stage, one rank ------------------------------------------------------
 
 def worker(args):
-    if args.engine != "zero":
+    cuda = args.device == "cuda"
+    if args.engine != "zero" and not cuda:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     import torch
 
@@ -219,6 +252,15 @@ def worker(args):
     import torch.distributed as dist
     import torch.nn.functional as F
     import torch_collective  # noqa: F401  (registers the "collective" backend)
+
+    device = torch.device("cpu")
+    if cuda:
+        device = torch.device("cuda", int(os.environ.get("RANK", "0")) % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        os.environ["LOCAL_RANK"] = str(device.index)     # where DeepSpeed puts its engine
+        if args.memory_cap_gib:
+            total = torch.cuda.get_device_properties(device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, args.memory_cap_gib * 2**30 / total), device)
 
     if args.engine == "zero":
         from torch_collective import zero
@@ -231,6 +273,12 @@ def worker(args):
     ranks, rank = dist.get_world_size(), dist.get_rank()
     data = batches(torch, args.warmups + args.steps, ranks, rank, args.micro_batch, args.width)
 
+    data_type = torch.bfloat16 if args.bf16 else torch.float32
+
+    def config_of(micro_batch):
+        offload = args.offload[0] if args.offload else "none"
+        return bench_config(args.stage, micro_batch, offload, args.bf16, torch_adam=not args.ds_native_adam)
+
     def initialize(model, config):
         if args.engine == "zero":
             return zero.initialize(model=model, model_parameters=model.parameters(), config=config)[0]
@@ -240,31 +288,44 @@ def worker(args):
     # model: the first torch.optim.Optimizer imports torch._dynamo (much of the resident set),
     # deepspeed.initialize imports hundreds more modules, the first collectives set
     # up their buffers.
-    tiny = initialize(torch.nn.Linear(4, CLASSES), bench_config(args.stage, 2))
-    tiny.backward(F.cross_entropy(tiny(torch.zeros(2, 4)), torch.zeros(2, dtype=torch.long)))
+    tiny = initialize(torch.nn.Linear(4, CLASSES).to(device), config_of(2))
+    tiny.backward(F.cross_entropy(tiny(torch.zeros(2, 4, device=device, dtype=data_type)).float(),
+                                  torch.zeros(2, dtype=torch.long, device=device)))
     tiny.step()
     del tiny
     dist.barrier()
     rss_before, tensors_before = current_rss(), tensor_bytes(torch)
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        device_before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
 
-    model = make_model(torch, args.width, args.layers)
+    model = make_model(torch, args.width, args.layers).to(device)
     parameters = sum(p.numel() for p in model.parameters())
-    engine = initialize(model, bench_config(args.stage, args.micro_batch))
+    engine = initialize(model, config_of(args.micro_batch))
     dist.barrier()
 
     losses, times = [], []
     for inputs, labels in data:
         started = time.perf_counter()
-        loss = F.cross_entropy(engine(inputs), labels)
+        # DeepSpeed leaves the inputs' dtype to the caller (ours casts them).
+        inputs = inputs.to(device, data_type)
+        loss = F.cross_entropy(engine(inputs).float(), labels.to(device))
         engine.backward(loss)
         engine.step()
         value = loss.item()
+        if cuda:
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - started)
         losses.append(value)
     result = {"engine": args.engine, "stage": args.stage, "ranks": ranks, "rank": rank, "parameters": parameters,
               "losses": losses, "step_seconds": statistics.median(times[args.warmups:]),
               "peak_rss": peak_rss(), "rss_before": rss_before,
               "tensor_bytes": tensor_bytes(torch) - tensors_before}
+    if cuda:
+        result["device_peak"] = torch.cuda.max_memory_allocated(device) - device_before
+        result["device_held"] = torch.cuda.memory_allocated(device) - device_before
     if args.engine == "zero":
         result["memory_breakdown"] = engine.memory_breakdown()
     with open(f"{args.out}.rank{rank}", "w") as file:
@@ -293,15 +354,21 @@ def find_collrun(explicit):
     return shutil.which("collrun")
 
 
-def run_one(args, collrun, ranks, stage, engine, work):
-    out = os.path.join(work, f"{engine}-{stage}-{ranks}")
+def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=None, memory_cap_gib=0.0,
+            quiet_failure=False):
+    """Per-rank results of one run, or None when it failed."""
+    layers = layers or args.layers
+    out = os.path.join(work, f"{engine}-{stage}-{ranks}-{offload}-{layers}")
     command = [collrun, "-n", str(ranks), "--tag-output", sys.executable, os.path.abspath(__file__),
                "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(args.steps),
-               "--warmups", str(args.warmups), "--width", str(args.width), "--layers", str(args.layers),
-               "--micro-batch", str(args.micro_batch)]
+               "--warmups", str(args.warmups), "--width", str(args.width), "--layers", str(layers),
+               "--micro-batch", str(args.micro_batch), "--device", args.device, "--offload", offload,
+               "--memory-cap-gib", str(memory_cap_gib)]
+    command += ["--bf16"] if args.bf16 else []
+    command += ["--ds-native-adam"] if args.ds_native_adam else []
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env.setdefault("COLL_TIMEOUT_MS", "60000")
-    if engine != "zero":
+    if engine != "zero" and args.device == "cpu":
         env["DS_ACCELERATOR"] = "cpu"
     started = time.perf_counter()
     try:
@@ -311,10 +378,12 @@ def run_one(args, collrun, ranks, stage, engine, work):
     except subprocess.TimeoutExpired as error:
         ok, log = False, f"timed out after {args.timeout} s\n{error.stdout or ''}"
     seconds = time.perf_counter() - started
-    print(f"  {ranks} ranks, stage {stage}, {engine}: {'done' if ok else 'FAILED'} in {seconds:.1f} s",
-          file=sys.stderr, flush=True)
+    cap = f", capped at {memory_cap_gib:g} GiB" if memory_cap_gib else ""
+    print(f"  {ranks} ranks, stage {stage}, offload {offload}, {engine}, {layers} layers{cap}: "
+          f"{'done' if ok else 'FAILED'} in {seconds:.1f} s", file=sys.stderr, flush=True)
     if not ok:
-        print(log[-5000:], file=sys.stderr, flush=True)
+        if not quiet_failure:
+            print(log[-5000:], file=sys.stderr, flush=True)
         return None
     per_rank = []
     for rank in range(ranks):
@@ -325,7 +394,7 @@ def run_one(args, collrun, ranks, stage, engine, work):
 
 def summarize(per_rank):
     steps = len(per_rank[0]["losses"])
-    return {
+    summary = {
         "losses": [sum(r["losses"][i] for r in per_rank) / len(per_rank) for i in range(steps)],
         "step_ms": max(r["step_seconds"] for r in per_rank) * 1000,
         "peak_rss_mib": max(r["peak_rss"] for r in per_rank) / 2**20,
@@ -334,32 +403,94 @@ def summarize(per_rank):
         "parameters": per_rank[0]["parameters"],
         "memory_breakdown": per_rank[0].get("memory_breakdown"),
     }
+    if "device_peak" in per_rank[0]:
+        summary["device_peak_mib"] = max(r["device_peak"] for r in per_rank) / 2**20
+        summary["device_held_mib"] = max(r["device_held"] for r in per_rank) / 2**20
+    return summary
 
 
-def print_table(ranks, results, engines):
-    reference = {stage: row.get("zero") for stage, row in results.items()}
-    parameters = next(s["parameters"] for row in results.values() for s in row.values() if s)
-    print(f"## {ranks} ranks ({parameters:,} parameters, float32)\n")
-    print("| stage | engine | max abs dloss vs zero | final loss | median step ms | peak RSS MiB | RSS growth MiB "
-          "| tensors MiB |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for stage, row in results.items():
+def print_table(ranks, results, engines, args):
+    """results: {(stage, offload): {engine: summary, or a string saying why it did not run}}."""
+    parameters = next((s["parameters"] for row in results.values() for s in row.values() if isinstance(s, dict)), 0)
+    precision = "bf16 with float32 master weights" if args.bf16 else "float32"
+    print(f"## {ranks} ranks, {args.device} ({parameters:,} parameters, {precision})\n")
+    cuda = args.device == "cuda"
+    device_columns = " device peak MiB | device held MiB |" if cuda else ""
+    print("| stage | offload | engine | max abs dloss vs zero | final loss | median step ms | peak RSS MiB | "
+          f"RSS growth MiB | tensors MiB |{device_columns}")
+    print("| --- " * (11 if cuda else 9) + "|")
+    for (stage, offload), row in results.items():
+        reference = row.get("zero") if isinstance(row.get("zero"), dict) else None
         for engine in engines:
             summary = row.get(engine)
-            if summary is None:
-                print(f"| {stage} | {engine} | failed | | | | | |")
+            if not isinstance(summary, dict):
+                print(f"| {stage} | {offload} | {engine} | {summary or 'failed'} |" + " |" * (7 if cuda else 5))
                 continue
-            ref = reference[stage]
-            diff = (max(abs(a - b) for a, b in zip(summary["losses"], ref["losses"])) if ref else float("nan"))
-            print(f"| {stage} | {engine} | {diff:.2e} | {summary['losses'][-1]:.5f} | {summary['step_ms']:.1f} | "
-                  f"{summary['peak_rss_mib']:.0f} | {summary['rss_growth_mib']:.1f} | {summary['tensor_mib']:.1f} |")
+            diff = (max(abs(a - b) for a, b in zip(summary["losses"], reference["losses"])) if reference
+                    else float("nan"))
+            device_cells = f" {summary['device_peak_mib']:.1f} | {summary['device_held_mib']:.1f} |" if cuda else ""
+            print(f"| {stage} | {offload} | {engine} | {diff:.2e} | {summary['losses'][-1]:.5f} | "
+                  f"{summary['step_ms']:.1f} | {summary['peak_rss_mib']:.0f} | {summary['rss_growth_mib']:.1f} | "
+                  f"{summary['tensor_mib']:.1f} |{device_cells}")
     print()
-    breakdown = {stage: row["zero"]["memory_breakdown"] for stage, row in results.items()
-                 if row.get("zero") and row["zero"]["memory_breakdown"]}
+    breakdown = {key: row["zero"]["memory_breakdown"] for key, row in results.items()
+                 if isinstance(row.get("zero"), dict) and row["zero"]["memory_breakdown"]}
     if breakdown:
         print("Our engine's memory_breakdown() on rank 0, MiB: " + "; ".join(
-            f"stage {stage}: " + ", ".join(f"{k} {v / 2**20:.1f}" for k, v in b.items()) for stage, b in breakdown.items()))
+            f"stage {stage} offload {offload}: " + ", ".join(f"{k} {v / 2**20:.1f}" for k, v in b.items())
+            for (stage, offload), b in breakdown.items()))
         print()
+
+
+def largest_model(args, collrun, ranks, stage, offload, engine, work, first):
+    """(layers, parameters, fits) of the largest model under args.largest GiB per rank, from the
+    device peak of `first` (a run at args.layers) and of a run at twice the layers; None when a run
+    failed."""
+    second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers)
+    if first is None or second is None:
+        return None
+    low, high = first["device_peak_mib"], second["device_peak_mib"]
+    per_layer = (high - low) / args.layers
+    if per_layer <= 0:
+        return None
+    layers = int((args.largest * 1024 - (low - per_layer * args.layers)) // per_layer)
+    if layers < 1:
+        return 0, 0, False
+    parameters = first["parameters"] + (layers - args.layers) * (second["parameters"] - first["parameters"]) // \
+        args.layers
+    check = run_one(args, collrun, ranks, stage, engine, work, offload, layers=layers,
+                    memory_cap_gib=args.largest, quiet_failure=True)
+    return layers, parameters, check is not None
+
+
+def print_largest(ranks, largest, args):
+    print(f"## Largest model in {args.largest:g} GiB of device memory per rank, {ranks} ranks "
+          f"(width {args.width}, layers found from two measured runs, then run under the cap)\n")
+    print("| stage | offload | engine | layers | parameters | ran under the cap |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for (stage, offload, engine), found in largest.items():
+        if found is None:
+            print(f"| {stage} | {offload} | {engine} | failed | | |")
+        else:
+            layers, parameters, fits = found
+            print(f"| {stage} | {offload} | {engine} | {layers} | {parameters / 1e6:.1f} M | "
+                  f"{'yes' if fits else 'NO (out of memory)'} |")
+    print()
+
+
+def why_not(engine, ranks, args):
+    """Why an engine cannot run here, or None."""
+    if engine == "ds-nccl":
+        if args.device != "cuda":
+            return "NCCL needs --device cuda"
+        import torch
+
+        gpus = torch.cuda.device_count()
+        if ranks > gpus:
+            return f"cannot run: NCCL takes one rank per GPU ({ranks} ranks, {gpus} GPU(s))"
+    if engine == "ds-gloo" and args.device == "cuda":
+        return "not run on CUDA: Gloo has no reduce-scatter of CUDA tensors"
+    return None
 
 
 def driver(args):
@@ -370,7 +501,14 @@ def driver(args):
     if not collrun:
         print("collrun not found: pass --collrun or set COLLRUN", file=sys.stderr)
         return 1
-    engines = args.engines
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(f"--device cuda: torch {torch.__version__} sees no CUDA device here", file=sys.stderr)
+            return 1
+    engines = args.engines or DEFAULT_ENGINES[args.device]
+    offloads = args.offload or (["none", "optimizer", "both"] if args.device == "cuda" else ["none"])
     if any(e != "zero" for e in engines):
         try:
             import deepspeed  # noqa: F401
@@ -381,15 +519,28 @@ def driver(args):
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="coll-zero-vs-ds-") as work:
         for ranks in args.ranks:
-            results = {}
+            results, largest = {}, {}
             for stage in args.stages:
-                results[stage] = {}
-                for engine in engines:
-                    per_rank = run_one(args, collrun, ranks, stage, engine, work)
-                    results[stage][engine] = summarize(per_rank) if per_rank else None
-                    failed |= per_rank is None
-            print_table(ranks, results, engines)
-            everything[ranks] = results
+                for offload in offloads:
+                    if not offload_applies(stage, offload):
+                        continue
+                    row = results[(stage, offload)] = {}
+                    for engine in engines:
+                        reason = why_not(engine, ranks, args)
+                        if reason:
+                            row[engine] = reason
+                            continue
+                        per_rank = run_one(args, collrun, ranks, stage, engine, work, offload)
+                        row[engine] = summarize(per_rank) if per_rank else None
+                        failed |= per_rank is None
+                        if args.largest and args.device == "cuda":
+                            largest[(stage, offload, engine)] = largest_model(args, collrun, ranks, stage, offload,
+                                                                              engine, work, row[engine])
+            print_table(ranks, results, engines, args)
+            if largest:
+                print_largest(ranks, largest, args)
+            everything[ranks] = {f"stage {stage} offload {offload}": row for (stage, offload), row in results.items()}
+            everything[ranks]["largest"] = {f"stage {k[0]} offload {k[1]} {k[2]}": v for k, v in largest.items()}
     print(f"Total {time.perf_counter() - started:.0f} s; steps {args.steps} timed after {args.warmups} warm-ups, "
           f"micro-batch {args.micro_batch} per rank, torch threads 1 per rank.")
     if args.json:
@@ -404,7 +555,16 @@ def main():
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 3], help="rank counts (default 2 3)")
     parser.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3], choices=[0, 1, 2, 3],
                         help="ZeRO stages (default 1 2 3)")
-    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES, help="default: all three")
+    parser.add_argument("--engines", nargs="+", choices=ENGINES,
+                        help="default: zero ds-gloo ds-collective on the CPU, zero ds-collective ds-nccl on CUDA")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the model is (default cpu)")
+    parser.add_argument("--offload", nargs="+", choices=OFFLOADS,
+                        help="offload choices (default: none on the CPU, none optimizer both on CUDA)")
+    parser.add_argument("--bf16", action="store_true", help="train in bf16 with float32 master weights")
+    parser.add_argument("--ds-native-adam", action="store_true",
+                        help="DeepSpeed's own Adam (FusedAdam, DeepSpeedCPUAdam), compiled on first use")
+    parser.add_argument("--largest", type=float, default=0.0, metavar="GIB",
+                        help="(CUDA) also find the largest model that fits in GIB of device memory per rank")
     parser.add_argument("--steps", type=int, default=12, help="timed steps (default 12)")
     parser.add_argument("--warmups", type=int, default=3, help="untimed steps first (default 3)")
     parser.add_argument("--width", type=int, default=1024, help="hidden width (default 1024)")
@@ -417,6 +577,7 @@ def main():
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)      # worker mode
     parser.add_argument("--stage", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-cap-gib", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
         worker(args)
