@@ -148,4 +148,27 @@ CurrentDeviceScope::~CurrentDeviceScope() {
   if (set != nullptr) set(static_cast<CUcontext>(saved_));
 }
 
+std::string cudaDeviceBusId(int device) {
+  char busId[32] = {};
+  if (cudaDeviceGetPCIBusId(busId, sizeof busId, device) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: clear it so that the caller's next check sees its own
+    return "";
+  }
+  return busId;
+}
+
+bool cudaCanAccessPeerByBusId(int device, const std::string& busId) {
+  int peer = -1, can = 0;
+  if (cudaDeviceGetByPCIBusId(&peer, busId.c_str()) != cudaSuccess) {
+    cudaGetLastError();
+    return false;  // not visible here: nothing of it can be mapped
+  }
+  if (peer == device) return true;
+  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return can != 0;
+}
+
 }  // namespace coll

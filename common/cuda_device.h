@@ -59,4 +59,11 @@ bool isDeviceOnlyMemory(const void* pointer, int* device);
 // Whether this thread has a current CUDA context: without one no buffer is asked about at all.
 bool cudaContextIsCurrent();
 
+// The PCI bus id of CUDA device `device` as the runtime names it ("0000:3B:00.0"): how ranks of
+// one host tell their GPUs apart. "" when the runtime cannot say, or without CUDA support.
+std::string cudaDeviceBusId(int device);
+// Whether `device` may map the memory of the GPU whose PCI bus id is `busId`
+// (cudaDeviceCanAccessPeer). False when that GPU is not visible to this process, or without CUDA.
+bool cudaCanAccessPeerByBusId(int device, const std::string& busId);
+
 }  // namespace coll

@@ -28,4 +28,8 @@ bool isDeviceOnlyMemory(const void*, int*) { return false; }
 
 bool cudaContextIsCurrent() { return false; }
 
+std::string cudaDeviceBusId(int) { return ""; }
+
+bool cudaCanAccessPeerByBusId(int, const std::string&) { return false; }
+
 }  // namespace coll

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,7 +174,10 @@ class Communicator : public ConnectionSource {
   Engine& deviceEngineFor(collStream_t stream);
   // engineFor's answer for a CUDA stream: refused without a usable GPU, else deviceEngineFor.
   Engine& streamEngineFor(collStream_t stream);
-  void setupDevice(int device, const transport::Routes& routes);
+  // Tells the ranks' GPUs apart and which map each other's memory (comm_device_islands.cc); the
+  // slowest link among this rank's island's GPUs where the topology knows them and they are several.
+  std::optional<LinkCost> placeDeviceIslands(int device);
+  void setupDevice(int device, const transport::Routes& routes, const std::optional<LinkCost>& gpuLink);
   // The channels the device kernels use: one device domain's, with the others' ranks adopted.
   transport::DeviceChannels* joinDeviceChannels(const transport::Routes& routes);
   void teardownDevice() noexcept;

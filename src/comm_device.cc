@@ -49,13 +49,25 @@ Engine& Communicator::deviceEngineFor(collStream_t stream) {
                "the stream is on CUDA device %d, but this communicator's device is %d (the device current when "
                "it was made): pass a stream of device %d",
                device, recorded, recorded);
-  // Every rank chooses the device routes from the same table and peer descriptions, before any
-  // rank touches the store: a pair no device transport connects is refused on every rank alike,
-  // as a usage error that leaves the communicator usable for host memory.
+  // First the ranks learn whose GPUs share memory (the islands go into the peer descriptions);
+  // then every rank chooses the device routes from the same table and descriptions: a pair no
+  // device transport connects is refused on every rank alike, as a usage error that leaves the
+  // communicator usable for host memory.
+  std::optional<LinkCost> gpuLink;
+  try {
+    CurrentDeviceScope scope(device);
+    gpuLink = placeDeviceIslands(device);
+  } catch (const CollError& e) {
+    markFailed(e.code(), e.what());
+    throwError(e.code(),
+               "telling the ranks' GPUs apart at this rank's first call with a stream (every rank's first call "
+               "with a stream joins this, docs/cuda.md): %s",
+               e.what());
+  }
   const transport::Routes routes =
       transport::chooseRoutes(peers_, rank_, params_.transports, transport::MemoryKind::kDevice);
   try {
-    setupDevice(device, routes);
+    setupDevice(device, routes, gpuLink);
   } catch (const CollError& e) {
     // Peers may have joined the setup and wait for this rank: fail the communicator, so that
     // they learn it through every transport instead of at the timeout.
@@ -71,7 +83,7 @@ Engine& Communicator::deviceEngineFor(collStream_t stream) {
   return *deviceEngine_;
 }
 
-void Communicator::setupDevice(int device, const transport::Routes& routes) {
+void Communicator::setupDevice(int device, const transport::Routes& routes, const std::optional<LinkCost>& gpuLink) {
   CurrentDeviceScope scope(device);
   // All ranks create the same domains from the same routes, so the setup rounds line up.
   deviceSettings_ = transportSettings_;
@@ -90,6 +102,10 @@ void Communicator::setupDevice(int device, const transport::Routes& routes) {
     layout.networkLink = stagedLink(
         planContext_.networkLink, params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kNetwork));
     layout.networkLinkName = planContext_.networkLinkName;
+  }
+  if (gpuLink) {
+    layout.localLink = *gpuLink;
+    layout.localLinkOfGpus = true;
   }
   deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs, &layout);
   COLL_INFO(kInit, "comm %s rank %d: device memory on GPU %d (%s kernels; %zu group(s) of ranks sharing GPU memory%s)",

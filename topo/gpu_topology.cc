@@ -140,5 +140,19 @@ GpuTopology describeGpus(const std::vector<std::string>& busIds, const NvmlApi* 
   return t;
 }
 
+std::string gpuLinksText(const GpuTopology& gpus) {
+  const size_t n = gpus.busIds.size();
+  if (n < 2) return "";
+  std::string text = "GPU links (" + gpus.source + "):\n";
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = a + 1; b < n; ++b) {
+      const GpuLink& link = gpus.links[a][b];
+      text += "  GPU" + std::to_string(a) + " - GPU" + std::to_string(b) + ": " + gpuLinkKindName(link.kind);
+      if (link.kind != GpuLinkKind::kUnknown) text += link.peerAccess ? ", peer access" : ", no peer access (staged)";
+      text += "\n";
+    }
+  return text;
+}
+
 }  // namespace topo
 }  // namespace coll

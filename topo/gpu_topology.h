@@ -59,5 +59,9 @@ bool loadNvml(NvmlApi* api, std::string* why);
 // `why` saying why). A GPU NVML does not know leaves its links unknown.
 GpuTopology describeGpus(const std::vector<std::string>& busIds, const NvmlApi* api, const std::string& why = "");
 
+// For colltopo: one line per pair of different GPUs ("  GPU0 - GPU1: NVLink, peer access"),
+// under a title naming the source; "" for fewer than two GPUs.
+std::string gpuLinksText(const GpuTopology& gpus);
+
 }  // namespace topo
 }  // namespace coll

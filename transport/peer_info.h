@@ -24,7 +24,18 @@ struct PeerInfo {
   // process_vm_readv may copy straight out of this process (cross-memory attach).
   uint64_t memoryProbeAddress = 0;
   uint64_t memoryProbeValue = 0;
+  // Ranks of one host whose GPUs map each other's memory (device_reach.h), told apart at the
+  // communicator's first call with a stream; 0 until then, and for every rank where it never
+  // comes (host memory only): one island per host and kernel, as the device routes assume.
+  uint64_t deviceIsland = 0;
 };
+
+// Whether two ranks run on one host and one kernel: CUDA IPC handles open in processes of one
+// kernel (whatever their namespaces); ranks of other hosts (another namespace, or COLL_HOSTID)
+// stage device memory as if the host were another machine.
+inline bool onOneHostAndKernel(const PeerInfo& a, const PeerInfo& b) {
+  return a.kernelHash == b.kernelHash && a.hostHash == b.hostHash;
+}
 
 // Describes this process as rank `rank`. hostId (COLL_HOSTID) overrides the host identity; tests
 // use it to make ranks of one machine different hosts.

@@ -9,10 +9,12 @@ namespace coll {
 namespace transport {
 namespace {
 
-// Ranks that run in one place (host, machine and kernel alike) are interchangeable to every
-// entry's canConnect but for "is it the same rank": routes are decided once per pair of places.
+// Ranks that run in one place (host, machine, kernel and device island alike) are interchangeable
+// to every entry's canConnect but for "is it the same rank": routes are decided once per pair of
+// places.
 bool samePlace(const PeerInfo& a, const PeerInfo& b) {
-  return a.hostHash == b.hostHash && a.machineHash == b.machineHash && a.kernelHash == b.kernelHash;
+  return a.hostHash == b.hostHash && a.machineHash == b.machineHash && a.kernelHash == b.kernelHash &&
+         a.deviceIsland == b.deviceIsland;
 }
 
 const TransportEntry* best(const std::vector<const TransportEntry*>& enabled, const PeerInfo& a, const PeerInfo& b) {
@@ -67,9 +69,9 @@ Routes chooseRoutes(const std::vector<PeerInfo>& peers, int rank, const std::str
                "communicator init: no transport connects rank %d and rank %d (%s; COLL_TRANSPORTS=\"%s\"); this "
                "build has: %s",
                a, b,
-               a == b                          ? "the same rank"
-               : samePlace(peers[a], peers[b]) ? "same host"
-                                               : "different hosts",
+               a == b                                   ? "the same rank"
+               : peers[a].hostHash == peers[b].hostHash ? "same host"
+                                                        : "different hosts",
                spec.c_str(), transportNames().c_str());
   };
   // choice[p][q]: between two different ranks of places p and q; self[p]: a rank of p to itself.

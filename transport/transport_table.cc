@@ -22,11 +22,11 @@ bool sameRank(const PeerInfo& self, const PeerInfo& peer) { return self.rank == 
 bool sameHost(const PeerInfo& self, const PeerInfo& peer) { return self.hostHash == peer.hostHash; }
 // Sockets reach any rank: another host over its network, or this one over loopback.
 bool anyRank(const PeerInfo&, const PeerInfo&) { return true; }
-// CUDA IPC handles open in processes of one kernel (whatever their namespaces); ranks of other
-// hosts (another namespace, or COLL_HOSTID) stage device memory as if the host were another
-// machine, so that one machine can stand for several in tests, as it does for host memory.
-bool sameHostAndKernel(const PeerInfo& self, const PeerInfo& peer) {
-  return self.kernelHash == peer.kernelHash && self.hostHash == peer.hostHash;
+// Device memory maps directly between ranks of one host and kernel (onOneHostAndKernel, so that
+// one machine can stand for several in tests, as it does for host memory) whose GPUs reach each
+// other (one device island); the other pairs of a host stage through host memory.
+bool sameDeviceIsland(const PeerInfo& self, const PeerInfo& peer) {
+  return onOneHostAndKernel(self, peer) && self.deviceIsland == peer.deviceIsland;
 }
 // Verbs reaches any rank whose process found a device, like sockets; both ends must have one.
 bool bothHaveVerbs(const PeerInfo& self, const PeerInfo& peer) { return self.verbsDevice != 0 && peer.verbsDevice != 0; }
@@ -54,7 +54,7 @@ const std::vector<TransportEntry>& transportTable() {
       {/*name=*/"net", /*priority=*/10, MemoryKind::kHost, LinkKind::kNetwork, /*canConnect=*/anyRank,
        /*create=*/makeNetDomain, /*optional=*/true, /*optIn=*/false, /*readSettings=*/readNetSettings,
        /*shareSettings=*/shareNetSettings, /*describeLocal=*/nullptr, /*price=*/{"socket", 8.0, 2000.0}},
-      {/*name=*/"p2p", /*priority=*/100, MemoryKind::kDevice, LinkKind::kLocal, /*canConnect=*/sameHostAndKernel,
+      {/*name=*/"p2p", /*priority=*/100, MemoryKind::kDevice, LinkKind::kLocal, /*canConnect=*/sameDeviceIsland,
        /*create=*/makeP2pDomain, /*optional=*/true, /*optIn=*/false, /*readSettings=*/nullptr,
        /*shareSettings=*/nullptr, /*describeLocal=*/nullptr, /*price=*/{"p2p", 2.0, 100000.0}},
       // Device memory wherever P2P cannot reach: staged through pinned host memory by a proxy

@@ -35,6 +35,18 @@ LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs) {
   return slowest;
 }
 
+LinkCost slowestGpuLinkAmong(const topo::GpuTopology& gpus, const std::vector<std::string>& busIds,
+                             const LinkCosts& costs) {
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < gpus.busIds.size(); ++i)
+    if (std::find(busIds.begin(), busIds.end(), gpus.busIds[i]) != busIds.end()) chosen.push_back(i);
+  topo::GpuTopology subset;
+  subset.links.assign(chosen.size(), std::vector<topo::GpuLink>(chosen.size()));
+  for (size_t a = 0; a < chosen.size(); ++a)
+    for (size_t b = 0; b < chosen.size(); ++b) subset.links[a][b] = gpus.links[chosen[a]][chosen[b]];
+  return slowestGpuLink(subset, costs);
+}
+
 bool needsStaging(const topo::GpuTopology& gpus, int a, int b) {
   const topo::GpuLink& link = gpus.links.at(a).at(b);
   return link.kind != topo::GpuLinkKind::kSame && !link.peerAccess;

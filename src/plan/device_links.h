@@ -15,6 +15,10 @@ namespace coll {
 LinkCost gpuLinkCost(topo::GpuLinkKind kind, const LinkCosts& costs);
 // The slowest link between any two of the GPUs; the device-local row for one GPU or none.
 LinkCost slowestGpuLink(const topo::GpuTopology& gpus, const LinkCosts& costs);
+// The slowest link among the GPUs `busIds` names (those `gpus` knows); the device-local row for
+// fewer than two.
+LinkCost slowestGpuLinkAmong(const topo::GpuTopology& gpus, const std::vector<std::string>& busIds,
+                             const LinkCosts& costs);
 // Whether device memory between GPUs a and b must be staged: different GPUs without peer access.
 bool needsStaging(const topo::GpuTopology& gpus, int a, int b);
 

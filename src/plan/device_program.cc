@@ -251,6 +251,9 @@ PlanContext devicePlanContext(const DeviceCallContext& context, const device::Ch
     plan.localLink = context.layout.localLink;
     plan.networkLink = context.layout.networkLink;
     plan.networkLinkName = context.layout.networkLinkName;
+  } else if (context.layout.localLinkOfGpus) {
+    // One group on several GPUs: every hop crosses their links.
+    plan.localLink = context.layout.localLink;
   }
   return plan;
 }

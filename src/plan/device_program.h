@@ -34,6 +34,7 @@ struct DeviceLayout {
   bool staged = false;                  // some pair of ranks is staged through host memory
   std::vector<std::vector<int>> hosts;  // ascending groups in order of their lowest rank; empty: one
   LinkCost localLink{2.0, 100000.0};
+  bool localLinkOfGpus = false;  // localLink is the slowest link among the ranks' GPUs (device_links.h)
   LinkCost networkLink{16.0, 2000.0};
   std::string networkLinkName;  // the host network's name in COLL_LINK_COSTS
 };

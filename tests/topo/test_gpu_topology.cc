@@ -8,52 +8,14 @@
 #include <string>
 
 #include "src/plan/device_links.h"
+#include "tests/topo/fake_nvml.h"
 #include "topo/gpu_topology.h"
 
 namespace coll {
 namespace {
 
+using testing_nvml::fakeNvml;
 using topo::GpuLinkKind;
-
-// GPU i's handle is the address of kHandles[i]; GPUs 0-1 and 2-3 are NVLink pairs.
-int kHandles[4];
-int indexOf(void* d) { return static_cast<int>(static_cast<int*>(d) - kHandles); }
-bool samePair(void* a, void* b) { return indexOf(a) / 2 == indexOf(b) / 2; }
-
-int fakeInit() { return topo::nvml::kSuccess; }
-int fakeHandle(const char* busId, void** device) {
-  static const std::map<std::string, int> known = {
-      {"0000:18:00.0", 0}, {"0000:2a:00.0", 1}, {"0000:9a:00.0", 2}, {"0000:ab:00.0", 3}};
-  auto it = known.find(busId);
-  if (it == known.end()) return 13;  // NVML_ERROR_NOT_FOUND
-  *device = &kHandles[it->second];
-  return topo::nvml::kSuccess;
-}
-int fakeAncestor(void* a, void* b, int* level) {
-  *level = samePair(a, b) ? topo::nvml::kTopologyHostBridge : topo::nvml::kTopologySystem;
-  return topo::nvml::kSuccess;
-}
-int fakeP2p(void* a, void* b, int capability, int* status) {
-  const bool ok =
-      samePair(a, b) && (capability == topo::nvml::kP2pCapsRead || capability == topo::nvml::kP2pCapsNvlink);
-  *status = ok ? topo::nvml::kP2pStatusOk : 1;
-  return topo::nvml::kSuccess;
-}
-int fakeNvlink(void*, unsigned link, int* active) {
-  if (link >= 4) return 3;  // NVML_ERROR_NOT_SUPPORTED: links the GPU lacks
-  *active = link < 2 ? topo::nvml::kFeatureEnabled : 0;
-  return topo::nvml::kSuccess;
-}
-
-topo::NvmlApi fakeNvml() {
-  topo::NvmlApi api;
-  api.init = fakeInit;
-  api.handleByBusId = fakeHandle;
-  api.commonAncestor = fakeAncestor;
-  api.p2pStatus = fakeP2p;
-  api.nvlinkState = fakeNvlink;
-  return api;
-}
 
 TEST(GpuTopology, NvlinkPairsPcieBetweenThemAndPeerAccessOnlyWhereNvmlSaysSo) {
   const topo::NvmlApi api = fakeNvml();
@@ -70,6 +32,21 @@ TEST(GpuTopology, NvlinkPairsPcieBetweenThemAndPeerAccessOnlyWhereNvmlSaysSo) {
   EXPECT_FALSE(needsStaging(t, 0, 1));
   EXPECT_TRUE(needsStaging(t, 0, 3)) << "no peer access: device memory goes through host memory";
   EXPECT_STREQ(topo::gpuLinkKindName(t.links[0][2].kind), "across sockets");
+}
+
+// What colltopo prints of them: every pair once, its kind and whether it is staged.
+TEST(GpuTopology, LinksTextNamesEveryPairOnce) {
+  const topo::NvmlApi api = fakeNvml();
+  const std::string text =
+      topo::gpuLinksText(topo::describeGpus({"0000:18:00.0", "0000:2a:00.0", "0000:9a:00.0"}, &api));
+  EXPECT_EQ(text,
+            "GPU links (NVML):\n"
+            "  GPU0 - GPU1: NVLink, peer access\n"
+            "  GPU0 - GPU2: across sockets, no peer access (staged)\n"
+            "  GPU1 - GPU2: across sockets, no peer access (staged)\n");
+  EXPECT_EQ(topo::gpuLinksText(topo::describeGpus({"0000:18:00.0", "0000:2a:00.0"}, nullptr, "NVML not loaded")),
+            "GPU links (NVML not loaded):\n  GPU0 - GPU1: unknown\n");
+  EXPECT_EQ(topo::gpuLinksText(topo::describeGpus({"0000:18:00.0"}, &api)), "");
 }
 
 TEST(GpuTopology, UnknownGpusAndNoNvmlLeaveLinksUnknown) {

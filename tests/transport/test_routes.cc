@@ -8,22 +8,12 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/transport/described_ranks.h"
 #include "transport/routes.h"
 
 namespace coll {
 namespace transport {
 namespace {
-
-// Ranks on hosts named by hostOf[rank] (one machine and kernel per host, as namespaces are).
-std::vector<PeerInfo> ranksOn(const std::vector<int>& hostOf) {
-  std::vector<PeerInfo> peers(hostOf.size());
-  for (size_t r = 0; r < hostOf.size(); ++r) {
-    peers[r].rank = static_cast<int>(r);
-    peers[r].hostHash = peers[r].machineHash = peers[r].kernelHash = 1000 + hostOf[r];
-    peers[r].pid = 100 + static_cast<int>(r);
-  }
-  return peers;
-}
 
 std::string routeName(const Routes& routes, int peer) { return routes.toRank[peer]->name; }
 
