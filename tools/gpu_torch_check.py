@@ -21,6 +21,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -375,6 +376,46 @@ def run_zero_engine(torch, dist, checks, rank, world):
                       f"max difference {worst:.2e}")
 
 
+def run_zero_checkpoints(torch, dist, checks, rank, world, directory):
+    """A checkpoint saved by a stage-3 engine on CUDA (parameters offloaded) loads into a stage-1
+    engine on the CPU with the same values, and one the CPU engine saves after a step loads back
+    into the CUDA engine: checkpoints hold float32 on the CPU whatever the model's device."""
+    from torch_collective import zero
+
+    def model(device):
+        torch.manual_seed(99)
+        return torch.nn.Sequential(torch.nn.Linear(12, 24), torch.nn.Tanh(), torch.nn.Linear(24, 3)).to(device)
+
+    def engine(device, stage, extra):
+        config = {"train_micro_batch_size_per_gpu": 4, "optimizer": {"type": "AdamW", "params": {"lr": 1e-2}},
+                  "zero_optimization": dict({"stage": stage, "stage3_param_persistence_threshold": 0}, **extra)}
+        return zero.initialize(model=model(device), config=config)[0]
+
+    def train(engine, device, steps):
+        generator = torch.Generator().manual_seed(7 + engine.global_steps)
+        for _ in range(steps):
+            x, y = torch.randn(4, 12, generator=generator), torch.randn(4, 3, generator=generator)
+            engine.backward(torch.nn.functional.mse_loss(engine(x.to(device)), y.to(device)))
+            engine.step()
+
+    def same(a, b):
+        return all(torch.equal(a[name].cpu(), b[name].cpu()) for name in a)
+
+    cuda = torch.device("cuda", 0)
+    on_gpu = engine(cuda, 3, {"offload_param": {"device": "cpu"}})
+    train(on_gpu, cuda, 2)
+    on_gpu.save_checkpoint(directory, tag="gpu")
+    on_cpu = engine("cpu", 1, {})
+    on_cpu.load_checkpoint(directory, tag="gpu")
+    checks.report("ZeRO checkpoint: CUDA stage 3 (parameter offload) -> CPU stage 1",
+                  same(on_gpu.full_parameters(), on_cpu.full_parameters()), "parameters equal after loading")
+    train(on_cpu, "cpu", 1)
+    on_cpu.save_checkpoint(directory, tag="cpu")
+    on_gpu.load_checkpoint(directory, tag="cpu")
+    checks.report("ZeRO checkpoint: CPU stage 1 -> CUDA stage 3",
+                  same(on_gpu.full_parameters(), on_cpu.full_parameters()), "parameters equal after loading")
+
+
 def rank_main(rank, world, port, timeout):
     faulthandler.enable()  # a crash in native code still names the Python line it came from
     faulthandler.dump_traceback_later(max(timeout - 15, 5), exit=False)
@@ -394,6 +435,8 @@ def rank_main(rank, world, port, timeout):
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
                  lambda: run_zero_functions(torch, dist, checks, rank, world),
                  lambda: run_zero_engine(torch, dist, checks, rank, world),
+                 lambda: run_zero_checkpoints(torch, dist, checks, rank, world,
+                                              os.path.join(tempfile.gettempdir(), f"coll-gpu-checkpoint-{port}")),
                  lambda: run_ddp(torch, dist, checks, rank, world)):
         try:
             part()
