@@ -281,6 +281,49 @@ def run_ddp(torch, dist, checks, rank, world):
     checks.report(f"DDP {steps} steps on CUDA = full-batch training", worst <= 1e-5, f"max difference {worst:.2e}")
 
 
+def run_fsdp2(torch, dist, checks, rank, world):
+    """FSDP2 (fully_shard, torch 2.6 and later) on CUDA over the collective backend: each layer
+    sharded over all ranks, Adam on each rank's slice of the batch, against full-batch training
+    in one process; the full parameters gathered from the shards at the end."""
+    try:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+    except ImportError as error:
+        checks.report("FSDP2 on CUDA", True, f"not run: this torch has no fully_shard ({error})")
+        return
+    cuda = torch.device("cuda", 0)
+    steps, per_rank = 4, 8
+
+    def model():
+        torch.manual_seed(2468)
+        return torch.nn.Sequential(torch.nn.Linear(16, 33), torch.nn.Tanh(), torch.nn.Linear(33, 4)).to(cuda)
+
+    generator = torch.Generator().manual_seed(13)
+    batches = [(torch.randn(world * per_rank, 16, generator=generator),
+                torch.randn(world * per_rank, 4, generator=generator)) for _ in range(steps)]
+    reference = model()
+    optimizer = torch.optim.Adam(reference.parameters(), lr=1e-2)
+    for x, y in batches:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(reference(x.to(cuda)), y.to(cuda)).backward()
+        optimizer.step()
+
+    mesh = init_device_mesh(cuda.type, (world,))
+    sharded = model()
+    for index in (0, 2):
+        fully_shard(sharded[index], mesh=mesh)
+    fully_shard(sharded, mesh=mesh)
+    optimizer = torch.optim.Adam(sharded.parameters(), lr=1e-2)
+    shard = slice(rank * per_rank, (rank + 1) * per_rank)
+    for x, y in batches:
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(sharded(x[shard].to(cuda)), y[shard].to(cuda)).backward()
+        optimizer.step()
+    gathered = [p.full_tensor() for p in sharded.parameters()]
+    worst = max(float((p - q).abs().max()) for p, q in zip(gathered, reference.parameters()))
+    checks.report(f"FSDP2 {steps} steps on CUDA = full-batch training", worst <= 1e-5, f"max difference {worst:.2e}")
+
+
 def run_zero_functions(torch, dist, checks, rank, world):
     """torch_collective._C's ZeRO functions on CUDA tensors against the same calls on CPU tensors:
     the reduce-scatter of gradients (sum exactly, average within a rounding), the all-gather of
@@ -437,7 +480,8 @@ def rank_main(rank, world, port, timeout):
                  lambda: run_zero_engine(torch, dist, checks, rank, world),
                  lambda: run_zero_checkpoints(torch, dist, checks, rank, world,
                                               os.path.join(tempfile.gettempdir(), f"coll-gpu-checkpoint-{port}")),
-                 lambda: run_ddp(torch, dist, checks, rank, world)):
+                 lambda: run_ddp(torch, dist, checks, rank, world),
+                 lambda: run_fsdp2(torch, dist, checks, rank, world)):
         try:
             part()
         except Exception as error:  # report and stop: the peers would wait for a call never made
