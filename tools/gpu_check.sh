@@ -512,8 +512,8 @@ else
 fi
 
 # 8. The PyTorch backend on CUDA tensors: the extension built against this python3's torch and
-# the installed libcollective (tools/gpu_torch_build.sh), then every operation, DDP, FSDP2 and ZeRO on 2 ranks
-# sharing GPU 0 (tools/gpu_torch_check.py).
+# the installed libcollective (tools/gpu_torch_build.sh), then every operation, DDP, FSDP2 and
+# ZeRO on 2 ranks sharing GPU 0 (tools/gpu_torch_check.py).
 torch_prefix=${GPU_TORCH_PREFIX:-.gpu/install}
 torch_row="torch 2.x backend on CUDA tensors"
 if ! chosen torch; then
@@ -542,9 +542,9 @@ else
   fi
 fi
 
-# 8b. The same PyTorch checks (DDP and FSDP2 on CUDA tensors against full-batch training among them) with
-# every byte of device memory staged over sockets between the two rank processes, as between two
-# hosts. Full mode only: the build of step 8 is reused.
+# 8b. The same PyTorch checks (DDP and FSDP2 on CUDA tensors against full-batch training among
+# them) with every byte of device memory staged over sockets between the two rank processes, as
+# between two hosts. Full mode only: the build of step 8 is reused.
 staged_torch_row="torch backend on CUDA tensors, staged over sockets"
 if ! chosen torch || ! chosen staged; then
   not_chosen "$staged_torch_row"
