@@ -294,6 +294,9 @@ else
   else
     row "staged: compute-sanitizer memcheck" SKIPPED "no GPU, or compute-sanitizer not found"
   fi
+  # A CUDA graph of staged calls replayed between eager ones (the proxy hears of each from the
+  # stream, in the kernels' order), 2 and 3 thread ranks with every peer staged over sockets.
+  api_row "staged: graph capture and replay" "$LOG_DIR/staged_graph.log" COLL_TRANSPORTS=^shm,p2p GPU_API_ONLY=graph
   step 120 "$LOG_DIR/staged_hosts.log" "$bin/gpu_staged" --ranks 4 --hosts 2 "${quick_flag[@]}"
   staged_rows $? "$LOG_DIR/staged_hosts.log" "two levels: P2P in 2 COLL_HOSTID hosts, staged between"
   emulator=$BUILD_DIR/tests/verbs_emulator/libcoll_verbs_emulator.so

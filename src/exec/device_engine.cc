@@ -10,6 +10,30 @@
 
 namespace coll {
 
+// What a host node hands over: a copy of the call's steps, which the shape points into.
+struct DeviceEngine::HandOver {
+  transport::DeviceChannels* channels = nullptr;
+  std::vector<device::DeviceStep> steps;
+  transport::CallShape shape;
+  bool once = false;  // an eager call's: freed by its host node
+};
+
+namespace {
+
+// Runs on CUDA's host-callback thread: no CUDA call, no throw. A host side that failed has
+// already asked the kernels to stop (the status word), which is how the call ends.
+void CUDART_CB handOverFromStream(void* data) {
+  auto* handOver = static_cast<DeviceEngine::HandOver*>(data);
+  try {
+    handOver->channels->beginCall(handOver->shape);
+  } catch (const std::exception& e) {
+    COLL_WARN(kColl, "a device call's hand-over from its stream: %s", e.what());
+  }
+  if (handOver->once) delete handOver;
+}
+
+}  // namespace
+
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
                            int timeoutMs, const DeviceLayout* layout)
     : channels_(channels), rank_(rank), launcher_(channels, timeoutMs) {
@@ -44,11 +68,9 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   COLL_CUDACHECK(cudaStreamIsCapturing(s, &capture));
   const bool capturing = capture == cudaStreamCaptureStatusActive;
-  // The proxy learns of a call when it is enqueued, not when a graph replays it.
-  if (capturing && context_.staged)
-    throwError(collInvalidUsage,
-               "a device call whose peers are staged through host memory (ranks on other hosts) cannot be captured "
-               "in a CUDA graph yet: call it outside the capture");
+  // Staged peers' proxy learns of an eager call when it is enqueued; a captured one must reach it
+  // at every replay, from the stream, and from then on every call does so, in stream order.
+  if (capturing && context_.staged) handOverInStreamOrder_ = true;
   // Launches that ended hold no stream wait any more: keep the list abort releases short.
   if (!capturing && order_.anyLaunch() && cudaEventQuery(lastLaunch_) == cudaSuccess) launcher_.forgetPendingWaits();
   const LaunchOrder::Before before = order_.before(stream, capturing);
@@ -66,14 +88,37 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
     view.geometry = program.geometry;
     view.avgDivisor = program.avgDivisor;
     // Staged channels plan the call's slices before its kernels can post the first one.
-    channels_.beginCall(transport::CallShape{program.steps.data(), static_cast<uint32_t>(program.steps.size()),
-                                             static_cast<uint32_t>(program.elemSize), program.geometry, tag,
-                                             &describeCallTag});
+    if (context_.staged && handOverInStreamOrder_) {
+      handOverOnStream(program, tag, s, capturing);
+    } else {
+      channels_.beginCall(transport::CallShape{program.steps.data(), static_cast<uint32_t>(program.steps.size()),
+                                               static_cast<uint32_t>(program.elemSize), program.geometry, tag,
+                                               &describeCallTag});
+    }
     launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
   }
   COLL_CUDACHECK(
       cudaEventRecordWithFlags(lastLaunch_, s, before.external ? cudaEventRecordExternal : cudaEventRecordDefault));
   order_.recorded(stream, capturing);
+}
+
+void DeviceEngine::handOverOnStream(const DeviceProgram& program, uint64_t tag, cudaStream_t stream, bool captured) {
+  auto handOver = std::make_unique<HandOver>();
+  handOver->channels = &channels_;
+  handOver->steps = program.steps;
+  handOver->shape = transport::CallShape{handOver->steps.data(),
+                                         static_cast<uint32_t>(handOver->steps.size()),
+                                         static_cast<uint32_t>(program.elemSize),
+                                         program.geometry,
+                                         tag,
+                                         &describeCallTag};
+  handOver->once = !captured;
+  COLL_CUDACHECK(cudaLaunchHostFunc(stream, handOverFromStream, handOver.get()));
+  if (captured) {
+    captured_.push_back(std::move(handOver));
+  } else {
+    handOver.release();  // the host node frees it
+  }
 }
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "src/exec/device_launcher.h"
 #include "src/exec/engine.h"
@@ -38,7 +39,8 @@ class DeviceEngine : public Engine {
   void abort() override;
   // Waits for the last launch (eager, or a graph replay recorded since) to end, and for staged
   // slices to leave; after an abort, keeps releasing stream waits meanwhile. Throws collTimeout
-  // at the deadline.
+  // at the deadline. A graph that holds calls of this engine must not be replayed after it is
+  // destroyed (the graph's host nodes point into it), as with any communicator.
   void drain(Deadline deadline) override;
 
   // Enqueues a program planned elsewhere (the GPU tests plan with their own protocol choices).
@@ -47,8 +49,14 @@ class DeviceEngine : public Engine {
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
                collStream_t stream, uint64_t tag = 0);
 
+  // What a host node hands over (device_engine.cc).
+  struct HandOver;
+
  private:
   void releaseStreamWaits();
+  // Hands a call's plan to the channels' host side (staged peers) from the stream itself, as a
+  // host node; `captured`: kept for the engine's lifetime, since a graph may replay it any time.
+  void handOverOnStream(const DeviceProgram& program, uint64_t tag, cudaStream_t stream, bool captured);
 
   transport::DeviceChannels& channels_;
   int rank_;
@@ -59,6 +67,11 @@ class DeviceEngine : public Engine {
   std::mutex sideMutex_;
   cudaStream_t side_ = nullptr;  // created by the first abort, for releasing stream waits
   std::atomic<bool> aborted_{false};
+  // Once a staged call was captured, every staged call reaches the host side through the stream
+  // (handOverOnStream): replays hand theirs over when the stream reaches them, and the proxy must
+  // see the calls in the kernels' order.
+  bool handOverInStreamOrder_ = false;
+  std::vector<std::unique_ptr<HandOver>> captured_;  // the host nodes' data, for every replay
 };
 
 }  // namespace coll

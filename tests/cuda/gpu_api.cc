@@ -217,6 +217,13 @@ int main() {
     _exit(124);
   }).detach();
   bool passed = true;
+  // GPU_API_ONLY=graph: the graph capture and replay checks alone (tools/gpu_check.sh runs them
+  // with every peer staged, COLL_TRANSPORTS=^shm,p2p).
+  const char* only = getenv("GPU_API_ONLY");
+  if (only != nullptr && std::string(only) == "graph") {
+    for (int n : {2, 3}) passed = gpuapi::checkGraphReplay(n) && passed;
+    return passed ? 0 : 1;
+  }
   const std::string context = hostCommunicatorMakesNoContext();
   printf("RESULT gpu_api host-only init makes no context: %s%s%s\n", context.empty() ? "PASS" : "FAIL",
          context.empty() ? "" : ": ", context.c_str());
