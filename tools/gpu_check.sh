@@ -568,12 +568,14 @@ fi
 # engine, DeepSpeed's on our backend and on NCCL (where every rank has a GPU of its own), 2 ranks
 # sharing GPU 0, the same model, data and config: losses, step time, device memory per rank.
 # DeepSpeed comes from wheels made by tools/gpu_wheels.sh (GPU_WHEELS, default .whl, carried).
-# --quick: stages 1-3 without offload; the full run adds both offloads, bf16 and the largest model
-# in 4 GiB per rank.
+# Not in --quick (each run starts DeepSpeed anew): with GPU_CHECK_STEPS=torch,zerods a call of its
+# own, stages 1-3 with and without both offloads, bf16, and the largest model in 4 GiB per rank.
 zero_ds_row="ZeRO on CUDA beside DeepSpeed"
 wheels=${GPU_WHEELS:-.whl}
 if ! chosen zerods; then
   not_chosen "$zero_ds_row"
+elif [[ $quick == 1 ]]; then
+  row "$zero_ds_row" SKIPPED "not in --quick (GPU_CHECK_STEPS=torch,zerods runs it)"
 elif ! grep -q '^PYTHONPATH=' "$LOG_DIR/torch_build.log" 2>/dev/null; then
   row "$zero_ds_row" SKIPPED "the backend was not built in step 8"
 elif ! ls "$wheels"/deepspeed-*.whl >/dev/null 2>&1; then
@@ -591,17 +593,12 @@ else
       python3 benchmarks/compare/zero_vs_deepspeed.py --device cuda --collrun "$BUILD_DIR/tools/collrun/collrun" \
       --ranks 2 --timeout 120 "$@"
   }
-  if [[ $quick == 1 ]]; then
-    zero_ds "$LOG_DIR/zero_ds.log" 150 --stages 1 2 3 --offload none --steps 6 --warmups 2
-    status=$?
-  else
-    zero_ds "$LOG_DIR/zero_ds.log" 240 --stages 1 2 3 --offload none optimizer both --steps 10 --warmups 3 \
-      --largest 4
-    status=$?
-    zero_ds "$LOG_DIR/zero_ds_bf16.log" 150 --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3
-    bf16_status=$?
-    [[ $status == 0 ]] && status=$bf16_status
-  fi
+  zero_ds "$LOG_DIR/zero_ds.log" 360 --stages 1 2 3 --offload none optimizer both --steps 10 --warmups 3 \
+    --largest 4
+  status=$?
+  zero_ds "$LOG_DIR/zero_ds_bf16.log" 120 --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3
+  bf16_status=$?
+  [[ $status == 0 ]] && status=$bf16_status
   failed_runs=$(cat "$LOG_DIR"/zero_ds*.log 2>/dev/null | grep -c ': FAILED in')
   if [[ $status == 0 ]]; then
     row "$zero_ds_row" PASS "tables in $LOG_DIR/zero_ds*.log"
