@@ -178,6 +178,9 @@ class Communicator : public ConnectionSource {
   // slowest link among this rank's island's GPUs where the topology knows them and they are several.
   std::optional<LinkCost> placeDeviceIslands(int device);
   void setupDevice(int device, const transport::Routes& routes, const std::optional<LinkCost>& gpuLink);
+  // Every rank's `mine` (all of one size), through the host engine's all-gather: the device
+  // engine's exchange of call buffers between rank processes (comm_device.cc).
+  std::vector<std::vector<uint8_t>> gatherOnHost(const std::vector<uint8_t>& mine);
   // The channels the device kernels use: one device domain's, with the others' ranks adopted.
   transport::DeviceChannels* joinDeviceChannels(const transport::Routes& routes);
   void teardownDevice() noexcept;

@@ -107,10 +107,27 @@ void Communicator::setupDevice(int device, const transport::Routes& routes, cons
     layout.localLink = *gpuLink;
     layout.localLinkOfGpus = true;
   }
-  deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs, &layout);
+  deviceEngine_ = makeDeviceEngine(*channels, rank_, nranks_, params_, options_.timeoutMs, &layout,
+                                   [this](const std::vector<uint8_t>& mine) { return gatherOnHost(mine); });
   COLL_INFO(kInit, "comm %s rank %d: device memory on GPU %d (%s kernels; %zu group(s) of ranks sharing GPU memory%s)",
             options_.name.c_str(), rank_, device, channels->kernelsConcurrent() ? "concurrent" : "serialized",
             layout.staged ? layout.hosts.size() : size_t(1), layout.staged ? ", staged between them" : "");
+}
+
+std::vector<std::vector<uint8_t>> Communicator::gatherOnHost(const std::vector<uint8_t>& mine) {
+  std::vector<uint8_t> all(mine.size() * size_t(nranks_));
+  CollCall call;
+  call.type = CollType::kAllGather;
+  call.sendbuff = mine.data();
+  call.recvbuff = all.data();
+  call.count = mine.size();
+  call.datatype = collUint8;
+  call.elemSize = 1;
+  hostEngine_->run(call, nullptr);
+  std::vector<std::vector<uint8_t>> each(nranks_);
+  for (int r = 0; r < nranks_; ++r)
+    each[r].assign(all.begin() + ptrdiff_t(r * mine.size()), all.begin() + ptrdiff_t((r + 1) * mine.size()));
+  return each;
 }
 
 transport::DeviceChannels* Communicator::joinDeviceChannels(const transport::Routes& routes) {

@@ -472,6 +472,10 @@ elif [[ $have_gpu == 1 && -n $mps_control && -x $bin/gpu_bench ]]; then
     result=$(grep -c '^RESULT gpu_collectives.*PASS' "$LOG_DIR/mps_collectives.log")
     row "MPS: collectives processes n=2,4" "$([[ $status == 0 && $result == 2 ]] && echo PASS || echo FAIL)" \
       "$(grep '^RESULT' "$LOG_DIR/mps_collectives.log" | sed 's/RESULT gpu_collectives //' | tr '\n' ';')"
+    # The direct all-reduce forced on the same processes: each call maps the peers' buffers first.
+    step 90 "$LOG_DIR/mps_direct.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_collectives" --ranks 2,4 \
+      --modes processes --filter AllReduce --algo allreduce:cma
+    results_row "MPS: direct all-reduce (cma) processes n=2,4" $? "$LOG_DIR/mps_direct.log" gpu_collectives
     step 60 "$LOG_DIR/bench_mps.log" "$bin/gpu_bench" --ranks 4 \
       --bytes "$BENCH_BYTES" --modes processes
     bench_rows "$LOG_DIR/bench_mps.log" "MPS: " processes_n4

@@ -4,6 +4,7 @@
 // and receive connections are to the host executor. CUDA-free: only pointers cross here.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,19 @@ class DeviceChannels {
   virtual bool adoptPeers(const DeviceChannels& other, const std::vector<int>& ranks) {
     (void)other, (void)ranks;
     return false;
+  }
+
+  // Whether mapCallBuffers serves these channels: rank processes on one GPU whose kernels run
+  // together (MPS), which then may use each other's call buffers as threads do.
+  virtual bool mapsCallBuffers() const { return false; }
+  // Every rank's call descriptions, exchanged among the ranks through host memory (an all-gather).
+  using ExchangeRecords = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>& mine)>;
+  // Every rank's buffers of a call of `bytes` bytes as mapped in this process (sends[r],
+  // recvs[r]), after `exchange` gave every rank's description; `quiesce` waits until no launched
+  // kernel can still use a mapping about to be closed. Only where mapsCallBuffers().
+  virtual void mapCallBuffers(const void* send, void* recv, uint64_t bytes, const ExchangeRecords& exchange,
+                              const std::function<void()>& quiesce, const char** sends, char** recvs) {
+    (void)send, (void)recv, (void)bytes, (void)exchange, (void)quiesce, (void)sends, (void)recvs;
   }
 };
 

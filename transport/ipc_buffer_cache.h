@@ -74,7 +74,13 @@ class IpcImportCache {
   // Where `peer`'s allocation `key` is mapped here: the cached mapping when its key is equal,
   // else a new one from `handle` (after closing any stale mapping of that peer at that base).
   void* mappingFor(int peer, const AllocationKey& key, const IpcHandleBytes& handle);
+  // Whether mappingFor(peer, key, ...) would reuse a mapping (open nothing, close nothing).
+  bool holds(int peer, const AllocationKey& key) const {
+    auto found = byPeerBase_.find({peer, key.base});
+    return found != byPeerBase_.end() && found->second->key == key;
+  }
   size_t size() const { return entries_.size(); }
+  size_t capacity() const { return capacity_; }
   uint64_t opened() const { return opened_; }
   uint64_t closed() const { return closed_; }
 

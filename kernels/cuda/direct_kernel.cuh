@@ -1,9 +1,10 @@
 // The direct all-reduce, for ranks that are threads of one process (one address space, kernels
-// running together): no slots and no pipeline. Every rank publishes its call's buffers, then each
-// block of rank r reduces its share of chunk r straight from every rank's input and writes the
-// result straight into every rank's output (reduce_copy.cuh with n sources and n destinations).
-// Every byte is read once and written once, the least traffic an all-reduce can make through one
-// GPU's memory, where the ring moves each byte through a slot on top (docs/performance.md).
+// running together), or rank processes on one GPU under MPS whose buffers the host mapped into
+// each process before the launch (params.mapped): no slots and no pipeline. Every rank publishes its call's buffers,
+// then each block of rank r reduces its share of chunk r straight from every rank's input and writes the result
+// straight into every rank's output (reduce_copy.cuh with n sources and n destinations). Every byte is read once and
+// written once, the least traffic an all-reduce can make through one GPU's memory, where the ring moves each byte
+// through a slot on top (docs/performance.md).
 //
 // Synchronization, all through the direct lines (channel_layout.h), each polled in the poller's
 // own memory:
@@ -89,8 +90,10 @@ __global__ void __launch_bounds__(kKernelThreads) directAllReduceKernel(const __
     DirectLine* line = directLineIn(params.peers[threadIdx.x].recv);
     if (waitForEpoch(&line->published, e, bound, threadIdx.x)) {
       __threadfence_system();  // pairs with the publisher's: its buffers' addresses after the epoch
-      sends[threadIdx.x] = reinterpret_cast<const char*>(loadVolatile64(&line->send));
-      recvs[threadIdx.x] = reinterpret_cast<char*>(loadVolatile64(&line->recv));
+      sends[threadIdx.x] =
+          params.mapped ? params.mappedSends[threadIdx.x] : reinterpret_cast<const char*>(loadVolatile64(&line->send));
+      recvs[threadIdx.x] =
+          params.mapped ? params.mappedRecvs[threadIdx.x] : reinterpret_cast<char*>(loadVolatile64(&line->recv));
     } else {
       failed = 1;
     }

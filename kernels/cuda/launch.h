@@ -41,6 +41,12 @@ struct DirectParams {
   uint32_t nranks = 1;  // at most kMaxDevicePeers
   int avgDivisor = 0;
   uint64_t timeoutNs = 0;
+  // Rank processes (MPS): every rank's buffers as mapped in this process, which the host
+  // exchanged before the launch; the addresses the ranks publish are then not read (they are
+  // each process's own).
+  uint32_t mapped = 0;
+  const char* mappedSends[kMaxDevicePeers] = {};
+  char* mappedRecvs[kMaxDevicePeers] = {};
 };
 
 // Launches the direct all-reduce kernel of (type, op) with kDirectBlocks blocks; returns the

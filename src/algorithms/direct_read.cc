@@ -248,8 +248,8 @@ bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why)
   if (why != nullptr && ctx.deviceMemory) {
     // The device path takes cma before planning where it can (src/plan/device_program.cc).
     *why =
-        "cma on device memory runs an all-reduce of ranks that are threads of one process on one GPU, whose "
-        "kernels run together (the direct kernel, docs/cuda.md), at most 8 ranks";
+        "cma on device memory runs an all-reduce of ranks on one GPU whose kernels run together (threads of "
+        "one process, or processes under MPS), at most 8 ranks (the direct kernel, docs/cuda.md)";
     return false;
   }
   if (why != nullptr)

@@ -35,8 +35,9 @@ void CUDART_CB handOverFromStream(void* data) {
 }  // namespace
 
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
-                           int timeoutMs, const DeviceLayout* layout)
-    : channels_(channels), rank_(rank), launcher_(channels, timeoutMs) {
+                           int timeoutMs, const DeviceLayout* layout,
+                           transport::DeviceChannels::ExchangeRecords exchangeRecords)
+    : channels_(channels), rank_(rank), launcher_(channels, timeoutMs), exchangeRecords_(std::move(exchangeRecords)) {
   if (layout != nullptr) {
     context_.layout = *layout;
     context_.staged = layout->staged;
@@ -48,6 +49,7 @@ DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nr
   context_.overrides = params.algoOverride;
   context_.overridesWhereRunnable = params.algoOverrideWhereRunnable;
   context_.sharedAddressSpace = channels.sharedAddressSpace();
+  context_.callBuffersMapped = channels.mapsCallBuffers();
   // No timing: the event only orders launches, and timing events cost more to record.
   COLL_CUDACHECK(cudaEventCreateWithFlags(&lastLaunch_, cudaEventDisableTiming));
 }
@@ -76,7 +78,17 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   const LaunchOrder::Before before = order_.before(stream, capturing);
   if (before.wait)
     COLL_CUDACHECK(cudaStreamWaitEvent(s, lastLaunch_, before.external ? cudaEventWaitExternal : cudaEventWaitDefault));
-  if (program.direct) {
+  if (program.direct && !context_.sharedAddressSpace) {
+    // Rank processes: every rank's buffers mapped here first, from descriptions all ranks exchange.
+    const char* sends[device::kMaxDevicePeers] = {};
+    char* recvs[device::kMaxDevicePeers] = {};
+    if (!exchangeRecords_) throwError(collInternalError, "rank %d: no way to exchange call buffers", rank_);
+    channels_.mapCallBuffers(
+        sendbuff, recvbuff, program.count * program.elemSize, exchangeRecords_,
+        [this] { COLL_CUDACHECK(cudaEventSynchronize(lastLaunch_)); }, sends, recvs);
+    launcher_.enqueueDirect(rank_, context_.nranks, program.count, program.avgDivisor, type, op, sendbuff, recvbuff, s,
+                            sends, recvs);
+  } else if (program.direct) {
     launcher_.enqueueDirect(rank_, context_.nranks, program.count, program.avgDivisor, type, op, sendbuff, recvbuff, s);
   } else {
     DeviceProgramView view;
@@ -172,8 +184,9 @@ void DeviceEngine::drain(Deadline deadline) {
 }
 
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
-                                         const Params& params, int timeoutMs, const DeviceLayout* layout) {
-  return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs, layout);
+                                         const Params& params, int timeoutMs, const DeviceLayout* layout,
+                                         RecordExchange exchangeRecords) {
+  return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs, layout, std::move(exchangeRecords));
 }
 
 }  // namespace coll

@@ -28,8 +28,11 @@ class DeviceEngine : public Engine {
   // params: COLL_ALGO and COLL_PROTO; timeoutMs bounds every wait of a kernel; layout (may be
   // null) groups the ranks for two-level plans and says that some peers are staged. Creates the
   // ordering event on the channels' device (which must be current).
+  // exchangeRecords: an all-gather among the ranks through host memory, for rank processes whose
+  // call buffers the channels map (the direct all-reduce under MPS).
   DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params, int timeoutMs,
-               const DeviceLayout* layout = nullptr);
+               const DeviceLayout* layout = nullptr,
+               transport::DeviceChannels::ExchangeRecords exchangeRecords = nullptr);
   ~DeviceEngine() override;
   const char* name() const override { return "device"; }
   void run(const CollCall& call, collStream_t stream) override;
@@ -71,6 +74,7 @@ class DeviceEngine : public Engine {
   // (handOverOnStream): replays hand theirs over when the stream reaches them, and the proxy must
   // see the calls in the kernels' order.
   bool handOverInStreamOrder_ = false;
+  transport::DeviceChannels::ExchangeRecords exchangeRecords_;
   std::vector<std::unique_ptr<HandOver>> captured_;  // the host nodes' data, for every replay
 };
 

@@ -5,8 +5,8 @@
 
 namespace coll {
 
-std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels&, int, int, const Params&, int,
-                                         const DeviceLayout*) {
+std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels&, int, int, const Params&, int, const DeviceLayout*,
+                                         RecordExchange) {
   throwError(collInvalidUsage, "no CUDA device: this build of libcollective has no CUDA support");
 }
 

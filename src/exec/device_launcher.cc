@@ -42,12 +42,21 @@ void DeviceLauncher::enqueue(const DeviceProgramView& program, collDataType_t ty
 }
 
 void DeviceLauncher::enqueueDirect(int rank, int nranks, uint64_t count, int avgDivisor, collDataType_t type,
-                                   collRedOp_t op, const void* sendbuff, void* recvbuff, cudaStream_t stream) {
-  if (!channels_.sharedAddressSpace() || !channels_.kernelsConcurrent())
+                                   collRedOp_t op, const void* sendbuff, void* recvbuff, cudaStream_t stream,
+                                   const char* const* mappedSends, char* const* mappedRecvs) {
+  const bool mapped = mappedSends != nullptr && mappedRecvs != nullptr;
+  if (!(channels_.sharedAddressSpace() || mapped) || !channels_.kernelsConcurrent())
     throwError(collInternalError,
-               "the direct all-reduce needs ranks that are threads of one process, with kernels "
-               "running together");
+               "the direct all-reduce needs ranks that are threads of one process, or processes whose buffers "
+               "were mapped, with kernels running together");
   device::DirectParams params;
+  if (mapped) {
+    params.mapped = 1;
+    for (int r = 0; r < nranks; ++r) {
+      params.mappedSends[r] = mappedSends[r];
+      params.mappedRecvs[r] = mappedRecvs[r];
+    }
+  }
   params.sendBuffer = static_cast<const char*>(sendbuff);
   params.recvBuffer = static_cast<char*>(recvbuff);
   params.count = count;

@@ -42,10 +42,13 @@ class DeviceLauncher {
   void enqueue(const DeviceProgramView& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                void* recvbuff, cudaStream_t stream);
   // The direct all-reduce of `count` elements (kernels/cuda/direct_kernel.cuh): one launch, for
-  // ranks that share this process (the channels' sharedAddressSpace) and run kernels together.
-  // Throws collInternalError where they do not, collUnhandledCudaError when the launch fails.
+  // ranks that share this process (the channels' sharedAddressSpace), or whose buffers are mapped
+  // here (mappedSends/mappedRecvs: every rank's, from the channels' mapCallBuffers), and run
+  // kernels together. Throws collInternalError where they do not, collUnhandledCudaError when the
+  // launch fails.
   void enqueueDirect(int rank, int nranks, uint64_t count, int avgDivisor, collDataType_t type, collRedOp_t op,
-                     const void* sendbuff, void* recvbuff, cudaStream_t stream);
+                     const void* sendbuff, void* recvbuff, cudaStream_t stream,
+                     const char* const* mappedSends = nullptr, char* const* mappedRecvs = nullptr);
   // Serialized mode's stream waits (stream_waits.h): forget those of launches known to have
   // ended; release those that may still hold a stream (abort). No-ops in concurrent mode.
   void forgetPendingWaits() {

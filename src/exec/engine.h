@@ -6,6 +6,8 @@
 // health state (src/comm.h: markFailed, asyncError) and both stop when it aborts.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,7 +52,11 @@ struct DeviceLayout;  // src/plan/device_program.h
 // The device engine (device_engine.h) over a device-memory domain's channels, with its device
 // current; `layout` (may be null: one host) groups the ranks for two-level plans. In a build
 // without CUDA (device_engine_none.cc) it throws collInvalidUsage.
+// exchangeRecords: an all-gather among the ranks through host memory (transport::DeviceChannels::
+// ExchangeRecords), for rank processes that map each other's call buffers.
+using RecordExchange = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>& mine)>;
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
-                                         const Params& params, int timeoutMs, const DeviceLayout* layout = nullptr);
+                                         const Params& params, int timeoutMs, const DeviceLayout* layout = nullptr,
+                                         RecordExchange exchangeRecords = nullptr);
 
 }  // namespace coll

@@ -271,7 +271,7 @@ Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& conte
 }
 
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context) {
-  return reducesIntoEveryRank(collectiveRow(call.type)) && context.sharedAddressSpace &&
+  return reducesIntoEveryRank(collectiveRow(call.type)) && (context.sharedAddressSpace || context.callBuffersMapped) &&
          context.mode == DeviceMode::kConcurrent && context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
 }
 
@@ -280,7 +280,7 @@ bool directAllReduceChosen(const CollCall& call, const DeviceCallContext& contex
   const Algo forced = context.overrides != nullptr ? context.overrides[static_cast<int>(call.type)] : Algo::kAuto;
   if (forced == Algo::kDirectRead) return true;
   // Unforced: a forced protocol (COLL_PROTO) names the ring's pipelines, so it keeps them.
-  return forced == Algo::kAuto && context.forced == ProtoChoice::kAuto &&
+  return forced == Algo::kAuto && context.forced == ProtoChoice::kAuto && context.sharedAddressSpace &&
          call.count * call.elemSize >= kDirectAllReduceSmallestBytes;
 }
 

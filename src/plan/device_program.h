@@ -80,6 +80,9 @@ struct DeviceCallContext {
   // Every rank a thread of this process on this GPU (transport::DeviceChannels::
   // sharedAddressSpace): what the direct all-reduce needs, with concurrent kernels.
   bool sharedAddressSpace = false;
+  // Rank processes on one GPU under MPS whose call buffers the channels map for each other
+  // (transport::DeviceChannels::mapsCallBuffers): the direct all-reduce runs there too, when forced.
+  bool callBuffersMapped = false;
   // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
   // that small counts span many slices and steps; the launcher accepts only the build's.
   device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;
@@ -103,12 +106,14 @@ constexpr size_t kDirectAllReduceSmallestBytes = 128;
 // planDeviceSchedule, then lowerSchedule; or the direct all-reduce (directAllReduceChosen).
 DeviceProgram planDeviceCall(const CollCall& call, const DeviceCallContext& context);
 // Whether the direct all-reduce can run this call: an all-reduce (reducesIntoEveryRank, from the
-// collective's row) on 2..kMaxDevicePeers ranks that share one address space and run their kernels
-// together.
+// collective's row) on 2..kMaxDevicePeers ranks that share one address space, or whose call
+// buffers the channels map (callBuffersMapped), and run their kernels together.
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context);
 // Whether planDeviceCall gives this call to the direct all-reduce: where it runs, and COLL_ALGO
-// asks for cma (allreduce:cma), or nothing is forced (no COLL_ALGO for all-reduce, no COLL_PROTO)
-// and the call has kDirectAllReduceSmallestBytes or more.
+// asks for cma (allreduce:cma), or nothing is forced (no COLL_ALGO for all-reduce, no COLL_PROTO),
+// the ranks share an address space and the call has kDirectAllReduceSmallestBytes or more. Rank
+// processes take it only when forced: each call exchanges their buffers through host memory first,
+// a cost no GPU has measured yet.
 bool directAllReduceChosen(const CollCall& call, const DeviceCallContext& context);
 // Sends and receives issued together (a group), as byte transfers that all progress together.
 DeviceProgram planDevicePointToPoint(const std::vector<CollCall>& calls, const DeviceCallContext& context);

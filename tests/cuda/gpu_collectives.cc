@@ -7,7 +7,7 @@
 //                        [--filter TEXT] [--algo COLL_ALGO]
 // --filter keeps the cases whose description contains TEXT ("AllReduce float", "count 1 ").
 // --algo plans with those algorithm overrides (COLL_ALGO's syntax): "allreduce:cma" runs every
-// all-reduce with the direct kernel, where the ranks are threads.
+// all-reduce with the direct kernel, where the ranks are threads or processes under MPS.
 // COLL_TIMEOUT_MS bounds every wait (default 120 s); a run (one mode, one rank count) that is not
 // done 30 s after it is stopped and named, with the case each rank was on.
 #include <chrono>

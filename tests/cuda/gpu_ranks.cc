@@ -66,7 +66,14 @@ std::vector<std::string> runRank(int rank, const GpuJob& job, coll::bootstrap::S
     for (const auto& c : all) cards.emplace_back(c.begin(), c.end());
     domain.connect(0, cards, deadline);
     coll::Params params;
-    coll::DeviceEngine engine(domain, rank, job.nranks, params, job.timeoutMs);
+    // Rank processes under MPS exchange their call buffers for the direct all-reduce (the library
+    // through its host all-gather; here through the store, one tag per exchange).
+    uint64_t exchanges = 0;
+    auto exchange = [&](const std::vector<uint8_t>& mine) {
+      return coll::bootstrap::allGather(store, "gpu/buffers/" + std::to_string(exchanges++), rank, job.nranks, mine,
+                                        Clock::now() + std::chrono::milliseconds(job.timeoutMs));
+    };
+    coll::DeviceEngine engine(domain, rank, job.nranks, params, job.timeoutMs, nullptr, exchange);
     cudaStream_t stream = nullptr;
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return {who + "cudaStreamCreate"};
     GpuRank g{rank,    job.nranks,
@@ -232,6 +239,7 @@ coll::DeviceCallContext testCallContext(const GpuRank& rank) {
   context.mode = rank.mode;
   context.overrides = testAlgoOverrides();
   context.sharedAddressSpace = rank.domain->sharedAddressSpace();
+  context.callBuffersMapped = rank.domain->mapsCallBuffers();
   return context;
 }
 

@@ -120,6 +120,21 @@ TEST(DirectPlan, RanksOutsideOneAddressSpaceOrSerializedNeverTakeItUnasked) {
   }
 }
 
+// Rank processes under MPS whose call buffers the channels map: the direct kernel when forced
+// (each call exchanges the buffers through host memory first), the ring otherwise.
+TEST(DirectPlan, RankProcessesWithMappedBuffersTakeItOnlyWhenForced) {
+  DirectContext forced(true, false), unforced(false, false);
+  forced.context.callBuffersMapped = unforced.context.callBuffersMapped = true;
+  const DeviceProgram p = planDeviceCall(allReduce(1000003), forced.context);
+  EXPECT_TRUE(p.direct);
+  EXPECT_EQ(p.count, 1000003u);
+  EXPECT_FALSE(planDeviceCall(allReduce(1000003), unforced.context).direct);
+  // Serialized kernels cannot meet, mapped or not.
+  DirectContext serialized(true, false, DeviceMode::kSerialized);
+  serialized.context.callBuffersMapped = true;
+  EXPECT_THROW(planDeviceCall(allReduce(1000003), serialized.context), CollError);
+}
+
 TEST(DirectPlan, CmaWhereTheDirectKernelCannotRunIsAClearError) {
   for (const DirectContext& d : {DirectContext(true, false), DirectContext(true, true, DeviceMode::kSerialized),
                                  DirectContext(true, true, DeviceMode::kConcurrent, 9)}) {

@@ -14,6 +14,7 @@
 #include "kernels/cuda/launch.h"
 #include "transport/p2p/p2p_card.h"
 #include "transport/p2p/p2p_connection.h"
+#include "transport/p2p/p2p_ipc_driver.h"
 
 namespace coll {
 namespace transport {
@@ -124,6 +125,8 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   int firstHere = nranks_;
   kernelsConcurrent_ = true;
   sharedAddressSpace_ = true;
+  bool oneDevice = true;
+  sameProcess_.assign(nranks_, false);
   connections_.clear();
   table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
   for (int r = 0; r < nranks_; ++r) {
@@ -134,6 +137,8 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     if (!fresh && use.process != peer.process) use.severalProcesses = true;
     // One GPU too: peer access does not reach every allocation of another GPU (memory pools,
     // cuMemCreate), and the direct kernel writes into the peers' own buffers.
+    sameProcess_[r] = peer.process == p2pProcessIdentity();
+    oneDevice = oneDevice && peer.device == device_;
     if (peer.process != p2pProcessIdentity() || peer.device != device_) {
       sharedAddressSpace_ = false;
     } else {
@@ -147,6 +152,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   }
   for (const auto& [device, use] : devices)
     if (use.severalProcesses && !use.allMps) kernelsConcurrent_ = false;
+  mapsCallBuffers_ = oneDevice && kernelsConcurrent_ && !sharedAddressSpace_;
   // One warning per communicator and GPU: from the first of the ranks sharing it.
   if (ranksHere > 1 && firstHere == rank_ && kernelsConcurrent_)
     warnAboutSharedHardwareQueues(rank_, device_, ranksHere);
@@ -173,6 +179,19 @@ void P2pDomain::checkPeers() const {
 
 void P2pDomain::requestAbort() {
   if (hostStatus_ != nullptr) reinterpret_cast<volatile uint32_t*>(&hostStatus_->abort)[0] = 1;
+}
+
+void P2pDomain::mapCallBuffers(const void* send, void* recv, uint64_t bytes, const ExchangeRecords& exchange,
+                               const std::function<void()>& quiesce, const char** sends, char** recvs) {
+  if (!mapsCallBuffers_)
+    throwError(collInternalError, "P2P: rank %d's ranks do not map each other's call buffers", rank_);
+  if (!callBuffers_) {
+    ipcDriver_ = makeCudaIpcDriver();
+    // Enough for every peer's send and receive buffers of many calls: a full cache waits for the
+    // launched kernels before it closes a mapping (quiesce). (design value)
+    callBuffers_ = std::make_unique<IpcCallBuffers>(*ipcDriver_, rank_, sameProcess_, 64 * size_t(nranks_));
+  }
+  callBuffers_->map(exchange(callBuffers_->describe(send, recv, bytes)), send, recv, bytes, sends, recvs, quiesce);
 }
 
 std::unique_ptr<Domain> makeP2pDomain(const DomainArgs& args) { return std::make_unique<P2pDomain>(args); }

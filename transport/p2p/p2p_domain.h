@@ -16,6 +16,7 @@
 
 #include "transport/device_channels.h"
 #include "transport/domain.h"
+#include "transport/ipc_call_buffers.h"
 
 namespace coll {
 namespace transport {
@@ -61,6 +62,11 @@ class P2pDomain : public Domain, public DeviceChannels {
   unsigned long long* laneBarrier() const override { return laneBarrier_; }
   void* scratch() const override { return scratch_; }
   void requestAbort() override;
+  // Rank processes all on this GPU with their kernels side by side (MPS): the direct all-reduce
+  // maps the peers' call buffers (ipc_call_buffers.h).
+  bool mapsCallBuffers() const override { return mapsCallBuffers_; }
+  void mapCallBuffers(const void* send, void* recv, uint64_t bytes, const ExchangeRecords& exchange,
+                      const std::function<void()>& quiesce, const char** sends, char** recvs) override;
 
  private:
   void release() noexcept;
@@ -70,6 +76,10 @@ class P2pDomain : public Domain, public DeviceChannels {
   int device_;
   bool kernelsConcurrent_ = false;
   bool sharedAddressSpace_ = false;
+  bool mapsCallBuffers_ = false;
+  std::vector<bool> sameProcess_;                            // per rank: a thread of this process
+  std::unique_ptr<IpcDriver> ipcDriver_;                     // made at the first mapCallBuffers
+  std::unique_ptr<IpcCallBuffers> callBuffers_;              // closes its mappings before the driver goes
   char* regions_ = nullptr;                                  // nranks_ receive regions, one per sender
   std::vector<std::unique_ptr<P2pConnection>> connections_;  // per rank
   std::vector<device::PeerChannels> table_;
