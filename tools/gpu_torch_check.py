@@ -419,6 +419,91 @@ def run_zero_engine(torch, dist, checks, rank, world):
                       f"max difference {worst:.2e}")
 
 
+def run_zero_gpt(torch, dist, checks, rank, world):
+    """A small GPT-style model (token and position embeddings, two causal transformer blocks, a
+    tied-free LM head) trained by torch_collective.zero on CUDA, stages 1-3, with and without
+    offload, in float32 and in bf16 and fp16 (dynamic loss scaling), against the same model
+    trained alone on the full batch by torch.optim.AdamW in float32, on sequences it can learn
+    (arithmetic progressions of tokens): float32 within 1e-4 in every step's loss, mixed precision
+    within a tenth of what the reference's loss falls over the run."""
+    from torch_collective import zero
+
+    cuda = torch.device("cuda", 0)
+    vocab, width, length, per_rank, steps = 96, 32, 16, 4, 8
+
+    class TinyGpt(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens = torch.nn.Embedding(vocab, width)
+            self.positions = torch.nn.Embedding(length, width)
+            self.blocks = torch.nn.ModuleList(
+                torch.nn.TransformerEncoderLayer(width, 2, 4 * width, dropout=0.0, batch_first=True)
+                for _ in range(2))
+            self.head = torch.nn.Linear(width, vocab)
+
+        def forward(self, ids):
+            x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device))
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(ids.shape[1], device=ids.device, dtype=x.dtype)
+            for block in self.blocks:
+                x = block(x, src_mask=mask, is_causal=True)
+            return self.head(x)
+
+    def model():
+        torch.manual_seed(77)
+        return TinyGpt().to(cuda)
+
+    def loss_of(net, ids):
+        logits = net(ids[:, :-1])
+        return torch.nn.functional.cross_entropy(logits.float().reshape(-1, vocab), ids[:, 1:].reshape(-1))
+
+    generator = torch.Generator().manual_seed(21)
+    batches = []
+    for _ in range(steps):
+        start = torch.randint(0, vocab, (world * per_rank, 1), generator=generator)
+        stride = torch.randint(1, 4, (world * per_rank, 1), generator=generator)
+        batches.append((start + stride * torch.arange(length + 1)) % vocab)
+    reference = model()
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2, weight_decay=0.01)
+    expected = []
+    for ids in batches:
+        optimizer.zero_grad()
+        loss = loss_of(reference, ids.to(cuda))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
+        optimizer.step()
+        expected.append(float(loss))
+    fall = expected[0] - min(expected)
+    checks.report("GPT-style reference learns", fall > 0.3, f"loss {expected[0]:.3f} -> {expected[-1]:.3f}")
+    shard = slice(rank * per_rank, (rank + 1) * per_rank)
+    for precision in ("fp32", "bf16", "fp16"):
+        for stage, offload in ((1, "none"), (2, "none"), (3, "none"), (2, "optimizer"), (3, "both")):
+            zero_options = {"stage": stage, "stage3_param_persistence_threshold": 0, "reduce_bucket_size": 2000}
+            if offload in ("optimizer", "both"):
+                zero_options["offload_optimizer"] = {"device": "cpu"}
+            if offload == "both":
+                zero_options["offload_param"] = {"device": "cpu"}
+            config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_clipping": 1.0,
+                      "optimizer": {"type": "AdamW", "params": {"lr": 1e-2, "weight_decay": 0.01}},
+                      "zero_optimization": zero_options}
+            if precision == "bf16":
+                config["bf16"] = {"enabled": True}
+            elif precision == "fp16":
+                config["fp16"] = {"enabled": True, "initial_scale_power": 8}
+            engine = zero.initialize(model=model(), config=config)[0]
+            losses = []
+            for ids in batches:
+                loss = loss_of(engine, ids[shard].to(cuda))
+                engine.backward(loss)
+                engine.step()
+                total = loss.detach().float().reshape(1)
+                dist.all_reduce(total)
+                losses.append(float(total) / world)
+            worst = max(abs(a - b) for a, b in zip(losses, expected))
+            ok = worst <= (1e-4 if precision == "fp32" else 0.1 * fall)
+            checks.report(f"ZeRO GPT-style {precision} stage {stage} offload {offload} on CUDA = one process",
+                          ok, f"largest loss difference {worst:.2e} over {steps} steps, skipped {engine.skipped_steps}")
+
+
 def run_zero_checkpoints(torch, dist, checks, rank, world, directory):
     """A checkpoint saved by a stage-3 engine on CUDA (parameters offloaded) loads into a stage-1
     engine on the CPU with the same values, and one the CPU engine saves after a step loads back
@@ -478,6 +563,7 @@ def rank_main(rank, world, port, timeout):
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
                  lambda: run_zero_functions(torch, dist, checks, rank, world),
                  lambda: run_zero_engine(torch, dist, checks, rank, world),
+                 lambda: run_zero_gpt(torch, dist, checks, rank, world),
                  lambda: run_zero_checkpoints(torch, dist, checks, rank, world,
                                               os.path.join(tempfile.gettempdir(), f"coll-gpu-checkpoint-{port}")),
                  lambda: run_ddp(torch, dist, checks, rank, world),

@@ -91,6 +91,52 @@ def check_parameter_offload(check, ranks, bf16):
     check.true(difference == 0, f"stage 3 bf16 {bf16}: parameter offload changed the parameters by {difference:.3g}")
 
 
+class ReadsItsChild(torch.nn.Module):
+    """Uses its child's parameters without calling the child, as MultiheadAttention does."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.inner.weight, self.inner.bias)
+
+
+class AttentionModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(5, 6)
+        self.block = torch.nn.TransformerEncoderLayer(6, 2, 12, dropout=0.0, batch_first=True)
+        self.reader = ReadsItsChild()
+        self.head = torch.nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.head(self.reader(self.block(self.embed(x))).mean(1))
+
+
+def check_leaf_modules(check, ranks, rank):
+    """Stage 3 on modules that read their children's parameters directly: torch's attention (a
+    leaf by default) and a module marked with set_leaf_modules train as stage 0 does."""
+    from torch_collective import zero
+
+    results = []
+    for stage in (0, 3):
+        torch.manual_seed(5)
+        model = AttentionModel()
+        zero.set_leaf_modules(model, [ReadsItsChild])
+        cfg = config(stage, "AdamW")
+        engine = zero.initialize(model=model, config=cfg)[0]
+        for step in range(STEPS):
+            generator = torch.Generator().manual_seed(50 + step)
+            x = torch.randn(2 * ranks, 4, 5, generator=generator)[2 * rank:2 * rank + 2]
+            y = torch.randn(2 * ranks, 3, generator=generator)[2 * rank:2 * rank + 2]
+            engine.backward(torch.nn.functional.mse_loss(engine(x), y))
+            engine.step()
+        results.append(engine.full_parameters())
+    difference = max_difference(results[1], results[0])
+    check.true(difference <= TOLERANCE, f"stage 3 with leaf modules differs from stage 0 by {difference:.3g}")
+
+
 def main():
     ranks, rank = init()
     check = Checker()
@@ -114,6 +160,7 @@ def main():
     check_training(check, ranks, 3, "Adam", accumulation=3, clipping=0.5, offload_param={"device": "cpu"})
     for bf16 in (False, True):
         check_parameter_offload(check, ranks, bf16)
+    check_leaf_modules(check, ranks, rank)
     check.summary("test_zero_training")
 
 

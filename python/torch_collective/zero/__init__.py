@@ -17,8 +17,9 @@ from . import lr_schedules
 from .checkpoint import consolidate as consolidate_checkpoint
 from .config import ZeroConfig
 from .engine import ZeroEngine
+from .layout import set_leaf_modules
 
-__all__ = ["initialize", "consolidate_checkpoint", "ZeroEngine", "ZeroConfig"]
+__all__ = ["initialize", "consolidate_checkpoint", "set_leaf_modules", "ZeroEngine", "ZeroConfig"]
 
 
 def initialize(args=None, model=None, optimizer=None, model_parameters=None, training_data=None,

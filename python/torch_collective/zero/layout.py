@@ -5,10 +5,35 @@ named_parameters order), back to back, so that one module's parameters are one c
 that stage 3 gathers in one call. A parameter shared by two modules appears once. The partition
 (which rank owns which elements) is libcollective's collZeroPartitionInit, independent of
 parameter boundaries.
+
+A leaf module owns its whole subtree's parameters (one range, gathered together in stage 3), for
+modules whose forward reads their children's parameters without calling the children: torch's
+MultiheadAttention (its out_proj) and transformer layers (their inference fast path) always, and
+whatever set_leaf_modules marks (DeepSpeed's set_z3_leaf_modules). The layout is the same either
+way: a subtree's parameters are consecutive in module order.
 """
 from dataclasses import dataclass
 
+import torch
+
 from .. import _C
+
+# Modules whose forward reads their children's parameters directly.
+DEFAULT_LEAF_CLASSES = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer)
+
+
+def set_leaf_modules(model, classes):
+    """Marks every module of `model` that is an instance of one of `classes` as a leaf: stage 3
+    gathers its whole subtree's parameters around its forward. Returns the modules marked."""
+    classes = tuple(classes)
+    marked = [m for m in model.modules() if isinstance(m, classes)]
+    for module in marked:
+        module._zero_leaf = True
+    return marked
+
+
+def is_leaf(module):
+    return getattr(module, "_zero_leaf", False) or isinstance(module, DEFAULT_LEAF_CLASSES)
 
 
 @dataclass
@@ -29,9 +54,15 @@ class FlatLayout:
         seen = {}
         names = {id(p): n for n, p in module.named_parameters()}
         offset = 0
+        inside_leaf = set()
         for submodule in module.modules():
+            if id(submodule) in inside_leaf:
+                continue
+            leaf = is_leaf(submodule)
+            if leaf:
+                inside_leaf.update(id(m) for m in submodule.modules() if m is not submodule)
             own = []
-            for _, param in submodule.named_parameters(recurse=False):
+            for _, param in submodule.named_parameters(recurse=leaf):
                 if not param.requires_grad or (wanted is not None and id(param) not in wanted):
                     continue
                 if id(param) in seen:
