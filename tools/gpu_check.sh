@@ -570,7 +570,7 @@ fi
 
 # 8c. ZeRO on the GPU beside DeepSpeed (benchmarks/compare/zero_vs_deepspeed.py --device cuda): our
 # engine, DeepSpeed's on our backend and on NCCL (where every rank has a GPU of its own), 2 ranks
-# sharing GPU 0, the same model, data and config: losses, step time, device memory per rank.
+# sharing GPU 0, the same GPT-style model, data and config: losses, step time, device memory.
 # DeepSpeed comes from wheels made by tools/gpu_wheels.sh (GPU_WHEELS, default .whl, carried).
 # Not in --quick (each run starts DeepSpeed anew): with GPU_CHECK_STEPS=torch,zerods a call of its
 # own, stages 1-3 with and without both offloads, bf16, and the largest model in 4 GiB per rank.
@@ -597,10 +597,11 @@ else
       python3 benchmarks/compare/zero_vs_deepspeed.py --device cuda --collrun "$BUILD_DIR/tools/collrun/collrun" \
       --ranks 2 --timeout 120 "$@"
   }
-  zero_ds "$LOG_DIR/zero_ds.log" 360 --stages 1 2 3 --offload none optimizer both --steps 10 --warmups 3 \
-    --largest 4
+  gpt=(--model gpt --width 1024 --layers 2 --micro-batch 8)
+  zero_ds "$LOG_DIR/zero_ds.log" 360 "${gpt[@]}" --stages 1 2 3 --offload none optimizer both --steps 10 \
+    --warmups 3 --largest 4
   status=$?
-  zero_ds "$LOG_DIR/zero_ds_bf16.log" 120 --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3
+  zero_ds "$LOG_DIR/zero_ds_bf16.log" 120 "${gpt[@]}" --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3
   bf16_status=$?
   [[ $status == 0 ]] && status=$bf16_status
   failed_runs=$(cat "$LOG_DIR"/zero_ds*.log 2>/dev/null | grep -c ': FAILED in')

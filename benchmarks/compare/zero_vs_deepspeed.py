@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/python/torch2.15 /opt/collective-py/bin/python benchmarks/compare/zero_vs_deepspeed.py \
         --collrun build/tools/collrun/collrun [--ranks 2 3] [--stages 1 2 3] [--device cpu|cuda]
-        [--offload none optimizer both] [--bf16] [--largest GIB]
+        [--offload none optimizer both] [--bf16] [--largest GIB] [--model mlp|gpt]
         [--steps 12] [--warmups 3] [--width 1024] [--layers 4] [--micro-batch 8] [--json FILE]
 
 For every rank count, stage and offload choice, the driver launches one run per engine under
@@ -23,8 +23,11 @@ lets it build and use its own (FusedAdam on the GPU, DeepSpeedCPUAdam with offlo
 first use). --offload: none; optimizer (offload_optimizer.device cpu, stages 1-3); both (and
 offload_param.device cpu, stage 3 only). --bf16 trains in bf16 with float32 master weights.
 
-The model is an MLP of --layers hidden layers of --width (3.4 M parameters by default), trained
-with AdamW and clipping on fixed random batches.
+The model (--model) is an MLP of --layers hidden layers of --width (3.4 M parameters by default),
+trained with AdamW and clipping on fixed random batches; or "gpt": a GPT-style decoder of --layers
+blocks of --width (pre-norm causal attention with heads of 64, a 4x MLP; a vocabulary of 512,
+sequences of 64 tokens, --micro-batch sequences per rank) learning next tokens of arithmetic
+progressions.
 
 Per stage and rank count it prints a Markdown table:
 
@@ -71,6 +74,7 @@ ENGINES = ["zero", "ds-gloo", "ds-collective", "ds-nccl"]
 DEFAULT_ENGINES = {"cpu": ["zero", "ds-gloo", "ds-collective"], "cuda": ["zero", "ds-collective", "ds-nccl"]}
 OFFLOADS = ["none", "optimizer", "both"]
 CLASSES = 10
+VOCABULARY, SEQUENCE = 512, 64     # --model gpt
 
 # -- DeepSpeed's own example configs, for the config check ---------------------------------------------
 
@@ -199,6 +203,56 @@ def make_model(torch, width, layers):
     return nn.Sequential(*modules)
 
 
+def make_gpt(torch, width, layers):
+    """A GPT-style decoder: token and position embeddings, `layers` pre-norm blocks (causal
+    attention through each block's own projections, a 4x MLP), a final norm and an LM head."""
+    nn, F = torch.nn, torch.nn.functional
+    heads = max(1, width // 64)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+            self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(attended.transpose(1, 2).reshape(b, t, width))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.positions = nn.Embedding(VOCABULARY, width), nn.Embedding(SEQUENCE, width)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, VOCABULARY)
+
+        def forward(self, ids):
+            x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device))
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x))
+
+    torch.manual_seed(0)
+    return Gpt()
+
+
+def gpt_batches(torch, steps, ranks, rank, micro_batch):
+    """This rank's sequences of every step: arithmetic progressions of tokens (a random start and
+    stride each), so the next token can be learned; inputs and the tokens that follow them."""
+    generator = torch.Generator().manual_seed(5)
+    result = []
+    for step in range(steps):
+        start = torch.randint(0, VOCABULARY, (micro_batch * ranks, 1), generator=generator)
+        stride = torch.randint(1, 8, (micro_batch * ranks, 1), generator=generator)
+        ids = ((start + stride * torch.arange(SEQUENCE + 1)) % VOCABULARY)[rank * micro_batch:(rank + 1) * micro_batch]
+        result.append((ids[:, :-1].clone(), ids[:, 1:].clone()))
+    return result
+
+
 def batches(torch, steps, ranks, rank, micro_batch, width):
     """This rank's micro-batch of every step: slices of fixed global batches (inputs and labels from a
     fixed random linear teacher, so the loss falls)."""
@@ -271,7 +325,9 @@ def worker(args):
 
         deepspeed.init_distributed(dist_backend=args.engine[len("ds-"):])
     ranks, rank = dist.get_world_size(), dist.get_rank()
-    data = batches(torch, args.warmups + args.steps, ranks, rank, args.micro_batch, args.width)
+    steps = args.warmups + args.steps
+    data = gpt_batches(torch, steps, ranks, rank, args.micro_batch) if args.model == "gpt" else \
+        batches(torch, steps, ranks, rank, args.micro_batch, args.width)
 
     data_type = torch.bfloat16 if args.bf16 else torch.float32
 
@@ -301,7 +357,7 @@ def worker(args):
         device_before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
 
-    model = make_model(torch, args.width, args.layers).to(device)
+    model = (make_gpt if args.model == "gpt" else make_model)(torch, args.width, args.layers).to(device)
     parameters = sum(p.numel() for p in model.parameters())
     engine = initialize(model, config_of(args.micro_batch))
     dist.barrier()
@@ -309,9 +365,10 @@ def worker(args):
     losses, times = [], []
     for inputs, labels in data:
         started = time.perf_counter()
-        # DeepSpeed leaves the inputs' dtype to the caller (ours casts them).
-        inputs = inputs.to(device, data_type)
-        loss = F.cross_entropy(engine(inputs).float(), labels.to(device))
+        # DeepSpeed leaves the inputs' dtype to the caller (ours casts them); token ids stay ids.
+        inputs = inputs.to(device, data_type) if inputs.is_floating_point() else inputs.to(device)
+        outputs = engine(inputs).float()
+        loss = F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), labels.to(device).reshape(-1))
         engine.backward(loss)
         engine.step()
         value = loss.item()
@@ -363,6 +420,7 @@ def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=No
                "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(args.steps),
                "--warmups", str(args.warmups), "--width", str(args.width), "--layers", str(layers),
                "--micro-batch", str(args.micro_batch), "--device", args.device, "--offload", offload,
+               "--model", args.model,
                "--memory-cap-gib", str(memory_cap_gib)]
     command += ["--bf16"] if args.bf16 else []
     command += ["--ds-native-adam"] if args.ds_native_adam else []
@@ -413,7 +471,7 @@ def print_table(ranks, results, engines, args):
     """results: {(stage, offload): {engine: summary, or a string saying why it did not run}}."""
     parameters = next((s["parameters"] for row in results.values() for s in row.values() if isinstance(s, dict)), 0)
     precision = "bf16 with float32 master weights" if args.bf16 else "float32"
-    print(f"## {ranks} ranks, {args.device} ({parameters:,} parameters, {precision})\n")
+    print(f"## {ranks} ranks, {args.device}, {args.model} ({parameters:,} parameters, {precision})\n")
     cuda = args.device == "cuda"
     device_columns = " device peak MiB | device held MiB |" if cuda else ""
     print("| stage | offload | engine | max abs dloss vs zero | final loss | median step ms | peak RSS MiB | "
@@ -561,6 +619,8 @@ def main():
     parser.add_argument("--offload", nargs="+", choices=OFFLOADS,
                         help="offload choices (default: none on the CPU, none optimizer both on CUDA)")
     parser.add_argument("--bf16", action="store_true", help="train in bf16 with float32 master weights")
+    parser.add_argument("--model", choices=["mlp", "gpt"], default="mlp",
+                        help="an MLP (default) or a GPT-style decoder (see above)")
     parser.add_argument("--ds-native-adam", action="store_true",
                         help="DeepSpeed's own Adam (FusedAdam, DeepSpeedCPUAdam), compiled on first use")
     parser.add_argument("--largest", type=float, default=0.0, metavar="GIB",
