@@ -476,6 +476,13 @@ elif [[ $have_gpu == 1 && -n $mps_control && -x $bin/gpu_bench ]]; then
     step 90 "$LOG_DIR/mps_direct.log" env COLL_TIMEOUT_MS=5000 "$bin/gpu_collectives" --ranks 2,4 \
       --modes processes --filter AllReduce --algo allreduce:cma
     results_row "MPS: direct all-reduce (cma) processes n=2,4" $? "$LOG_DIR/mps_direct.log" gpu_collectives
+    # Through the public API (each cma call exchanges the buffers by the host all-gather): the
+    # ring and the direct kernel on the same 4 processes, BENCH_BYTES, values checked.
+    for algo in ring cma; do
+      step 60 "$LOG_DIR/mps_perf_$algo.log" env COLL_ALGO=allreduce:$algo "$BUILD_DIR/tools/collrun/collrun" -n 4 \
+        "$BUILD_DIR/benchmarks/perf/all_reduce_perf" -m device -b "$BENCH_BYTES" -e "$BENCH_BYTES" -n 10 -w 3 -c 1
+      perf_row "MPS: all_reduce_perf -m device n=4 $algo" $? "$LOG_DIR/mps_perf_$algo.log"
+    done
     step 60 "$LOG_DIR/bench_mps.log" "$bin/gpu_bench" --ranks 4 \
       --bytes "$BENCH_BYTES" --modes processes
     bench_rows "$LOG_DIR/bench_mps.log" "MPS: " processes_n4
