@@ -175,8 +175,10 @@ class Communicator : public ConnectionSource {
   // engineFor's answer for a CUDA stream: refused without a usable GPU, else deviceEngineFor.
   Engine& streamEngineFor(collStream_t stream);
   // Tells the ranks' GPUs apart and which map each other's memory (comm_device_islands.cc); the
-  // slowest link among this rank's island's GPUs where the topology knows them and they are several.
+  // slowest link among the GPUs of any island of several, the same on every rank (plans must
+  // agree), where the topology knows them.
   std::optional<LinkCost> placeDeviceIslands(int device);
+  std::optional<LinkCost> slowestOfEveryRank(const std::optional<LinkCost>& mine);
   void setupDevice(int device, const transport::Routes& routes, const std::optional<LinkCost>& gpuLink);
   // Every rank's `mine` (all of one size), through the host engine's all-gather: the device
   // engine's exchange of call buffers between rank processes (comm_device.cc).

@@ -92,16 +92,27 @@ void Communicator::setupDevice(int device, const transport::Routes& routes, cons
   runDomainSetup(deviceDomains_, "device/", initDeadline());
   transport::DeviceChannels* channels = joinDeviceChannels(routes);
   // The layout for two-level plans: the ranks that share device memory, and the cost rows of a
-  // hop inside a group and of a staged one between groups (over the host's network link).
+  // hop inside a group and of a staged one between groups: over the host route that joins the
+  // groups, the hosts' network, or the host's shared memory where every group is a device island
+  // of one host.
   DeviceLayout layout;
   for (const transport::TransportEntry* entry : routes.used)
     layout.staged = layout.staged || entry->link != transport::LinkKind::kLocal;
   if (layout.staged) {
+    const int group = routes.groupOf(rank_);
+    bool betweenGroupsLocal = true;
+    for (int r = 0; r < nranks_; ++r)
+      if (routes.groupOf(r) != group)
+        betweenGroupsLocal = betweenGroupsLocal && routes_.toRank[r]->link == transport::LinkKind::kLocal;
     layout.hosts = routes.localGroups;
     layout.localLink = params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kLocal, routes.used);
-    layout.networkLink = stagedLink(
-        planContext_.networkLink, params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kNetwork));
-    layout.networkLinkName = planContext_.networkLinkName;
+    layout.networkLink =
+        stagedLink(betweenGroupsLocal ? planContext_.localLink : planContext_.networkLink,
+                   params_.linkCosts.of(transport::MemoryKind::kDevice, transport::LinkKind::kNetwork));
+    layout.networkLinkName =
+        betweenGroupsLocal
+            ? transport::pricedEntry(transport::MemoryKind::kHost, transport::LinkKind::kLocal, routes_.used).price.name
+            : planContext_.networkLinkName;
   }
   if (gpuLink) {
     layout.localLink = *gpuLink;
