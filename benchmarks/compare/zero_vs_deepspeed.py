@@ -68,96 +68,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
+
+from deepspeed_example_configs import print_config_check
+from zero_bench_models import CLASSES, batches, gpt_batches, make_gpt, make_model
 
 ENGINES = ["zero", "ds-gloo", "ds-collective", "ds-nccl"]
 DEFAULT_ENGINES = {"cpu": ["zero", "ds-gloo", "ds-collective"], "cuda": ["zero", "ds-collective", "ds-nccl"]}
 OFFLOADS = ["none", "optimizer", "both"]
-CLASSES = 10
-VOCABULARY, SEQUENCE = 512, 64     # --model gpt
-
-# -- DeepSpeed's own example configs, for the config check ---------------------------------------------
-
-# DeepSpeedExamples training/cifar/ds_config.json (the CIFAR-10 tutorial), as published.
-CIFAR_CONFIG = {
-    "train_batch_size": 16,
-    "steps_per_print": 250,
-    "optimizer": {"type": "Adam", "params": {"lr": 0.001, "betas": [0.8, 0.999], "eps": 1e-8, "weight_decay": 3e-7}},
-    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 0.001,
-                                                 "warmup_num_steps": 1000}},
-    "gradient_clipping": 1.0,
-    "prescale_gradients": False,
-    "bf16": {"enabled": True, "bf16_master_weights_and_grads": False, "loss_scale": 0, "loss_scale_window": 500,
-             "hysteresis": 2, "min_loss_scale": 1, "initial_scale_power": 15},
-    "fp16": {"enabled": False, "fp16_master_weights_and_grads": False, "loss_scale": 0, "loss_scale_window": 500,
-             "hysteresis": 2, "min_loss_scale": 1, "initial_scale_power": 15},
-    "wall_clock_breakdown": False,
-    "zero_optimization": {"stage": 0, "allgather_partitions": True, "reduce_scatter": True,
-                          "allgather_bucket_size": 50000000, "reduce_bucket_size": 50000000, "overlap_comm": True,
-                          "contiguous_gradients": True, "cpu_offload": False},
-}
-
-# A GPT-style ZeRO-3 config: DeepSpeed's and Hugging Face's published ZeRO-3 example (fp16, AdamW,
-# WarmupLR, offload), with numbers where Hugging Face writes "auto".
-GPT_CONFIG = {
-    "train_batch_size": 32,
-    "train_micro_batch_size_per_gpu": 4,
-    "gradient_accumulation_steps": 4,
-    "fp16": {"enabled": True, "loss_scale": 0, "loss_scale_window": 1000, "initial_scale_power": 16,
-             "hysteresis": 2, "min_loss_scale": 1},
-    "bf16": {"enabled": False},
-    "optimizer": {"type": "AdamW", "params": {"lr": 3e-5, "betas": [0.8, 0.999], "eps": 1e-8, "weight_decay": 3e-7}},
-    "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-5, "warmup_num_steps": 500}},
-    "zero_optimization": {
-        "stage": 3,
-        "offload_optimizer": {"device": "cpu", "pin_memory": True},
-        "offload_param": {"device": "cpu", "pin_memory": True},
-        "overlap_comm": True,
-        "contiguous_gradients": True,
-        "sub_group_size": 1e9,
-        "reduce_bucket_size": 1e6,
-        "stage3_prefetch_bucket_size": 0.94e6,
-        "stage3_param_persistence_threshold": 1e4,
-        "stage3_max_live_parameters": 1e9,
-        "stage3_max_reuse_distance": 1e9,
-        "stage3_gather_16bit_weights_on_model_save": True,
-    },
-    "gradient_clipping": 1.0,
-    "steps_per_print": 2000,
-    "wall_clock_breakdown": False,
-}
-
-
-def check_configs(world_size=2):
-    """Our engine's parser on DeepSpeed's example configs: (name, unknown keys, error or None)."""
-    from torch_collective.zero.config import ZeroConfig
-
-    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    configs = [("DeepSpeedExamples cifar ds_config.json", CIFAR_CONFIG, world_size),
-               ("GPT-style ZeRO-3 (fp16, WarmupLR, offload)", GPT_CONFIG, world_size),
-               ("examples/zero_config.json", os.path.join(repository, "examples", "zero_config.json"), world_size)]
-    results = []
-    for name, config, ranks in configs:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                ZeroConfig.load(config, ranks)
-                error = None
-            except ValueError as failure:
-                error = str(failure)
-        unknown = [str(w.message).split("'")[1] if "'" in str(w.message) else str(w.message) for w in caught]
-        results.append((name, unknown, error))
-    return results
-
-
-def print_config_check():
-    print("## Our engine's config parser on DeepSpeed configs (torch_collective.zero.config, 2 ranks)\n")
-    print("| config | keys named unknown (ignored, with a warning) | rejected (ValueError) |")
-    print("| --- | --- | --- |")
-    for name, unknown, error in check_configs():
-        print(f"| {name} | {', '.join(f'`{k}`' for k in unknown) or 'none'} | {error or 'none'} |")
-    print()
-
 
 # -- the benchmark config, model and data ---------------------------------------------------------------
 
@@ -191,80 +108,6 @@ def bench_config(stage, micro_batch, offload="none", bf16=False, torch_adam=True
 
 def offload_applies(stage, offload):
     return offload == "none" or (offload == "optimizer" and stage >= 1) or (offload == "both" and stage == 3)
-
-
-def make_model(torch, width, layers):
-    nn = torch.nn
-    torch.manual_seed(0)
-    modules = [nn.Linear(width // 4, width), nn.Tanh()]
-    for _ in range(layers - 1):
-        modules += [nn.Linear(width, width), nn.Tanh()]
-    modules.append(nn.Linear(width, CLASSES))
-    return nn.Sequential(*modules)
-
-
-def make_gpt(torch, width, layers):
-    """A GPT-style decoder: token and position embeddings, `layers` pre-norm blocks (causal
-    attention through each block's own projections, a 4x MLP), a final norm and an LM head."""
-    nn, F = torch.nn, torch.nn.functional
-    heads = max(1, width // 64)
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
-            self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
-            self.fc1, self.fc2 = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
-
-        def forward(self, x):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, heads, width // heads).permute(2, 0, 3, 1, 4)
-            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.proj(attended.transpose(1, 2).reshape(b, t, width))
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-    class Gpt(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tokens, self.positions = nn.Embedding(VOCABULARY, width), nn.Embedding(SEQUENCE, width)
-            self.blocks = nn.ModuleList(Block() for _ in range(layers))
-            self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, VOCABULARY)
-
-        def forward(self, ids):
-            x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1], device=ids.device))
-            for block in self.blocks:
-                x = block(x)
-            return self.head(self.norm(x))
-
-    torch.manual_seed(0)
-    return Gpt()
-
-
-def gpt_batches(torch, steps, ranks, rank, micro_batch):
-    """This rank's sequences of every step: arithmetic progressions of tokens (a random start and
-    stride each), so the next token can be learned; inputs and the tokens that follow them."""
-    generator = torch.Generator().manual_seed(5)
-    result = []
-    for step in range(steps):
-        start = torch.randint(0, VOCABULARY, (micro_batch * ranks, 1), generator=generator)
-        stride = torch.randint(1, 8, (micro_batch * ranks, 1), generator=generator)
-        ids = ((start + stride * torch.arange(SEQUENCE + 1)) % VOCABULARY)[rank * micro_batch:(rank + 1) * micro_batch]
-        result.append((ids[:, :-1].clone(), ids[:, 1:].clone()))
-    return result
-
-
-def batches(torch, steps, ranks, rank, micro_batch, width):
-    """This rank's micro-batch of every step: slices of fixed global batches (inputs and labels from a
-    fixed random linear teacher, so the loss falls)."""
-    generator = torch.Generator().manual_seed(5)
-    teacher = torch.randn(width // 4, CLASSES, generator=generator)
-    result = []
-    for step in range(steps):
-        inputs = torch.randn(micro_batch * ranks, width // 4, generator=generator)
-        labels = (inputs @ teacher).argmax(1)
-        mine = slice(rank * micro_batch, (rank + 1) * micro_batch)
-        result.append((inputs[mine].clone(), labels[mine].clone()))
-    return result
 
 
 def current_rss():
