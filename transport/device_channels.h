@@ -11,6 +11,7 @@
 #include "collective.h"
 #include "common/clock.h"
 #include "kernels/cuda/channel_layout.h"
+#include "transport/exchange_records.h"
 
 namespace coll {
 namespace transport {
@@ -75,8 +76,6 @@ class DeviceChannels {
   // Whether mapCallBuffers serves these channels: rank processes on one GPU whose kernels run
   // together (MPS), which then may use each other's call buffers as threads do.
   virtual bool mapsCallBuffers() const { return false; }
-  // Every rank's call descriptions, exchanged among the ranks through host memory (an all-gather).
-  using ExchangeRecords = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>& mine)>;
   // Every rank's buffers of a call of `bytes` bytes as mapped in this process (sends[r],
   // recvs[r]), after `exchange` gave every rank's description; `quiesce` waits until no launched
   // kernel can still use a mapping about to be closed. Only where mapsCallBuffers().

@@ -1,10 +1,11 @@
 // The direct all-reduce, for ranks that are threads of one process (one address space, kernels
 // running together), or rank processes on one GPU under MPS whose buffers the host mapped into
-// each process before the launch (params.mapped): no slots and no pipeline. Every rank publishes its call's buffers,
-// then each block of rank r reduces its share of chunk r straight from every rank's input and writes the result
-// straight into every rank's output (reduce_copy.cuh with n sources and n destinations). Every byte is read once and
-// written once, the least traffic an all-reduce can make through one GPU's memory, where the ring moves each byte
-// through a slot on top (docs/performance.md).
+// each process before the launch (params.mapped): no slots and no pipeline. Every rank publishes
+// its call's buffers, then each block of rank r reduces its share of chunk r straight from every
+// rank's input and writes the result straight into every rank's output (reduce_copy.cuh with n
+// sources and n destinations). Every byte is read once and written once, the least traffic an
+// all-reduce can make through one GPU's memory, where the ring moves each byte through a slot on
+// top (docs/performance.md).
 //
 // Synchronization, all through the direct lines (channel_layout.h), each polled in the poller's
 // own memory:

@@ -20,6 +20,18 @@ struct DeviceEngine::HandOver {
 
 namespace {
 
+// What the channels' host side learns of a call whose steps are `steps` (the program's, or a
+// host node's copy of them).
+transport::CallShape callShape(const std::vector<device::DeviceStep>& steps, const DeviceProgram& program,
+                               uint64_t tag) {
+  return transport::CallShape{steps.data(),
+                              static_cast<uint32_t>(steps.size()),
+                              static_cast<uint32_t>(program.elemSize),
+                              program.geometry,
+                              tag,
+                              &describeCallTag};
+}
+
 // Runs on CUDA's host-callback thread: no CUDA call, no throw. A host side that failed has
 // already asked the kernels to stop (the status word), which is how the call ends.
 void CUDART_CB handOverFromStream(void* data) {
@@ -35,8 +47,7 @@ void CUDART_CB handOverFromStream(void* data) {
 }  // namespace
 
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
-                           int timeoutMs, const DeviceLayout* layout,
-                           transport::DeviceChannels::ExchangeRecords exchangeRecords)
+                           int timeoutMs, const DeviceLayout* layout, transport::ExchangeRecords exchangeRecords)
     : channels_(channels), rank_(rank), launcher_(channels, timeoutMs), exchangeRecords_(std::move(exchangeRecords)) {
   if (layout != nullptr) {
     context_.layout = *layout;
@@ -78,18 +89,19 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
   const LaunchOrder::Before before = order_.before(stream, capturing);
   if (before.wait)
     COLL_CUDACHECK(cudaStreamWaitEvent(s, lastLaunch_, before.external ? cudaEventWaitExternal : cudaEventWaitDefault));
-  if (program.direct && !context_.sharedAddressSpace) {
+  if (program.direct) {
     // Rank processes: every rank's buffers mapped here first, from descriptions all ranks exchange.
+    const bool mapped = !context_.sharedAddressSpace;
     const char* sends[device::kMaxDevicePeers] = {};
     char* recvs[device::kMaxDevicePeers] = {};
-    if (!exchangeRecords_) throwError(collInternalError, "rank %d: no way to exchange call buffers", rank_);
-    channels_.mapCallBuffers(
-        sendbuff, recvbuff, program.count * program.elemSize, exchangeRecords_,
-        [this] { COLL_CUDACHECK(cudaEventSynchronize(lastLaunch_)); }, sends, recvs);
+    if (mapped) {
+      if (!exchangeRecords_) throwError(collInternalError, "rank %d: no way to exchange call buffers", rank_);
+      channels_.mapCallBuffers(
+          sendbuff, recvbuff, program.count * program.elemSize, exchangeRecords_,
+          [this] { COLL_CUDACHECK(cudaEventSynchronize(lastLaunch_)); }, sends, recvs);
+    }
     launcher_.enqueueDirect(rank_, context_.nranks, program.count, program.avgDivisor, type, op, sendbuff, recvbuff, s,
-                            sends, recvs);
-  } else if (program.direct) {
-    launcher_.enqueueDirect(rank_, context_.nranks, program.count, program.avgDivisor, type, op, sendbuff, recvbuff, s);
+                            mapped ? sends : nullptr, mapped ? recvs : nullptr);
   } else {
     DeviceProgramView view;
     view.steps = program.steps.data();
@@ -103,9 +115,7 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
     if (context_.staged && handOverInStreamOrder_) {
       handOverOnStream(program, tag, s, capturing);
     } else {
-      channels_.beginCall(transport::CallShape{program.steps.data(), static_cast<uint32_t>(program.steps.size()),
-                                               static_cast<uint32_t>(program.elemSize), program.geometry, tag,
-                                               &describeCallTag});
+      channels_.beginCall(callShape(program.steps, program, tag));
     }
     launcher_.enqueue(view, type, op, sendbuff, recvbuff, s);
   }
@@ -118,12 +128,7 @@ void DeviceEngine::handOverOnStream(const DeviceProgram& program, uint64_t tag, 
   auto handOver = std::make_unique<HandOver>();
   handOver->channels = &channels_;
   handOver->steps = program.steps;
-  handOver->shape = transport::CallShape{handOver->steps.data(),
-                                         static_cast<uint32_t>(handOver->steps.size()),
-                                         static_cast<uint32_t>(program.elemSize),
-                                         program.geometry,
-                                         tag,
-                                         &describeCallTag};
+  handOver->shape = callShape(handOver->steps, program, tag);
   handOver->once = !captured;
   COLL_CUDACHECK(cudaLaunchHostFunc(stream, handOverFromStream, handOver.get()));
   if (captured) {
@@ -185,7 +190,7 @@ void DeviceEngine::drain(Deadline deadline) {
 
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
                                          const Params& params, int timeoutMs, const DeviceLayout* layout,
-                                         RecordExchange exchangeRecords) {
+                                         transport::ExchangeRecords exchangeRecords) {
   return std::make_unique<DeviceEngine>(channels, rank, nranks, params, timeoutMs, layout, std::move(exchangeRecords));
 }
 

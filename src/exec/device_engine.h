@@ -31,8 +31,7 @@ class DeviceEngine : public Engine {
   // exchangeRecords: an all-gather among the ranks through host memory, for rank processes whose
   // call buffers the channels map (the direct all-reduce under MPS).
   DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params, int timeoutMs,
-               const DeviceLayout* layout = nullptr,
-               transport::DeviceChannels::ExchangeRecords exchangeRecords = nullptr);
+               const DeviceLayout* layout = nullptr, transport::ExchangeRecords exchangeRecords = nullptr);
   ~DeviceEngine() override;
   const char* name() const override { return "device"; }
   void run(const CollCall& call, collStream_t stream) override;
@@ -74,7 +73,7 @@ class DeviceEngine : public Engine {
   // (handOverOnStream): replays hand theirs over when the stream reaches them, and the proxy must
   // see the calls in the kernels' order.
   bool handOverInStreamOrder_ = false;
-  transport::DeviceChannels::ExchangeRecords exchangeRecords_;
+  transport::ExchangeRecords exchangeRecords_;
   std::vector<std::unique_ptr<HandOver>> captured_;  // the host nodes' data, for every replay
 };
 

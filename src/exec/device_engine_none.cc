@@ -6,7 +6,7 @@
 namespace coll {
 
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels&, int, int, const Params&, int, const DeviceLayout*,
-                                         RecordExchange) {
+                                         transport::ExchangeRecords) {
   throwError(collInvalidUsage, "no CUDA device: this build of libcollective has no CUDA support");
 }
 

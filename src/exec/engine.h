@@ -6,8 +6,6 @@
 // health state (src/comm.h: markFailed, asyncError) and both stop when it aborts.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "src/algorithms/algorithm_table.h"
 #include "src/coll_call.h"
 #include "src/params.h"
+#include "transport/exchange_records.h"
 
 namespace coll {
 
@@ -52,11 +51,10 @@ struct DeviceLayout;  // src/plan/device_program.h
 // The device engine (device_engine.h) over a device-memory domain's channels, with its device
 // current; `layout` (may be null: one host) groups the ranks for two-level plans. In a build
 // without CUDA (device_engine_none.cc) it throws collInvalidUsage.
-// exchangeRecords: an all-gather among the ranks through host memory (transport::DeviceChannels::
-// ExchangeRecords), for rank processes that map each other's call buffers.
-using RecordExchange = std::function<std::vector<std::vector<uint8_t>>(const std::vector<uint8_t>& mine)>;
+// exchangeRecords: an all-gather among the ranks through host memory, for rank processes that map
+// each other's call buffers.
 std::unique_ptr<Engine> makeDeviceEngine(transport::DeviceChannels& channels, int rank, int nranks,
                                          const Params& params, int timeoutMs, const DeviceLayout* layout = nullptr,
-                                         RecordExchange exchangeRecords = nullptr);
+                                         transport::ExchangeRecords exchangeRecords = nullptr);
 
 }  // namespace coll

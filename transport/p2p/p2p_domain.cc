@@ -139,7 +139,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     // cuMemCreate), and the direct kernel writes into the peers' own buffers.
     sameProcess_[r] = peer.process == p2pProcessIdentity();
     oneDevice = oneDevice && peer.device == device_;
-    if (peer.process != p2pProcessIdentity() || peer.device != device_) {
+    if (!sameProcess_[r] || peer.device != device_) {
       sharedAddressSpace_ = false;
     } else {
       ++ranksHere;
