@@ -4,7 +4,6 @@
 // descriptions. Ranks on one GPU, or on GPUs that map each other's memory, form one island;
 // other pairs of a host stage through host memory.
 #include <algorithm>
-#include <cstring>
 
 #include "common/cuda_device.h"
 #include "common/error.h"
@@ -45,28 +44,7 @@ std::optional<LinkCost> Communicator::placeDeviceIslands(int device) {
 }
 
 std::optional<LinkCost> Communicator::slowestOfEveryRank(const std::optional<LinkCost>& mine) {
-  // Every rank must plan with the same costs (their plans must agree): the slowest link any rank
-  // found in its island, through the store; none where no rank found one.
-  struct Priced {
-    double latencyUs;
-    double bytesPerUs;
-    uint64_t known;
-  };
-  const Priced own{mine ? mine->latencyUs : 0.0, mine ? mine->bytesPerUs : 0.0, mine ? 1u : 0u};
-  bootstrap::Bytes bytes(sizeof own);
-  memcpy(bytes.data(), &own, sizeof own);
-  std::optional<LinkCost> slowest;
-  for (const bootstrap::Bytes& theirs : gatherFromRanks("device/gpulink", bytes, initDeadline())) {
-    Priced p{};
-    if (theirs.size() != sizeof p)
-      throwError(collRemoteError, "a rank sent a GPU link price of %zu bytes", theirs.size());
-    memcpy(&p, theirs.data(), sizeof p);
-    if (p.known == 0) continue;
-    if (!slowest) slowest = LinkCost{p.latencyUs, p.bytesPerUs};
-    slowest->latencyUs = std::max(slowest->latencyUs, p.latencyUs);
-    slowest->bytesPerUs = std::min(slowest->bytesPerUs, p.bytesPerUs);
-  }
-  return slowest;
+  return slowestGpuLinkPrice(gatherFromRanks("device/gpulink", encodeGpuLinkPrice(mine), initDeadline()));
 }
 
 }  // namespace coll

@@ -4,6 +4,11 @@
 // pair must be staged through host memory because neither NVLink nor PCIe peer access joins it.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "src/algorithms/plan_context.h"
 #include "topo/gpu_topology.h"
 
@@ -21,5 +26,13 @@ LinkCost slowestGpuLinkAmong(const topo::GpuTopology& gpus, const std::vector<st
                              const LinkCosts& costs);
 // Whether device memory between GPUs a and b must be staged: different GPUs without peer access.
 bool needsStaging(const topo::GpuTopology& gpus, int a, int b);
+
+// Every rank must plan with the same costs, so each sends the price of its island's slowest GPU
+// link (none: it found none) through the store and all take the slowest of them.
+std::vector<uint8_t> encodeGpuLinkPrice(const std::optional<LinkCost>& mine);
+// The slowest of the prices `byRank` holds (none where no rank found one). What a peer sent is
+// checked: a record of another size, a latency below zero or a rate not above zero, or a value
+// that is not a number, throws collRemoteError naming the rank.
+std::optional<LinkCost> slowestGpuLinkPrice(const std::vector<std::vector<uint8_t>>& byRank);
 
 }  // namespace coll

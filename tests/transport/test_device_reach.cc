@@ -5,10 +5,12 @@
 // give: direct inside an island, staged between islands of one host.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "src/plan/device_links.h"
 #include "tests/topo/fake_nvml.h"
 #include "tests/transport/described_ranks.h"
@@ -113,6 +115,38 @@ TEST(DeviceReach, TheIslandsGpusArePricedAtTheirSlowestLink) {
   EXPECT_EQ(nvlink.bytesPerUs, gpuLinkCost(topo::GpuLinkKind::kNvlink, costs).bytesPerUs);
   EXPECT_LT(sockets.bytesPerUs, nvlink.bytesPerUs);
   EXPECT_EQ(slowestGpuLinkAmong(t, {A}, costs).bytesPerUs, nvlink.bytesPerUs);
+}
+
+TEST(DeviceReach, EveryRankPlansWithTheSlowestPriceAnyRankSent) {
+  const std::vector<uint8_t> none = encodeGpuLinkPrice(std::nullopt);
+  EXPECT_FALSE(slowestGpuLinkPrice({none, none}).has_value());
+  const std::optional<LinkCost> slowest =
+      slowestGpuLinkPrice({encodeGpuLinkPrice(LinkCost{2.0, 400.0}), none, encodeGpuLinkPrice(LinkCost{3.0, 900.0})});
+  ASSERT_TRUE(slowest.has_value());
+  EXPECT_EQ(slowest->latencyUs, 3.0);
+  EXPECT_EQ(slowest->bytesPerUs, 400.0);
+}
+
+TEST(DeviceReach, APriceAPeerSentWrongIsRefusedNamingTheRank) {
+  const std::vector<uint8_t> good = encodeGpuLinkPrice(LinkCost{2.0, 400.0});
+  auto refusal = [&](const std::vector<uint8_t>& bad) {
+    try {
+      slowestGpuLinkPrice({good, good, bad});
+    } catch (const CollError& e) {
+      EXPECT_EQ(e.code(), collRemoteError);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::vector<uint8_t> shorter(good.begin(), good.end() - 1);
+  EXPECT_NE(refusal(shorter).find("rank 2 sent a GPU link price of 23 bytes, expected 24"), std::string::npos)
+      << refusal(shorter);
+  for (const LinkCost bad : {LinkCost{std::nan(""), 400.0}, LinkCost{-1.0, 400.0}, LinkCost{2.0, 0.0},
+                             LinkCost{2.0, -5.0}, LinkCost{2.0, HUGE_VAL}, LinkCost{HUGE_VAL, 400.0}}) {
+    const std::string message = refusal(encodeGpuLinkPrice(bad));
+    EXPECT_NE(message.find("rank 2 sent a GPU link price of"), std::string::npos) << message;
+  }
+  EXPECT_EQ(refusal(encodeGpuLinkPrice(std::nullopt)), "accepted");
 }
 
 }  // namespace
