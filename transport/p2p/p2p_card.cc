@@ -6,6 +6,7 @@
 #include "common/hash.h"
 #include "common/random.h"
 #include "kernels/cuda/channel_layout.h"
+#include "transport/p2p/same_gpu.h"
 
 namespace coll {
 namespace transport {
@@ -39,11 +40,18 @@ P2pCard parseP2pCard(const std::string& bytes, int expectedRank, int nranks) {
   if (card.magic != kP2pCardMagic || card.rank != expectedRank || card.nranks != nranks)
     throwError(collInvalidUsage, "P2P setup: rank %d sent a locator that is not one (magic, rank or size differ)",
                expectedRank);
+  if (memchr(card.busId, '\0', sizeof card.busId) == nullptr)
+    throwError(collInvalidUsage, "P2P setup: rank %d sent a GPU bus id of %zu bytes without an end", expectedRank,
+               sizeof card.busId);
   if (card.layoutDigest != p2pLayoutDigest() || card.regionBytes != device::connectionBytes())
     throwError(collInvalidUsage, "P2P setup: rank %d uses another channel layout (a different build of libcollective?)",
                expectedRank);
   return card;
 }
+
+bool sameGpu(const P2pCard& a, const P2pCard& b) { return sameGpu(a.busId, a.device, b.busId, b.device); }
+
+std::string gpuKey(const P2pCard& card) { return gpuKey(card.busId, card.device); }
 
 }  // namespace transport
 }  // namespace coll

@@ -8,17 +8,37 @@
 namespace coll {
 namespace transport {
 
-P2pConnection::P2pConnection(const P2pCard& peer, int device, int myRank, char* myRegions) {
-  if (peer.device != device) {
-    int canAccess = 0;
-    COLL_CUDACHECK(cudaDeviceCanAccessPeer(&canAccess, device, peer.device));
-    if (!canAccess)
-      throwError(collInvalidUsage, "P2P setup: GPU %d (rank %d) cannot access GPU %d (rank %d): no peer access", device,
-                 myRank, peer.device, peer.rank);
-    const cudaError_t rc = cudaDeviceEnablePeerAccess(peer.device, 0);
-    if (rc != cudaSuccess && rc != cudaErrorPeerAccessAlreadyEnabled) COLL_CUDACHECK(rc);
-    cudaGetLastError();  // "already enabled" is not an error here
+namespace {
+
+// Peer access from `device` to the peer's GPU, found by its bus id: the peer's ordinal is its own
+// process's numbering. A GPU this process does not see (CUDA_VISIBLE_DEVICES) cannot be asked
+// about here; the device islands found that the two reach each other, and cudaIpcOpenMemHandle
+// enables the access it needs itself (cudaIpcMemLazyEnablePeerAccess).
+void enablePeerAccess(const P2pCard& peer, int device, int myRank) {
+  // Without a bus id (CUDA gave none), the peer's ordinal is all there is.
+  int peerDevice = peer.device;
+  if (peer.busId[0] != '\0' && cudaDeviceGetByPCIBusId(&peerDevice, peer.busId) != cudaSuccess) {
+    cudaGetLastError();  // not visible here: not an error of the caller's next call
+    if (peer.process == p2pProcessIdentity())
+      throwError(collInternalError, "P2P setup: rank %d's GPU (%s) is not visible to its own process", peer.rank,
+                 peer.busId);
+    return;
   }
+  int canAccess = 0;
+  COLL_CUDACHECK(cudaDeviceCanAccessPeer(&canAccess, device, peerDevice));
+  if (!canAccess)
+    throwError(collInvalidUsage,
+               "P2P setup: GPU %d (rank %d) cannot access GPU %d, bus id %s (rank %d): no peer access", device, myRank,
+               peerDevice, peer.busId[0] != '\0' ? peer.busId : "unknown", peer.rank);
+  const cudaError_t rc = cudaDeviceEnablePeerAccess(peerDevice, 0);
+  if (rc != cudaSuccess && rc != cudaErrorPeerAccessAlreadyEnabled) COLL_CUDACHECK(rc);
+  cudaGetLastError();  // "already enabled" is not an error here
+}
+
+}  // namespace
+
+P2pConnection::P2pConnection(const P2pCard& peer, bool sameGpu, int device, int myRank, char* myRegions) {
+  if (!sameGpu) enablePeerAccess(peer, device, myRank);
   if (peer.process == p2pProcessIdentity()) {
     peerBase_ = reinterpret_cast<char*>(peer.base);
   } else {

@@ -13,9 +13,9 @@ namespace transport {
 
 class P2pConnection {
  public:
-  // Maps `peer`'s allocation on `device` (the current device). Throws collInvalidUsage when this
-  // GPU cannot reach the peer's.
-  P2pConnection(const P2pCard& peer, int device, int myRank, char* myRegions);
+  // Maps `peer`'s allocation on `device` (the current device); `sameGpu`: the peer runs on this
+  // rank's GPU (same_gpu.h). Throws collInvalidUsage when this GPU cannot reach the peer's.
+  P2pConnection(const P2pCard& peer, bool sameGpu, int device, int myRank, char* myRegions);
   ~P2pConnection();
   P2pConnection(const P2pConnection&) = delete;
   P2pConnection& operator=(const P2pConnection&) = delete;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/cuda_check.h"
+#include "common/cuda_device.h"
 #include "common/error.h"
 #include "common/hash.h"
 #include "common/logging.h"
@@ -101,6 +102,8 @@ std::string P2pDomain::card(int) {
   }
   card.mpsClient = mps != 0 ? 1 : 0;
   COLL_CUDACHECK(cudaIpcGetMemHandle(&card.handle, regions_));
+  const std::string busId = cudaDeviceBusId(device_);
+  if (busId.size() < sizeof card.busId) memcpy(card.busId, busId.c_str(), busId.size() + 1);
   return encodeP2pCard(card);
 }
 
@@ -120,7 +123,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     int ranks;
     int residentBlocks;
   };
-  std::map<int, DeviceUse> devices;
+  std::map<std::string, DeviceUse> devices;  // by gpuKey: processes number their GPUs differently
   int ranksHere = 0;  // threads of this process on this GPU, this rank among them
   int firstHere = nranks_;
   kernelsConcurrent_ = true;
@@ -129,17 +132,19 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   sameProcess_.assign(nranks_, false);
   connections_.clear();
   table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
+  const P2pCard mine = parseP2pCard(cards[rank_], rank_, nranks_);
   for (int r = 0; r < nranks_; ++r) {
     const P2pCard peer = parseP2pCard(cards[r], r, nranks_);
+    const bool onMyGpu = sameGpu(peer, mine);
     auto [entry, fresh] =
-        devices.emplace(peer.device, DeviceUse{peer.process, false, peer.mpsClient != 0, 0, peer.residentBlocks});
+        devices.emplace(gpuKey(peer), DeviceUse{peer.process, false, peer.mpsClient != 0, 0, peer.residentBlocks});
     DeviceUse& use = entry->second;
     if (!fresh && use.process != peer.process) use.severalProcesses = true;
     // One GPU too: peer access does not reach every allocation of another GPU (memory pools,
     // cuMemCreate), and the direct kernel writes into the peers' own buffers.
     sameProcess_[r] = peer.process == p2pProcessIdentity();
-    oneDevice = oneDevice && peer.device == device_;
-    if (!sameProcess_[r] || peer.device != device_) {
+    oneDevice = oneDevice && onMyGpu;
+    if (!sameProcess_[r] || !onMyGpu) {
       sharedAddressSpace_ = false;
     } else {
       ++ranksHere;
@@ -147,7 +152,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
     }
     use.allMps = use.allMps && peer.mpsClient != 0;
     if (++use.ranks * static_cast<int>(device::kSimpleGeometry.lanes) > use.residentBlocks) kernelsConcurrent_ = false;
-    connections_.push_back(std::make_unique<P2pConnection>(peer, device_, rank_, regions_));
+    connections_.push_back(std::make_unique<P2pConnection>(peer, onMyGpu, device_, rank_, regions_));
     table_[r] = connections_.back()->channels();
   }
   for (const auto& [device, use] : devices)
