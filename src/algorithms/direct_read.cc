@@ -249,7 +249,8 @@ bool directReadCanRun(const CollCall&, const PlanContext& ctx, std::string* why)
     // The device path takes cma before planning where it can (src/plan/device_program.cc).
     *why =
         "cma on device memory runs an all-reduce of ranks on one GPU whose kernels run together (threads of "
-        "one process, or processes under MPS), at most 8 ranks (the direct kernel, docs/cuda.md)";
+        "one process, or processes under MPS outside a CUDA graph capture, since their buffers are mapped call by "
+        "call), at most 8 ranks (the direct kernel, docs/cuda.md)";
     return false;
   }
   if (why != nullptr)

@@ -95,6 +95,11 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
     const char* sends[device::kMaxDevicePeers] = {};
     char* recvs[device::kMaxDevicePeers] = {};
     if (mapped) {
+      if (capturing)
+        throwError(collInvalidUsage,
+                   "rank %d: the direct all-reduce of rank processes maps their buffers call by call, which a CUDA "
+                   "graph cannot replay: capture it with another algorithm",
+                   rank_);
       if (!exchangeRecords_) throwError(collInternalError, "rank %d: no way to exchange call buffers", rank_);
       channels_.mapCallBuffers(
           sendbuff, recvbuff, program.count * program.elemSize, exchangeRecords_,
@@ -140,6 +145,12 @@ void DeviceEngine::handOverOnStream(const DeviceProgram& program, uint64_t tag, 
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
   if (movesNothing(call)) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  {
+    CurrentDeviceScope scope(channels_.device());
+    COLL_CUDACHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
+  }
+  context_.capturing = capture == cudaStreamCaptureStatusActive;
   enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
           collectiveTagOf(call));
 }

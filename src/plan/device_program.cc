@@ -271,7 +271,8 @@ Schedule planDeviceSchedule(const CollCall& call, const DeviceCallContext& conte
 }
 
 bool directAllReduceRuns(const CollCall& call, const DeviceCallContext& context) {
-  return reducesIntoEveryRank(collectiveRow(call.type)) && (context.sharedAddressSpace || context.callBuffersMapped) &&
+  const bool buffersReachable = context.sharedAddressSpace || (context.callBuffersMapped && !context.capturing);
+  return reducesIntoEveryRank(collectiveRow(call.type)) && buffersReachable &&
          context.mode == DeviceMode::kConcurrent && context.nranks >= 2 && context.nranks <= device::kMaxDevicePeers;
 }
 

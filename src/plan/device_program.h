@@ -83,6 +83,9 @@ struct DeviceCallContext {
   // Rank processes on one GPU under MPS whose call buffers the channels map for each other
   // (transport::DeviceChannels::mapsCallBuffers): the direct all-reduce runs there too, when forced.
   bool callBuffersMapped = false;
+  // The call's stream is capturing a CUDA graph. Mapped call buffers are not for a graph: their
+  // mappings are made per call, and a replay would use addresses the cache may have closed since.
+  bool capturing = false;
   // The geometry of each protocol: the build's (device::geometryOf). Tests pass smaller ones so
   // that small counts span many slices and steps; the launcher accepts only the build's.
   device::ChannelGeometry (*geometryOf)(device::Protocol) = &device::geometryOf;

@@ -135,6 +135,24 @@ TEST(DirectPlan, RankProcessesWithMappedBuffersTakeItOnlyWhenForced) {
   EXPECT_THROW(planDeviceCall(allReduce(1000003), serialized.context), CollError);
 }
 
+TEST(DirectPlan, MappedBuffersAreNotCapturedInAGraph) {
+  // A graph would replay the addresses of one call's mappings, which the cache may close later.
+  DirectContext processes(true, false);
+  processes.context.callBuffersMapped = true;
+  processes.context.capturing = true;
+  try {
+    planDeviceCall(allReduce(1000003), processes.context);
+    ADD_FAILURE() << "the direct kernel of rank processes planned in a capture";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("outside a CUDA graph capture"), std::string::npos) << e.what();
+  }
+  // Threads of one process share addresses: a capture changes nothing for them.
+  DirectContext threads(true, true);
+  threads.context.capturing = true;
+  EXPECT_TRUE(planDeviceCall(allReduce(1000003), threads.context).direct);
+}
+
 TEST(DirectPlan, CmaWhereTheDirectKernelCannotRunIsAClearError) {
   for (const DirectContext& d : {DirectContext(true, false), DirectContext(true, true, DeviceMode::kSerialized),
                                  DirectContext(true, true, DeviceMode::kConcurrent, 9)}) {
