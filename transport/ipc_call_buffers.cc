@@ -1,6 +1,7 @@
 #include "transport/ipc_call_buffers.h"
 
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include "common/error.h"
@@ -83,6 +84,8 @@ void IpcCallBuffers::map(const std::vector<std::vector<uint8_t>>& records, const
       continue;
     }
     WireRecord record{};
+    if (records[r].empty())
+      throwError(collRemoteError, "rank %d refused its own buffers for this call (its error says why)", r);
     if (records[r].size() != sizeof record)
       throwError(collRemoteError, "rank %d sent a call-buffers record of %zu bytes: expected %zu (another build?)", r,
                  records[r].size(), sizeof record);
@@ -112,6 +115,21 @@ void IpcCallBuffers::map(const std::vector<std::vector<uint8_t>>& records, const
     sends[r] = mapped(record.send);
     recvs[r] = mapped(record.recv);
   }
+}
+
+void IpcCallBuffers::describeExchangeAndMap(const void* send, void* recv, uint64_t bytes,
+                                            const ExchangeRecords& exchange, const char** sends, char** recvs,
+                                            const std::function<void()>& quiesce) {
+  std::vector<uint8_t> mine;
+  std::exception_ptr refused;
+  try {
+    mine = describe(send, recv, bytes);
+  } catch (const CollError&) {
+    refused = std::current_exception();
+  }
+  const std::vector<std::vector<uint8_t>> records = exchange(mine);
+  if (refused) std::rethrow_exception(refused);
+  map(records, send, recv, bytes, sends, recvs, quiesce);
 }
 
 }  // namespace transport

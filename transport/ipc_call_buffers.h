@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "transport/exchange_records.h"
 #include "transport/ipc_buffer_cache.h"
 
 namespace coll {
@@ -38,6 +39,13 @@ class IpcCallBuffers {
   // one (a kernel enqueued earlier may not have run yet).
   void map(const std::vector<std::vector<uint8_t>>& records, const void* send, void* recv, uint64_t bytes,
            const char** sends, char** recvs, const std::function<void()>& quiesce);
+
+  // describe, exchange (every rank's record, through the caller's host all-gather) and map, as one
+  // step that every rank joins even when it refuses its own buffers: it then sends an empty
+  // record, which each peer's map refuses naming it, and throws its own error after the exchange,
+  // so that no rank is left waiting in the exchange for it.
+  void describeExchangeAndMap(const void* send, void* recv, uint64_t bytes, const ExchangeRecords& exchange,
+                              const char** sends, char** recvs, const std::function<void()>& quiesce);
 
   uint64_t mappingsOpened() const { return imports_.opened(); }
 

@@ -4,7 +4,8 @@
 // uses. Peers' buffers in other processes are mapped (once per allocation, then reused), those of
 // this process used as they are; a record that is short, another rank's, of another call size or
 // describing a buffer too small for the call is refused naming its rank; a buffer too small for
-// the call is refused before anything is sent; a full cache waits for the kernels first.
+// the call is refused before anything is sent, yet its rank joins the exchange (the peers fail
+// naming it); a full cache waits for the kernels first.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -109,6 +110,47 @@ TEST(IpcCallBuffers, ABufferTooSmallForTheCallIsRefusedBeforeItIsSent) {
     EXPECT_EQ(e.code(), collInvalidUsage);
     EXPECT_NE(std::string(e.what()).find("the send buffer"), std::string::npos) << e.what();
   }
+}
+
+TEST(IpcCallBuffers, ARankThatRefusesItsBuffersStillJoinsTheExchange) {
+  // Rank 0's send buffer is too small for the call. It must not leave ranks 1 and 2 waiting in the
+  // exchange: it sends an empty record, and each rank fails with an error saying whose.
+  ThreeRanks t;
+  const uint64_t bytes = 1024;
+  std::vector<std::vector<uint8_t>> records(3);
+  records[0] = {};
+  records[1] = t.rank1.describe(at(0x10080), at(0x10800), bytes);
+  records[2] = t.rank2.describe(at(0x20000), at(0x20100), bytes);
+  int joined = 0;
+  ExchangeRecords exchange = [&](const std::vector<uint8_t>& mine) {
+    ++joined;
+    EXPECT_TRUE(mine.empty()) << "a refused call sends an empty record";
+    return records;
+  };
+  const char* sends[3] = {};
+  char* recvs[3] = {};
+  try {
+    t.rank0.describeExchangeAndMap(at(0x10000 + 4000), at(0x10040), bytes, exchange, sends, recvs, t.quiesce);
+    ADD_FAILURE() << "a send buffer too small for the call was accepted";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("the send buffer"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(joined, 1) << "rank 0 joined the exchange before it failed";
+  ExchangeRecords peers = [&](const std::vector<uint8_t>&) { return records; };
+  for (IpcCallBuffers* peer : {&t.rank1, &t.rank2}) {
+    try {
+      const void* send = peer == &t.rank1 ? at(0x10080) : at(0x20000);
+      void* recv = peer == &t.rank1 ? at(0x10800) : at(0x20100);
+      peer->describeExchangeAndMap(send, recv, bytes, peers, sends, recvs, t.quiesce);
+      ADD_FAILURE() << "a peer mapped the call although rank 0 refused it";
+    } catch (const CollError& e) {
+      EXPECT_EQ(e.code(), collRemoteError);
+      EXPECT_NE(std::string(e.what()).find("rank 0 refused its own buffers"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(t.processA.openMappings.empty() && t.processB.openMappings.empty())
+      << "nothing is mapped for a refused call";
 }
 
 TEST(IpcCallBuffers, AFullCacheWaitsForTheKernelsBeforeItClosesAMapping) {

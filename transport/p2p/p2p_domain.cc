@@ -196,7 +196,7 @@ void P2pDomain::mapCallBuffers(const void* send, void* recv, uint64_t bytes, con
     // launched kernels before it closes a mapping (quiesce). (design value)
     callBuffers_ = std::make_unique<IpcCallBuffers>(*ipcDriver_, rank_, sameProcess_, 64 * size_t(nranks_));
   }
-  callBuffers_->map(exchange(callBuffers_->describe(send, recv, bytes)), send, recv, bytes, sends, recvs, quiesce);
+  callBuffers_->describeExchangeAndMap(send, recv, bytes, exchange, sends, recvs, quiesce);
 }
 
 std::unique_ptr<Domain> makeP2pDomain(const DomainArgs& args) { return std::make_unique<P2pDomain>(args); }
