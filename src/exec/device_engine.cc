@@ -10,9 +10,16 @@
 
 namespace coll {
 
+// The channels a host node hands over to, for as long as the engine lives: a node the stream
+// reaches only after the engine is gone (its drain gave up at destroy) finds none and does nothing.
+struct DeviceEngine::HandOverGate {
+  std::mutex mutex;
+  transport::DeviceChannels* channels = nullptr;  // under mutex; null once the engine is destroyed
+};
+
 // What a host node hands over: a copy of the call's steps, which the shape points into.
 struct DeviceEngine::HandOver {
-  transport::DeviceChannels* channels = nullptr;
+  std::shared_ptr<HandOverGate> gate;
   std::vector<device::DeviceStep> steps;
   transport::CallShape shape;
   bool once = false;  // an eager call's: freed by its host node
@@ -36,10 +43,13 @@ transport::CallShape callShape(const std::vector<device::DeviceStep>& steps, con
 // already asked the kernels to stop (the status word), which is how the call ends.
 void CUDART_CB handOverFromStream(void* data) {
   auto* handOver = static_cast<DeviceEngine::HandOver*>(data);
-  try {
-    handOver->channels->beginCall(handOver->shape);
-  } catch (const std::exception& e) {
-    COLL_WARN(kColl, "a device call's hand-over from its stream: %s", e.what());
+  {
+    std::lock_guard<std::mutex> lock(handOver->gate->mutex);
+    try {
+      if (handOver->gate->channels != nullptr) handOver->gate->channels->beginCall(handOver->shape);
+    } catch (const std::exception& e) {
+      COLL_WARN(kColl, "a device call's hand-over from its stream: %s", e.what());
+    }
   }
   if (handOver->once) delete handOver;
 }
@@ -48,7 +58,12 @@ void CUDART_CB handOverFromStream(void* data) {
 
 DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nranks, const Params& params,
                            int timeoutMs, const DeviceLayout* layout, transport::ExchangeRecords exchangeRecords)
-    : channels_(channels), rank_(rank), launcher_(channels, timeoutMs), exchangeRecords_(std::move(exchangeRecords)) {
+    : channels_(channels),
+      rank_(rank),
+      launcher_(channels, timeoutMs),
+      handOverGate_(std::make_shared<HandOverGate>()),
+      exchangeRecords_(std::move(exchangeRecords)) {
+  handOverGate_->channels = &channels;
   if (layout != nullptr) {
     context_.layout = *layout;
     context_.staged = layout->staged;
@@ -66,6 +81,10 @@ DeviceEngine::DeviceEngine(transport::DeviceChannels& channels, int rank, int nr
 }
 
 DeviceEngine::~DeviceEngine() {
+  {
+    std::lock_guard<std::mutex> lock(handOverGate_->mutex);
+    handOverGate_->channels = nullptr;
+  }
   // Errors are ignored: teardown, possibly after the device failed.
   if (side_ != nullptr) cudaStreamDestroy(side_);
   if (lastLaunch_ != nullptr) cudaEventDestroy(lastLaunch_);
@@ -131,7 +150,7 @@ void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, co
 
 void DeviceEngine::handOverOnStream(const DeviceProgram& program, uint64_t tag, cudaStream_t stream, bool captured) {
   auto handOver = std::make_unique<HandOver>();
-  handOver->channels = &channels_;
+  handOver->gate = handOverGate_;
   handOver->steps = program.steps;
   handOver->shape = callShape(handOver->steps, program, tag);
   handOver->once = !captured;

@@ -51,8 +51,9 @@ class DeviceEngine : public Engine {
   void enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff, void* recvbuff,
                collStream_t stream, uint64_t tag = 0);
 
-  // What a host node hands over (device_engine.cc).
+  // What a host node hands over, and the channels it hands over to (device_engine.cc).
   struct HandOver;
+  struct HandOverGate;
 
  private:
   void releaseStreamWaits();
@@ -73,6 +74,7 @@ class DeviceEngine : public Engine {
   // (handOverOnStream): replays hand theirs over when the stream reaches them, and the proxy must
   // see the calls in the kernels' order.
   bool handOverInStreamOrder_ = false;
+  std::shared_ptr<HandOverGate> handOverGate_;
   transport::ExchangeRecords exchangeRecords_;
   std::vector<std::unique_ptr<HandOver>> captured_;  // the host nodes' data, for every replay
 };
