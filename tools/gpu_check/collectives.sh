@@ -17,7 +17,10 @@ else
   while read -r _ _ mode n cases result secs; do
     row "collectives $mode ${n%:}" "$result" "$cases cases, $secs"
   done < <(grep '^RESULT gpu_collectives' "$LOG_DIR/collectives.log" | tr -d ',()' | sed 's/ cases//')
-  [[ $status != 0 ]] && grep -v '^RESULT' "$LOG_DIR/collectives.log" | head -20
+  if [[ $status != 0 ]]; then
+    row "collectives on one GPU, the run as a whole" FAIL "$(why $status "$LOG_DIR/collectives.log")"
+    grep -v '^RESULT' "$LOG_DIR/collectives.log" | head -20
+  fi
 fi
 
 # 3b. The variable-count collectives with a stream (tests/cuda/gpu_vcollectives.cc): the host
