@@ -2,7 +2,9 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,12 +63,19 @@ std::vector<std::string> runThreads(const ApiJob& job, const collUniqueId& id, c
 std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id, const std::string& bodyName) {
   std::vector<pid_t> pids;
   std::vector<std::string> failures;
+  // The ranks touch this file as they report progress: the sign that a long job still moves.
+  char heartbeat[] = "/tmp/coll-api-heartbeat.XXXXXX";
+  const int heartbeatFd = mkstemp(heartbeat);
+  if (heartbeatFd < 0) return {"mkstemp for the heartbeat file failed"};
+  close(heartbeatFd);
   const int perHost = (job.nranks + job.hosts - 1) / job.hosts;
   for (int r = 0; r < job.nranks; ++r) {
-    std::vector<std::string> vars = {
-        std::string(kRankVar) + "=" + std::to_string(r), std::string(kSizeVar) + "=" + std::to_string(job.nranks),
-        std::string(kIdVar) + "=" + uniqueIdToHex(id), std::string(kBodyVar) + "=" + bodyName,
-        std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs)};
+    std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
+                                     std::string(kSizeVar) + "=" + std::to_string(job.nranks),
+                                     std::string(kIdVar) + "=" + uniqueIdToHex(id),
+                                     std::string(kBodyVar) + "=" + bodyName,
+                                     std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs),
+                                     std::string(heartbeatVariable()) + "=" + heartbeat};
     if (job.hosts > 1) vars.push_back("COLL_HOSTID=gpu-staged-host" + std::to_string(r / perHost));
     const pid_t pid = spawnSelf(vars);
     if (pid == 0) {
@@ -75,17 +84,26 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
     }
     pids.push_back(pid);
   }
-  const Clock::time_point start = Clock::now();
+  // Stopped once no rank has reported progress for longer than the ranks' own watchdogs allow.
+  const long limitMs = job.timeoutMs + kGraceMs + 10000;
+  Clock::time_point lastBeat = Clock::now();
+  int64_t lastStamp = heartbeatStamp(heartbeat);
   for (size_t r = 0; r < pids.size(); ++r) {
     int status = 0;
     pid_t done = 0;
-    while ((done = waitpid(pids[r], &status, WNOHANG)) == 0 && msSince(start) < job.timeoutMs + kGraceMs + 10000)
+    while ((done = waitpid(pids[r], &status, WNOHANG)) == 0) {
+      if (const int64_t stamp = heartbeatStamp(heartbeat); stamp != lastStamp) {
+        lastStamp = stamp;
+        lastBeat = Clock::now();
+      }
+      if (msSince(lastBeat) > limitMs) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     if (done == 0) {
       for (pid_t p : pids) kill(p, SIGKILL);
       waitpid(pids[r], &status, 0);
-      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(msSince(start)) +
-                         " ms)");
+      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(limitMs) +
+                         " ms without progress)");
     } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
       failures.push_back("rank " + std::to_string(r) + " " +
                          (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))
@@ -93,6 +111,7 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
                          " (its lines above say why)");
     }
   }
+  unlink(heartbeat);
   return failures;
 }
 
@@ -109,10 +128,16 @@ int apiRankChildMain(const std::map<std::string, ApiRankBody>& bodies) {
   const auto body = bodies.find(getenv(kBodyVar) != nullptr ? getenv(kBodyVar) : "");
   if (body == bodies.end()) return 2;
   const int timeoutMs = atoi(getenv(kTimeoutVar));
-  // A rank that hangs despite every bound says so rather than be killed silently.
+  // A rank that stops moving despite every bound says so rather than be killed silently; one that
+  // keeps reporting progress (reportProgress, per case) may run as long as it needs.
   std::thread([rank, timeoutMs] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(timeoutMs + kGraceMs));
-    printf("TIMEOUT rank %s: not done after %d ms\n", rank, timeoutMs + kGraceMs);
+    const Clock::time_point start = Clock::now();
+    const auto limit = std::chrono::milliseconds(timeoutMs + kGraceMs);
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (Clock::now() - std::max(start, lastReportedProgress()) > limit) break;
+    }
+    printf("TIMEOUT rank %s: no progress for %d ms\n", rank, timeoutMs + kGraceMs);
     fflush(stdout);
     _exit(124);
   }).detach();

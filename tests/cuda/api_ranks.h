@@ -31,7 +31,8 @@ struct ApiJob {
   int nranks = 2;
   int hosts = 1;                   // processes only: COLL_HOSTID groups of nranks / hosts ranks
   std::string mode = "processes";  // or "threads" (one process: concurrent kernels)
-  int timeoutMs = 60000;           // every wait of the library; a rank not done after it + 60 s is stopped
+  int timeoutMs =
+      60000;  // every wait of the library; a rank without progress (reportProgress) for it + 60 s is stopped
 };
 
 // In main, first: a rank process started by runApiRanks runs its body and returns the exit status

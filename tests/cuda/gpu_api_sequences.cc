@@ -75,6 +75,16 @@ collComm_t initComm(const StorePtr& store, int n, int rank, Failures* failures) 
 }
 
 // The end of a healthy rank: no async error, finalize, destroy (which meets the other ranks).
+// A rank that leaves a section early (a failed capture or CUDA call) aborts its communicator, so
+// that the peers stop waiting for it instead of running into the section's watchdog.
+struct AbortUnlessFinished {
+  collComm_t comm;
+  bool finished = false;
+  ~AbortUnlessFinished() {
+    if (!finished) collCommAbort(comm);
+  }
+};
+
 void finish(collComm_t comm, Failures* failures) {
   collResult_t async = collInternalError;
   if (collCommGetAsyncError(comm, &async) != collSuccess || async != collSuccess)
@@ -247,6 +257,7 @@ Failures graphRank(int rank, int n, const StorePtr& store) {
     CHECK_CUDA(cudaStreamSynchronize(b));
     collComm_t comm = initComm(store, n, rank, &failures);
     if (comm == nullptr) return failures;
+    AbortUnlessFinished guard{comm};
     // The lazy device setup waits for the other ranks through the store: never inside a capture.
     CHECK_COLL(collAllReduce(setup, setup, S, collFloat, collSum, comm, b), comm);
     CHECK_CUDA(cudaStreamSynchronize(b));
@@ -279,6 +290,7 @@ Failures graphRank(int rank, int n, const StorePtr& store) {
     expectFloats(&failures, "graph large all-reduce after 3 replays (" + modeName + ")", gL,
                  std::vector<float>(L, thrice), b);
     expectFloats(&failures, "eager all-reduces between the replays", eL, std::vector<float>(L, thrice), b);
+    guard.finished = true;
     finish(comm, &failures);
   }
   if (exec != nullptr) cudaGraphExecDestroy(exec);

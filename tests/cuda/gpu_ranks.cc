@@ -105,13 +105,6 @@ Clock::time_point lastProgress() {
   return gLastProgress;
 }
 
-// The heartbeat file's modification time, as a number that changes whenever a rank touched it.
-int64_t heartbeatStamp(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return 0;
-  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
-}
-
 std::string progressOfEveryRank() {
   std::lock_guard<std::mutex> lock(gProgressMutex);
   std::string all;
@@ -159,6 +152,17 @@ int GpuJob::defaultTimeoutMs() {
 void meetRanks(GpuRank& rank, const std::string& tag) {
   coll::bootstrap::barrier(*rank.store, tag, rank.rank, rank.nranks,
                            coll::Clock::now() + std::chrono::milliseconds(GpuJob::defaultTimeoutMs()));
+}
+
+Clock::time_point lastReportedProgress() { return lastProgress(); }
+
+const char* heartbeatVariable() { return kHeartbeatVar; }
+
+// The heartbeat file's modification time, as a number that changes whenever a rank touched it.
+int64_t heartbeatStamp(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return 0;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
 }
 
 void reportProgress(int rank, const std::string& what) {

@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -53,6 +55,12 @@ void meetRanks(GpuRank& rank, const std::string& tag);
 // times out; it also tells the run's watchdog that the ranks move (rank processes touch a
 // heartbeat file). Cheap: call it per case.
 void reportProgress(int rank, const std::string& what);
+// When this process last reported progress (the epoch if never).
+std::chrono::steady_clock::time_point lastReportedProgress();
+// For other launchers of rank processes: the environment variable that names the heartbeat file
+// reportProgress touches, and the file's stamp, which changes at every touch.
+const char* heartbeatVariable();
+int64_t heartbeatStamp(const std::string& path);
 
 std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body);
 // bodyName must be registered in the map given to gpuRankChildMain by this program's main.

@@ -107,6 +107,7 @@ std::vector<std::string> runCases(ApiRank& r) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     current = &cases[i];
+    colltest::reportProgress(r.rank, "case " + std::to_string(i) + ": " + cases[i].describe());
     const std::string f = colltest::runGpuCaseWith(run, cases[i], arena);
     if (!f.empty()) return {"case " + std::to_string(i) + " " + cases[i].describe() + ": " + f};
     // No rank reuses its buffers while a peer may still read them: a host barrier over the
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   bool passed = true;
   for (const std::string& mode : args.modes)
     for (int n : benchBytes > 0 ? std::vector<int>{2} : args.ranks) {
+      if (args.hosts > 1 && mode != "processes") continue;  // COLL_HOSTID groups are per process
       colltest::ApiJob job;
       job.nranks = n;
       job.hosts = args.hosts;

@@ -3,7 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "tests/cuda/gpu_ranks.h"
 
 namespace colltest {
 namespace {
@@ -60,6 +63,7 @@ std::vector<std::string> runStagedBench(ApiRank& r) {
   std::vector<size_t> sizes = {8};
   for (size_t bytes = size_t(64) << 10; bytes <= maxBytes; bytes *= 4) sizes.push_back(bytes);
   for (size_t bytes : sizes) {
+    reportProgress(r.rank, "all-reduce of " + std::to_string(bytes) + " bytes");
     const double device = timeAllReduce(r, dsend, drecv, bytes, true, &error);
     const double host = timeAllReduce(r, hsend.data(), hrecv.data(), bytes, false, &error);
     if (!error.empty()) break;

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,14 @@ class DeviceCopies : public colltest::VCaseMemory {
   ~DeviceCopies() override {
     cudaFree(send_);
     cudaFree(recv_);
+    cudaFreeHost(pinnedSend_);
+    cudaFreeHost(pinnedRecv_);
   }
   std::string allocate(size_t bytes) {
     if (cudaMalloc(&send_, bytes) != cudaSuccess || cudaMalloc(&recv_, bytes) != cudaSuccess)
       return "cudaMalloc of " + std::to_string(bytes) + " bytes failed";
+    if (cudaMallocHost(&pinnedSend_, bytes) != cudaSuccess || cudaMallocHost(&pinnedRecv_, bytes) != cudaSuccess)
+      return "cudaMallocHost of " + std::to_string(bytes) + " bytes failed";
     bytes_ = bytes;
     return "";
   }
@@ -59,15 +64,23 @@ class DeviceCopies : public colltest::VCaseMemory {
       problem_ = "a case's buffers outgrow the device copies";
       return collInternalError;
     }
-    if (!copy(send_, sendMem.region(), sendMem.regionBytes(), cudaMemcpyHostToDevice) ||
-        !copy(recv_, recvMem.region(), recvMem.regionBytes(), cudaMemcpyHostToDevice))
+    // Through pinned memory only: a copy from or into pageable memory may block the thread (and,
+    // inside the driver, other threads' copies) until the collective's kernel ends, which waits for
+    // the other thread ranks to launch theirs.
+    memcpy(pinnedSend_, sendMem.region(), sendMem.regionBytes());
+    memcpy(pinnedRecv_, recvMem.region(), recvMem.regionBytes());
+    if (!copy(send_, pinnedSend_, sendMem.regionBytes(), cudaMemcpyHostToDevice) ||
+        !copy(recv_, pinnedRecv_, recvMem.regionBytes(), cudaMemcpyHostToDevice))
       return collInternalError;
     const collResult_t rc = issue(onDevice(sendMem, recvMem, send), onDevice(sendMem, recvMem, recv), stream_);
     if (rc != collSuccess) return rc;
-    if (!copy(sendMem.region(), send_, sendMem.regionBytes(), cudaMemcpyDeviceToHost) ||
-        !copy(recvMem.region(), recv_, recvMem.regionBytes(), cudaMemcpyDeviceToHost))
+    if (!copy(pinnedSend_, send_, sendMem.regionBytes(), cudaMemcpyDeviceToHost) ||
+        !copy(pinnedRecv_, recv_, recvMem.regionBytes(), cudaMemcpyDeviceToHost))
       return collInternalError;
-    return cudaStreamSynchronize(stream_) == cudaSuccess ? collSuccess : collInternalError;
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) return collInternalError;
+    memcpy(sendMem.region(), pinnedSend_, sendMem.regionBytes());
+    memcpy(recvMem.region(), pinnedRecv_, recvMem.regionBytes());
+    return collSuccess;
   }
   const std::string& problem() const { return problem_; }
 
@@ -86,6 +99,8 @@ class DeviceCopies : public colltest::VCaseMemory {
   cudaStream_t stream_;
   uint8_t* send_ = nullptr;
   uint8_t* recv_ = nullptr;
+  void* pinnedSend_ = nullptr;  // the host side of every copy
+  void* pinnedRecv_ = nullptr;
   size_t bytes_ = 0;
   std::string problem_;
 };
@@ -97,6 +112,7 @@ std::vector<std::string> runCases(ApiRank& r) {
   const std::vector<VCase> cases = casesToRun();
   std::vector<std::string> failures;
   for (size_t i = 0; i < cases.size(); ++i) {
+    colltest::reportProgress(r.rank, "case " + std::to_string(i) + ": " + cases[i].describe());
     std::string f = colltest::runVCase(r.comm, r.rank, r.nranks, cases[i], &copies);
     if (!f.empty())
       failures.push_back("rank " + std::to_string(r.rank) + ": case " + std::to_string(i) + " " + cases[i].describe() +

@@ -71,6 +71,10 @@ class DeviceCopy {
   // Copies the device bytes back into `host`; false when a guard byte changed.
   bool fetch(TypedBuffer& host) const {
     std::vector<unsigned char> all(bytes_ + 2 * kGuardBytes);
+    // The call's kernels end first: a copy into pageable memory would otherwise wait for them
+    // inside the driver, where it may hold up other thread ranks' copies, and with them the
+    // launches those kernels wait for.
+    cudaStreamSynchronize(stream_);
     cudaMemcpyAsync(all.data(), base_, all.size(), cudaMemcpyDeviceToHost, stream_);
     cudaStreamSynchronize(stream_);
     std::memcpy(host.data(), all.data() + kGuardBytes, bytes_);
