@@ -17,7 +17,13 @@ namespace {
 
 class CudaStagingMemory final : public StagingMemory {
  public:
-  explicit CudaStagingMemory(int device) : device_(device) { COLL_CUDACHECK(cudaSetDevice(device_)); }
+  explicit CudaStagingMemory(int device) : device_(device) {
+    COLL_CUDACHECK(cudaSetDevice(device_));
+    COLL_CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaStagingMemory() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
 
   MappedBlock allocateMapped(size_t bytes) override {
     void* host = nullptr;
@@ -39,15 +45,19 @@ class CudaStagingMemory final : public StagingMemory {
   void* allocateDevice(size_t bytes) override {
     void* memory = nullptr;
     COLL_CUDACHECK(cudaMalloc(&memory, bytes));
-    COLL_CUDACHECK(cudaMemset(memory, 0, bytes));
-    COLL_CUDACHECK(cudaDeviceSynchronize());
+    // On a stream of our own, never the legacy one nor the whole device: setup can run while a
+    // thread rank of this process that finished it already has a kernel on a blocking stream that
+    // waits for this rank's.
+    COLL_CUDACHECK(cudaMemsetAsync(memory, 0, bytes, stream_));
+    COLL_CUDACHECK(cudaStreamSynchronize(stream_));
     return memory;
   }
   void freeDevice(void* memory) noexcept override {
     if (memory != nullptr) cudaFree(memory);
   }
   void copyToDevice(void* destination, const void* source, size_t bytes) override {
-    COLL_CUDACHECK(cudaMemcpy(destination, source, bytes, cudaMemcpyHostToDevice));
+    COLL_CUDACHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream_));
+    COLL_CUDACHECK(cudaStreamSynchronize(stream_));
   }
   uint64_t gpuIdentity() override {
     char bus[64] = {};
@@ -72,6 +82,7 @@ class CudaStagingMemory final : public StagingMemory {
 
  private:
   int device_;
+  cudaStream_t stream_ = nullptr;  // non-blocking: setup's copies wait for nothing of the user's
 };
 
 }  // namespace
