@@ -197,6 +197,21 @@ def run_operations(torch, dist, checks, rank, world, dtype):
     checks.report(f"barrier {name}", True)
 
 
+def run_new_group_send_first(torch, dist, checks, rank, world):
+    """A new group's first call is a send and a receive of CUDA tensors on torch's default stream,
+    as pipeline parallelism starts: the group's fresh worker thread must have the tensors' device
+    current for the library's setup of the device path."""
+    cuda = torch.device("cuda", 0)
+    group = dist.new_group(list(range(world)))
+    right, left = (rank + 1) % world, (rank - 1) % world
+    mine = torch.full((1000,), float(rank + 1), device=cuda)
+    out = torch.full((1000,), -1.0, device=cuda)
+    for request in [dist.isend(mine, right, group=group), dist.irecv(out, left, group=group)]:
+        request.wait()
+    checks.equal("a new group's first call: isend/irecv of CUDA tensors", out, torch.full((1000,), float(left + 1)))
+    dist.destroy_process_group(group)
+
+
 def run_streams_and_async(torch, dist, checks, rank, world):
     cuda = torch.device("cuda", 0)
     dtype = torch.float32
@@ -346,7 +361,8 @@ def rank_main(rank, world, port, timeout):
         return 1
     torch.cuda.set_device(0)
     dist.init_process_group("collective", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    for part in (lambda: run_operations(torch, dist, checks, rank, world, torch.float32),
+    for part in (lambda: run_new_group_send_first(torch, dist, checks, rank, world),
+                 lambda: run_operations(torch, dist, checks, rank, world, torch.float32),
                  lambda: run_operations(torch, dist, checks, rank, world, torch.bfloat16),
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
                  lambda: run_zero_functions(torch, dist, checks, rank, world),

@@ -54,6 +54,9 @@ class CudaCall final : public DeviceCall {
 
   void makeCurrentStreamWait() const override {
     if (event_ == nullptr) return;
+    // torch's default stream is the NULL handle, which CUDA reads as the current device's: make it
+    // the call's device, whatever the waiting thread has current.
+    c10::cuda::CUDAGuard onDevice(device_.index());
     c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
     C10_CUDA_CHECK(cudaStreamWaitEvent(current.stream(), event_, 0));
   }

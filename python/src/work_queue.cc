@@ -58,9 +58,21 @@ void runCollective(std::vector<QueuedCall>& batch) {
 void runPointToPointGroup(std::vector<QueuedCall>& batch) {
   std::exception_ptr error;
   try {
-    runAsGroup([&batch] {
-      for (QueuedCall& call : batch) call.issue();
-    });
+    // With the device of the group's CUDA tensors current, as a collective has (onCallStream): a
+    // group may be a communicator's first call with a stream, whose setup resolves torch's default
+    // stream through the current context, which the worker thread does not otherwise have.
+    const auto onDevice =
+        std::find_if(batch.begin(), batch.end(), [](const QueuedCall& call) { return call.work->device() != nullptr; });
+    auto issueAll = [&batch] {
+      runAsGroup([&batch] {
+        for (QueuedCall& call : batch) call.issue();
+      });
+    };
+    if (onDevice != batch.end()) {
+      onCallStream(*onDevice, issueAll);
+    } else {
+      issueAll();
+    }
   } catch (...) {
     error = std::current_exception();
   }
