@@ -71,23 +71,35 @@ def run_zero_engine(torch, dist, checks, rank, world):
     model, batches, reference = full_batch_reference(torch, world, per_rank, steps, (4321, 5), clip=0.5)
     expected = {name: p.detach().float().cpu() for name, p in reference.named_parameters()}
     shard = slice(rank * per_rank, (rank + 1) * per_rank)
-    cases = [(0, "none", "none"), (1, "none", "none"), (2, "none", "none"), (3, "none", "none"), (1, "cpu", "none"),
-             (2, "cpu", "none"), (3, "cpu", "none"), (3, "none", "cpu"), (3, "cpu", "cpu")]
-    for stage, offload, offload_param in cases:
-        config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_clipping": 0.5,
-                  "optimizer": {"type": "Adam", "params": {"lr": 1e-2}},
-                  "zero_optimization": {"stage": stage, "reduce_bucket_size": 100, "allgather_bucket_size": 100,
-                                        "stage3_param_persistence_threshold": 0,
-                                        "offload_optimizer": {"device": offload},
-                                        "offload_param": {"device": offload_param}}}
+    # Small buckets (many ranges per step) in most cases; then DeepSpeed's defaults (one bucket: the
+    # whole-buffer reduce-scatter) with two micro-steps per step (accumulation into the shard), and
+    # stage 3 with reduce_scatter off (an all-reduce of which each rank keeps its part).
+    small_buckets = {"reduce_bucket_size": 100, "allgather_bucket_size": 100}
+    cases = [(0, "none", "none", small_buckets, 1), (1, "none", "none", small_buckets, 1),
+             (2, "none", "none", small_buckets, 1), (3, "none", "none", small_buckets, 1),
+             (1, "cpu", "none", small_buckets, 1), (2, "cpu", "none", small_buckets, 1),
+             (3, "cpu", "none", small_buckets, 1), (3, "none", "cpu", small_buckets, 1),
+             (3, "cpu", "cpu", small_buckets, 1), (2, "none", "none", {}, 2),
+             (3, "none", "none", dict(small_buckets, reduce_scatter=False), 1)]
+    for stage, offload, offload_param, options, micro_steps in cases:
+        micro = per_rank // micro_steps
+        config = {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": micro_steps,
+                  "gradient_clipping": 0.5, "optimizer": {"type": "Adam", "params": {"lr": 1e-2}},
+                  "zero_optimization": dict(options, stage=stage, stage3_param_persistence_threshold=0,
+                                            offload_optimizer={"device": offload},
+                                            offload_param={"device": offload_param})}
         engine, _, _, _ = zero.initialize(model=model(), config=config)
         for x, y in batches:
-            engine.backward(torch.nn.functional.mse_loss(engine(x[shard].to(cuda)), y[shard].to(cuda)))
-            engine.step()
+            for m in range(micro_steps):
+                part = slice(shard.start + m * micro, shard.start + (m + 1) * micro)
+                engine.backward(torch.nn.functional.mse_loss(engine(x[part].to(cuda)), y[part].to(cuda)))
+                engine.step()
         got = engine.full_parameters()
         worst = max(float((got[name].cpu() - want).abs().max()) for name, want in expected.items())
         offloaded = ", optimizer offloaded to the CPU" if offload == "cpu" else ""
         offloaded += ", parameters offloaded to the CPU" if offload_param == "cpu" else ""
+        offloaded += ", default buckets, 2 micro-steps" if micro_steps == 2 else ""
+        offloaded += ", reduce_scatter off" if options.get("reduce_scatter") is False else ""
         checks.report(f"ZeRO stage {stage}{offloaded} on CUDA = full-batch Adam", worst <= 1e-5,
                       f"max difference {worst:.2e}")
 

@@ -149,6 +149,10 @@ def load(engine, load_dir, tag, load_optimizer_states, load_lr_scheduler_states)
         raise ValueError(f"torch_collective.zero: checkpoint {path} holds {meta['optimizer']} state, this engine runs "
                          f"{optimizer.kind}: load with load_optimizer_states=False to take the parameters only")
     reader = _ShardReader(path, meta)
+    if engine.device.type == "cuda":
+        # The host writes below may reach memory the device still reads: the pinned shards of
+        # offload, which the last step's gathers may not have copied up yet.
+        torch.cuda.current_stream(engine.device).synchronize()
     begin, end, start = _owned_range(engine)
     if engine.stage == 0:
         begin, end, start = 0, engine.layout.total, 0
