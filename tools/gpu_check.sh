@@ -28,8 +28,11 @@
 #               that instead of building (a GPU machine without hwloc or GoogleTest, or short time)
 #   GPU_CHECK_STEPS  a comma-separated list of the steps to run, the others SKIPPED (default: all):
 #               host api faults progress staged collectives vcollectives zero sanitizer bench mps perf nccl
-#               torch zerods direct rdma
+#               torch zerods zerolargest direct rdma (zerods and zerolargest: not in --quick, each a call
+#               of its own)
 #               (a short device lease spent on what changed since the last full run)
+#   GPU_WHEELS  DeepSpeed's wheels for zerods and zerolargest (default .whl, tools/gpu_wheels.sh)
+#   GPU_CHECK_LARGEST_OFFLOAD  offload choices of zerolargest (default "none"; "optimizer both")
 #   GPU_TORCH_PREFIX  an installed CUDA build of libcollective for the PyTorch backend's row
 #               (default .gpu/install, made here by tools/gpu_torch_build.sh --prepare)
 set -uo pipefail
@@ -85,6 +88,7 @@ source tools/gpu_check/collectives.sh
 source tools/gpu_check/sanitizer.sh
 source tools/gpu_check/measurements.sh
 source tools/gpu_check/torch.sh
+source tools/gpu_check/zero_deepspeed.sh
 source tools/gpu_check/direct_and_rdma.sh
 
 echo

@@ -46,15 +46,23 @@ Per stage and rank count it prints a Markdown table:
                 step, less those before the model was built: the model states this rank holds in
                 host memory between steps (parameters, gradients, optimizer state, flat buffers);
   device peak   (CUDA) torch.cuda.max_memory_allocated over the run, less what was allocated
-                before the model was built, largest over the ranks;
+                before the model was built, largest over the ranks; split into the peak of
+                building the model and the engine (at setup) and that of the timed steps (in
+                training), whose larger is the run's;
   device held   (CUDA) what stays allocated on the device between steps, the same way.
+
+Each run prints a RUN line as it ends (flushed, so that a caller's timeout keeps what ran);
+--budget SECONDS starts no run that could end later than that, and the tables name the runs it
+left out; --require-deepspeed fails where DeepSpeed does not import instead of running our engine
+alone.
 
 --largest GIB (CUDA) also finds the largest model that fits in GIB of device memory per rank, for
 each engine, stage and offload choice: the run's device peak is linear in --layers at a fixed
 width (each layer adds the same parameters, states and activations), so two runs (--layers and
-twice that) give the line, the line gives the most layers under GIB, and a third run at that many
-layers, with torch's allocator capped at GIB (torch.cuda.set_per_process_memory_fraction), shows
-that it fits.
+twice that) give the line, the line gives the most layers under nine tenths of GIB (the rest for
+what the allocator reserves beyond what it hands out), and a third run at that many layers, with
+torch's allocator capped at GIB (torch.cuda.set_per_process_memory_fraction), shows that it fits,
+or why not (out of memory, timed out). The second and third runs take two steps each.
 
 It also checks whether our engine's config parser takes DeepSpeed's own example configs and lists
 the keys it names as unknown (ignored) or rejects (--configs-only prints just that).
@@ -204,9 +212,18 @@ def worker(args):
     parameters = sum(p.numel() for p in model.parameters())
     engine = initialize(model, config_of(args.micro_batch))
     dist.barrier()
+    setup_peak = 0
+    if cuda:
+        torch.cuda.synchronize()
+        setup_peak = torch.cuda.max_memory_allocated(device) - device_before
 
     losses, times = [], []
-    for inputs, labels in data:
+    train_peak = 0
+    for index, (inputs, labels) in enumerate(data):
+        if cuda and index == min(args.warmups, len(data) - 1):
+            # From here on, what training needs: the setup's transient buffers are gone.
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats(device)
         started = time.perf_counter()
         # DeepSpeed leaves the inputs' dtype to the caller (ours casts them); token ids stay ids.
         inputs = inputs.to(device, data_type) if inputs.is_floating_point() else inputs.to(device)
@@ -224,7 +241,10 @@ def worker(args):
               "peak_rss": peak_rss(), "rss_before": rss_before,
               "tensor_bytes": tensor_bytes(torch) - tensors_before}
     if cuda:
-        result["device_peak"] = torch.cuda.max_memory_allocated(device) - device_before
+        train_peak = torch.cuda.max_memory_allocated(device) - device_before
+        result["device_peak"] = max(setup_peak, train_peak)
+        result["device_setup_peak"] = setup_peak
+        result["device_train_peak"] = train_peak
         result["device_held"] = torch.cuda.memory_allocated(device) - device_before
     if args.engine == "zero":
         result["memory_breakdown"] = engine.memory_breakdown()
@@ -255,13 +275,19 @@ def find_collrun(explicit):
 
 
 def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=None, memory_cap_gib=0.0,
-            quiet_failure=False):
-    """Per-rank results of one run, or None when it failed."""
+            quiet_failure=False, steps=None, warmups=None, why=None):
+    """Per-rank results of one run, or None when it failed (then why[0] says how, when given:
+    "out of memory", "timed out" or "failed")."""
     layers = layers or args.layers
+    steps = args.steps if steps is None else steps
+    warmups = args.warmups if warmups is None else warmups
     out = os.path.join(work, f"{engine}-{stage}-{ranks}-{offload}-{layers}")
-    command = [collrun, "-n", str(ranks), "--tag-output", sys.executable, os.path.abspath(__file__),
-               "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(args.steps),
-               "--warmups", str(args.warmups), "--width", str(args.width), "--layers", str(layers),
+    # collrun stops its ranks itself at the timeout (they run in process groups of their own, which a
+    # signal to collrun alone would leave running on the GPU); the subprocess timeout is a backstop.
+    command = [collrun, "-n", str(ranks), "--tag-output", "--timeout", str(args.timeout), sys.executable,
+               os.path.abspath(__file__),
+               "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(steps),
+               "--warmups", str(warmups), "--width", str(args.width), "--layers", str(layers),
                "--micro-batch", str(args.micro_batch), "--device", args.device, "--offload", offload,
                "--model", args.model,
                "--memory-cap-gib", str(memory_cap_gib)]
@@ -274,11 +300,15 @@ def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=No
     started = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=args.timeout)
+                              timeout=args.timeout + 15)
         ok, log = done.returncode == 0, done.stdout
+        timed_out = done.returncode == 124
     except subprocess.TimeoutExpired as error:
-        ok, log = False, f"timed out after {args.timeout} s\n{error.stdout or ''}"
+        output = error.stdout.decode(errors="replace") if isinstance(error.stdout, bytes) else (error.stdout or "")
+        ok, log, timed_out = False, f"timed out after {args.timeout} s\n{output}", True
     seconds = time.perf_counter() - started
+    if why is not None:
+        why[:] = ["timed out" if timed_out else "out of memory" if "out of memory" in log.lower() else "failed"]
     cap = f", capped at {memory_cap_gib:g} GiB" if memory_cap_gib else ""
     print(f"  {ranks} ranks, stage {stage}, offload {offload}, {engine}, {layers} layers{cap}: "
           f"{'done' if ok else 'FAILED'} in {seconds:.1f} s", file=sys.stderr, flush=True)
@@ -305,8 +335,8 @@ def summarize(per_rank):
         "memory_breakdown": per_rank[0].get("memory_breakdown"),
     }
     if "device_peak" in per_rank[0]:
-        summary["device_peak_mib"] = max(r["device_peak"] for r in per_rank) / 2**20
-        summary["device_held_mib"] = max(r["device_held"] for r in per_rank) / 2**20
+        for key in ("device_peak", "device_setup_peak", "device_train_peak", "device_held"):
+            summary[f"{key}_mib"] = max(r[key] for r in per_rank) / 2**20
     return summary
 
 
@@ -316,20 +346,21 @@ def print_table(ranks, results, engines, args):
     precision = "bf16 with float32 master weights" if args.bf16 else "float32"
     print(f"## {ranks} ranks, {args.device}, {args.model} ({parameters:,} parameters, {precision})\n")
     cuda = args.device == "cuda"
-    device_columns = " device peak MiB | device held MiB |" if cuda else ""
+    device_columns = (" device peak MiB | at setup | in training | device held MiB |" if cuda else "")
     print("| stage | offload | engine | max abs dloss vs zero | final loss | median step ms | peak RSS MiB | "
           f"RSS growth MiB | tensors MiB |{device_columns}")
-    print("| --- " * (11 if cuda else 9) + "|")
+    print("| --- " * (13 if cuda else 9) + "|")
     for (stage, offload), row in results.items():
         reference = row.get("zero") if isinstance(row.get("zero"), dict) else None
         for engine in engines:
             summary = row.get(engine)
             if not isinstance(summary, dict):
-                print(f"| {stage} | {offload} | {engine} | {summary or 'failed'} |" + " |" * (7 if cuda else 5))
+                print(f"| {stage} | {offload} | {engine} | {summary or 'failed'} |" + " |" * (9 if cuda else 5))
                 continue
             diff = (max(abs(a - b) for a, b in zip(summary["losses"], reference["losses"])) if reference
                     else float("nan"))
-            device_cells = f" {summary['device_peak_mib']:.1f} | {summary['device_held_mib']:.1f} |" if cuda else ""
+            device_cells = (f" {summary['device_peak_mib']:.1f} | {summary['device_setup_peak_mib']:.1f} | "
+                            f"{summary['device_train_peak_mib']:.1f} | {summary['device_held_mib']:.1f} |" if cuda else "")
             print(f"| {stage} | {offload} | {engine} | {diff:.2e} | {summary['losses'][-1]:.5f} | "
                   f"{summary['step_ms']:.1f} | {summary['peak_rss_mib']:.0f} | {summary['rss_growth_mib']:.1f} | "
                   f"{summary['tensor_mib']:.1f} |{device_cells}")
@@ -347,21 +378,26 @@ def largest_model(args, collrun, ranks, stage, offload, engine, work, first):
     """(layers, parameters, fits) of the largest model under args.largest GiB per rank, from the
     device peak of `first` (a run at args.layers) and of a run at twice the layers; None when a run
     failed."""
-    second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers)
-    if first is None or second is None:
+    if not isinstance(first, dict):
+        return None
+    # Memory is all these runs measure: two steps each (the first untimed).
+    second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers, steps=1, warmups=1)
+    if second is None:
         return None
     low, high = first["device_peak_mib"], second["device_peak_mib"]
     per_layer = (high - low) / args.layers
     if per_layer <= 0:
         return None
-    layers = int((args.largest * 1024 - (low - per_layer * args.layers)) // per_layer)
+    # A tenth of the cap is left for what the allocator reserves beyond what it hands out.
+    layers = int((0.9 * args.largest * 1024 - (low - per_layer * args.layers)) // per_layer)
     if layers < 1:
-        return 0, 0, False
+        return 0, 0, "NO (not one layer fits)"
     parameters = first["parameters"] + (layers - args.layers) * (second["parameters"] - first["parameters"]) // \
         args.layers
+    why = []
     check = run_one(args, collrun, ranks, stage, engine, work, offload, layers=layers,
-                    memory_cap_gib=args.largest, quiet_failure=True)
-    return layers, parameters, check is not None
+                    memory_cap_gib=args.largest, quiet_failure=True, steps=1, warmups=1, why=why)
+    return layers, parameters, "yes" if check is not None else f"NO ({why[0]})"
 
 
 def print_largest(ranks, largest, args):
@@ -374,9 +410,20 @@ def print_largest(ranks, largest, args):
             print(f"| {stage} | {offload} | {engine} | failed | | |")
         else:
             layers, parameters, fits = found
-            print(f"| {stage} | {offload} | {engine} | {layers} | {parameters / 1e6:.1f} M | "
-                  f"{'yes' if fits else 'NO (out of memory)'} |")
+            print(f"| {stage} | {offload} | {engine} | {layers} | {parameters / 1e6:.1f} M | {fits} |")
     print()
+
+
+def print_progress(ranks, stage, offload, engine, summary):
+    """One line per run as it ends, flushed: what a run stopped by its caller's timeout still shows."""
+    if not isinstance(summary, dict):
+        print(f"RUN {ranks} ranks stage {stage} offload {offload} {engine}: {summary}", flush=True)
+        return
+    device = (f", device peak {summary['device_peak_mib']:.1f} MiB (setup {summary['device_setup_peak_mib']:.1f}, "
+              f"training {summary['device_train_peak_mib']:.1f}), held {summary['device_held_mib']:.1f}"
+              if "device_peak_mib" in summary else "")
+    print(f"RUN {ranks} ranks stage {stage} offload {offload} {engine}: step {summary['step_ms']:.1f} ms, "
+          f"final loss {summary['losses'][-1]:.5f}{device}", flush=True)
 
 
 def why_not(engine, ranks, args):
@@ -414,10 +461,18 @@ def driver(args):
         try:
             import deepspeed  # noqa: F401
         except ImportError as error:
+            if args.require_deepspeed:
+                print(f"DeepSpeed does not import ({error}), and --require-deepspeed", file=sys.stderr)
+                return 1
             print(f"DeepSpeed is not installed ({error}): only the zero engine runs", file=sys.stderr)
             engines = ["zero"]
     everything, failed = {}, False
     started = time.perf_counter()
+
+    def time_left():
+        # A run starts only where it can end inside --budget (its --timeout and the launch around it).
+        return not args.budget or time.perf_counter() - started + args.timeout + 15 <= args.budget
+
     with tempfile.TemporaryDirectory(prefix="coll-zero-vs-ds-") as work:
         for ranks in args.ranks:
             results, largest = {}, {}
@@ -431,10 +486,19 @@ def driver(args):
                         if reason:
                             row[engine] = reason
                             continue
-                        per_rank = run_one(args, collrun, ranks, stage, engine, work, offload)
-                        row[engine] = summarize(per_rank) if per_rank else None
+                        if not time_left():
+                            row[engine] = f"not run: --budget {args.budget} s spent"
+                            failed = True
+                            continue
+                        why = []
+                        per_rank = run_one(args, collrun, ranks, stage, engine, work, offload, why=why)
+                        row[engine] = summarize(per_rank) if per_rank else f"failed ({why[0]})"
                         failed |= per_rank is None
+                        print_progress(ranks, stage, offload, engine, row[engine])
                         if args.largest and args.device == "cuda":
+                            if not time_left():
+                                largest[(stage, offload, engine)] = None
+                                continue
                             largest[(stage, offload, engine)] = largest_model(args, collrun, ranks, stage, offload,
                                                                               engine, work, row[engine])
             print_table(ranks, results, engines, args)
@@ -475,6 +539,11 @@ def main():
     parser.add_argument("--micro-batch", type=int, default=8, help="samples per rank and step (default 8)")
     parser.add_argument("--collrun", help="the collrun launcher (default: found next to torch_collective)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per run (default 300)")
+    parser.add_argument("--budget", type=int, default=0, metavar="SECONDS",
+                        help="start no run that could end after SECONDS from the start (default: no limit); "
+                             "the runs left out are named in the tables")
+    parser.add_argument("--require-deepspeed", action="store_true",
+                        help="fail when DeepSpeed does not import (default: run our engine alone)")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--configs-only", action="store_true", help="only check DeepSpeed's example configs")
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)      # worker mode
