@@ -108,12 +108,15 @@ class ZeroEngine:
         # Parameter offload: the stage-3 parameter shard in host memory (on any device, so that a
         # CPU run takes the same gathers as a GPU run).
         self.param_offload = self.zero_config.offload_param_device == "cpu"
-        full = self._rank0_values()
+        # Stage 3 never holds the whole flat buffer beside the model: its shard comes parameter by
+        # parameter, each parameter freed as its values arrive (the largest model that fits is set by
+        # this setup as much as by training).
+        values = self._rank0_values() if self.stage < 3 else self._rank0_shard()
         if self.mixed:
             model.to(self.dtype)
-        self._place_parameters(full)
-        master, param_out = self._master(full)
-        del full
+        self._place_parameters(values)
+        master, param_out = self._master(values)
+        del values
         self._place_gradients()
         # ZeRO-Offload: for a model on a GPU, the master weights, the state and the step on the host.
         offload = self.zero_config.offload_optimizer_device == "cpu" and self.stage >= 1 and self.device.type == "cuda"
@@ -141,35 +144,57 @@ class ZeroEngine:
         dist.broadcast(full, 0, group=self.group)
         return full
 
+    def _rank0_shard(self):
+        """Stage 3: rank 0's values of this rank's shard, as float32, from one broadcast per
+        parameter; each parameter's own memory is let go once its values are in."""
+        begin, end = self.layout.shard_range()
+        shard = torch.zeros(end - begin, dtype=torch.float32, device=self.device)
+        for slot in self.layout.slots:
+            values = slot.param.detach().reshape(-1).to(torch.float32, copy=True)
+            dist.broadcast(values, 0, group=self.group)
+            lo, hi = max(begin, slot.offset), min(end, slot.offset + slot.numel)
+            if lo < hi:
+                shard[lo - begin:hi - begin].copy_(values[lo - slot.offset:hi - slot.offset])
+            # One element seen in the parameter's shape (and the dtype the model is cast to): autograd
+            # records both when the gradient hooks are set, before the gatherer frees it for good.
+            dtype = self.dtype if self.mixed and slot.param.is_floating_point() else slot.param.dtype
+            one = torch.empty((1,) * len(slot.shape), dtype=dtype, device=slot.param.device)
+            slot.param.data = one.expand(slot.shape)
+        return shard
+
     def _shard_slice(self):
         begin, end = self.layout.shard_range()
         return slice(begin, end)
 
-    def _place_parameters(self, full):
+    def _place_parameters(self, values):
+        """values: rank 0's flat buffer in float32 (stages 0-2), or this rank's shard of it (stage 3)."""
         if self.stage < 3:
-            # The parameters become views of one flat buffer, which the step's all-gather refreshes.
-            self.flat_params = full.to(self.dtype) if self.mixed else full.clone()
+            # The parameters become views of one flat buffer, which the step's all-gather refreshes:
+            # in float32, the broadcast buffer itself.
+            self.flat_params = values.to(self.dtype) if self.mixed else values
             for slot in self.layout.slots:
                 slot.param.data = self.flat_params[slot.offset:slot.offset + slot.numel].view(slot.shape)
             self.param_shard = self.flat_params[self._shard_slice()]
         else:
             self.flat_params = None
-            self.param_shard = full[self._shard_slice()].to(self.dtype).clone()
+            self.param_shard = values.to(self.dtype).clone()
             if self.param_offload:
                 self.param_shard = self.param_shard.cpu()
                 if self.device.type == "cuda":
                     self.param_shard = self.param_shard.pin_memory()
 
-    def _master(self, full):
+    def _master(self, values):
         """The float32 values the optimizer updates and, with mixed precision, the low-precision copy
         it writes: stage 0 updates everything, the other stages their shard. With parameter offload
         the master stays beside the optimizer's state, and each step copies it into the host shard."""
         if self.stage == 0:
-            return (full.clone(), self.flat_params) if self.mixed else (self.flat_params, None)
+            return (values, self.flat_params) if self.mixed else (self.flat_params, None)
+        # Stage 3's values are the shard already, a buffer of its own that nothing else keeps.
+        shard = values if self.stage == 3 else values[self._shard_slice()].clone()
         if self.param_offload:
-            return full[self._shard_slice()].clone(), None
+            return shard, None
         if self.mixed:
-            return full[self._shard_slice()].clone(), self.param_shard
+            return shard, self.param_shard
         return self.param_shard, None
 
     def _host_master(self, master):
