@@ -39,23 +39,40 @@ void warnAboutSharedHardwareQueues(int rank, int device, int ranksHere) {
             rank, ranksHere, device, queues, set != nullptr ? set : "unset");
 }
 
+// Setup's writes to device memory go on a stream of their own, synchronized alone: never on the
+// legacy stream or the whole device, where other communicators' kernels (or, for thread ranks, a
+// kernel of a peer that finished its setup first) may wait for this rank.
+class SetupStream {
+ public:
+  SetupStream() { COLL_CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~SetupStream() { cudaStreamDestroy(stream_); }
+  SetupStream(const SetupStream&) = delete;
+  SetupStream& operator=(const SetupStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  void finish() const { COLL_CUDACHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 }  // namespace
 
 P2pDomain::P2pDomain(const DomainArgs& args) : rank_(args.rank), nranks_(args.nranks), device_(args.settings->device) {
   try {
     COLL_CUDACHECK(cudaSetDevice(device_));
+    const SetupStream setup;
     const size_t bytes = device::connectionBytes() * static_cast<size_t>(nranks_);
     COLL_CUDACHECK(cudaMalloc(reinterpret_cast<void**>(&regions_), bytes));
-    COLL_CUDACHECK(cudaMemset(regions_, 0, bytes));  // every slot free, every line unwritten
+    COLL_CUDACHECK(cudaMemsetAsync(regions_, 0, bytes, setup.get()));  // every slot free, every line unwritten
     COLL_CUDACHECK(
         cudaHostAlloc(reinterpret_cast<void**>(&hostStatus_), sizeof(device::DeviceStatus), cudaHostAllocMapped));
     memset(hostStatus_, 0, sizeof(device::DeviceStatus));
     COLL_CUDACHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceStatus_), hostStatus_, 0));
     COLL_CUDACHECK(cudaMalloc(reinterpret_cast<void**>(&laneBarrier_), sizeof(unsigned long long)));
-    COLL_CUDACHECK(cudaMemset(laneBarrier_, 0, sizeof(unsigned long long)));
+    COLL_CUDACHECK(cudaMemsetAsync(laneBarrier_, 0, sizeof(unsigned long long), setup.get()));
     COLL_CUDACHECK(cudaMalloc(&scratch_, 16));
-    COLL_CUDACHECK(cudaMemset(scratch_, 0, 16));
-    COLL_CUDACHECK(cudaDeviceSynchronize());
+    COLL_CUDACHECK(cudaMemsetAsync(scratch_, 0, 16, setup.get()));
+    setup.finish();
   } catch (...) {
     release();
     throw;
@@ -162,8 +179,10 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   if (ranksHere > 1 && firstHere == rank_ && kernelsConcurrent_)
     warnAboutSharedHardwareQueues(rank_, device_, ranksHere);
   COLL_CUDACHECK(cudaMalloc(reinterpret_cast<void**>(&deviceTable_), sizeof(device::PeerChannels) * nranks_));
-  COLL_CUDACHECK(
-      cudaMemcpy(deviceTable_, table_.data(), sizeof(device::PeerChannels) * nranks_, cudaMemcpyHostToDevice));
+  const SetupStream setup;
+  COLL_CUDACHECK(cudaMemcpyAsync(deviceTable_, table_.data(), sizeof(device::PeerChannels) * nranks_,
+                                 cudaMemcpyHostToDevice, setup.get()));
+  setup.finish();
   COLL_INFO(kTransport, "P2P: rank %d on GPU %d connected to %d ranks (%s kernels)", rank_, device_, nranks_,
             kernelsConcurrent_ ? "concurrent" : "serialized");
 }
