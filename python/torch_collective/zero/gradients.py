@@ -8,7 +8,14 @@ have all arrived is handed to libcollective's collZeroReduceScatterRange on the 
 thread (with overlap_comm, backward goes on meanwhile); the buckets still open when backward ends
 (unused parameters, padding) are sent in index order, so every rank issues every bucket once per
 micro-step, in the same order.
+
+On a GPU with overlap_comm, a bucket's call is issued on a stream of the reducer's own, after what
+the compute stream has queued (the bucket's copies), so that backward's kernels go on while it is
+reduced (a call runs on the stream current when it is made); waiting for the call's Work makes the
+compute stream wait for it before the step reads the shard or a bucket's memory is let go.
 """
+import contextlib
+
 import torch
 import torch.distributed as dist
 
@@ -32,6 +39,8 @@ class BucketReducer:
             for bucket, lo, hi in self._pieces(slot):
                 self.expected[bucket] += hi - lo
         self.accumulate = False
+        device = grad_shard.device
+        self.comm_stream = torch.cuda.Stream(device=device) if overlap and device.type == "cuda" else None
         self._reset()
 
     def _reset(self):
@@ -72,7 +81,19 @@ class BucketReducer:
             if self.remaining[bucket] == 0:
                 self._send(bucket)
 
+    def _on_comm_stream(self):
+        if self.comm_stream is None:
+            return contextlib.nullcontext()
+        self.comm_stream.wait_stream(torch.cuda.current_stream(self.comm_stream.device))
+        return torch.cuda.stream(self.comm_stream)
+
     def _send(self, bucket):
+        with self._on_comm_stream():
+            self._issue(bucket)
+        if not self.overlap:
+            self._wait_all()
+
+    def _issue(self, bucket):
         buffer = self._buffer(bucket)
         begin = bucket * self.bucket_size
         self.sent[bucket] = True
@@ -86,8 +107,6 @@ class BucketReducer:
             finish = self._keep_owned_part(buffer, begin)
         self.pending.append((work, buffer, finish))
         del self.buffers[bucket]
-        if not self.overlap:
-            self._wait_all()
 
     def _keep_owned_part(self, buffer, begin):
         shard_begin, shard_end = self.layout.shard_range()
