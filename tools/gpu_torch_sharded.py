@@ -71,15 +71,17 @@ def run_zero_engine(torch, dist, checks, rank, world):
     model, batches, reference = full_batch_reference(torch, world, per_rank, steps, (4321, 5), clip=0.5)
     expected = {name: p.detach().float().cpu() for name, p in reference.named_parameters()}
     shard = slice(rank * per_rank, (rank + 1) * per_rank)
-    # Small buckets (many ranges per step) in most cases; then DeepSpeed's defaults (one bucket: the
-    # whole-buffer reduce-scatter) with two micro-steps per step (accumulation into the shard), and
-    # stage 3 with reduce_scatter off (an all-reduce of which each rank keeps its part).
+    # Small buckets (many ranges per step) in most cases; stage 2 with overlap_comm (its buckets
+    # reduced on the engine's own stream, as stage 3's by default); DeepSpeed's defaults (one bucket:
+    # the whole-buffer reduce-scatter) with two micro-steps per step (accumulation into the shard);
+    # and stage 3 with reduce_scatter off (an all-reduce of which each rank keeps its part).
     small_buckets = {"reduce_bucket_size": 100, "allgather_bucket_size": 100}
     cases = [(0, "none", "none", small_buckets, 1), (1, "none", "none", small_buckets, 1),
              (2, "none", "none", small_buckets, 1), (3, "none", "none", small_buckets, 1),
              (1, "cpu", "none", small_buckets, 1), (2, "cpu", "none", small_buckets, 1),
              (3, "cpu", "none", small_buckets, 1), (3, "none", "cpu", small_buckets, 1),
-             (3, "cpu", "cpu", small_buckets, 1), (2, "none", "none", {}, 2),
+             (3, "cpu", "cpu", small_buckets, 1), (2, "none", "none", dict(small_buckets, overlap_comm=True), 1),
+             (2, "none", "none", {}, 2),
              (3, "none", "none", dict(small_buckets, reduce_scatter=False), 1)]
     for stage, offload, offload_param, options, micro_steps in cases:
         micro = per_rank // micro_steps
@@ -100,6 +102,7 @@ def run_zero_engine(torch, dist, checks, rank, world):
         offloaded += ", parameters offloaded to the CPU" if offload_param == "cpu" else ""
         offloaded += ", default buckets, 2 micro-steps" if micro_steps == 2 else ""
         offloaded += ", reduce_scatter off" if options.get("reduce_scatter") is False else ""
+        offloaded += ", overlap_comm" if options.get("overlap_comm") else ""
         checks.report(f"ZeRO stage {stage}{offloaded} on CUDA = full-batch Adam", worst <= 1e-5,
                       f"max difference {worst:.2e}")
 

@@ -124,7 +124,7 @@ void IpcCallBuffers::describeExchangeAndMap(const void* send, void* recv, uint64
   std::exception_ptr refused;
   try {
     mine = describe(send, recv, bytes);
-  } catch (const CollError&) {
+  } catch (...) {
     refused = std::current_exception();
   }
   const std::vector<std::vector<uint8_t>> records = exchange(mine);

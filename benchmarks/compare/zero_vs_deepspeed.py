@@ -47,13 +47,13 @@ Per stage and rank count it prints a Markdown table:
                 host memory between steps (parameters, gradients, optimizer state, flat buffers);
   device peak   (CUDA) torch.cuda.max_memory_allocated over the run, less what was allocated
                 before the model was built, largest over the ranks; split into the peak of
-                building the model and the engine (at setup) and that of the timed steps (in
-                training), whose larger is the run's;
+                building the model and the engine (at setup) and that of the steps, warm-ups
+                included (in training), whose larger is the run's;
   device held   (CUDA) what stays allocated on the device between steps, the same way.
 
 Each run prints a RUN line as it ends (flushed, so that a caller's timeout keeps what ran);
---budget SECONDS starts no run that could end later than that, and the tables name the runs it
-left out; --require-deepspeed fails where DeepSpeed does not import instead of running our engine
+--budget SECONDS gives each run at most the time left of it (--timeout otherwise), starts none
+with less than 20 s left, and the tables name the runs it left out; --require-deepspeed fails where DeepSpeed does not import instead of running our engine
 alone.
 
 --largest GIB (CUDA) also finds the largest model that fits in GIB of device memory per rank, for
@@ -216,14 +216,12 @@ def worker(args):
     if cuda:
         torch.cuda.synchronize()
         setup_peak = torch.cuda.max_memory_allocated(device) - device_before
+        # From here on, what training needs (the first steps' lazily made state included), without
+        # the setup's transient buffers.
+        torch.cuda.reset_peak_memory_stats(device)
 
     losses, times = [], []
-    train_peak = 0
-    for index, (inputs, labels) in enumerate(data):
-        if cuda and index == min(args.warmups, len(data) - 1):
-            # From here on, what training needs: the setup's transient buffers are gone.
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats(device)
+    for inputs, labels in data:
         started = time.perf_counter()
         # DeepSpeed leaves the inputs' dtype to the caller (ours casts them); token ids stay ids.
         inputs = inputs.to(device, data_type) if inputs.is_floating_point() else inputs.to(device)
@@ -275,16 +273,17 @@ def find_collrun(explicit):
 
 
 def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=None, memory_cap_gib=0.0,
-            quiet_failure=False, steps=None, warmups=None, why=None):
+            quiet_failure=False, steps=None, warmups=None, why=None, timeout=None):
     """Per-rank results of one run, or None when it failed (then why[0] says how, when given:
     "out of memory", "timed out" or "failed")."""
     layers = layers or args.layers
+    timeout = args.timeout if timeout is None else timeout
     steps = args.steps if steps is None else steps
     warmups = args.warmups if warmups is None else warmups
     out = os.path.join(work, f"{engine}-{stage}-{ranks}-{offload}-{layers}")
     # collrun stops its ranks itself at the timeout (they run in process groups of their own, which a
     # signal to collrun alone would leave running on the GPU); the subprocess timeout is a backstop.
-    command = [collrun, "-n", str(ranks), "--tag-output", "--timeout", str(args.timeout), sys.executable,
+    command = [collrun, "-n", str(ranks), "--tag-output", "--timeout", str(timeout), sys.executable,
                os.path.abspath(__file__),
                "--engine", engine, "--stage", str(stage), "--out", out, "--steps", str(steps),
                "--warmups", str(warmups), "--width", str(args.width), "--layers", str(layers),
@@ -300,12 +299,12 @@ def run_one(args, collrun, ranks, stage, engine, work, offload="none", layers=No
     started = time.perf_counter()
     try:
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=args.timeout + 15)
+                              timeout=timeout + 15)
         ok, log = done.returncode == 0, done.stdout
         timed_out = done.returncode == 124
     except subprocess.TimeoutExpired as error:
         output = error.stdout.decode(errors="replace") if isinstance(error.stdout, bytes) else (error.stdout or "")
-        ok, log, timed_out = False, f"timed out after {args.timeout} s\n{output}", True
+        ok, log, timed_out = False, f"timed out after {timeout} s\n{output}", True
     seconds = time.perf_counter() - started
     if why is not None:
         why[:] = ["timed out" if timed_out else "out of memory" if "out of memory" in log.lower() else "failed"]
@@ -374,14 +373,17 @@ def print_table(ranks, results, engines, args):
         print()
 
 
-def largest_model(args, collrun, ranks, stage, offload, engine, work, first):
+def largest_model(args, collrun, ranks, stage, offload, engine, work, first, run_timeout):
     """(layers, parameters, fits) of the largest model under args.largest GiB per rank, from the
     device peak of `first` (a run at args.layers) and of a run at twice the layers; None when a run
     failed."""
     if not isinstance(first, dict):
         return None
     # Memory is all these runs measure: two steps each (the first untimed).
-    second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers, steps=1, warmups=1)
+    if run_timeout() is None:
+        return None
+    second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers, steps=1, warmups=1,
+                     timeout=run_timeout())
     if second is None:
         return None
     low, high = first["device_peak_mib"], second["device_peak_mib"]
@@ -395,8 +397,11 @@ def largest_model(args, collrun, ranks, stage, offload, engine, work, first):
     parameters = first["parameters"] + (layers - args.layers) * (second["parameters"] - first["parameters"]) // \
         args.layers
     why = []
+    if run_timeout() is None:
+        return layers, parameters, "not run: --budget spent"
     check = run_one(args, collrun, ranks, stage, engine, work, offload, layers=layers,
-                    memory_cap_gib=args.largest, quiet_failure=True, steps=1, warmups=1, why=why)
+                    memory_cap_gib=args.largest, quiet_failure=True, steps=1, warmups=1, why=why,
+                    timeout=run_timeout())
     return layers, parameters, "yes" if check is not None else f"NO ({why[0]})"
 
 
@@ -469,9 +474,13 @@ def driver(args):
     everything, failed = {}, False
     started = time.perf_counter()
 
-    def time_left():
-        # A run starts only where it can end inside --budget (its --timeout and the launch around it).
-        return not args.budget or time.perf_counter() - started + args.timeout + 15 <= args.budget
+    def run_timeout():
+        """The timeout of the next run: --timeout, or less so that the run (and the 15 s its launcher
+        may take beyond it) ends inside --budget; None where fewer than 20 s would be left."""
+        if not args.budget:
+            return args.timeout
+        left = args.budget - (time.perf_counter() - started) - 15
+        return min(args.timeout, int(left)) if left >= 20 else None
 
     with tempfile.TemporaryDirectory(prefix="coll-zero-vs-ds-") as work:
         for ranks in args.ranks:
@@ -486,21 +495,19 @@ def driver(args):
                         if reason:
                             row[engine] = reason
                             continue
-                        if not time_left():
+                        timeout = run_timeout()
+                        if timeout is None:
                             row[engine] = f"not run: --budget {args.budget} s spent"
                             failed = True
                             continue
                         why = []
-                        per_rank = run_one(args, collrun, ranks, stage, engine, work, offload, why=why)
+                        per_rank = run_one(args, collrun, ranks, stage, engine, work, offload, why=why, timeout=timeout)
                         row[engine] = summarize(per_rank) if per_rank else f"failed ({why[0]})"
                         failed |= per_rank is None
                         print_progress(ranks, stage, offload, engine, row[engine])
                         if args.largest and args.device == "cuda":
-                            if not time_left():
-                                largest[(stage, offload, engine)] = None
-                                continue
                             largest[(stage, offload, engine)] = largest_model(args, collrun, ranks, stage, offload,
-                                                                              engine, work, row[engine])
+                                                                              engine, work, row[engine], run_timeout)
             print_table(ranks, results, engines, args)
             if largest:
                 print_largest(ranks, largest, args)

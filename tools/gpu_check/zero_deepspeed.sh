@@ -81,8 +81,8 @@ elif zero_ds_ready "$zero_ds_row"; then
   zero_ds "$LOG_DIR/zero_ds.log" 240 "${gpt[@]}" --stages 1 2 3 --offload none optimizer both --steps 10 \
     --warmups 3 --timeout 60 --budget 225
   status=$?
-  zero_ds "$LOG_DIR/zero_ds_bf16.log" 100 "${gpt[@]}" --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3 \
-    --timeout 40 --budget 90
+  zero_ds "$LOG_DIR/zero_ds_bf16.log" 120 "${gpt[@]}" --stages 1 2 3 --offload none --bf16 --steps 10 --warmups 3 \
+    --timeout 40 --budget 110
   bf16_status=$?
   [[ $status == 0 ]] && status=$bf16_status
   zero_ds_result "$zero_ds_row" "$status" "$LOG_DIR/zero_ds.log" "$LOG_DIR/zero_ds_bf16.log"

@@ -189,13 +189,11 @@ class ZeroEngine:
         the master stays beside the optimizer's state, and each step copies it into the host shard."""
         if self.stage == 0:
             return (values, self.flat_params) if self.mixed else (self.flat_params, None)
+        if not self.param_offload and not self.mixed:
+            return self.param_shard, None
         # Stage 3's values are the shard already, a buffer of its own that nothing else keeps.
         shard = values if self.stage == 3 else values[self._shard_slice()].clone()
-        if self.param_offload:
-            return shard, None
-        if self.mixed:
-            return shard, self.param_shard
-        return self.param_shard, None
+        return shard, (self.param_shard if self.mixed and not self.param_offload else None)
 
     def _host_master(self, master):
         """ZeRO-Offload's master in pinned host memory; in float32 with parameter offload, the host
