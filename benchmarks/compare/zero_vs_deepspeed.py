@@ -53,8 +53,8 @@ Per stage and rank count it prints a Markdown table:
 
 Each run prints a RUN line as it ends (flushed, so that a caller's timeout keeps what ran);
 --budget SECONDS gives each run at most the time left of it (--timeout otherwise), starts none
-with less than 20 s left, and the tables name the runs it left out; --require-deepspeed fails where DeepSpeed does not import instead of running our engine
-alone.
+where too little is left (MIN_RUN_SECONDS), and the tables name the runs it left out;
+--require-deepspeed fails where DeepSpeed does not import instead of running our engine alone.
 
 --largest GIB (CUDA) also finds the largest model that fits in GIB of device memory per rank, for
 each engine, stage and offload choice: the run's device peak is linear in --layers at a fixed
@@ -83,6 +83,8 @@ from zero_bench_models import CLASSES, batches, gpt_batches, make_gpt, make_mode
 ENGINES = ["zero", "ds-gloo", "ds-collective", "ds-nccl"]
 DEFAULT_ENGINES = {"cpu": ["zero", "ds-gloo", "ds-collective"], "cuda": ["zero", "ds-collective", "ds-nccl"]}
 OFFLOADS = ["none", "optimizer", "both"]
+# Under --budget, no run starts with less time than this left: a launch alone takes seconds (design value).
+MIN_RUN_SECONDS = 20
 
 # -- the benchmark config, model and data ---------------------------------------------------------------
 
@@ -358,8 +360,10 @@ def print_table(ranks, results, engines, args):
                 continue
             diff = (max(abs(a - b) for a, b in zip(summary["losses"], reference["losses"])) if reference
                     else float("nan"))
-            device_cells = (f" {summary['device_peak_mib']:.1f} | {summary['device_setup_peak_mib']:.1f} | "
-                            f"{summary['device_train_peak_mib']:.1f} | {summary['device_held_mib']:.1f} |" if cuda else "")
+            device_cells = ""
+            if cuda:
+                device_cells = (f" {summary['device_peak_mib']:.1f} | {summary['device_setup_peak_mib']:.1f} | "
+                                f"{summary['device_train_peak_mib']:.1f} | {summary['device_held_mib']:.1f} |")
             print(f"| {stage} | {offload} | {engine} | {diff:.2e} | {summary['losses'][-1]:.5f} | "
                   f"{summary['step_ms']:.1f} | {summary['peak_rss_mib']:.0f} | {summary['rss_growth_mib']:.1f} | "
                   f"{summary['tensor_mib']:.1f} |{device_cells}")
@@ -476,11 +480,11 @@ def driver(args):
 
     def run_timeout():
         """The timeout of the next run: --timeout, or less so that the run (and the 15 s its launcher
-        may take beyond it) ends inside --budget; None where fewer than 20 s would be left."""
+        may take beyond it) ends inside --budget; None where less than MIN_RUN_SECONDS would be left."""
         if not args.budget:
             return args.timeout
         left = args.budget - (time.perf_counter() - started) - 15
-        return min(args.timeout, int(left)) if left >= 20 else None
+        return min(args.timeout, int(left)) if left >= MIN_RUN_SECONDS else None
 
     with tempfile.TemporaryDirectory(prefix="coll-zero-vs-ds-") as work:
         for ranks in args.ranks:
