@@ -1,7 +1,5 @@
 #include "tests/cuda/api_ranks.h"
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,10 +21,6 @@ constexpr const char* kIdVar = "COLL_API_TEST_ID";
 constexpr const char* kBodyVar = "COLL_API_TEST_BODY";
 constexpr const char* kTimeoutVar = "COLL_API_TEST_TIMEOUT_MS";
 constexpr int kGraceMs = 60000;
-
-long msSince(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
 
 // One rank: device, stream, communicator, the body, teardown.
 std::vector<std::string> runRank(int rank, int nranks, const collUniqueId& id, int timeoutMs, const ApiRankBody& body) {
@@ -61,13 +55,11 @@ std::vector<std::string> runThreads(const ApiJob& job, const collUniqueId& id, c
 }
 
 std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id, const std::string& bodyName) {
+  // The ranks touch it as they report progress: the sign that a long job still moves.
+  const HeartbeatFile heartbeat;
+  if (!heartbeat.ok()) return {"mkstemp for the heartbeat file failed"};
   std::vector<pid_t> pids;
   std::vector<std::string> failures;
-  // The ranks touch this file as they report progress: the sign that a long job still moves.
-  char heartbeat[] = "/tmp/coll-api-heartbeat.XXXXXX";
-  const int heartbeatFd = mkstemp(heartbeat);
-  if (heartbeatFd < 0) return {"mkstemp for the heartbeat file failed"};
-  close(heartbeatFd);
   const int perHost = (job.nranks + job.hosts - 1) / job.hosts;
   for (int r = 0; r < job.nranks; ++r) {
     std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
@@ -75,7 +67,7 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
                                      std::string(kIdVar) + "=" + uniqueIdToHex(id),
                                      std::string(kBodyVar) + "=" + bodyName,
                                      std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs),
-                                     std::string(heartbeatVariable()) + "=" + heartbeat};
+                                     heartbeat.assignment()};
     if (job.hosts > 1) vars.push_back("COLL_HOSTID=gpu-staged-host" + std::to_string(r / perHost));
     const pid_t pid = spawnSelf(vars);
     if (pid == 0) {
@@ -85,33 +77,8 @@ std::vector<std::string> runProcesses(const ApiJob& job, const collUniqueId& id,
     pids.push_back(pid);
   }
   // Stopped once no rank has reported progress for longer than the ranks' own watchdogs allow.
-  const long limitMs = job.timeoutMs + kGraceMs + 10000;
-  Clock::time_point lastBeat = Clock::now();
-  int64_t lastStamp = heartbeatStamp(heartbeat);
-  for (size_t r = 0; r < pids.size(); ++r) {
-    int status = 0;
-    pid_t done = 0;
-    while ((done = waitpid(pids[r], &status, WNOHANG)) == 0) {
-      if (const int64_t stamp = heartbeatStamp(heartbeat); stamp != lastStamp) {
-        lastStamp = stamp;
-        lastBeat = Clock::now();
-      }
-      if (msSince(lastBeat) > limitMs) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (done == 0) {
-      for (pid_t p : pids) kill(p, SIGKILL);
-      waitpid(pids[r], &status, 0);
-      failures.push_back("rank " + std::to_string(r) + " hung (killed after " + std::to_string(limitMs) +
-                         " ms without progress)");
-    } else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      failures.push_back("rank " + std::to_string(r) + " " +
-                         (WIFEXITED(status) ? "exited with " + std::to_string(WEXITSTATUS(status))
-                                            : "died of signal " + std::to_string(WTERMSIG(status))) +
-                         " (its lines above say why)");
-    }
-  }
-  unlink(heartbeat);
+  for (std::string& f : awaitRankProcesses(pids, heartbeat, job.timeoutMs + kGraceMs + 10000))
+    failures.push_back(std::move(f));
   return failures;
 }
 

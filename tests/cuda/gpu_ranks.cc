@@ -156,13 +156,55 @@ void meetRanks(GpuRank& rank, const std::string& tag) {
 
 Clock::time_point lastReportedProgress() { return lastProgress(); }
 
-const char* heartbeatVariable() { return kHeartbeatVar; }
+HeartbeatFile::HeartbeatFile() {
+  char path[] = "/tmp/coll-gpu-heartbeat.XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return;
+  close(fd);
+  path_ = path;
+}
 
-// The heartbeat file's modification time, as a number that changes whenever a rank touched it.
-int64_t heartbeatStamp(const std::string& path) {
-  struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return 0;
-  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+HeartbeatFile::~HeartbeatFile() {
+  if (ok()) unlink(path_.c_str());
+}
+
+std::string HeartbeatFile::assignment() const { return std::string(kHeartbeatVar) + "=" + path_; }
+
+std::vector<std::string> awaitRankProcesses(const std::vector<pid_t>& pids, const HeartbeatFile& heartbeat,
+                                            long limitMs) {
+  // The heartbeat file's modification time: a number that changes whenever a rank touched it.
+  auto stampOf = [&heartbeat] {
+    struct stat info {};
+    if (stat(heartbeat.path().c_str(), &info) != 0) return int64_t(0);
+    return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
+  };
+  std::vector<std::string> failures;
+  const auto limit = std::chrono::milliseconds(limitMs);
+  auto lastBeat = Clock::now();
+  int64_t lastStamp = stampOf();
+  for (size_t r = 0; r < pids.size(); ++r) {
+    int status = 0;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (const int64_t stamp = stampOf(); stamp != lastStamp) {
+        lastStamp = stamp;
+        lastBeat = Clock::now();
+      }
+      if (Clock::now() - lastBeat > limit) {
+        for (pid_t p : pids) kill(p, SIGKILL);
+        waitpid(pids[r], &status, 0);
+        failures.push_back("rank " + std::to_string(r) + " reported no progress for " + std::to_string(limitMs) +
+                           " ms (killed)");
+        break;
+      }
+      usleep(10000);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      failures.push_back("rank " + std::to_string(r) + " exited with status " + std::to_string(WEXITSTATUS(status)) +
+                         " (its failures are printed above)");
+    if (WIFSIGNALED(status))
+      failures.push_back("rank " + std::to_string(r) + " died of signal " + std::to_string(WTERMSIG(status)));
+  }
+  return failures;
 }
 
 void reportProgress(int rank, const std::string& what) {
@@ -291,10 +333,8 @@ std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBo
 
 std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::string& bodyName) {
   const std::string id = uniqueIdToHex(coll::bootstrap::createUniqueId());
-  char heartbeat[] = "/tmp/coll-gpu-heartbeat.XXXXXX";
-  const int heartbeatFd = mkstemp(heartbeat);
-  if (heartbeatFd < 0) return {"mkstemp for the heartbeat file failed"};
-  close(heartbeatFd);
+  const HeartbeatFile heartbeat;
+  if (!heartbeat.ok()) return {"mkstemp for the heartbeat file failed"};
   std::vector<pid_t> pids;
   for (int r = 0; r < job.nranks; ++r) {
     std::vector<std::string> vars = {std::string(kRankVar) + "=" + std::to_string(r),
@@ -303,44 +343,16 @@ std::vector<std::string> runGpuRanksAsProcesses(const GpuJob& job, const std::st
                                      std::string(kBodyVar) + "=" + bodyName,
                                      std::string(kSpreadVar) + "=" + (job.spreadOverGpus ? "1" : "0"),
                                      std::string(kTimeoutVar) + "=" + std::to_string(job.timeoutMs),
-                                     std::string(kHeartbeatVar) + "=" + heartbeat};
+                                     heartbeat.assignment()};
     const pid_t pid = spawnSelf(std::move(vars));
     if (pid == 0) {
       for (pid_t p : pids) kill(p, SIGKILL);
-      unlink(heartbeat);
       return {"posix_spawn of rank " + std::to_string(r) + " failed"};
     }
     pids.push_back(pid);
   }
-  std::vector<std::string> failures;
   // The ranks are stopped once none has reported progress (touched the heartbeat) for the limit.
-  const auto limit = std::chrono::milliseconds(job.timeoutMs + 30000);
-  auto lastBeat = Clock::now();
-  int64_t lastStamp = heartbeatStamp(heartbeat);
-  for (size_t r = 0; r < pids.size(); ++r) {
-    int status = 0;
-    while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (const int64_t stamp = heartbeatStamp(heartbeat); stamp != lastStamp) {
-        lastStamp = stamp;
-        lastBeat = Clock::now();
-      }
-      if (Clock::now() - lastBeat > limit) {
-        for (pid_t p : pids) kill(p, SIGKILL);
-        waitpid(pids[r], &status, 0);
-        failures.push_back("rank " + std::to_string(r) + " reported no progress for " +
-                           std::to_string(job.timeoutMs + 30000) + " ms (killed)");
-        break;
-      }
-      usleep(10000);
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
-      failures.push_back("rank " + std::to_string(r) + " exited with status " + std::to_string(WEXITSTATUS(status)) +
-                         " (its failures are printed above)");
-    if (WIFSIGNALED(status))
-      failures.push_back("rank " + std::to_string(r) + " died of signal " + std::to_string(WTERMSIG(status)));
-  }
-  unlink(heartbeat);
-  return failures;
+  return awaitRankProcesses(pids, heartbeat, job.timeoutMs + 30000);
 }
 
 int gpuRankChildMain(const std::map<std::string, GpuRankBody>& bodies) {

@@ -57,10 +57,28 @@ void meetRanks(GpuRank& rank, const std::string& tag);
 void reportProgress(int rank, const std::string& what);
 // When this process last reported progress (the epoch if never).
 std::chrono::steady_clock::time_point lastReportedProgress();
-// For other launchers of rank processes: the environment variable that names the heartbeat file
-// reportProgress touches, and the file's stamp, which changes at every touch.
-const char* heartbeatVariable();
-int64_t heartbeatStamp(const std::string& path);
+
+// The file rank processes touch at every reportProgress: the launcher's sign that they move. It
+// is made when constructed (ok() false when that failed) and removed when destroyed.
+class HeartbeatFile {
+ public:
+  HeartbeatFile();
+  ~HeartbeatFile();
+  HeartbeatFile(const HeartbeatFile&) = delete;
+  HeartbeatFile& operator=(const HeartbeatFile&) = delete;
+  bool ok() const { return !path_.empty(); }
+  // "VARIABLE=path", for a rank process's environment.
+  std::string assignment() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Waits for every rank process. Once none has touched the heartbeat for `limitMs`, kills them all.
+// Returns one failure per rank that hung, exited with a status other than 0, or died of a signal.
+std::vector<std::string> awaitRankProcesses(const std::vector<pid_t>& pids, const HeartbeatFile& heartbeat,
+                                            long limitMs);
 
 std::vector<std::string> runGpuRanksAsThreads(const GpuJob& job, const GpuRankBody& body);
 // bodyName must be registered in the map given to gpuRankChildMain by this program's main.
