@@ -131,11 +131,7 @@ c10::intrusive_ptr<c10::ivalue::Future> CollectiveWork::getFuture() {
         future_->markCompleted(c10::IValue(outputs_));
       }
     };
-    if (device_) {
-      device_->runOnStream(completeFuture);
-    } else {
-      completeFuture();
-    }
+    runWhereCallRuns(device_, completeFuture);
   }
   return future_;
 }

@@ -50,6 +50,16 @@ inline collStream_t streamOf(const std::shared_ptr<DeviceCall>& device) {
   return device ? device->stream() : nullptr;
 }
 
+// Runs `body` where the call belongs: with its device and stream current (runOnStream) for CUDA
+// tensors, as it is for host tensors.
+inline void runWhereCallRuns(const std::shared_ptr<DeviceCall>& device, const std::function<void()>& body) {
+  if (device) {
+    device->runOnStream(body);
+  } else {
+    body();
+  }
+}
+
 // Whether this build takes CUDA tensors (torch_collective._C.cuda_support).
 bool hasCudaSupport();
 

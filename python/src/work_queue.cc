@@ -14,11 +14,7 @@ namespace {
 
 // Runs `body` where the call's torch operations belong: on its stream, for CUDA tensors.
 void onCallStream(const QueuedCall& call, const std::function<void()>& body) {
-  if (const std::shared_ptr<DeviceCall>& device = call.work->device()) {
-    device->runOnStream(body);
-  } else {
-    body();
-  }
+  runWhereCallRuns(call.work->device(), body);
 }
 
 // Finishes each call of a batch that ran (or failed) together and completes its Work.
@@ -63,16 +59,11 @@ void runPointToPointGroup(std::vector<QueuedCall>& batch) {
     // stream through the current context, which the worker thread does not otherwise have.
     const auto onDevice =
         std::find_if(batch.begin(), batch.end(), [](const QueuedCall& call) { return call.work->device() != nullptr; });
-    auto issueAll = [&batch] {
+    onCallStream(onDevice != batch.end() ? *onDevice : batch.front(), [&batch] {
       runAsGroup([&batch] {
         for (QueuedCall& call : batch) call.issue();
       });
-    };
-    if (onDevice != batch.end()) {
-      onCallStream(*onDevice, issueAll);
-    } else {
-      issueAll();
-    }
+    });
   } catch (...) {
     error = std::current_exception();
   }

@@ -227,15 +227,10 @@ void registerZeroBindings(py::module& module) {
         const collStream_t stream = streamOf(device);
         py::gil_scoped_release release;
         // With the tensors' device current: the library reads torch's default stream as the
-        // current device's (DeviceCall::runOnStream).
-        auto update = [&] {
+        // current device's.
+        runWhereCallRuns(device, [&] {
           checkResult(collZeroOptimizerStepOnStream(&config, m, g, gradType, s0, s1, out, outType, size_t(n), stream));
-        };
-        if (device) {
-          device->runOnStream(update);
-        } else {
-          update();
-        }
+        });
       },
       py::arg("kind"), py::arg("master"), py::arg("grad"), py::arg("state0"), py::arg("state1"), py::arg("param_out"),
       py::arg("lr"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8,
@@ -255,15 +250,10 @@ void registerZeroBindings(py::module& module) {
         double* sumOfSquares = results.data_ptr<double>();
         {
           py::gil_scoped_release release;
-          auto norm = [&] {
+          runWhereCallRuns(device, [&] {
             checkResult(collZeroSquaredNormOnStream(d, type, n, sumOfSquares, reinterpret_cast<int*>(sumOfSquares + 1),
                                                     streamOf(device)));
-          };
-          if (device) {
-            device->runOnStream(norm);
-          } else {
-            norm();
-          }
+          });
         }
         const at::Tensor host = results.cpu();
         const double sum = host.data_ptr<double>()[0];
