@@ -14,6 +14,7 @@
 #include "bootstrap/store_protocol.h"
 #include "common/error.h"
 #include "common/socket.h"
+#include "tests/common/expect_coll_error.h"
 
 namespace coll {
 namespace bootstrap {
@@ -63,17 +64,7 @@ inline long long msSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-// Runs fn, expects a CollError with the code, and returns its message ("" when none was thrown).
-inline std::string expectCollError(collResult_t code, const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a CollError with code " << code;
-  return "";
-}
+using colltest::expectCollError;
 
 // The server nonce of a kHelloChallenge frame (length prefix included).
 inline wire::Nonce challengeNonceOf(const Bytes& challenge) {

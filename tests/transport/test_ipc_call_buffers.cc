@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/common/expect_coll_error.h"
 #include "tests/transport/fake_ipc_driver.h"
 #include "transport/ipc_call_buffers.h"
 
@@ -63,14 +64,14 @@ TEST(IpcCallBuffers, PeersInOtherProcessesAreMappedThreadsUsedAsTheyAre) {
   EXPECT_EQ(t.quiesced, 0);
 }
 
+// The call is refused with `code` and a message that holds `fragment`.
+void expectRefusal(collResult_t code, const std::function<void()>& call, const std::string& fragment) {
+  const std::string message = colltest::expectCollError(code, call);
+  EXPECT_NE(message.find(fragment), std::string::npos) << message;
+}
+
 void expectRemoteError(const std::function<void()>& call, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted; expected an error with \"" << fragment << "\"";
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), collRemoteError) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
+  expectRefusal(collRemoteError, call, fragment);
 }
 
 TEST(IpcCallBuffers, APeersBadRecordIsRefusedNamingIt) {
@@ -103,13 +104,9 @@ TEST(IpcCallBuffers, APeersBadRecordIsRefusedNamingIt) {
 
 TEST(IpcCallBuffers, ABufferTooSmallForTheCallIsRefusedBeforeItIsSent) {
   ThreeRanks t;
-  try {
-    t.rank0.describe(at(0x10000 + 4000), at(0x10040), 1024);
-    ADD_FAILURE() << "a send buffer 96 bytes from its allocation's end was accepted for 1024 bytes";
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), collInvalidUsage);
-    EXPECT_NE(std::string(e.what()).find("the send buffer"), std::string::npos) << e.what();
-  }
+  // A send buffer 96 bytes from its allocation's end, for 1024 bytes.
+  expectRefusal(
+      collInvalidUsage, [&] { t.rank0.describe(at(0x10000 + 4000), at(0x10040), 1024); }, "the send buffer");
 }
 
 TEST(IpcCallBuffers, ARankThatRefusesItsBuffersStillJoinsTheExchange) {
@@ -129,25 +126,19 @@ TEST(IpcCallBuffers, ARankThatRefusesItsBuffersStillJoinsTheExchange) {
   };
   const char* sends[3] = {};
   char* recvs[3] = {};
-  try {
-    t.rank0.describeExchangeAndMap(at(0x10000 + 4000), at(0x10040), bytes, exchange, sends, recvs, t.quiesce);
-    ADD_FAILURE() << "a send buffer too small for the call was accepted";
-  } catch (const CollError& e) {
-    EXPECT_EQ(e.code(), collInvalidUsage);
-    EXPECT_NE(std::string(e.what()).find("the send buffer"), std::string::npos) << e.what();
-  }
+  expectRefusal(
+      collInvalidUsage,
+      [&] {
+        t.rank0.describeExchangeAndMap(at(0x10000 + 4000), at(0x10040), bytes, exchange, sends, recvs, t.quiesce);
+      },
+      "the send buffer");
   EXPECT_EQ(joined, 1) << "rank 0 joined the exchange before it failed";
   ExchangeRecords peers = [&](const std::vector<uint8_t>&) { return records; };
   for (IpcCallBuffers* peer : {&t.rank1, &t.rank2}) {
-    try {
-      const void* send = peer == &t.rank1 ? at(0x10080) : at(0x20000);
-      void* recv = peer == &t.rank1 ? at(0x10800) : at(0x20100);
-      peer->describeExchangeAndMap(send, recv, bytes, peers, sends, recvs, t.quiesce);
-      ADD_FAILURE() << "a peer mapped the call although rank 0 refused it";
-    } catch (const CollError& e) {
-      EXPECT_EQ(e.code(), collRemoteError);
-      EXPECT_NE(std::string(e.what()).find("rank 0 refused its own buffers"), std::string::npos) << e.what();
-    }
+    const void* send = peer == &t.rank1 ? at(0x10080) : at(0x20000);
+    void* recv = peer == &t.rank1 ? at(0x10800) : at(0x20100);
+    expectRemoteError([&] { peer->describeExchangeAndMap(send, recv, bytes, peers, sends, recvs, t.quiesce); },
+                      "rank 0 refused its own buffers");
   }
   EXPECT_TRUE(t.processA.openMappings.empty() && t.processB.openMappings.empty())
       << "nothing is mapped for a refused call";
