@@ -16,6 +16,7 @@
 #include "transport/p2p/p2p_card.h"
 #include "transport/p2p/p2p_connection.h"
 #include "transport/p2p/p2p_ipc_driver.h"
+#include "transport/setup_stream.h"
 
 namespace coll {
 namespace transport {
@@ -38,22 +39,6 @@ void warnAboutSharedHardwareQueues(int rank, int device, int ranksHere) {
             "call (docs/cuda.md, \"Several ranks per GPU\")",
             rank, ranksHere, device, queues, set != nullptr ? set : "unset");
 }
-
-// Setup's writes to device memory go on a stream of their own, synchronized alone: never on the
-// legacy stream or the whole device, where other communicators' kernels (or, for thread ranks, a
-// kernel of a peer that finished its setup first) may wait for this rank.
-class SetupStream {
- public:
-  SetupStream() { COLL_CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~SetupStream() { cudaStreamDestroy(stream_); }
-  SetupStream(const SetupStream&) = delete;
-  SetupStream& operator=(const SetupStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-  void finish() const { COLL_CUDACHECK(cudaStreamSynchronize(stream_)); }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "kernels/cuda/launch.h"
+#include "transport/setup_stream.h"
 #include "transport/staged/staging_memory.h"
 
 namespace coll {
@@ -17,13 +18,7 @@ namespace {
 
 class CudaStagingMemory final : public StagingMemory {
  public:
-  explicit CudaStagingMemory(int device) : device_(device) {
-    COLL_CUDACHECK(cudaSetDevice(device_));
-    COLL_CUDACHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  ~CudaStagingMemory() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
+  explicit CudaStagingMemory(int device) : device_(device) { COLL_CUDACHECK(cudaSetDevice(device_)); }
 
   MappedBlock allocateMapped(size_t bytes) override {
     void* host = nullptr;
@@ -45,19 +40,18 @@ class CudaStagingMemory final : public StagingMemory {
   void* allocateDevice(size_t bytes) override {
     void* memory = nullptr;
     COLL_CUDACHECK(cudaMalloc(&memory, bytes));
-    // On a stream of our own, never the legacy one nor the whole device: setup can run while a
-    // thread rank of this process that finished it already has a kernel on a blocking stream that
-    // waits for this rank's.
-    COLL_CUDACHECK(cudaMemsetAsync(memory, 0, bytes, stream_));
-    COLL_CUDACHECK(cudaStreamSynchronize(stream_));
+    const SetupStream setup;
+    COLL_CUDACHECK(cudaMemsetAsync(memory, 0, bytes, setup.get()));
+    setup.finish();
     return memory;
   }
   void freeDevice(void* memory) noexcept override {
     if (memory != nullptr) cudaFree(memory);
   }
   void copyToDevice(void* destination, const void* source, size_t bytes) override {
-    COLL_CUDACHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, stream_));
-    COLL_CUDACHECK(cudaStreamSynchronize(stream_));
+    const SetupStream setup;
+    COLL_CUDACHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyHostToDevice, setup.get()));
+    setup.finish();
   }
   uint64_t gpuIdentity() override {
     char bus[64] = {};
@@ -82,7 +76,6 @@ class CudaStagingMemory final : public StagingMemory {
 
  private:
   int device_;
-  cudaStream_t stream_ = nullptr;  // non-blocking: setup's copies wait for nothing of the user's
 };
 
 }  // namespace
