@@ -90,16 +90,24 @@ DeviceEngine::~DeviceEngine() {
   if (lastLaunch_ != nullptr) cudaEventDestroy(lastLaunch_);
 }
 
+bool DeviceEngine::capturing(collStream_t stream) const {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  COLL_CUDACHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
+  return capture == cudaStreamCaptureStatusActive;
+}
+
 void DeviceEngine::enqueue(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
                            void* recvbuff, collStream_t stream, uint64_t tag) {
-  if (program.direct ? program.count == 0 : program.launches.empty()) return;
   // The caller's thread may have another device current (a stream of ours can be used from
   // anywhere): launch with ours, and give the caller's back.
   CurrentDeviceScope scope(channels_.device());
+  enqueueOn(program, type, op, sendbuff, recvbuff, stream, tag, capturing(stream));
+}
+
+void DeviceEngine::enqueueOn(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
+                             void* recvbuff, collStream_t stream, uint64_t tag, bool capturing) {
+  if (program.direct ? program.count == 0 : program.launches.empty()) return;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  COLL_CUDACHECK(cudaStreamIsCapturing(s, &capture));
-  const bool capturing = capture == cudaStreamCaptureStatusActive;
   // Staged peers' proxy learns of an eager call when it is enqueued; a captured one must reach it
   // at every replay, from the stream, and from then on every call does so, in stream order.
   if (capturing && context_.staged) handOverInStreamOrder_ = true;
@@ -164,14 +172,11 @@ void DeviceEngine::handOverOnStream(const DeviceProgram& program, uint64_t tag, 
 
 void DeviceEngine::run(const CollCall& call, collStream_t stream) {
   if (movesNothing(call)) return;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  {
-    CurrentDeviceScope scope(channels_.device());
-    COLL_CUDACHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture));
-  }
-  context_.capturing = capture == cudaStreamCaptureStatusActive;
-  enqueue(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
-          collectiveTagOf(call));
+  CurrentDeviceScope scope(channels_.device());
+  // The plan depends on it (mapped call buffers are not for a graph), and so does the launch.
+  context_.capturing = capturing(stream);
+  enqueueOn(planDeviceCall(call, context_), call.datatype, call.op, call.sendbuff, call.recvbuff, stream,
+            collectiveTagOf(call), context_.capturing);
 }
 
 void DeviceEngine::runPointToPoint(const std::vector<CollCall>& calls, collStream_t stream) {

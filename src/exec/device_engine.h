@@ -56,6 +56,11 @@ class DeviceEngine : public Engine {
   struct HandOverGate;
 
  private:
+  // Whether `stream` is capturing a CUDA graph; with this engine's device current.
+  bool capturing(collStream_t stream) const;
+  // enqueue's work, with this engine's device current, for a stream whose capture state is known.
+  void enqueueOn(const DeviceProgram& program, collDataType_t type, collRedOp_t op, const void* sendbuff,
+                 void* recvbuff, collStream_t stream, uint64_t tag, bool capturing);
   void releaseStreamWaits();
   // Hands a call's plan to the channels' host side (staged peers) from the stream itself, as a
   // host node; `captured`: kept for the engine's lifetime, since a graph may replay it any time.
