@@ -157,12 +157,19 @@ std::string cudaDeviceBusId(int device) {
   return busId;
 }
 
-bool cudaCanAccessPeerByBusId(int device, const std::string& busId) {
-  int peer = -1, can = 0;
-  if (cudaDeviceGetByPCIBusId(&peer, busId.c_str()) != cudaSuccess) {
-    cudaGetLastError();
-    return false;  // not visible here: nothing of it can be mapped
+int cudaDeviceOfBusId(const std::string& busId) {
+  int device = -1;
+  if (cudaDeviceGetByPCIBusId(&device, busId.c_str()) != cudaSuccess) {
+    cudaGetLastError();  // not visible here: not an error of the caller's next call
+    return -1;
   }
+  return device;
+}
+
+bool cudaCanAccessPeerByBusId(int device, const std::string& busId) {
+  int can = 0;
+  const int peer = cudaDeviceOfBusId(busId);
+  if (peer < 0) return false;  // not visible here: nothing of it can be mapped
   if (peer == device) return true;
   if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
     cudaGetLastError();

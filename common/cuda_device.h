@@ -62,6 +62,9 @@ bool cudaContextIsCurrent();
 // The PCI bus id of CUDA device `device` as the runtime names it ("0000:3B:00.0"): how ranks of
 // one host tell their GPUs apart. "" when the runtime cannot say, or without CUDA support.
 std::string cudaDeviceBusId(int device);
+// This process's CUDA ordinal of the GPU whose PCI bus id is `busId`; -1 when that GPU is not
+// visible to this process (CUDA_VISIBLE_DEVICES), or without CUDA.
+int cudaDeviceOfBusId(const std::string& busId);
 // Whether `device` may map the memory of the GPU whose PCI bus id is `busId`
 // (cudaDeviceCanAccessPeer). False when that GPU is not visible to this process, or without CUDA.
 bool cudaCanAccessPeerByBusId(int device, const std::string& busId);

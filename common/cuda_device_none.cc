@@ -30,6 +30,8 @@ bool cudaContextIsCurrent() { return false; }
 
 std::string cudaDeviceBusId(int) { return ""; }
 
+int cudaDeviceOfBusId(const std::string&) { return -1; }
+
 bool cudaCanAccessPeerByBusId(int, const std::string&) { return false; }
 
 }  // namespace coll

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "common/cuda_check.h"
+#include "common/cuda_device.h"
 #include "common/error.h"
 
 namespace coll {
@@ -16,9 +17,8 @@ namespace {
 // enables the access it needs itself (cudaIpcMemLazyEnablePeerAccess).
 void enablePeerAccess(const P2pCard& peer, int device, int myRank) {
   // Without a bus id (CUDA gave none), the peer's ordinal is all there is.
-  int peerDevice = peer.device;
-  if (peer.busId[0] != '\0' && cudaDeviceGetByPCIBusId(&peerDevice, peer.busId) != cudaSuccess) {
-    cudaGetLastError();  // not visible here: not an error of the caller's next call
+  const int peerDevice = peer.busId[0] != '\0' ? cudaDeviceOfBusId(peer.busId) : peer.device;
+  if (peerDevice < 0) {
     if (peer.process == p2pProcessIdentity())
       throwError(collInternalError, "P2P setup: rank %d's GPU (%s) is not visible to its own process", peer.rank,
                  peer.busId);

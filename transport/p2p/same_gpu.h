@@ -19,8 +19,8 @@ inline std::string gpuKey(const std::string& busId, int ordinal) {
   return key;
 }
 
+// One GPU: the same key (a known bus id never equals an unknown one's ordinal key).
 inline bool sameGpu(const std::string& busIdA, int ordinalA, const std::string& busIdB, int ordinalB) {
-  if (busIdA.empty() || busIdB.empty()) return busIdA.empty() && busIdB.empty() && ordinalA == ordinalB;
   return gpuKey(busIdA, ordinalA) == gpuKey(busIdB, ordinalB);
 }
 
