@@ -384,10 +384,11 @@ def largest_model(args, collrun, ranks, stage, offload, engine, work, first, run
     if not isinstance(first, dict):
         return None
     # Memory is all these runs measure: two steps each (the first untimed).
-    if run_timeout() is None:
+    timeout = run_timeout()
+    if timeout is None:
         return None
     second = run_one(args, collrun, ranks, stage, engine, work, offload, layers=2 * args.layers, steps=1, warmups=1,
-                     timeout=run_timeout())
+                     timeout=timeout)
     if second is None:
         return None
     low, high = first["device_peak_mib"], second["device_peak_mib"]
@@ -401,11 +402,11 @@ def largest_model(args, collrun, ranks, stage, offload, engine, work, first, run
     parameters = first["parameters"] + (layers - args.layers) * (second["parameters"] - first["parameters"]) // \
         args.layers
     why = []
-    if run_timeout() is None:
+    timeout = run_timeout()
+    if timeout is None:
         return layers, parameters, "not run: --budget spent"
     check = run_one(args, collrun, ranks, stage, engine, work, offload, layers=layers,
-                    memory_cap_gib=args.largest, quiet_failure=True, steps=1, warmups=1, why=why,
-                    timeout=run_timeout())
+                    memory_cap_gib=args.largest, quiet_failure=True, steps=1, warmups=1, why=why, timeout=timeout)
     return layers, parameters, "yes" if check is not None else f"NO ({why[0]})"
 
 
