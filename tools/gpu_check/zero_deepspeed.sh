@@ -30,18 +30,8 @@ zero_ds_ready() {
     row "$check" SKIPPED "no DeepSpeed wheel in $wheels (tools/gpu_wheels.sh, then carry it)"
     return 1
   fi
-  if ! grep -q '^PYTHONPATH=' "$LOG_DIR/torch_build.log" 2>/dev/null; then
-    if [[ ! -f $torch_prefix/lib/cmake/collective/collectiveConfig.cmake ]]; then
-      row "$check" SKIPPED "no installed libcollective in $torch_prefix (tools/gpu_torch_build.sh --prepare)"
-      return 1
-    fi
-    step 150 "$LOG_DIR/torch_build.log" tools/gpu_torch_build.sh "$torch_prefix" "$LOG_DIR/torch-build"
-    local status=$?
-    if [[ $status != 0 ]]; then
-      row "$check" FAIL "the backend's build: $(why $status "$LOG_DIR/torch_build.log")"
-      return 1
-    fi
-  fi
+  # Built by step 8 in this run, or now.
+  grep -q '^PYTHONPATH=' "$LOG_DIR/torch_build.log" 2>/dev/null || build_torch_backend "$check" || return 1
   site=$LOG_DIR/site
   if [[ ! -d $site/deepspeed ]] && ! python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target "$site" "$wheels"/*.whl >"$LOG_DIR/zero_ds_install.log" 2>&1; then
