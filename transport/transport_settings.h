@@ -45,6 +45,9 @@ struct TransportSettings {
   std::string rendezvousAddress;       // the local address that reaches the rendezvous store ("" if unknown)
   int timeoutMs = 300000;              // bounds setup and the flush of pending sends at destruction
   int device = -1;                     // this rank's GPU, for device-memory transports
+  // COLL_STAGED_RECV=copy: staged slices are copied into device memory before the kernels reduce
+  // them (copy-then-reduce); mapped (the default): the kernels read the pinned slots.
+  bool stagedCopyReceive = false;
   // COLL_TRANSPORTS: the staged transport routes its slices over the host transports it selects.
   std::string transports;
   // The job's secret (the rendezvous store's): the socket transport's connections prove it.

@@ -11,6 +11,7 @@
 #include "transport/shm/shm_domain.h"
 #include "transport/shm/shm_settings.h"
 #include "transport/staged/staged_domain.h"
+#include "transport/staged/staged_settings.h"
 #include "transport/verbs/verbs_domain.h"
 #include "transport/verbs/verbs_settings.h"
 
@@ -61,7 +62,7 @@ const std::vector<TransportEntry>& transportTable() {
       // thread over the host transport between the two ranks (transport/staged). Its price is
       // what staging adds to the host network's (stagedLink).
       {/*name=*/"staged", /*priority=*/10, MemoryKind::kDevice, LinkKind::kNetwork, /*canConnect=*/anyRank,
-       /*create=*/makeStagedDomain, /*optional=*/true, /*optIn=*/false, /*readSettings=*/nullptr,
+       /*create=*/makeStagedDomain, /*optional=*/true, /*optIn=*/false, /*readSettings=*/readStagedSettings,
        /*shareSettings=*/nullptr, /*describeLocal=*/nullptr, /*price=*/{"staging", 6.0, 20000.0}},
       // Below sockets, and opt-in: where both can connect, sockets win unless COLL_TRANSPORTS
       // leaves them out ("verbs", "^shm,net"). The planner prices it as a network hop.

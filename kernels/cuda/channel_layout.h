@@ -46,8 +46,12 @@ struct DirectLine {
 static_assert(sizeof(DirectLine) <= kFlagLineBytes, "the direct line fits one line");
 COLL_HOST_DEVICE size_t directLineOffset() { return (kSimpleGeometry.lanes + 1) * kFlagLineBytes; }
 COLL_HOST_DEVICE size_t simpleDataBase() { return (kSimpleGeometry.lanes + 2) * kFlagLineBytes; }
+// A Simple slot from the start of the slots, wherever they are (PeerChannels::recvSlots).
+COLL_HOST_DEVICE size_t simpleSlotInSlots(uint32_t lane, uint32_t slot) {
+  return (size_t(lane) * kSimpleGeometry.depth + slot) * kSimpleGeometry.slotBytes;
+}
 COLL_HOST_DEVICE size_t simpleSlotOffset(uint32_t lane, uint32_t slot) {
-  return simpleDataBase() + (size_t(lane) * kSimpleGeometry.depth + slot) * kSimpleGeometry.slotBytes;
+  return simpleDataBase() + simpleSlotInSlots(lane, slot);
 }
 COLL_HOST_DEVICE size_t llSlotBytesInMemory() { return kLLGeometry.slotBytes / kLLDataPerLine * kLLBytesPerLine; }
 COLL_HOST_DEVICE size_t llDataBase() {
@@ -59,11 +63,18 @@ COLL_HOST_DEVICE size_t connectionBytes() { return llDataBase() + kLLGeometry.de
 
 // One rank's view of its connection with one peer: `recv` is the region in this rank's memory that
 // the peer writes to, `send` the region in the peer's memory this rank writes to. Self is a peer
-// too (send/recv to oneself).
+// too (send/recv to oneself). `recvSlots` is where the Simple slots of `recv` are read from: in
+// the region itself (recv + simpleDataBase()) except where the staged transport copies what
+// arrived into device memory apart from its flags (copy-then-reduce, transport/staged).
 struct PeerChannels {
   char* recv;
   char* send;
+  char* recvSlots;
 };
+// The channels of a region cut as above: the slots in the region itself.
+COLL_HOST_DEVICE PeerChannels regionChannels(char* recv, char* send) {
+  return PeerChannels{recv, send, recv == nullptr ? nullptr : recv + simpleDataBase()};
+}
 
 // Errors a kernel reports to the host (in host-mapped memory, read by collCommGetAsyncError).
 enum DeviceError : uint32_t { kDeviceOk = 0, kDeviceTimeout = 1, kDeviceAborted = 2 };

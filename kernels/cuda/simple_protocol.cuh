@@ -20,6 +20,10 @@ __device__ __forceinline__ uint32_t* simpleFlag(char* region, uint32_t lane, uin
 __device__ __forceinline__ char* simpleSlot(char* region, uint32_t lane, uint32_t slot) {
   return region + simpleSlotOffset(lane, slot);
 }
+// A received slot: where the channels say the slots are read from (channel_layout.h).
+__device__ __forceinline__ char* simpleRecvSlot(const PeerChannels& peer, uint32_t lane, uint32_t slot) {
+  return peer.recvSlots + simpleSlotInSlots(lane, slot);
+}
 
 // Flags: release stores and acquire polls (COLL_FLAG_RELEASE=1, the default), or a full system
 // fence before volatile stores (0); selectable at build time to measure both (docs/cuda.md).
@@ -67,7 +71,7 @@ __device__ void runSimpleUnit(const Unit& u) {
   a.nsrcs = 0;
   a.ndsts = 0;
   for (int i = 0; i < st.nrecv; ++i)
-    a.srcs[a.nsrcs++] = simpleSlot(params.peers[st.recvPeers[i]].recv, lane, slotOf(st.recvSeq[i], u.slice, depth));
+    a.srcs[a.nsrcs++] = simpleRecvSlot(params.peers[st.recvPeers[i]], lane, slotOf(st.recvSeq[i], u.slice, depth));
   for (int i = 0; i < st.nsend; ++i)
     a.dsts[a.ndsts++] = simpleSlot(params.peers[st.sendPeers[i]].send, lane, slotOf(st.sendSeq[i], u.slice, depth));
   char* src = localPointer(params, st.srcBuffer, st.srcOffset, u.range.begin, sizeof(T));

@@ -79,7 +79,7 @@ bool HostKernel::runUnit(uint32_t lane, const device::DeviceStep& st, uint64_t s
   void* dsts[device::kMaxDevicePeers + 1];
   int nsrcs = 0, ndsts = 0;
   for (int i = 0; i < st.nrecv; ++i)
-    srcs[nsrcs++] = table[st.recvPeers[i]].recv + layout_.slotOffset(lane, slotOf(st.recvSeq[i]));
+    srcs[nsrcs++] = table[st.recvPeers[i]].recvSlots + layout_.slotInSlots(lane, slotOf(st.recvSeq[i]));
   for (int i = 0; i < st.nsend; ++i)
     dsts[ndsts++] = table[st.sendPeers[i]].send + layout_.slotOffset(lane, slotOf(st.sendSeq[i]));
   if (char* src = local(st.srcBuffer, st.srcOffset, range.begin)) srcs[nsrcs++] = src;

@@ -50,6 +50,7 @@ StagedRank::StagedRank(bootstrap::Store& store, int rank, int nranks, const Stag
   settings_.socketBufferBytes = options.socketBufferBytes;
   settings_.timeoutMs = options.timeoutMs;
   settings_.transports = options.transports;
+  settings_.stagedCopyReceive = options.copyReceive;
   settings_.jobSecret.fill(0x5a);
   transport::DomainArgs args;
   args.rank = rank;

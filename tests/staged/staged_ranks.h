@@ -26,6 +26,7 @@ struct StagedRankOptions {
   size_t frameBytes = 80;                                 // the carriers' slots
   int fifoDepth = 2;
   size_t socketBufferBytes = 2 << 20;  // each socket's buffers (small: a stalled receiver stalls the sender soon)
+  bool copyReceive = false;            // COLL_STAGED_RECV=copy: received slices copied into "device" slots
 };
 
 class StagedRank {

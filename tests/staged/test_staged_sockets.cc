@@ -62,6 +62,25 @@ INSTANTIATE_TEST_SUITE_P(Ranks, StagedOverSockets, ::testing::Values(2, 3, 4),
                            return std::to_string(info.param) + "ranks";
                          });
 
+// Copy-then-reduce (COLL_STAGED_RECV=copy): each received slice goes through the domain's copy
+// engine stand-in into a device slot, marked full only once copied, while frames keep arriving.
+TEST(StagedOverSocketsShapes, ReceivedSlicesCopiedIntoDeviceMemory) {
+  for (int n : {2, 3}) {
+    StagedRankOptions options;
+    options.copyReceive = true;
+    const auto failures = runStagedThreads(n, options, [&](StagedRank& me, int r) -> std::string {
+      for (int peer = 0; peer < n; ++peer) {
+        const device::PeerChannels& c = me.domain().hostTable()[peer];
+        if (peer != r && c.recvSlots == c.recv + me.domain().layout().dataBase())
+          return "rank " + std::to_string(r) + "'s kernels would read rank " + std::to_string(peer) +
+                 "'s slices from the pinned slots";
+      }
+      return runEveryCollective(me, r, n);
+    });
+    ASSERT_TRUE(failures.empty()) << n << " ranks: " << failures.front();
+  }
+}
+
 // Large slots and deep FIFOs: few frames, each packing every lane of a slice.
 TEST(StagedOverSocketsShapes, LargeFramesPackWholeSlices) {
   StagedRankOptions options;

@@ -5,15 +5,22 @@
 // proxies running ahead into the next call, must end with every output right and nothing left in
 // flight: no deadlock from frames that pack lanes or split them, from the host FIFO's credits or
 // from slots reused across calls. The plans of both ends of every connection must agree, frame by
-// frame, and a frame of another size than planned must fail naming the peer.
+// frame, and a frame of another size than planned must fail naming the peer. With copy-then-reduce
+// (COLL_STAGED_RECV=copy) the receivers copy what landed into "device" slots through a stand-in copy
+// engine that completes one copy per poll, and the kernels read those.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "src/call_tag.h"
 #include "src/plan/device_program.h"
@@ -21,7 +28,9 @@
 #include "tests/staged/memory_fifo.h"
 #include "tests/staged/staged_cases.h"
 #include "transport/staged/staged_connection.h"
+#include "transport/staged/staged_settings.h"
 #include "transport/staged/staging_layout.h"
+#include "transport/staged/staging_memory.h"
 #include "transport/staged/staging_plan.h"
 
 namespace coll {
@@ -42,6 +51,7 @@ transport::CallShape shapeOf(const DeviceProgram& p) {
 // Every rank's memory: a region per direction per peer, one for itself, and the kernels' status.
 struct RankRegions {
   std::vector<std::vector<char>> send, recv;  // per peer
+  std::vector<std::vector<char>> deviceSlots;  // per peer, with copy-then-reduce
   std::vector<char> self;
   std::vector<device::PeerChannels> table;
   device::DeviceStatus status{};
@@ -49,24 +59,34 @@ struct RankRegions {
 
 class Pipeline {
  public:
-  Pipeline(int nranks, const transport::StagingLayout& layout) : n_(nranks), layout_(layout), ranks_(nranks) {
+  Pipeline(int nranks, const transport::StagingLayout& layout, bool copyReceive)
+      : n_(nranks), layout_(layout), ranks_(nranks) {
     const size_t bytes = layout.regionBytes();
     for (int r = 0; r < n_; ++r) {
       RankRegions& m = ranks_[r];
       m.send.assign(n_, std::vector<char>(bytes, 0));
       m.recv.assign(n_, std::vector<char>(bytes, 0));
+      m.deviceSlots.assign(n_, std::vector<char>(copyReceive ? layout.slotsBytes() : 0, 0));
       m.self.assign(bytes, 0);
       m.table.resize(n_);
-      for (int p = 0; p < n_; ++p)
-        m.table[p] = p == r ? device::PeerChannels{m.self.data(), m.self.data()}
-                            : device::PeerChannels{m.recv[p].data(), m.send[p].data()};
+      for (int p = 0; p < n_; ++p) {
+        m.table[p] = p == r ? layout.channels(m.self.data(), m.self.data())
+                            : layout.channels(m.recv[p].data(), m.send[p].data());
+        if (copyReceive && p != r) m.table[p].recvSlots = m.deviceSlots[p].data();
+      }
     }
     for (int a = 0; a < n_; ++a)
       for (int b = 0; b < n_; ++b)
         if (a != b) {
           fifos_[{a, b}] = std::make_unique<MemoryFifo>(kFifoDepth, kFrameBytes);
           senders_[{a, b}] = std::make_unique<transport::StagedSender>(b, ranks_[a].send[b].data(), layout_);
-          receivers_[{a, b}] = std::make_unique<transport::StagedReceiver>(a, ranks_[b].recv[a].data(), layout_);
+          transport::DeviceSlots device;
+          if (copyReceive) {
+            uploaders_.push_back(memory_->makeUploader());
+            device = {uploaders_.back().get(), ranks_[b].deviceSlots[a].data()};
+          }
+          receivers_[{a, b}] =
+              std::make_unique<transport::StagedReceiver>(a, ranks_[b].recv[a].data(), layout_, device);
         }
   }
 
@@ -138,6 +158,8 @@ class Pipeline {
  private:
   int n_;
   transport::StagingLayout layout_;
+  std::unique_ptr<transport::StagingMemory> memory_ = transport::makeHostStagingMemory();
+  std::vector<std::unique_ptr<transport::SlotUploader>> uploaders_;
   std::vector<RankRegions> ranks_;
   std::map<std::pair<int, int>, std::unique_ptr<MemoryFifo>> fifos_;
   std::map<std::pair<int, int>, std::unique_ptr<transport::StagedSender>> senders_;
@@ -146,9 +168,10 @@ class Pipeline {
 
 // Runs `calls` back to back on every rank; returns failures.
 std::vector<std::string> runCalls(const std::vector<StagedCase>& calls, int nranks, unsigned seed,
-                                  const Algo* overrides = nullptr, const DeviceLayout* plannedFor = nullptr) {
+                                  const Algo* overrides = nullptr, const DeviceLayout* plannedFor = nullptr,
+                                  bool copyReceive = false) {
   const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
-  Pipeline pipeline(nranks, layout);
+  Pipeline pipeline(nranks, layout, copyReceive);
   std::vector<std::vector<RankBuffers>> buffers(nranks);
   std::vector<std::vector<DeviceProgram>> programs(nranks);
   std::vector<std::vector<std::unique_ptr<HostKernel>>> kernels(nranks);
@@ -194,6 +217,19 @@ TEST_P(StagingPipeline, EveryCollectiveBackToBackInShuffledOrders) {
       const std::vector<std::string> failures = runCalls(calls, n, seed);
       ASSERT_TRUE(failures.empty()) << "seed " << seed << ": " << failures.front();
     }
+  }
+}
+
+// Copy-then-reduce: what lands is copied into device slots by a copy engine that runs behind the
+// proxy's back, and marked full only once copied; a flag raised early, or a pinned slot landed
+// into again while its copy waits, gives the kernels wrong bytes.
+TEST_P(StagingPipeline, EveryCollectiveWithReceivedSlicesCopiedIntoDeviceMemory) {
+  const int n = GetParam();
+  const std::vector<StagedCase> all = everyCollective(n);
+  for (size_t first = 0; first < all.size(); first += 3) {
+    const std::vector<StagedCase> calls(all.begin() + first, all.begin() + std::min(all.size(), first + 3));
+    const std::vector<std::string> failures = runCalls(calls, n, 3, nullptr, nullptr, /*copyReceive=*/true);
+    ASSERT_TRUE(failures.empty()) << failures.front();
   }
 }
 
@@ -303,17 +339,22 @@ TEST(StagingLayout, TheBuildsGeometryIsTheKernelsChannelLayout) {
     }
 }
 
+// Rank 1's plan for what rank 0 sends it in an all-reduce of `count` floats on 2 ranks.
+ConnectionPlan rank1ReceivesFromRank0(size_t count) {
+  StagedCase c;
+  c.count = count;
+  RankBuffers b = buffersFor(c, 1);
+  const DeviceProgram p = programFor(c, callFor(c, b), 1, nullptr);
+  return transport::planConnection(shapeOf(p), 0, StagedDirection::kReceive, kFrameBytes);
+}
+
 // A frame whose size differs from the plan (the peer planned another call) fails, naming the
 // peer, and writes nothing into the slots.
 TEST(StagedReceiver, AFrameOfAnotherSizeFailsNamingThePeer) {
-  StagedCase c;
-  c.count = 10;
-  RankBuffers b = buffersFor(c, 1);
-  const DeviceProgram p = programFor(c, callFor(c, b), 1, nullptr);
   const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
   std::vector<char> region(layout.regionBytes(), 0);
   transport::StagedReceiver receiver(0, region.data(), layout);
-  receiver.enqueue(transport::planConnection(shapeOf(p), 0, StagedDirection::kReceive, kFrameBytes));
+  receiver.enqueue(rank1ReceivesFromRank0(10));
   MemoryFifo fifo(kFifoDepth, kFrameBytes);
   char* slot = static_cast<char*>(fifo.tryAcquire());
   std::fill(slot, slot + kFrameBytes, 'x');
@@ -365,6 +406,148 @@ TEST(StagedReceiver, AFrameOfAnotherCallFailsEvenWithTheExpectedSize) {
   for (char byte : region) ASSERT_EQ(byte, 0);
 }
 
+// A copy engine the test completes by hand.
+class ManualUploader final : public transport::SlotUploader {
+ public:
+  uint64_t start(void* device, const void* host, size_t bytes) override {
+    queued_.push_back({device, host, bytes});
+    return ++started_;
+  }
+  uint64_t completed() override { return completed_; }
+  void completeAll() {
+    for (const Copy& c : queued_) std::memcpy(c.device, c.host, c.bytes);
+    queued_.clear();
+    completed_ = started_;
+  }
+  uint64_t started() const { return started_; }
+
+ private:
+  struct Copy {
+    void* device;
+    const void* host;
+    size_t bytes;
+  };
+  std::vector<Copy> queued_;
+  uint64_t started_ = 0;
+  uint64_t completed_ = 0;
+};
+
+// Copy-then-reduce, one frame: what landed stays unmarked (flag 0) and the device slot untouched
+// while its copy runs; once the copy completes the slot is marked full and holds the frame's bytes.
+TEST(StagedReceiver, ASlotCopiedIntoDeviceMemoryIsMarkedFullOnlyOnceItsCopyCompleted) {
+  const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
+  std::vector<char> region(layout.regionBytes(), 0);
+  std::vector<char> slots(layout.slotsBytes(), 0);
+  ManualUploader uploader;
+  transport::StagedReceiver receiver(0, region.data(), layout, transport::DeviceSlots{&uploader, slots.data()});
+  const ConnectionPlan plan = rank1ReceivesFromRank0(10);
+  receiver.enqueue(plan);
+  const transport::StagedFrame* first = nullptr;
+  for (const transport::StagedFrame& f : plan.frames)
+    if (f.bytes > 0) {
+      first = &f;
+      break;
+    }
+  ASSERT_NE(first, nullptr);
+  const size_t firstIndex = static_cast<size_t>(first - plan.frames.data());
+  MemoryFifo fifo(kFifoDepth, kFrameBytes);
+  // The frames before it carry nothing; it is filled with 'a', 'b', ... so that each byte tells
+  // where it came from.
+  char* slot = static_cast<char*>(fifo.tryAcquire());
+  for (uint64_t i = 0; i < first->bytes; ++i) slot[i] = static_cast<char>('a' + i % 26);
+  fifo.post(first->bytes, plan.tag);
+  receiver.progress(fifo);
+  ASSERT_GT(uploader.started(), 0u) << "nothing was copied towards device memory";
+  auto flag = [&](const transport::StagedTransfer& t) {
+    uint32_t value;
+    std::memcpy(&value, region.data() + layout.flagOffset(t.lane, t.seq % layout.geometry.depth), sizeof value);
+    return value;
+  };
+  std::vector<const transport::FramePiece*> finished;  // pieces that end their transfer
+  for (uint32_t i = first->firstPiece; i < first->firstPiece + first->pieces; ++i) {
+    const transport::FramePiece& piece = plan.pieces[i];
+    if (piece.offset + piece.bytes == plan.transfers[piece.transfer].bytes) finished.push_back(&piece);
+  }
+  ASSERT_FALSE(finished.empty());
+  for (const transport::FramePiece* piece : finished) {
+    EXPECT_EQ(flag(plan.transfers[piece->transfer]), 0u) << "marked full before its copy completed";
+  }
+  for (char byte : slots) ASSERT_EQ(byte, 0) << "the device slots changed before a copy completed";
+  EXPECT_FALSE(receiver.idle());
+  EXPECT_EQ(receiver.progress(fifo), transport::StagedProgress::kWaitsForCopy);
+
+  uploader.completeAll();
+  receiver.progress(fifo);
+  uint64_t landed = 0;
+  for (uint32_t i = first->firstPiece; i < first->firstPiece + first->pieces; ++i) {
+    const transport::FramePiece& piece = plan.pieces[i];
+    const transport::StagedTransfer& t = plan.transfers[piece.transfer];
+    const char* device = slots.data() + layout.slotInSlots(t.lane, t.seq % layout.geometry.depth) + piece.offset;
+    for (uint64_t k = 0; k < piece.bytes; ++k)
+      ASSERT_EQ(device[k], static_cast<char>('a' + (landed + k) % 26)) << "frame " << firstIndex << ", byte " << k;
+    landed += piece.bytes;
+    if (piece.offset + piece.bytes == t.bytes) {
+      EXPECT_EQ(flag(t), 1u);
+    }
+  }
+}
+
+// A copy into device memory that never completes (on a GPU: queued behind the collective's own
+// stream) fails the receiver after the timeout, naming the peer and the way out, not a hang.
+TEST(StagedReceiver, ACopyIntoDeviceMemoryThatNeverCompletesFailsAfterTheTimeout) {
+  const transport::StagingLayout layout{smallGeometry(device::Protocol::kSimple)};
+  std::vector<char> region(layout.regionBytes(), 0);
+  std::vector<char> slots(layout.slotsBytes(), 0);
+  ManualUploader uploader;  // never completed
+  const int64_t timeoutNs = 20 * 1000 * 1000;
+  transport::StagedReceiver receiver(0, region.data(), layout,
+                                     transport::DeviceSlots{&uploader, slots.data(), timeoutNs});
+  const ConnectionPlan plan = rank1ReceivesFromRank0(10);
+  receiver.enqueue(plan);
+  MemoryFifo fifo(kFifoDepth, kFrameBytes);
+  for (const transport::StagedFrame& f : plan.frames)
+    if (f.bytes > 0) {
+      ASSERT_NE(fifo.tryAcquire(), nullptr);
+      fifo.post(f.bytes, plan.tag);  // the frame's bytes are whatever the slot holds
+      break;
+    }
+  const int64_t start = monotonicNs();
+  try {
+    while (monotonicNs() - start < 100 * timeoutNs) {
+      receiver.progress(fifo);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ADD_FAILURE() << "a copy that never completed did not fail the receiver";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collTimeout);
+    EXPECT_GE(monotonicNs() - start, timeoutNs);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("staging from rank 0"), std::string::npos) << what;
+    EXPECT_NE(what.find("COLL_STAGED_RECV=mapped"), std::string::npos) << what;
+  }
+  EXPECT_GT(uploader.started(), 0u);
+}
+
+// COLL_STAGED_RECV: mapped or copy; anything else is refused naming the value, settings untouched.
+TEST(StagedSettings, TheReceiveModeComesFromTheEnvironment) {
+  transport::TransportSettings settings;
+  setenv("COLL_STAGED_RECV", "copy", 1);
+  transport::readStagedSettings(&settings);
+  EXPECT_TRUE(settings.stagedCopyReceive);
+  setenv("COLL_STAGED_RECV", "mapped", 1);
+  transport::readStagedSettings(&settings);
+  EXPECT_FALSE(settings.stagedCopyReceive);
+  setenv("COLL_STAGED_RECV", "copies", 1);
+  try {
+    transport::readStagedSettings(&settings);
+    ADD_FAILURE() << "COLL_STAGED_RECV=copies was taken";
+  } catch (const CollError& e) {
+    EXPECT_EQ(e.code(), collInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("COLL_STAGED_RECV=copies: expected mapped"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(settings.stagedCopyReceive);
+  unsetenv("COLL_STAGED_RECV");
+}
 }  // namespace
 }  // namespace staging_test
 }  // namespace coll

@@ -9,7 +9,9 @@
 # int32); a rank killed mid-collective; memcheck on the small cases; two COLL_HOSTID hosts with
 # P2P inside each and staging between; the verbs emulator in place of sockets where the build has
 # it; then the device all-reduce against the host all-reduce over the same sockets (2 thread
-# ranks: concurrent kernels, as one GPU per host), and the device-to-host copy rate.
+# ranks: concurrent kernels, as one GPU per host), and the device-to-host copy rate. Both ways of
+# reducing what arrives run: the kernels reading the pinned slots (mapped, the default) and a copy
+# engine moving each slot into device memory first (COLL_STAGED_RECV=copy), cases and timings.
 staged_rows() {  # status log label: one row per "RESULT gpu_staged cases" line
   local status=$1 log=$2 label=$3 line what any=0
   if [[ $status == 77 ]]; then
@@ -38,6 +40,14 @@ staged_bench_rows() {  # log
         b / h / 1e3, h / d, b == 8 ? sprintf(", %+.1f us (goal: at most +15)", d - h) :
         b >= 1048576 ? (h / d >= 0.9 ? " (goal 0.9: met)" : " (goal 0.9: not met)") : "" }')"
   done < <(grep '^RESULT gpu_staged_bench allreduce' "$1")
+}
+staged_copy_rows() {  # mapped_log copy_log: copy-then-reduce against the mapped slots, size by size
+  while read -r _ _ _ bytes _ dev _; do
+    row "staged all-reduce $bytes B, copy-then-reduce" INFO "$(awk -v b="$bytes" -v c="$dev" -v m="$(awk -v b="$bytes" \
+      '$1 == "RESULT" && $2 == "gpu_staged_bench" && $3 == "allreduce" && $4 == b { print $6 }' "$1")" 'BEGIN {
+      printf "device %.1f us (%.2f GB/s busbw)", c, b / c / 1e3
+      if (m != "") printf ", mapped %.1f us: copy-then-reduce %.2f x the mapped slots'"'"' speed", m, m / c }')"
+  done < <(grep '^RESULT gpu_staged_bench allreduce' "$2")
 }
 if ! chosen staged; then
   not_chosen "staged device memory"
@@ -81,6 +91,12 @@ else
   else
     row "staged over the verbs emulator" SKIPPED "not built (no infiniband/verbs.h where the build was made)"
   fi
+  # --quick: 2 ranks and float32 alone, so that the later steps keep their share of the budget.
+  copy_cases=(--ranks 2,3)
+  [[ $quick == 1 ]] && copy_cases=(--ranks 2 --filter float32)
+  step 120 "$LOG_DIR/staged_copy.log" env COLL_TRANSPORTS=^shm,p2p COLL_STAGED_RECV=copy "$bin/gpu_staged" \
+    "${copy_cases[@]}" --quick
+  staged_rows $? "$LOG_DIR/staged_copy.log" "staged, copy-then-reduce (COLL_STAGED_RECV=copy)"
   step 120 "$LOG_DIR/staged_bench.log" env COLL_TRANSPORTS=^shm,p2p "$bin/gpu_staged" --modes threads --bench "$BENCH_BYTES"
   status=$?
   if [[ $status == 0 ]]; then
@@ -89,5 +105,13 @@ else
     row "staged all-reduce measurements" SKIPPED "$(head -1 "$LOG_DIR/staged_bench.log")"
   else
     row "staged all-reduce measurements" FAIL "$(why $status "$LOG_DIR/staged_bench.log")"
+  fi
+  step 120 "$LOG_DIR/staged_bench_copy.log" env COLL_TRANSPORTS=^shm,p2p COLL_STAGED_RECV=copy "$bin/gpu_staged" \
+    --modes threads --bench "$BENCH_BYTES"
+  status=$?
+  if [[ $status == 0 ]]; then
+    staged_copy_rows "$LOG_DIR/staged_bench.log" "$LOG_DIR/staged_bench_copy.log"
+  elif [[ $status != 77 ]]; then
+    row "staged all-reduce, copy-then-reduce" FAIL "$(why $status "$LOG_DIR/staged_bench_copy.log")"
   fi
 fi

@@ -49,8 +49,8 @@ P2pConnection::P2pConnection(const P2pCard& peer, bool sameGpu, int device, int 
   }
   // The peer's region for data from this rank is the myRank-th of its allocation.
   const size_t region = device::connectionBytes();
-  channels_.recv = myRegions + region * static_cast<size_t>(peer.rank);
-  channels_.send = peerBase_ + region * static_cast<size_t>(myRank);
+  channels_ = device::regionChannels(myRegions + region * static_cast<size_t>(peer.rank),
+                                     peerBase_ + region * static_cast<size_t>(myRank));
 }
 
 P2pConnection::~P2pConnection() {

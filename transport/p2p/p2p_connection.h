@@ -25,7 +25,7 @@ class P2pConnection {
  private:
   char* peerBase_ = nullptr;
   bool openedByIpc_ = false;
-  device::PeerChannels channels_{nullptr, nullptr};
+  device::PeerChannels channels_{};
 };
 
 }  // namespace transport

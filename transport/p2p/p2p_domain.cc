@@ -133,7 +133,7 @@ void P2pDomain::connect(int, const std::vector<std::string>& cards, Deadline) {
   bool oneDevice = true;
   sameProcess_.assign(nranks_, false);
   connections_.clear();
-  table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
+  table_.assign(nranks_, device::PeerChannels{});
   const P2pCard mine = parseP2pCard(cards[rank_], rank_, nranks_);
   for (int r = 0; r < nranks_; ++r) {
     const P2pCard peer = parseP2pCard(cards[r], r, nranks_);

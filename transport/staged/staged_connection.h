@@ -6,7 +6,9 @@
 //             posted -> each lane whose last bytes went out is handed back (flag 0);
 //   receiver: a frame arrived (its tag and size checked against the plan) -> each piece copied into its
 //             lane's slot once the kernel freed it (flag 0) -> a lane whose last bytes landed is
-//             marked full (flag 1) for the kernel.
+//             marked full (flag 1) for the kernel; with an uploader (COLL_STAGED_RECV=copy) its
+//             slot is first copied into the lane's slot in device memory, and marked full once
+//             that copy is complete (slot_uploader.h).
 //
 // Credits end to end: the kernel cannot post more than a lane's depth of slots before the sender
 // hands them back, the sender cannot post more frames than the host FIFO has slots, the receiver
@@ -19,7 +21,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
+#include "transport/staged/slot_uploader.h"
 #include "transport/staged/staging_layout.h"
 #include "transport/staged/staging_plan.h"
 #include "transport/transport.h"
@@ -33,6 +37,7 @@ enum class StagedProgress {
   kMoved,           // something changed hands
   kWaitsForKernel,  // the next lane is not posted (sender) or its slot not free (receiver)
   kWaitsForPeer,    // the host connection has no free slot (sender) or no frame yet (receiver)
+  kWaitsForCopy,    // nothing moved and the receiver's copies into device memory are running
 };
 
 // The plans of one half's calls, in order, and where the next frame to move is.
@@ -71,26 +76,54 @@ class StagedSender {
   PlanQueue plans_;
 };
 
+// Where a receiver's slots are read by the kernels: in its pinned region, or (copy-then-reduce) in
+// device memory the uploader copies them into.
+struct DeviceSlots {
+  SlotUploader* uploader = nullptr;  // null: the kernels read the pinned slots
+  char* slots = nullptr;             // the device's view of the lanes' slots (layout.slotsBytes())
+  // A copy not complete after this long fails the receiver (0: never): on the GPU it can wait in
+  // a hardware queue behind this rank's own collective stream, which waits for it.
+  int64_t copyTimeoutNs = 0;
+};
+
 class StagedReceiver {
  public:
-  // region: the host's view of the pinned region the kernels read what `peer` sends this rank.
-  StagedReceiver(int peer, char* region, const StagingLayout& layout) : peer_(peer), region_(region), layout_(layout) {}
+  // region: the host's view of the pinned region where what `peer` sends this rank lands.
+  StagedReceiver(int peer, char* region, const StagingLayout& layout, DeviceSlots device = {});
   void enqueue(ConnectionPlan plan) { plans_.push(std::move(plan)); }
   // Throws CollError(collRemoteError) for a frame of another call (its tag) or whose size differs
-  // from the plan's.
+  // from the plan's, collTimeout for a copy into device memory that does not complete.
   StagedProgress progress(RecvConnection& connection);
-  bool idle() const { return plans_.empty(); }
+  bool idle() const { return plans_.empty() && uploads_.empty(); }
   int peer() const { return peer_; }
 
  private:
+  struct Upload {
+    uint64_t number;  // the uploader's
+    uint32_t slot;    // lane * depth + slot
+    uint32_t* flag;
+    int64_t startedNs;
+  };
   [[noreturn]] void throwFrameOfAnotherCall(const ConnectionPlan& plan, uint64_t tag) const;
   // Copies the frame's pieces from nextPiece_ on into free slots; false when a slot is not free.
   bool land(const ConnectionPlan& plan, const StagedFrame& frame, const char* data);
+  // A transfer whose last bytes landed: marked full, or its copy into device memory started.
+  void complete(const StagedTransfer& t, uint32_t* flag);
+  // Marks full the slots whose copies completed; true when any was. Throws collTimeout for the
+  // oldest copy running longer than the device slots' copyTimeoutNs.
+  bool retireUploads();
+  // What to say when nothing moved: a copy still running, or what the caller saw.
+  StagedProgress waiting(StagedProgress otherwise) const {
+    return uploads_.empty() ? otherwise : StagedProgress::kWaitsForCopy;
+  }
 
   int peer_;
   char* region_;
   StagingLayout layout_;
+  DeviceSlots device_;
   PlanQueue plans_;
+  std::deque<Upload> uploads_;          // started, in order
+  std::vector<uint64_t> uploadOfSlot_;  // per slot: its copy's number while it runs, else 0
   uint32_t nextPiece_ = 0;           // within the current frame
   uint64_t landedBytes_ = 0;         // of the current frame, by the pieces before nextPiece_
   const char* frameData_ = nullptr;  // the current frame, peeked and not yet released

@@ -47,16 +47,22 @@ StagedDomain::~StagedDomain() { release(); }
 void StagedDomain::allocate() {
   const size_t bytes = layout_.regionBytes();
   regions_.resize(nranks_);
-  table_.assign(nranks_, device::PeerChannels{nullptr, nullptr});
+  table_.assign(nranks_, device::PeerChannels{});
   for (int peer : members_) {
     if (peer == rank_) {
       selfRegion_ = memory_->allocateDevice(bytes);
-      table_[peer] = {static_cast<char*>(selfRegion_), static_cast<char*>(selfRegion_)};
+      table_[peer] = layout_.channels(static_cast<char*>(selfRegion_), static_cast<char*>(selfRegion_));
       continue;
     }
-    regions_[peer].send = memory_->allocateMapped(bytes);
-    regions_[peer].recv = memory_->allocateMapped(bytes);
-    table_[peer] = {regions_[peer].recv.device, regions_[peer].send.device};
+    Regions& r = regions_[peer];
+    r.send = memory_->allocateMapped(bytes);
+    r.recv = memory_->allocateMapped(bytes);
+    table_[peer] = layout_.channels(r.recv.device, r.send.device);
+    if (settings_.stagedCopyReceive) {
+      r.deviceSlots = memory_->allocateDevice(layout_.slotsBytes());
+      table_[peer].recvSlots = static_cast<char*>(r.deviceSlots);
+      if (!uploader_) uploader_ = memory_->makeUploader();
+    }
   }
   status_ = memory_->allocateMapped(sizeof(device::DeviceStatus));
   laneBarrier_ = static_cast<unsigned long long*>(memory_->allocateDevice(sizeof(unsigned long long)));
@@ -70,7 +76,9 @@ void StagedDomain::release() noexcept {
   proxy_.reset();
   carriers_.clear();
   if (!memory_) return;
+  uploader_.reset();  // waits for its copies, which write the device slots
   for (Regions& r : regions_) {
+    memory_->freeDevice(r.deviceSlots);
     memory_->freeMapped(r.send);
     memory_->freeMapped(r.recv);
   }
@@ -168,7 +176,9 @@ void StagedDomain::setupDone() {
   args.rank = rank_;
   for (int peer : members_)
     if (peer != rank_)
-      args.links.push_back({peer, carrierOf_[peer], regions_[peer].send.host, regions_[peer].recv.host});
+      args.links.push_back({peer, carrierOf_[peer], regions_[peer].send.host, regions_[peer].recv.host,
+                            DeviceSlots{uploader_.get(), static_cast<char*>(regions_[peer].deviceSlots),
+                                        static_cast<int64_t>(settings_.timeoutMs) * 1000000}});
   for (auto& c : carriers_) args.carriers.push_back(c.get());
   args.layout = layout_;
   args.frameBytes = frameBytes_;
@@ -177,9 +187,12 @@ void StagedDomain::setupDone() {
   args.timeoutMs = settings_.timeoutMs;
   proxy_ = std::make_unique<StagingProxy>(std::move(args));
   COLL_INFO(kTransport,
-            "staged: rank %d stages device memory to %zu ranks through %s over %zu host transport(s) (%s kernels)",
+            "staged: rank %d stages device memory to %zu ranks through %s over %zu host transport(s) (%s kernels; "
+            "%s)",
             rank_, members_.size(), memory_->describe().c_str(), carriers_.size(),
-            kernelsConcurrent_ ? "concurrent" : "serialized");
+            kernelsConcurrent_ ? "concurrent" : "serialized",
+            settings_.stagedCopyReceive ? "received slices copied into device memory, then reduced"
+                                        : "received slices reduced from pinned memory");
 }
 
 SendConnection* StagedDomain::sendConnection(int peer) {

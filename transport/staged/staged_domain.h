@@ -18,6 +18,10 @@
 // scratch and peer table; where P2P serves the ranks of this host, it adopts the P2P domain's
 // channels to them (adoptPeers), so that one kernel reaches every peer.
 //
+// With COLL_STAGED_RECV=copy the receive region's slots are also kept in device memory: the proxy
+// lands a slice in the pinned slot, a copy engine moves it into the device slot, and the kernels
+// reduce from there (their peer table's recvSlots), the flags staying in the pinned region.
+//
 // Setup: the carriers' rounds, nested (staged_card.h). After setup the proxy starts.
 #pragma once
 
@@ -87,6 +91,8 @@ class StagedDomain : public Domain, public DeviceChannels {
   struct Regions {
     MappedBlock send;  // this rank's kernels -> the peer
     MappedBlock recv;  // the peer -> this rank's kernels
+    // Copy-then-reduce (COLL_STAGED_RECV=copy): the received slots' copies in device memory.
+    void* deviceSlots = nullptr;
   };
   void allocate();
   void release() noexcept;
@@ -107,6 +113,9 @@ class StagedDomain : public Domain, public DeviceChannels {
   std::vector<std::unique_ptr<Domain>> carriers_;  // in table order, as on every rank
   std::vector<Domain*> carrierOf_;                 // per rank: the carrier that reaches it, or null
   std::vector<Regions> regions_;                   // per rank (staged peers only)
+  // Copy-then-reduce: the copy engine's queue that fills every peer's device slots (one stream, so
+  // that the proxy adds one stream, not one per peer, to those sharing the GPU's hardware queues).
+  std::unique_ptr<SlotUploader> uploader_;
   void* selfRegion_ = nullptr;                     // device memory, when this rank stages to itself
   MappedBlock status_;
   unsigned long long* laneBarrier_ = nullptr;

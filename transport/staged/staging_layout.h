@@ -20,9 +20,15 @@ struct StagingLayout {
   }
   // After the lanes' flag lines, the LL credits' line and the direct line, as channel_layout.h.
   size_t dataBase() const { return (geometry.lanes + 2) * device::kFlagLineBytes; }
-  size_t slotOffset(uint32_t lane, uint32_t slot) const {
-    return dataBase() + (size_t(lane) * geometry.depth + slot) * geometry.slotBytes;
+  // A slot from the start of the slots, wherever they are (device::PeerChannels::recvSlots).
+  size_t slotInSlots(uint32_t lane, uint32_t slot) const {
+    return (size_t(lane) * geometry.depth + slot) * geometry.slotBytes;
   }
+  size_t slotOffset(uint32_t lane, uint32_t slot) const { return dataBase() + slotInSlots(lane, slot); }
+  // Every lane's slots, apart from their flags.
+  size_t slotsBytes() const { return slotInSlots(geometry.lanes, 0); }
+  // The kernels' channels to a peer whose regions these are: slots inside the regions.
+  device::PeerChannels channels(char* recv, char* send) const { return {recv, send, recv + dataBase()}; }
   // A whole connection's region: channel_layout.h's size for the build's geometry (a kernel may
   // address any part of it), just the Simple slots for others.
   size_t regionBytes() const {

@@ -2,6 +2,7 @@
 // stand-in for the kernels over it. Regions are 256-byte aligned, as the kernels' are.
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include "common/error.h"
 #include "transport/staged/staging_memory.h"
@@ -20,6 +21,36 @@ void* allocateZeroed(size_t bytes) {
   return memory;
 }
 
+// Stands for a copy engine that runs behind the host's back: each poll completes one copy, and
+// only then are its bytes read, so a slot marked full before its copy completed, or a pinned slot
+// landed into again while its copy waits, shows the kernels wrong bytes, which the tests see.
+class DeferredHostUploader final : public SlotUploader {
+ public:
+  uint64_t start(void* device, const void* host, size_t bytes) override {
+    queued_.push_back(Copy{device, host, bytes});
+    return ++started_;
+  }
+  uint64_t completed() override {
+    if (!queued_.empty()) {
+      const Copy& c = queued_.front();
+      if (c.bytes > 0) std::memcpy(c.device, c.host, c.bytes);
+      queued_.pop_front();
+      ++completed_;
+    }
+    return completed_;
+  }
+
+ private:
+  struct Copy {
+    void* device;
+    const void* host;
+    size_t bytes;
+  };
+  std::deque<Copy> queued_;
+  uint64_t started_ = 0;
+  uint64_t completed_ = 0;
+};
+
 class HostStagingMemory final : public StagingMemory {
  public:
   MappedBlock allocateMapped(size_t bytes) override {
@@ -32,6 +63,7 @@ class HostStagingMemory final : public StagingMemory {
   void copyToDevice(void* destination, const void* source, size_t bytes) override {
     std::memcpy(destination, source, bytes);
   }
+  std::unique_ptr<SlotUploader> makeUploader() override { return std::make_unique<DeferredHostUploader>(); }
   // Every stand-in is its own GPU: threads of a test never share one.
   uint64_t gpuIdentity() override { return reinterpret_cast<uintptr_t>(this); }
   bool mpsClient() override { return false; }

@@ -37,7 +37,7 @@ StagingProxy::StagingProxy(StagingProxyArgs args) : args_(std::move(args)) {
   for (const StagedLink& l : args_.links) {
     linkOfPeer_[l.peer] = static_cast<int>(links_.size());
     links_.push_back(std::unique_ptr<Link>(new Link{l, StagedSender(l.peer, l.sendRegion, args_.layout),
-                                                    StagedReceiver(l.peer, l.recvRegion, args_.layout)}));
+                                                    StagedReceiver(l.peer, l.recvRegion, args_.layout, l.recvDevice)}));
   }
   for (Domain* carrier : args_.carriers)
     if (ProgressDriver* driver = carrier->progressDriver()) drivers_.push_back(driver);
@@ -145,7 +145,9 @@ StagingProxy::Round StagingProxy::progressLinks() {
     }
     if (!link.receiver.idle()) {
       if (link.recvConnection == nullptr) link.recvConnection = link.where.carrier->recvConnection(link.where.peer);
-      round.moved = link.receiver.progress(*link.recvConnection) == StagedProgress::kMoved || round.moved;
+      const StagedProgress p = link.receiver.progress(*link.recvConnection);
+      round.moved = round.moved || p == StagedProgress::kMoved;
+      round.copying = round.copying || p == StagedProgress::kWaitsForCopy;
     }
     round.busy = round.busy || !link.sender.idle() || !link.receiver.idle();
   }
@@ -205,7 +207,13 @@ void StagingProxy::run() {
       checkSendTimeouts(now);
       if (round.moved || taken) lastMoveNs = now;
       if (round.busy) {
-        if (!round.moved) idleWait(now - lastMoveNs);
+        if (!round.moved) {
+          if (round.copying) {
+            sched_yield();
+          } else {
+            idleWait(now - lastMoveNs);
+          }
+        }
         continue;
       }
     } catch (const CollError& e) {

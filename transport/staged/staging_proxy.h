@@ -11,8 +11,9 @@
 //
 // Waiting: the proxy spins briefly after it moved something, then sleeps on its doorbell (which
 // the carriers ring when a frame or a credit comes) for at most 50 us at a time, since the
-// kernels' flags ring nothing. While it drives, it pumps the carriers itself; while it sleeps or
-// has nothing to do, their own progress threads take over (transport.h, ProgressDriver).
+// kernels' flags ring nothing; while a receiver's copies into device memory run it does not sleep
+// (they ring nothing either, and end within microseconds). While it drives, it pumps the carriers itself; while it
+// sleeps or has nothing to do, their own progress threads take over (transport.h, ProgressDriver).
 //
 // Failures end every call with an error, never a hang:
 //   - a carrier's health check fails (a peer died, broke its connection or announced a failure):
@@ -49,6 +50,7 @@ struct StagedLink {
   Domain* carrier = nullptr;   // the host domain that reaches the peer
   char* sendRegion = nullptr;  // host views of the pinned regions (staged_domain.h)
   char* recvRegion = nullptr;
+  DeviceSlots recvDevice;  // copy-then-reduce: where received slots are copied (else none)
 };
 
 struct StagingProxyArgs {
@@ -99,7 +101,8 @@ class StagingProxy {
   };
   struct Round {
     bool moved = false;
-    bool busy = false;  // something is left to move
+    bool busy = false;     // something is left to move
+    bool copying = false;  // a receiver waits for its copies into device memory alone
   };
 
   void run();
