@@ -74,7 +74,9 @@ def run_zero_engine(torch, dist, checks, rank, world):
     # Small buckets (many ranges per step) in most cases; stage 2 with overlap_comm (its buckets
     # reduced on the engine's own stream, as stage 3's by default); DeepSpeed's defaults (one bucket:
     # the whole-buffer reduce-scatter) with two micro-steps per step (accumulation into the shard);
-    # and stage 3 with reduce_scatter off (an all-reduce of which each rank keeps its part).
+    # stage 3 with reduce_scatter off (an all-reduce of which each rank keeps its part); and stage 2
+    # offloaded with overlap_comm and two micro-steps (the last one's buckets copied down from the
+    # engine's stream as they are reduced), and with reduce_scatter off (copied once kept).
     small_buckets = {"reduce_bucket_size": 100, "allgather_bucket_size": 100}
     cases = [(0, "none", "none", small_buckets, 1), (1, "none", "none", small_buckets, 1),
              (2, "none", "none", small_buckets, 1), (3, "none", "none", small_buckets, 1),
@@ -82,7 +84,9 @@ def run_zero_engine(torch, dist, checks, rank, world):
              (3, "cpu", "none", small_buckets, 1), (3, "none", "cpu", small_buckets, 1),
              (3, "cpu", "cpu", small_buckets, 1), (2, "none", "none", dict(small_buckets, overlap_comm=True), 1),
              (2, "none", "none", {}, 2),
-             (3, "none", "none", dict(small_buckets, reduce_scatter=False), 1)]
+             (3, "none", "none", dict(small_buckets, reduce_scatter=False), 1),
+             (2, "cpu", "none", dict(small_buckets, overlap_comm=True), 2),
+             (2, "cpu", "none", dict(small_buckets, reduce_scatter=False), 2)]
     for stage, offload, offload_param, options, micro_steps in cases:
         micro = per_rank // micro_steps
         config = {"train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": micro_steps,
@@ -100,7 +104,8 @@ def run_zero_engine(torch, dist, checks, rank, world):
         worst = max(float((got[name].cpu() - want).abs().max()) for name, want in expected.items())
         offloaded = ", optimizer offloaded to the CPU" if offload == "cpu" else ""
         offloaded += ", parameters offloaded to the CPU" if offload_param == "cpu" else ""
-        offloaded += ", default buckets, 2 micro-steps" if micro_steps == 2 else ""
+        offloaded += ", default buckets" if "reduce_bucket_size" not in options else ""
+        offloaded += ", 2 micro-steps" if micro_steps == 2 else ""
         offloaded += ", reduce_scatter off" if options.get("reduce_scatter") is False else ""
         offloaded += ", overlap_comm" if options.get("overlap_comm") else ""
         checks.report(f"ZeRO stage {stage}{offloaded} on CUDA = full-batch Adam", worst <= 1e-5,

@@ -6,7 +6,9 @@ of 1, 7, 500 and more than the shard); and the copies come in the order that let
 host's arithmetic: chunk i+1's gradient is fetched before chunk i is stepped, each chunk is
 uploaded right after its step, and a slot is reused only after the chunk that held it is done.
 With the parameters in host memory too (stage 3's parameter offload) the step writes them in
-place: the same bits, and nothing uploaded.
+place: the same bits, and nothing uploaded. A gradient prefetched bucket by bucket during backward
+(in any order) gives the same bits with no fetch at the step, each prefetch after its bucket's
+work; one not wholly prefetched, or forgotten after a skipped step, is fetched at the step.
 On a GPU, tools/gpu_torch_check.py runs the engine with offload on CUDA.
 """
 import sys
@@ -101,11 +103,61 @@ def check_order_parameters_on_host(check):
         check.true(at[("fetch", i + 1)] < at[("step", i)], f"chunk {i + 1} not fetched ahead of step {i}: {trace}")
 
 
+class Work:
+    """A bucket's call, recording when the prefetch waits for it."""
+
+    def __init__(self, trace, lo):
+        self.trace, self.lo = trace, lo
+
+    def wait(self):
+        self.trace.append(("work", self.lo))
+
+
+def check_prefetch(check):
+    whole, whole_copy = new_optimizer("adamw", torch.bfloat16)
+    optimizer, device_params = new_optimizer("adamw", torch.bfloat16)
+    optimizer.param_out = None
+    trace = []
+    offload = OptimizerOffload(optimizer, device_params, "cpu", chunk_elements=300, trace=trace)
+    buckets = [(lo, min(lo + 128, COUNT)) for lo in range(0, COUNT, 128)]
+    for step in range(1, 4):
+        grad = gradient(step).to(torch.bfloat16)
+        trace.clear()
+        offload.begin_prefetch()
+        for lo, hi in reversed(buckets):  # backward reaches the last buckets first
+            offload.prefetch(Work(trace, lo), grad, lo, hi)
+        offload.apply(grad, 0.5)
+        whole.apply(grad, 0.5)
+        kinds = [kind for kind, _ in trace]
+        check.true("fetch" not in kinds and kinds.count("prefetch") == len(buckets),
+                   f"step {step}: prefetched buckets, yet fetched at the step: {trace}")
+        check.true(all(trace[i - 1] == ("work", lo) for i, (kind, lo) in enumerate(trace) if kind == "prefetch"),
+                   f"step {step}: a prefetch before its bucket's work: {trace}")
+    check.true(torch.equal(bits(optimizer.master), bits(whole.master)), "prefetched: master differs")
+    check.true(torch.equal(bits(device_params), bits(whole_copy)), "prefetched: the model's copy differs")
+    # Half the buckets, or a prefetch forgotten after a skipped step: fetched at the step.
+    for forget in (False, True):
+        trace.clear()
+        offload.begin_prefetch()
+        chosen = buckets if forget else buckets[::2]
+        for lo, hi in chosen:
+            offload.prefetch(Work(trace, lo), gradient(9).to(torch.bfloat16), lo, hi)
+        if forget:
+            offload.forget_prefetch()
+        offload.apply(gradient(10).to(torch.bfloat16), 0.5)
+        whole.apply(gradient(10).to(torch.bfloat16), 0.5)
+        check.true(any(kind == "fetch" for kind, _ in trace),
+                   f"{'forgotten' if forget else 'half prefetched'}: not fetched at the step: {trace}")
+        check.true(torch.equal(bits(optimizer.master), bits(whole.master)),
+                   f"{'forgotten' if forget else 'half prefetched'}: stepped with the prefetched gradient")
+
+
 def main():
     check = Checker()
     check_results(check)
     check_order(check)
     check_order_parameters_on_host(check)
+    check_prefetch(check)
     print(f"test_zero_offload: {check.passed} checks passed", flush=True)
     return 0
 

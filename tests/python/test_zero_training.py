@@ -91,6 +91,45 @@ def check_parameter_offload(check, ranks, bf16):
     check.true(difference == 0, f"stage 3 bf16 {bf16}: parameter offload changed the parameters by {difference:.3g}")
 
 
+def check_optimizer_offload(check, ranks):
+    """ZeRO-Offload's engine path, run on the CPU by making the engine take it (on a GPU it is the
+    one taken): the master and the step on the host trains bit for bit as without. In stages 2-3 the
+    gradient comes down bucket by bucket in the last micro-step (prefetch, no fetch at the step);
+    stage 1, and any step whose gradient did not all come down, fetches it at the step."""
+    from torch_collective.zero.engine import ZeroEngine
+
+    cases = [(1, {}), (2, {"overlap_comm": True, "reduce_bucket_size": 37}), (2, {"reduce_scatter": False}),
+             (3, {"reduce_bucket_size": 101}), (3, {"offload_param": {"device": "cpu"}})]
+    for stage, options in cases:
+        for bf16 in (False, True):
+            results, traces = [], []
+            for offload in (False, True):
+                extra = dict(options, offload_optimizer={"device": "cpu"}) if offload else options
+                cfg = config(stage, "AdamW", 2, **extra)
+                cfg["gradient_clipping"] = 0.5
+                if bf16:
+                    cfg["bf16"] = {"enabled": True}
+                taken = ZeroEngine._offloads_optimizer
+                if offload:
+                    ZeroEngine._offloads_optimizer = lambda engine: engine.zero_config.offload_optimizer_device == "cpu"
+                try:
+                    engine = new_engine(cfg)
+                finally:
+                    ZeroEngine._offloads_optimizer = taken
+                what = f"stage {stage} {options} bf16 {bf16}"
+                if offload:
+                    check.true(engine.offload is not None, f"{what}: the offload path was not taken")
+                    engine.offload.trace = traces
+                train_engine(engine, 0, STEPS, 2)
+                results.append(engine.full_parameters())
+            difference = max_difference(results[0], results[1])
+            check.true(difference == 0, f"{what}: the optimizer offload changed the parameters by {difference:.3g}")
+            kinds = {kind for kind, _ in traces}
+            expected = {"prefetch", "step"} if stage >= 2 else {"fetch", "step"}
+            check.true(expected <= kinds and not ({"prefetch", "fetch"} - expected) & kinds,
+                       f"{what}: the gradient should come down by {'prefetch' if stage >= 2 else 'fetch'}: {sorted(kinds)}")
+
+
 class ReadsItsChild(torch.nn.Module):
     """Uses its child's parameters without calling the child, as MultiheadAttention does."""
 
@@ -160,6 +199,7 @@ def main():
     check_training(check, ranks, 3, "Adam", accumulation=3, clipping=0.5, offload_param={"device": "cpu"})
     for bf16 in (False, True):
         check_parameter_offload(check, ranks, bf16)
+    check_optimizer_offload(check, ranks)
     check_leaf_modules(check, ranks, rank)
     check.summary("test_zero_training")
 

@@ -119,7 +119,7 @@ class ZeroEngine:
         del values
         self._place_gradients()
         # ZeRO-Offload: for a model on a GPU, the master weights, the state and the step on the host.
-        offload = self.zero_config.offload_optimizer_device == "cpu" and self.stage >= 1 and self.device.type == "cuda"
+        offload = self._offloads_optimizer()
         if offload:
             master, param_out = self._host_master(master), None
         self.optimizer = ZeroOptimizer(params, optimizer_config, master, param_out)
@@ -134,6 +134,11 @@ class ZeroEngine:
             self.gatherer.partition_parameters()
 
     # -- setup ------------------------------------------------------------------------------------
+
+    def _offloads_optimizer(self):
+        """ZeRO-Offload applies: offload_optimizer.device cpu, stage 1 or more, a model on a GPU (on
+        the CPU the optimizer is in host memory already)."""
+        return self.zero_config.offload_optimizer_device == "cpu" and self.stage >= 1 and self.device.type == "cuda"
 
     def _rank0_values(self):
         """Rank 0's parameters as one flat float32 buffer, on every rank (as DeepSpeed, which
@@ -200,7 +205,8 @@ class ZeroEngine:
         parameter shard itself, which the host step then updates in place."""
         if self.param_offload and not self.mixed:
             return self.param_shard
-        return master.detach().float().cpu().pin_memory()
+        host = master.detach().float().cpu()
+        return host.pin_memory() if self.device.type == "cuda" else host.clone()
 
     def _place_gradients(self):
         if self.stage < 2:
@@ -276,7 +282,12 @@ class ZeroEngine:
         """loss.backward(), scaled for gradient accumulation (and fp16 loss scaling); stages 2-3
         reduce the gradients into the shards while it runs."""
         if self.reducer is not None:
-            self.reducer.start_micro_step(accumulate=self.micro_steps % self.gas != 0)
+            prefetch = None
+            if self.offload is not None and self.micro_steps % self.gas == self.gas - 1:
+                # The last micro-step: the reduced gradient comes down bucket by bucket (offload.py).
+                self.offload.begin_prefetch()
+                prefetch = self.offload.prefetch
+            self.reducer.start_micro_step(accumulate=self.micro_steps % self.gas != 0, prefetch=prefetch)
         else:
             self._attach_gradient_views()
         scale = self.loss_scaler.scale / self.gas
@@ -303,6 +314,8 @@ class ZeroEngine:
         grad_scale, skip = self._gradient_scale(grad)
         if skip:
             self.skipped_steps += 1
+            if self.offload is not None:
+                self.offload.forget_prefetch()
         else:
             (self.offload if self.offload is not None else self.optimizer).apply(grad, grad_scale)
             if self.param_offload and self.offload is None:

@@ -13,6 +13,12 @@ On a GPU with overlap_comm, a bucket's call is issued on a stream of the reducer
 the compute stream has queued (the bucket's copies), so that backward's kernels go on while it is
 reduced (a call runs on the stream current when it is made); waiting for the call's Work makes the
 compute stream wait for it before the step reads the shard or a bucket's memory is let go.
+
+With ZeRO-Offload, in the last micro-step of a step, each bucket's part of the shard is handed to
+the offload's prefetch (offload.py) once the next bucket's call is issued (waiting for a call's
+Work blocks the host until the worker thread has enqueued it, so the bucket just issued is left
+for later), and the rest when backward ends: each comes down to host memory behind its call
+while the next buckets are reduced.
 """
 import contextlib
 
@@ -39,11 +45,13 @@ class BucketReducer:
             for bucket, lo, hi in self._pieces(slot):
                 self.expected[bucket] += hi - lo
         self.accumulate = False
+        self.prefetch = None     # (work, grad_shard, lo, hi) -> None: where owned parts go once reduced
         device = grad_shard.device
         self.comm_stream = torch.cuda.Stream(device=device) if overlap and device.type == "cuda" else None
         self._reset()
 
     def _reset(self):
+        self.to_prefetch = []    # (work, lo, hi) of issued buckets not yet handed to prefetch
         self.buffers = {}        # bucket -> tensor being filled
         self.remaining = list(self.expected)
         self.sent = [False] * self.num_buckets
@@ -67,10 +75,13 @@ class BucketReducer:
             self.buffers[bucket] = buffer
         return buffer
 
-    def start_micro_step(self, accumulate):
-        """accumulate: add this micro-step's reduced gradients to the shard (not the first of a step)."""
+    def start_micro_step(self, accumulate, prefetch=None):
+        """accumulate: add this micro-step's reduced gradients to the shard (not the first of a step);
+        prefetch: called with each bucket's part of the shard once its reduction is issued (or, for
+        reduce_scatter off, done), in the last micro-step of a step with ZeRO-Offload."""
         self._reset()
         self.accumulate = accumulate
+        self.prefetch = prefetch
 
     def add_gradient(self, slot, grad):
         flat = grad.reshape(-1)
@@ -101,6 +112,9 @@ class BucketReducer:
             work = _C.zero_reduce_scatter_range(self.backend, buffer, begin, self.grad_shard, self.accumulate, True,
                                                 self.layout.partition)
             finish = None
+            if self.prefetch is not None:
+                self._prefetch_issued()
+                self.to_prefetch.append((work, *self._owned_part(begin, buffer.numel())))
         else:
             # reduce_scatter: false, as DeepSpeed: an all-reduce of the bucket, of which each rank keeps its part.
             work = dist.all_reduce(buffer, op=dist.ReduceOp.AVG, group=self.group, async_op=True)
@@ -108,19 +122,33 @@ class BucketReducer:
         self.pending.append((work, buffer, finish))
         del self.buffers[bucket]
 
-    def _keep_owned_part(self, buffer, begin):
+    def _owned_part(self, begin, count):
+        """The part of the flat range [begin, begin + count) in this rank's shard, as shard indices."""
         shard_begin, shard_end = self.layout.shard_range()
-        lo, hi = max(begin, shard_begin), min(begin + buffer.numel(), shard_end)
+        lo, hi = max(begin, shard_begin), min(begin + count, shard_end)
+        return (lo - shard_begin, hi - shard_begin) if lo < hi else (0, 0)
+
+    def _keep_owned_part(self, buffer, begin):
+        lo, hi = self._owned_part(begin, buffer.numel())
+        offset = begin - self.layout.shard_range()[0]
 
         def finish():
             if lo < hi:
-                target = self.grad_shard[lo - shard_begin:hi - shard_begin]
-                piece = buffer[lo - begin:hi - begin]
+                target = self.grad_shard[lo:hi]
+                piece = buffer[lo - offset:hi - offset]
                 if self.accumulate:
                     target.add_(piece)
                 else:
                     target.copy_(piece)
+                if self.prefetch is not None:
+                    self.prefetch(None, self.grad_shard, lo, hi)
         return finish
+
+    def _prefetch_issued(self):
+        """Hands the buckets issued so far to the prefetch, in order."""
+        for work, lo, hi in self.to_prefetch:
+            self.prefetch(work, self.grad_shard, lo, hi)
+        self.to_prefetch = []
 
     def _wait_all(self):
         for work, _, finish in self.pending:
@@ -134,6 +162,7 @@ class BucketReducer:
         for bucket in range(self.num_buckets):
             if not self.sent[bucket]:
                 self._send(bucket)
+        self._prefetch_issued()
         self._wait_all()
 
     def live_bytes(self):

@@ -2,12 +2,16 @@
 master weights and the optimizer state of this rank's shard live in host memory, and the step runs
 there, in libcollective's vectorized host loops.
 
-Each step moves the shard's reduced gradient to the host and the updated parameters back, in
-chunks, so that the copies overlap the host's arithmetic: while the host steps chunk i, the
-gradient of chunk i+1 is on its way down (a copy stream, into one of two pinned slots), and chunk
-i-1's parameters are on their way up. The gradient reaches the copy stream only after the work the
-caller's stream has queued (its reduce-scatter); the caller's stream waits for the last upload
-before anything that reads the parameters (the all-gather).
+In stages 2 and 3 the gradient comes down during backward: as each bucket's reduction is issued
+in the last micro-step of a step, the part of it this rank owns is copied into a pinned host
+buffer on a copy stream, behind that bucket's call (prefetch), so the copy overlaps the next
+buckets' communication and backward's compute. The step then reads the gradient from host memory
+and sends the updated parameters back in chunks, chunk i-1's going up while the host steps chunk
+i. Where the gradient did not all come down that way (stage 1, whose reduction runs at the step),
+each step fetches it in chunks beside the arithmetic instead: while the host steps chunk i, the
+gradient of chunk i+1 is on its way down (into one of two pinned slots). A fetch reaches the copy
+stream only after the work the caller's stream has queued (its reduce-scatter); the caller's
+stream waits for the last upload before anything that reads the parameters (the all-gather).
 
 With parameter offload (stage 3) the parameter shard is host memory too: the step writes it
 directly (in float32 it is the master itself) and nothing goes up.
@@ -40,6 +44,38 @@ class OptimizerOffload:
         self.param_slots = [torch.empty(self.chunk, dtype=device_params.dtype, pin_memory=pin) for _ in range(2)] \
             if low_precision and not params_on_host else None
         self.copy_stream = torch.cuda.Stream(device=self.device) if self.on_gpu else None
+        self.host_grad = None           # the prefetched gradient shard (pinned), made at the first prefetch
+        self.prefetched = 0             # its elements copied this step
+        self.prefetch_done = None       # an event behind the last prefetch
+
+    def begin_prefetch(self):
+        """The next micro-step is the last of a step: its buckets' gradients come down as they are reduced."""
+        self.prefetched = 0
+
+    def prefetch(self, work, grad_shard, lo, hi):
+        """Copies grad_shard[lo:hi] (this rank's part of a bucket whose reduction `work` carries, or
+        with work None what the caller's stream has queued) into host memory, behind that work.
+        Waiting for a CUDA call's Work blocks the host only until the call is enqueued; the copy
+        stream waits for the call on the device."""
+        if hi <= lo:
+            return
+        if self.host_grad is None or self.host_grad.dtype != grad_shard.dtype:
+            self.host_grad = torch.empty(self.count, dtype=grad_shard.dtype, pin_memory=self.on_gpu)
+        if self.on_gpu:
+            caller = torch.cuda.current_stream(self.device)  # read before the copy stream is made current
+            with torch.cuda.stream(self.copy_stream):
+                if work is not None:
+                    work.wait()  # makes the then current stream, the copy stream, wait for the call
+                else:
+                    self.copy_stream.wait_stream(caller)
+                self.host_grad[lo:hi].copy_(grad_shard[lo:hi], non_blocking=True)
+            self.prefetch_done = self._event()
+        else:
+            if work is not None:
+                work.wait()
+            self.host_grad[lo:hi].copy_(grad_shard[lo:hi])
+        self.prefetched += hi - lo
+        self._record("prefetch", lo)
 
     def _event(self):
         if not self.on_gpu:
@@ -79,17 +115,32 @@ class OptimizerOffload:
         chunks = [(lo, min(lo + self.chunk, self.count)) for lo in range(0, self.count, self.chunk)]
         if not chunks:
             return
-        if self.grad_slots is None or self.grad_slots[0].dtype != grad.dtype:
-            self.grad_slots = [torch.empty(self.chunk, dtype=grad.dtype, pin_memory=self.on_gpu) for _ in range(2)]
-        if self.on_gpu:
-            # The gradient is what the caller's stream has queued so far (its reduce-scatter).
-            self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
-        fetched = [self._fetch(grad, 0, *chunks[0])]
+        # Every element came down during backward: the step reads them where they are.
+        prefetched = self.prefetched == self.count and self.host_grad is not None \
+            and self.host_grad.dtype == grad.dtype
+        self.prefetched = 0
+        if prefetched:
+            if self.on_gpu:
+                # As a fetch would: the uploads, and the host's writes into host parameters, come
+                # after everything the caller's stream has queued before the step (the prefetches
+                # are ordered only after their buckets' calls); the host waits for the prefetches too.
+                self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+                self._event().synchronize()
+        else:
+            if self.grad_slots is None or self.grad_slots[0].dtype != grad.dtype:
+                self.grad_slots = [torch.empty(self.chunk, dtype=grad.dtype, pin_memory=self.on_gpu) for _ in range(2)]
+            if self.on_gpu:
+                # The gradient is what the caller's stream has queued so far (its reduce-scatter).
+                self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+            fetched = [self._fetch(grad, 0, *chunks[0])]
         uploaded = []
         for i, (lo, hi) in enumerate(chunks):
-            if i + 1 < len(chunks):
-                fetched.append(self._fetch(grad, i + 1, *chunks[i + 1]))
-            slot, arrived = fetched[i]
+            if prefetched:
+                slot, arrived = self.host_grad[lo:hi], None
+            else:
+                if i + 1 < len(chunks):
+                    fetched.append(self._fetch(grad, i + 1, *chunks[i + 1]))
+                slot, arrived = fetched[i]
             if arrived is not None:
                 arrived.synchronize()
             # The parameter slot this chunk writes was chunk i-2's, whose upload must be done.
@@ -111,8 +162,13 @@ class OptimizerOffload:
             return None
         return self.device_params[lo:hi]
 
+    def forget_prefetch(self):
+        """A step that did not run (skipped for overflow): what came down is not for the next one."""
+        self.prefetched = 0
+
     def apply(self, grad, grad_scale):
-        """One step of the shard from `grad` (the reduced gradient of the shard, on the device)."""
+        """One step of the shard from `grad` (the reduced gradient of the shard, on the device),
+        read from host memory where the whole of it was prefetched during this step's backward."""
         self.optimizer.apply_pieces(self._pieces(grad), grad_scale)
         if self.on_gpu:
             torch.cuda.current_stream(self.device).wait_stream(self.copy_stream)
