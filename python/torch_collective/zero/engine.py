@@ -314,8 +314,6 @@ class ZeroEngine:
         grad_scale, skip = self._gradient_scale(grad)
         if skip:
             self.skipped_steps += 1
-            if self.offload is not None:
-                self.offload.forget_prefetch()
         else:
             (self.offload if self.offload is not None else self.optimizer).apply(grad, grad_scale)
             if self.param_offload and self.offload is None:

@@ -46,10 +46,10 @@ class OptimizerOffload:
         self.copy_stream = torch.cuda.Stream(device=self.device) if self.on_gpu else None
         self.host_grad = None           # the prefetched gradient shard (pinned), made at the first prefetch
         self.prefetched = 0             # its elements copied this step
-        self.prefetch_done = None       # an event behind the last prefetch
 
     def begin_prefetch(self):
-        """The next micro-step is the last of a step: its buckets' gradients come down as they are reduced."""
+        """The next micro-step is the last of a step: its buckets' gradients come down as they are
+        reduced. What came down for a step that did not run (skipped for overflow) is dropped."""
         self.prefetched = 0
 
     def prefetch(self, work, grad_shard, lo, hi):
@@ -69,7 +69,6 @@ class OptimizerOffload:
                 else:
                     self.copy_stream.wait_stream(caller)
                 self.host_grad[lo:hi].copy_(grad_shard[lo:hi], non_blocking=True)
-            self.prefetch_done = self._event()
         else:
             if work is not None:
                 work.wait()
@@ -119,19 +118,17 @@ class OptimizerOffload:
         prefetched = self.prefetched == self.count and self.host_grad is not None \
             and self.host_grad.dtype == grad.dtype
         self.prefetched = 0
+        if self.on_gpu:
+            # The fetches, the uploads and the host's writes into host parameters come after what the
+            # caller's stream has queued before the step (its reduce-scatter; the prefetches are
+            # ordered only after their buckets' calls).
+            self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
         if prefetched:
             if self.on_gpu:
-                # As a fetch would: the uploads, and the host's writes into host parameters, come
-                # after everything the caller's stream has queued before the step (the prefetches
-                # are ordered only after their buckets' calls); the host waits for the prefetches too.
-                self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
-                self._event().synchronize()
+                self._event().synchronize()  # the prefetches, and what the caller's stream queued
         else:
             if self.grad_slots is None or self.grad_slots[0].dtype != grad.dtype:
                 self.grad_slots = [torch.empty(self.chunk, dtype=grad.dtype, pin_memory=self.on_gpu) for _ in range(2)]
-            if self.on_gpu:
-                # The gradient is what the caller's stream has queued so far (its reduce-scatter).
-                self.copy_stream.wait_stream(torch.cuda.current_stream(self.device))
             fetched = [self._fetch(grad, 0, *chunks[0])]
         uploaded = []
         for i, (lo, hi) in enumerate(chunks):
@@ -161,10 +158,6 @@ class OptimizerOffload:
         if self.device_params.data_ptr() == self.optimizer.master.data_ptr():
             return None
         return self.device_params[lo:hi]
-
-    def forget_prefetch(self):
-        """A step that did not run (skipped for overflow): what came down is not for the next one."""
-        self.prefetched = 0
 
     def apply(self, grad, grad_scale):
         """One step of the shard from `grad` (the reduced gradient of the shard, on the device),
