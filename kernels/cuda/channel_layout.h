@@ -73,7 +73,7 @@ struct PeerChannels {
 };
 // The channels of a region cut as above: the slots in the region itself.
 COLL_HOST_DEVICE PeerChannels regionChannels(char* recv, char* send) {
-  return PeerChannels{recv, send, recv == nullptr ? nullptr : recv + simpleDataBase()};
+  return PeerChannels{recv, send, recv + simpleDataBase()};
 }
 
 // Errors a kernel reports to the host (in host-mapped memory, read by collCommGetAsyncError).

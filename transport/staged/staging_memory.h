@@ -33,7 +33,8 @@ class StagingMemory {
   virtual void* allocateDevice(size_t bytes) = 0;
   virtual void freeDevice(void* memory) noexcept = 0;
   virtual void copyToDevice(void* destination, const void* source, size_t bytes) = 0;
-  // A copy engine's queue for one staged peer's landed slots (slot_uploader.h), on this GPU.
+  // A copy engine's queue for the landed slots of the domain's staged peers (slot_uploader.h), on
+  // this GPU.
   virtual std::unique_ptr<SlotUploader> makeUploader() = 0;
   // Which GPU (a digest of its PCI address) and whether this process reaches it through MPS: whether
   // ranks of several processes share a GPU decides whether their kernels may wait on each other.

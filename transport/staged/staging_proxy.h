@@ -12,8 +12,9 @@
 // Waiting: the proxy spins briefly after it moved something, then sleeps on its doorbell (which
 // the carriers ring when a frame or a credit comes) for at most 50 us at a time, since the
 // kernels' flags ring nothing; while a receiver's copies into device memory run it does not sleep
-// (they ring nothing either, and end within microseconds). While it drives, it pumps the carriers itself; while it
-// sleeps or has nothing to do, their own progress threads take over (transport.h, ProgressDriver).
+// (they ring nothing either, and end within microseconds). While it drives, it pumps the carriers
+// itself; while it sleeps or has nothing to do, their own progress threads take over
+// (transport.h, ProgressDriver).
 //
 // Failures end every call with an error, never a hang:
 //   - a carrier's health check fails (a peer died, broke its connection or announced a failure):
