@@ -8,7 +8,8 @@
 // rounding. The device kernel computes the same, element by element (step_element.h). The
 // loops work on blocks: gradients of any type are widened into a float block first, then one
 // branch-free loop per block updates parameters and state, which the compiler vectorizes as wide
-// as the variant allows (these files are built with -fno-math-errno so that sqrt vectorizes too).
+// as the variant allows (these files are built with -fno-math-errno so that sqrt vectorizes too),
+// and the low-precision copy is written from the block while it is still in L1.
 //
 // Every variant computes the same bits: no FMA contraction (-ffp-contract=off for every variant),
 // and sqrt and division are correctly rounded in every width, so only the speed differs. ZeRO
@@ -23,10 +24,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "collective_zero.h"
 #include "kernels/cpu/half.h"
 #include "kernels/cpu/isa_namespace.h"
+#include "kernels/cpu/reduce_ops.h"
 #include "zero/optimizer_variant.h"
 #include "zero/step_scalars.h"
 
@@ -35,7 +38,43 @@ namespace zero {
 inline namespace COLL_ISA_NAMESPACE {
 namespace detail {
 
-constexpr size_t kBlock = 512;
+// Small enough that a block of every array the step touches (parameters, gradient, both moments,
+// the low-precision copy, the widened gradient) stays in L1 from one pass over it to the next,
+// whatever the arrays' alignment to each other (docs/performance.md, "The ZeRO optimizer step").
+constexpr size_t kBlock = 256;
+
+using kernels::detail::Bfloat16Codec;
+using kernels::detail::HalfCodec;
+using kernels::detail::Vec;
+
+// The 16-bit types convert a vector at a time with the host reduce kernels' codecs (a loop of the
+// scalar conversions does not vectorize: half's has branches), and the elements after the last
+// whole vector with these, which give the same bits (tests/kernels checks them against each other).
+inline float toFloat(HalfCodec, uint16_t x) { return kernels::halfToFloat(x); }
+inline float toFloat(Bfloat16Codec, uint16_t x) { return kernels::bfloat16ToFloat(x); }
+inline uint16_t fromFloat(HalfCodec, float x) { return kernels::floatToHalf(x); }
+inline uint16_t fromFloat(Bfloat16Codec, float x) { return kernels::floatToBfloat16(x); }
+
+template <typename Codec>
+inline void widen(const uint16_t* in, size_t n, float scale, float* out) {
+  size_t i = 0;
+  for (; i + Codec::kLanes <= n; i += Codec::kLanes) {
+    const Vec<float> v = Codec::load(reinterpret_cast<const unsigned char*>(in + i)) * scale;
+    std::memcpy(out + i, &v, sizeof v);
+  }
+  for (; i < n; ++i) out[i] = toFloat(Codec{}, in[i]) * scale;
+}
+
+template <typename Codec>
+inline void narrow(const float* in, size_t n, uint16_t* out) {
+  size_t i = 0;
+  for (; i + Codec::kLanes <= n; i += Codec::kLanes) {
+    Vec<float> v;
+    std::memcpy(&v, in + i, sizeof v);
+    Codec::store(v, reinterpret_cast<unsigned char*>(out + i));
+  }
+  for (; i < n; ++i) out[i] = fromFloat(Codec{}, in[i]);
+}
 
 // Widens n gradient elements of `type` (starting at element `first`) into out, times scale.
 inline void loadGradients(const void* grad, collDataType_t type, size_t first, size_t n, float scale, float* out) {
@@ -46,34 +85,50 @@ inline void loadGradients(const void* grad, collDataType_t type, size_t first, s
   }
   const uint16_t* g = static_cast<const uint16_t*>(grad) + first;
   if (type == collBfloat16) {
-    for (size_t i = 0; i < n; ++i) out[i] = kernels::bfloat16ToFloat(g[i]) * scale;
+    widen<Bfloat16Codec>(g, n, scale, out);
   } else {
-    for (size_t i = 0; i < n; ++i) out[i] = kernels::halfToFloat(g[i]) * scale;
+    widen<HalfCodec>(g, n, scale, out);
   }
 }
 
 inline void storeLowPrecision(const float* master, size_t n, collDataType_t type, uint16_t* out) {
   if (type == collBfloat16) {
-    for (size_t i = 0; i < n; ++i) out[i] = kernels::floatToBfloat16(master[i]);
+    narrow<Bfloat16Codec>(master, n, out);
   } else {
-    for (size_t i = 0; i < n; ++i) out[i] = kernels::floatToHalf(master[i]);
+    narrow<HalfCodec>(master, n, out);
   }
 }
 
-// torch.optim.Adam / AdamW (single-tensor form) on one block. The scalars come by value: a
-// local copy that no store through the arrays can change, so the loops keep them in registers.
-inline void adamBlock(const StepScalars s, float* __restrict p, float* __restrict g, float* __restrict m,
+// How weight decay enters Adam: none, added to the gradient (Adam), or scaling the parameter
+// (AdamW). A template argument, so that each loop is branch-free and vectorizes.
+enum class Decay { kNone, kToGradient, kDecoupled };
+
+// torch.optim.Adam / AdamW (single-tensor form) on one block, in one pass: each element's decay,
+// moments and update in the order torch applies them to the whole tensor, so the same roundings.
+// g is the block's gradient, widened and scaled. The scalars come by value: a local copy that no
+// store through the arrays can change, so the loop keeps them in registers.
+template <Decay kDecay>
+inline void adamBlock(const StepScalars s, float* __restrict p, const float* __restrict g, float* __restrict m,
                       float* __restrict v, size_t n) {
-  if (s.decoupled) {
-    for (size_t i = 0; i < n; ++i) p[i] *= s.decayFactor;
-  } else if (s.weightDecay != 0.0f) {
-    for (size_t i = 0; i < n; ++i) g[i] += p[i] * s.weightDecay;
-  }
   for (size_t i = 0; i < n; ++i) {
-    m[i] = m[i] * s.beta1 + g[i] * s.oneMinusBeta1;
-    v[i] = v[i] * s.beta2 + g[i] * g[i] * s.oneMinusBeta2;
+    float parameter = p[i];
+    float gradient = g[i];
+    if constexpr (kDecay == Decay::kDecoupled) parameter *= s.decayFactor;
+    if constexpr (kDecay == Decay::kToGradient) gradient += parameter * s.weightDecay;
+    m[i] = m[i] * s.beta1 + gradient * s.oneMinusBeta1;
+    v[i] = v[i] * s.beta2 + gradient * gradient * s.oneMinusBeta2;
     const float denom = std::sqrt(v[i]) / s.bias2Sqrt + s.eps;
-    p[i] += -s.stepSize * (m[i] / denom);
+    p[i] = parameter + -s.stepSize * (m[i] / denom);
+  }
+}
+
+inline void adamBlock(const StepScalars& s, float* p, const float* g, float* m, float* v, size_t n) {
+  if (s.decoupled) {
+    adamBlock<Decay::kDecoupled>(s, p, g, m, v, n);
+  } else if (s.weightDecay != 0.0f) {
+    adamBlock<Decay::kToGradient>(s, p, g, m, v, n);
+  } else {
+    adamBlock<Decay::kNone>(s, p, g, m, v, n);
   }
 }
 

@@ -7,11 +7,12 @@
 // into scalar code, while a vector-typed value stays in a register.
 //
 // The vector width and the conversions follow the flags this file is compiled with: only the
-// instruction-set variants in kernels/cpu/isa/ include it, each in its own namespace.
+// instruction-set variants in kernels/cpu/isa/ (and the ZeRO optimizer loops, zero/isa/) include it,
+// each in its own namespace.
 #pragma once
 
 #if !defined(COLL_KERNEL_ISA)
-#error "reduce_ops.h belongs to the instruction-set variants: include it only from kernels/cpu/isa/*.cc"
+#error "reduce_ops.h belongs to the instruction-set variants: include it only from kernels/cpu/isa/ or zero/isa/"
 #endif
 
 #include <cstddef>
