@@ -8,7 +8,8 @@
 #      and leaves the input in build-sanitize/findings/;
 #   3. ThreadSanitizer (build-tsan/): the suites where threads share a process (the store's
 #      server and clients, the socket transport's progress thread, ranks as threads, abort and
-#      errors from other threads); a data race or lock-order report fails the run.
+#      errors from other threads, the ZeRO step's helpers); a data race or lock-order report
+#      fails the run.
 #
 # usage: tools/sanitize.sh [-h|--help] [--fuzz-only | --thread-only | --no-thread] [FUZZ_TARGET...]
 #        (default: all three steps, every fuzz target)
@@ -158,7 +159,7 @@ finishJobs
 # ranks are threads of one process, so TSan never relates two ranks' accesses to one segment.
 if [ $runThread -eq 1 ]; then
   tdir=${TSAN_BUILD_DIR:-build-tsan}
-  buildWith "$tdir" thread OFF test_bootstrap test_transport test_faults test_api test_collectives
+  buildWith "$tdir" thread OFF test_bootstrap test_transport test_faults test_api test_collectives test_zero_threads
   # halt_on_error: the first report fails the process. report_thread_leaks=0: the harness's
   # forked children inherit TSan's record of the parent's threads (the parent's unique-id
   # servers), which do not exist in a child and are reported as leaked at its exit; threads that
@@ -178,6 +179,7 @@ if [ $runThread -eq 1 ]; then
   # the plain build runs them, and their subject is not threads sharing memory.
   runTest "$tdir" faults/test_faults '-StallBlame.*'
   runTest "$tdir" api/test_api '-Fork.*:BadInput.CountsNoBufferCanHoldAreRefusedAtOnce'
+  runTest "$tdir" zero/test_zero_threads  # the host optimizer step's helper threads
   finishJobs
 fi
 echo "sanitize: $( [ $status -eq 0 ] && echo passed || echo FAILED ) in $(( $(date +%s) - start )) s"

@@ -1,19 +1,37 @@
 // The sharded optimizer steps (collZeroOptimizerStep, and collZeroOptimizerStepOnStream for device
 // memory) and the gradient norm (collZeroSquaredNorm): the argument checks, then the element loops
 // of the instruction-set variant this CPU runs (optimizer_loops.h holds them and says how they
-// compute; optimizer_variant.h, which one runs), or the device kernel (zero/device/device_step.h).
+// compute; optimizer_variant.h, which one runs) over the step's threads (step_threads.h), or the
+// device kernel (zero/device/device_step.h).
 #include <cmath>
+#include <cstdint>
 
 #include "collective_zero.h"
 #include "common/error.h"
 #include "src/api_internal.h"
 #include "zero/device/device_step.h"
+#include "zero/host_step.h"
 #include "zero/optimizer_variant.h"
 #include "zero/partition.h"
 #include "zero/step_scalars.h"
+#include "zero/step_threads.h"
 
 namespace coll {
 namespace zero {
+
+void stepOnHost(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
+                float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count, int threads) {
+  const OptimizerLoops& loops = activeOptimizerLoops();
+  const size_t gradBytes = gradType == collFloat32 ? sizeof(float) : sizeof(uint16_t);
+  // Pieces start on 4 KiB of float32: no two threads write one cache line.
+  forEachPiece(count, threads, 1024, [&](size_t begin, size_t end) {
+    loops.step(config, master + begin, static_cast<const char*>(grad) + begin * gradBytes, gradType,
+               state0 == nullptr ? nullptr : state0 + begin, state1 == nullptr ? nullptr : state1 + begin,
+               paramOut == nullptr ? nullptr : static_cast<char*>(paramOut) + begin * sizeof(uint16_t), paramType,
+               end - begin);
+  });
+}
+
 namespace {
 
 void checkStepConfig(const char* function, const collZeroStepConfig_t* c) {
@@ -71,7 +89,8 @@ void step(const char* function, const collZeroStepConfig_t* config, float* maste
           collStream_t stream) {
   checkStepArguments(function, config, master, grad, gradType, state0, state1, paramOut, paramType, count);
   if (stream == nullptr) {
-    activeOptimizerLoops().step(*config, master, grad, gradType, state0, state1, paramOut, paramType, count);
+    stepOnHost(*config, master, grad, gradType, state0, state1, paramOut, paramType, count,
+               stepThreadsFromEnvironment());
     return;
   }
   stepOnStream(function, stepScalarsOf(*config), master, grad, gradType, state0, state1, paramOut, paramType, count,

@@ -20,8 +20,9 @@ this times, per shard size and case:
   torch_fused   torch.optim.AdamW(fused=True) where this torch runs it on the CPU, then the copy_.
 
 Cases: fp32 (float32 gradient, no copy), bf16copy and fp16copy (float32 gradient, the updated
-weights also written as bf16 or fp16). --threads sets OMP_NUM_THREADS and torch's intra-op threads
-before anything is imported (ours runs on the calling thread whatever it says). Each round times
+weights also written as bf16 or fp16). --threads sets OMP_NUM_THREADS before anything is imported,
+and torch's intra-op threads, and clears COLL_ZERO_THREADS: every contender takes that many (ours
+reads OMP_NUM_THREADS too, zero/step_threads.h). Each round times
 --iters steps of every implementation in turn, in an order rotated per round; the table gives each
 one's median over --runs rounds of its time per step, and the ratio of each peer's median to ours
 (above 1: ours faster). Afterwards, ours must match torch_adamw's weights to within two float
@@ -41,7 +42,7 @@ def parse_args():
     parser.add_argument("--sizes", default="1M,16M,64M", help="shard sizes in elements (K and M suffixes)")
     parser.add_argument("--runs", type=int, default=7, help="rounds; the table gives medians over them")
     parser.add_argument("--iters", type=int, default=3, help="steps timed per implementation and round")
-    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS and torch's threads for the peers")
+    parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS: the threads of every contender")
     parser.add_argument("--cases", default="fp32,bf16copy,fp16copy")
     parser.add_argument("--without-deepspeed", action="store_true", help="leave DeepSpeedCPUAdam out (ctest's run)")
     return parser.parse_args()
@@ -49,6 +50,7 @@ def parse_args():
 
 ARGS = parse_args()
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)  # before torch and DeepSpeed load OpenMP
+os.environ.pop("COLL_ZERO_THREADS", None)  # ours takes OMP_NUM_THREADS as the others do
 
 import torch  # noqa: E402
 

@@ -1,15 +1,21 @@
 // collZeroOptimizerStep over several steps against a double-precision scalar reference that
 // follows torch.optim's single-tensor Adam, AdamW and SGD, at counts that end inside and on the
-// loops' 256-element blocks, with float32, half and bfloat16 gradients, gradScale, and the low-precision
-// copy (paramOut) checked bit for bit against the master rounded to nearest even here.
+// loops' 256-element blocks, with float32, half and bfloat16 gradients, gradScale, and the
+// low-precision copy (paramOut) checked bit for bit against the master rounded to nearest even
+// here; and the host step over several threads against one, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "optimizer_cases.h"
+#include "zero/host_step.h"
+#include "zero/step_threads.h"
 #include "zero_test_util.h"
 
 namespace zerotest {
@@ -200,6 +206,47 @@ TEST(ZeroOptimizerStepRounding, ParamOutRoundsMasterToNearestEven) {
   EXPECT_EQ(toBfloat16(bitsToFloat(0x7f7f8000u)), 0x7f80);
   EXPECT_EQ(toHalf(65520.0f), 0x7c00);
   EXPECT_EQ(toHalf(1.00048828125f), 0x3c00);
+}
+
+// The host step over kThreads threads (zero/step_threads.h): the shard cut into pieces, one a thread.
+using coll::zero::kElementsPerThread;
+
+template <int kThreads>
+void stepWith(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
+              float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count) {
+  coll::zero::stepOnHost(config, master, grad, gradType, state0, state1, paramOut, paramType, count, kThreads);
+}
+
+TEST(ZeroOptimizerStepThreads, AnyThreadCountGivesOneThreadsBits) {
+  // Counts that end inside and on the pieces' alignment, with a piece per thread.
+  for (size_t count : {4 * kElementsPerThread + 7, 3 * kElementsPerThread + 1024}) {
+    for (const NamedConfig& nc : configs()) {
+      for (const Precision& precision : kPrecisions) {
+        SCOPED_TRACE(caseName(nc, precision, count));
+        const StepOutputs want = runSteps(stepWith<1>, nc.config, precision, count, 2);
+        EXPECT_EQ(outputDifferences(runSteps(stepWith<2>, nc.config, precision, count, 2), want), "");
+        EXPECT_EQ(outputDifferences(runSteps(stepWith<3>, nc.config, precision, count, 2), want), "");
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(ZeroOptimizerStepThreads, TwoStepsAtOnceEachGetTheirBits) {
+  const size_t count = 4 * kElementsPerThread + 99;
+  const NamedConfig nc = configs().front();
+  const Precision& precision = kPrecisions[1];
+  const StepOutputs want = runSteps(stepWith<1>, nc.config, precision, count, 3);
+  std::vector<std::string> problems(2);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 2; ++c)
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 5; ++round)
+        problems[c] += outputDifferences(runSteps(stepWith<4>, nc.config, precision, count, 3), want);
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(problems[0], "");
+  EXPECT_EQ(problems[1], "");
 }
 
 // Refusals name the function and the value, and leave every buffer alone.
