@@ -170,18 +170,37 @@ inline void step(const collZeroStepConfig_t& config, float* master, const void* 
 }
 
 // Squared and summed in double: a float square overflows from |x| > 1.8e19 (finite float32 and
-// bfloat16 values) and would flag finite data as non-finite. Without -ffast-math a float sum
-// would not vectorize either (a serial chain), so double costs nothing; the serial chain also keeps
-// the order of additions, and so the sum's bits, the same in every variant.
+// bfloat16 values) and would flag finite data as non-finite. Element i goes into running sum
+// i % kSumLanes, and the sums are added together at the end in a fixed order: independent chains
+// that the compiler keeps in vector lanes (one chain would wait for each addition to finish), and
+// the same additions in the same order in every variant, so the same bits (without -ffast-math
+// nothing reorders them).
+constexpr size_t kSumLanes = 16;
+static_assert(kBlock % kSumLanes == 0, "a block's first element must go into sum 0");
+
+// Adds the squares of x[0..n) into sums, x[i] into sums[i % kSumLanes].
+inline void addSquares(const float* x, size_t n, double* sums) {
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (size_t lane = 0; lane < kSumLanes; ++lane) sums[lane] += double(x[i + lane]) * double(x[i + lane]);
+  for (size_t lane = 0; i < n; ++i, ++lane) sums[lane] += double(x[i]) * double(x[i]);
+}
+
 inline double squaredNorm(const void* data, collDataType_t type, size_t count) {
-  double total = 0.0;
+  double sums[kSumLanes] = {};
   float g[kBlock];
   for (size_t first = 0; first < count; first += kBlock) {
     const size_t n = count - first < kBlock ? count - first : kBlock;
-    loadGradients(data, type, first, n, 1.0f, g);
-    for (size_t i = 0; i < n; ++i) total += double(g[i]) * double(g[i]);
+    if (type == collFloat32) {
+      addSquares(static_cast<const float*>(data) + first, n, sums);  // read where they lie
+    } else {
+      loadGradients(data, type, first, n, 1.0f, g);
+      addSquares(g, n, sums);
+    }
   }
-  return total;
+  for (size_t width = kSumLanes / 2; width > 0; width /= 2)
+    for (size_t lane = 0; lane < width; ++lane) sums[lane] += sums[lane + width];
+  return sums[0];
 }
 
 }  // namespace detail

@@ -19,6 +19,10 @@ this times, per shard size and case:
   torch_adamw   torch.optim.AdamW (foreach=False: one tensor), then the same copy_;
   torch_fused   torch.optim.AdamW(fused=True) where this torch runs it on the CPU, then the copy_.
 
+A second table times the gradient norm of clipping over the same shards: ours
+(collZeroSquaredNorm, summed in double) against torch.linalg.vector_norm (in float), both of the
+float32 gradient; ours must be within 1e-9 (relative) of the sum in double precision.
+
 Cases: fp32 (float32 gradient, no copy), bf16copy and fp16copy (float32 gradient, the updated
 weights also written as bf16 or fp16). --threads sets OMP_NUM_THREADS before anything is imported,
 and torch's intra-op threads, and clears COLL_ZERO_THREADS: every contender takes that many (ours
@@ -123,6 +127,19 @@ def torch_fused_available():
         return str(error).splitlines()[0]
 
 
+def median_times(calls):
+    """Each call's median time over --runs rounds of --iters calls, the order rotated per round."""
+    names = list(calls)
+    times = {name: [] for name in names}
+    for run in range(ARGS.runs):
+        for name in names[run % len(names):] + names[:run % len(names)]:
+            began = time.perf_counter()
+            for _ in range(ARGS.iters):
+                calls[name]()
+            times[name].append((time.perf_counter() - began) / ARGS.iters)
+    return {name: statistics.median(samples) for name, samples in times.items()}
+
+
 def measure(size, case, peers):
     generator = torch.Generator().manual_seed(size)
     start = torch.randn(size, generator=generator)
@@ -133,20 +150,23 @@ def measure(size, case, peers):
         contenders[name] = TorchOptimizer(make, start, grad, copy_type)
     for contender in contenders.values():
         contender.step()  # state allocated, pages touched, code loaded
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for run in range(ARGS.runs):
-        for name in names[run % len(names):] + names[:run % len(names)]:
-            began = time.perf_counter()
-            for _ in range(ARGS.iters):
-                contenders[name].step()
-            times[name].append((time.perf_counter() - began) / ARGS.iters)
+    medians = median_times({name: contender.step for name, contender in contenders.items()})
     ours, reference = contenders["ours"].weights(), contenders["torch_adamw"].weights()
     difference = ((ours - reference).abs().max() / reference.abs().max()).item()
     if difference > 2 * 2.0 ** -24 * contenders["ours"].steps:
         sys.exit(f"offload_step_bench: {size} elements, {case}: ours differs from torch's AdamW by {difference:.3g} "
                  "(largest difference over largest weight): the step is wrong, its time means nothing")
-    return {name: statistics.median(samples) for name, samples in times.items()}
+    return medians
+
+
+def measure_norm(size):
+    grad = torch.randn(size, generator=torch.Generator().manual_seed(size))
+    contenders = {"ours": lambda: _C.zero_squared_norm(grad)[0],
+                  "torch_vector_norm": lambda: float(torch.linalg.vector_norm(grad)) ** 2}
+    exact = float((grad.double() ** 2).sum())
+    if abs(contenders["ours"]() - exact) > 1e-9 * exact:
+        sys.exit(f"offload_step_bench: {size} elements: our squared norm {contenders['ours']()} is not {exact}")
+    return median_times(contenders)
 
 
 def main():
@@ -179,6 +199,11 @@ def main():
             cells = " | ".join(f"{medians[name] * 1e3:.2f}" for name in names)
             ratios = " | ".join(f"{medians[name] / medians['ours']:.2f}x" for name in names[1:])
             print(f"| {size:,} | {case} | {cells} | {ratios} |", flush=True)
+    print("\n| elements | squared norm: ours ms | torch vector_norm ms | torch/ours |\n| ---: | ---: | ---: | ---: |")
+    for size in [elements(s) for s in ARGS.sizes.split(",")]:
+        medians = measure_norm(size)
+        print(f"| {size:,} | {medians['ours'] * 1e3:.2f} | {medians['torch_vector_norm'] * 1e3:.2f} | "
+              f"{medians['torch_vector_norm'] / medians['ours']:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

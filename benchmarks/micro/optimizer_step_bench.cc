@@ -1,7 +1,8 @@
 // Time per call of the ZeRO optimizer step (collZeroOptimizerStep) on one shard of 2,097,152
 // elements, the size docs/performance.md reports: AdamW with float32 gradients and a bfloat16
-// parameter copy (mixed precision), AdamW with bfloat16 gradients, and SGD with momentum. Every
-// buffer together is about 60 MiB, more than the caches: the step streams from memory.
+// parameter copy (mixed precision), AdamW with bfloat16 gradients, and SGD with momentum; and the
+// squared norm of gradient clipping (collZeroSquaredNorm) of float32 and bfloat16 gradients. Every
+// buffer of a step together is about 60 MiB, more than the caches: the step streams from memory.
 // The step runs the instruction-set variant chosen for this CPU (the context line "host_kernels"
 // names it); COLL_CPU_KERNELS=generic|avx2|avx512 measures another.
 #include <benchmark/benchmark.h>
@@ -48,6 +49,27 @@ void runStep(benchmark::State& state, collZeroOptimizer_t optimizer, collDataTyp
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(kCount));
 }
 
+// The squared norm of gradient clipping (collZeroSquaredNorm) over the same count.
+void runNorm(benchmark::State& state, collDataType_t type) {
+  std::vector<float> grad32(kCount);
+  std::vector<uint16_t> grad16(kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    grad32[i] = (float(i % 199) - 99.0f) * 1e-4f;
+    grad16[i] = coll::kernels::floatToBfloat16(grad32[i]);
+  }
+  const void* data = type == collFloat32 ? static_cast<const void*>(grad32.data()) : grad16.data();
+  for (auto _ : state) {
+    double sum = 0.0;
+    int nonFinite = 0;
+    if (collZeroSquaredNorm(data, type, kCount, &sum, &nonFinite) != collSuccess) {
+      state.SkipWithError(collGetLastError(nullptr));
+      break;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(kCount));
+}
+
 void BM_AdamWFloatGradBfloat16Copy(benchmark::State& state) { runStep(state, collZeroAdamW, collFloat32); }
 void BM_AdamWBfloat16Grad(benchmark::State& state) { runStep(state, collZeroAdamW, collBfloat16); }
 void BM_SgdMomentumFloatGrad(benchmark::State& state) { runStep(state, collZeroSgd, collFloat32); }
@@ -55,5 +77,10 @@ void BM_SgdMomentumFloatGrad(benchmark::State& state) { runStep(state, collZeroS
 BENCHMARK(BM_AdamWFloatGradBfloat16Copy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AdamWBfloat16Grad)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SgdMomentumFloatGrad)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SquaredNormFloat(benchmark::State& state) { runNorm(state, collFloat32); }
+void BM_SquaredNormBfloat16(benchmark::State& state) { runNorm(state, collBfloat16); }
+BENCHMARK(BM_SquaredNormFloat)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SquaredNormBfloat16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
