@@ -37,6 +37,15 @@ const CpuList& pick(const std::vector<CpuList>& choices, int index) {
   return choices[static_cast<size_t>(index) % choices.size()];
 }
 
+// Share `index` of `choices` among `sharers`: choices.size() / sharers consecutive ones (at least
+// one), wrapping around.
+CpuList pickShare(const std::vector<CpuList>& choices, int index, int sharers) {
+  const int each = std::max(1, static_cast<int>(choices.size()) / std::max(sharers, 1));
+  CpuList cpus;
+  for (int j = 0; j < each; ++j) cpus = uniteCpus(cpus, pick(choices, index * each + j));
+  return cpus;
+}
+
 std::string nodeSuffix(int node) { return node >= 0 ? " on NUMA " + std::to_string(node) : ""; }
 
 class BindingRules {
@@ -83,10 +92,15 @@ class BindingRules {
     } else {
       // Lower local ranks whose GPUs share this region already hold its first cores.
       int before = 0;
-      for (int r = 0; r < request_.localRank; ++r) {
-        before += gpuRegionIds_[static_cast<size_t>(r) % gpus_.size()] == gpuRegionIds_[static_cast<size_t>(gpu)];
+      int sharers = 0;
+      for (int r = 0; r < request_.localRanks; ++r) {
+        const bool same =
+            gpuRegionIds_[static_cast<size_t>(r) % gpus_.size()] == gpuRegionIds_[static_cast<size_t>(gpu)];
+        before += same && r < request_.localRank;
+        sharers += same;
       }
-      choice->cpus = pick(coresWithin(cores_, region), before);
+      const std::vector<CpuList> cores = coresWithin(cores_, region);
+      choice->cpus = request_.mode == BindMode::kCores ? pickShare(cores, before, sharers) : pick(cores, before);
     }
     choice->gpuIndex = gpu;
     choice->reason = std::string(bindModeName(request_.mode)) + ", near GPU" + std::to_string(gpu) + " " + device.busId;
@@ -110,7 +124,8 @@ class BindingRules {
       for (const CpuList& core : cores_) {
         if (intersectCpus(core, region).empty()) ordered.push_back(core);
       }
-      choice->cpus = pick(ordered, request_.localRank);
+      choice->cpus = request_.mode == BindMode::kCores ? pickShare(ordered, request_.localRank, request_.localRanks)
+                                                       : pick(ordered, request_.localRank);
     }
     choice->reason = std::string(bindModeName(request_.mode)) + ", near NIC " + request_.nicName + " " + device->busId +
                      nodeSuffix(device->numaNode);
@@ -118,9 +133,11 @@ class BindingRules {
   }
 
   void roundRobin(BindChoice* choice) const {
-    if (request_.mode == BindMode::kCore) {
-      choice->cpus = pick(cores_, request_.localRank);
-      choice->reason = "core, round-robin over " + std::to_string(cores_.size()) + " cores";
+    if (request_.mode == BindMode::kCore || request_.mode == BindMode::kCores) {
+      choice->cpus = request_.mode == BindMode::kCores ? pickShare(cores_, request_.localRank, request_.localRanks)
+                                                       : pick(cores_, request_.localRank);
+      choice->reason =
+          std::string(bindModeName(request_.mode)) + ", round-robin over " + std::to_string(cores_.size()) + " cores";
       return;
     }
     std::vector<CpuList> nodes;
@@ -150,8 +167,17 @@ BindChoice chooseBinding(const Topology& topology, const BindRequest& request) {
 }
 
 const char* bindModeName(BindMode mode) {
-  if (mode == BindMode::kCore) return "core";
-  return mode == BindMode::kNuma ? "numa" : "none";
+  switch (mode) {
+    case BindMode::kCore:
+      return "core";
+    case BindMode::kCores:
+      return "cores";
+    case BindMode::kNuma:
+      return "numa";
+    case BindMode::kNone:
+      break;
+  }
+  return "none";
 }
 
 }  // namespace topo

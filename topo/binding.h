@@ -11,9 +11,10 @@ namespace coll {
 namespace topo {
 
 enum class BindMode {
-  kNone,  // leave the affinity alone
-  kCore,  // one core (all its allowed PUs) per rank
-  kNuma,  // every allowed CPU of one NUMA node
+  kNone,   // leave the affinity alone
+  kCore,   // one core (all its allowed PUs) per rank
+  kCores,  // the rank's share of the cores: as many as its place's cores divided by its ranks
+  kNuma,   // every allowed CPU of one NUMA node
 };
 
 struct BindRequest {
@@ -33,15 +34,17 @@ struct BindChoice {
 // The rules, in order:
 //  - GPUs present: local rank i uses GPU (i mod GPUs) and gets that GPU's NUMA node (numa), or
 //    a core of that node not given to a lower local rank of the same GPU node (core; wraps
-//    around when the node has fewer cores than ranks).
+//    around when the node has fewer cores than ranks); with cores, the node's cores are shared
+//    out among the ranks whose GPUs are near it, consecutive cores to each.
 //  - Else a NIC named by nicName that is a PCI device: every rank prefers its NUMA node; with
-//    core, ranks fill that node's cores first and spill over to the others.
-//  - Else round-robin: core i mod cores, or NUMA node i mod nodes, counting only nodes and cores
-//    with allowed CPUs.
+//    core (or cores), ranks fill that node's cores first and spill over to the others.
+//  - Else round-robin: core i mod cores (cores: the i-th share of them), or NUMA node i mod
+//    nodes, counting only nodes and cores with allowed CPUs.
+// With cores, a share is at least one core; a single rank gets every allowed core.
 // GPUs and NICs whose nearby CPUs are all disallowed are passed over.
 BindChoice chooseBinding(const Topology& topology, const BindRequest& request);
 
-// "none", "core" or "numa".
+// "none", "core", "cores" or "numa".
 const char* bindModeName(BindMode mode);
 
 }  // namespace topo

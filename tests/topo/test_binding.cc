@@ -98,6 +98,35 @@ TEST(Binding, RoundRobinOnALaptop) {
   EXPECT_TRUE(mentions(choose(t, BindMode::kCore, 0, 3), "core, round-robin over 2 cores"));
 }
 
+// cores (collrun's default): each rank gets its share of its place's cores, consecutive.
+TEST(Binding, CoresShareEachGpuNodesCoresAmongItsRanks) {
+  Topology t = twoSocketMachine(2, true);  // GPUs 0 and 1 on node 0, 2 and 3 on node 1
+  const CpuList expected[] = {{0, 1, 8, 9}, {2, 3, 10, 11}, {4, 5, 12, 13}, {6, 7, 14, 15}};
+  for (int rank = 0; rank < 4; ++rank) {
+    BindChoice c = choose(t, BindMode::kCores, rank, 4);
+    EXPECT_EQ(c.cpus, expected[rank]) << "rank " << rank;
+    EXPECT_EQ(c.gpuIndex, rank);
+    EXPECT_TRUE(mentions(c, "cores, near GPU" + std::to_string(rank))) << c.reason;
+  }
+  // Two ranks use GPUs 0 and 1, both near node 0: they split its cores, and node 1 stays free.
+  EXPECT_EQ(choose(t, BindMode::kCores, 1, 2).cpus, (CpuList{2, 3, 10, 11}));
+  // As many ranks as cores: one each, as core gives.
+  for (int rank = 0; rank < 8; ++rank)
+    EXPECT_EQ(choose(t, BindMode::kCores, rank, 8).cpus, choose(t, BindMode::kCore, rank, 8).cpus) << rank;
+}
+
+TEST(Binding, CoresWithoutGpusFollowTheNicThenRoundRobin) {
+  Topology t = twoSocketMachine(0, true);
+  EXPECT_EQ(choose(t, BindMode::kCores, 0, 2, "ib1").cpus, kNode1);  // the NIC's node first
+  EXPECT_EQ(choose(t, BindMode::kCores, 1, 2, "ib1").cpus, kNode0);
+  EXPECT_EQ(choose(t, BindMode::kCores, 1, 4).cpus, (CpuList{2, 3, 10, 11}));
+  Topology small = laptop(8);
+  EXPECT_EQ(choose(small, BindMode::kCores, 0, 1).cpus, (CpuList{0, 1, 2, 3, 4, 5, 6, 7}));  // a lone rank: all
+  EXPECT_EQ(choose(small, BindMode::kCores, 2, 3).cpus, (CpuList{4, 5}));  // 8 / 3: two each, 6 and 7 unused
+  EXPECT_EQ(choose(small, BindMode::kCores, 4, 10).cpus, CpuList{4});      // more ranks than cores: one, wrapping
+  EXPECT_TRUE(mentions(choose(small, BindMode::kCores, 0, 3), "cores, round-robin over 8 cores"));
+}
+
 TEST(Binding, OnlyAllowedCpusAreHandedOut) {
   Topology t = twoSocketMachine(2, true);
   const CpuList noSmt{0, 1, 2, 3, 4, 5, 6, 7};  // e.g. a cgroup without the second threads
@@ -136,13 +165,22 @@ TEST(Binding, AllowedCpusMissingFromTheTopologyStillCount) {
 
 TEST(Binding, ThisMachineGivesDistinctCoresUpToItsCoreCount) {
   Topology t = discoverTopology();
-  int ranks = static_cast<int>(t.cores.size());
-  CpuList seen;
-  for (int rank = 0; rank < ranks; ++rank) {
-    CpuList cpus = choose(t, BindMode::kCore, rank, ranks, "", t.allCpus()).cpus;
-    ASSERT_FALSE(cpus.empty());
-    EXPECT_TRUE(intersectCpus(seen, cpus).empty()) << "rank " << rank << " shares a CPU";
-    seen = uniteCpus(seen, cpus);
+  const int cores = static_cast<int>(t.cores.size());
+  for (BindMode mode : {BindMode::kCore, BindMode::kCores}) {
+    for (int ranks = 1; ranks <= cores; ++ranks) {
+      CpuList seen;
+      for (int rank = 0; rank < ranks; ++rank) {
+        CpuList cpus = choose(t, mode, rank, ranks, "", t.allCpus()).cpus;
+        ASSERT_FALSE(cpus.empty());
+        EXPECT_TRUE(intersectCpus(seen, cpus).empty())
+            << bindModeName(mode) << ", " << ranks << " ranks: rank " << rank << " shares a CPU";
+        seen = uniteCpus(seen, cpus);
+      }
+      // cores hands out every core when the ranks divide them.
+      if (mode == BindMode::kCores && cores % ranks == 0) {
+        EXPECT_EQ(seen, t.allCpus()) << ranks << " ranks";
+      }
+    }
   }
 }
 

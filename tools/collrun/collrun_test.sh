@@ -155,11 +155,19 @@ if [ -n "$nic" ] && [ ! -e /dev/nvidia0 ]; then
 else
   echo "skip --bind near a NIC (no network interface on PCI, or a GPU takes precedence)"
 fi
-# The default (auto): a core per rank when they fit, silently; no pinning when they do not.
+# The default (auto): each rank its share of the cores when they fit, silently; no pinning when
+# they do not.
 ncores=$(grep -c ^processor /proc/cpuinfo)
+mine=$(grep Cpus_allowed_list /proc/self/status)
 auto=$("$C" -n 1 sh -c 'grep Cpus_allowed_list /proc/self/status' 2>&1)
-check "--bind auto pins a lone rank to one CPU, silently" 1 \
-  "$(echo "$auto" | grep -cE "^Cpus_allowed_list:[[:space:]]+[0-9]+$")"
+check "--bind auto leaves a lone rank every CPU, silently" "$mine" "$auto"
+if [ "$ncores" -ge 2 ]; then
+  pair=$("$C" -n 2 sh -c 'taskset -cp $$ | sed "s/.*: //"' 2>&1 | sort)
+  check "--bind auto: 2 ranks, 2 lines" 2 "$(echo "$pair" | wc -l)"
+  shares=$(echo "$pair" | while read -r list; do taskset -c "$list" nproc; done | sort -u)
+  check "--bind auto: 2 ranks get half the CPUs each" "$((ncores / 2))" "$shares"
+  check "--bind auto: 2 ranks share no CPU" 2 "$(echo "$pair" | sort -u | wc -l)"
+fi
 over=$("$C" -n $((ncores + 1)) sh -c 'grep Cpus_allowed_list /proc/self/status' 2>&1)
 check "--bind auto leaves more ranks than cores unpinned" $((ncores + 1)) \
   "$(echo "$over" | grep -c "Cpus_allowed_list:")"
@@ -167,7 +175,7 @@ check "--bind auto leaves more ranks than cores unpinned" $((ncores + 1)) \
   "$(echo "$over" | grep -cE "^Cpus_allowed_list:[[:space:]]+[0-9]+$")"
 msg=$("$C" -n 1 --bind socket true 2>&1 || true)
 check "bad --bind names the flag and the choices" 1 \
-  "$(echo "$msg" | grep -c "invalid value 'socket' for --bind: expected auto, none, core or numa")"
+  "$(echo "$msg" | grep -c "invalid value 'socket' for --bind: expected auto, none, core, cores or numa")"
 
 # Signal forwarding: the ranks see SIGTERM (and run their handler) when collrun gets it.
 "$C" -n 2 sh -c 'trap "echo got-term-$RANK; exit 0" TERM; while :; do sleep 0.05; done' >"$tmp/sig" 2>/dev/null &

@@ -14,8 +14,8 @@ namespace {
 
 const char kUsage[] =
     "usage: collrun -n N [--nnodes M --node-rank K --master-addr A --master-port P --secret-file FILE]\n"
-    "               [--bind auto|none|core|numa] [--tag-output] [--timeout SECONDS] [--grace SECONDS]\n"
-    "               [--keep-going]\n"
+    "               [--bind auto|none|core|cores|numa] [--tag-output] [--timeout SECONDS]\n"
+    "               [--grace SECONDS] [--keep-going]\n"
     "               PROGRAM [ARGS...]\n"
     "       collrun --new-secret\n";
 
@@ -34,13 +34,15 @@ const char kHelp[] =
     "                         several nodes needs one secret on every node (this, or the same\n"
     "                         COLL_STORE_SECRET exported on each)\n"
     "  --new-secret           print a fresh random secret (64 hex digits) and exit\n"
-    "  --bind auto|none|core|numa\n"
+    "  --bind auto|none|core|cores|numa\n"
     "                         pin each rank near its GPU (local rank i uses GPU i mod GPUs),\n"
     "                         else near the job's NIC (COLL_SOCKET_IFNAME, or the interface\n"
     "                         that reaches the master address), else round-robin; core: one\n"
-    "                         core per rank, numa: a whole NUMA node, none: no pinning;\n"
-    "                         auto (default): core when the ranks fit this node's cores, else\n"
-    "                         none. An explicit choice is printed to stderr, a line per rank\n"
+    "                         core per rank, cores: the rank's share of the cores (as many as\n"
+    "                         OMP_NUM_THREADS below), numa: a whole NUMA node, none: no\n"
+    "                         pinning; auto (default): cores when the ranks fit this node's\n"
+    "                         cores, else none. An explicit choice is printed to stderr, a\n"
+    "                         line per rank\n"
     "  --tag-output           prefix every line the ranks print with \"[RANK] \"\n"
     "  --timeout SECONDS      stop every rank after SECONDS and exit 124\n"
     "  --grace SECONDS        after a rank fails, how long the others may take to print their\n"
@@ -66,8 +68,8 @@ const char kHelp[] =
     "SIGINT/SIGTERM kills them). When a rank exits with a non-zero status or is killed by a\n"
     "signal, the others get --grace seconds to end by themselves (a rank that saw the same\n"
     "failure prints its own reason), then SIGTERM, then SIGKILL 5 s later; collrun names the\n"
-    "rank that failed first and exits with its status (128+signal for a signal). Each rank runs in its own process group; when\n"
-    "collrun's stdin is a terminal the ranks' stdin is /dev/null.\n";
+    "rank that failed first and exits with its status (128+signal for a signal). Each rank runs\n"
+    "in its own process group; when collrun's stdin is a terminal the ranks' stdin is /dev/null.\n";
 
 void usageError(const std::string& msg) {
   fprintf(stderr, "collrun: error: %s\n%sTry 'collrun --help' for more information.\n", msg.c_str(), kUsage);
@@ -100,6 +102,8 @@ bool parseBinding(const char* s, Binding* out) {
     *out = Binding::kNone;
   else if (strcmp(s, "core") == 0)
     *out = Binding::kCore;
+  else if (strcmp(s, "cores") == 0)
+    *out = Binding::kCores;
   else if (strcmp(s, "numa") == 0)
     *out = Binding::kNuma;
   else
@@ -178,7 +182,7 @@ bool applyValue(Key key, const std::string& name, const char* value, Options* op
         expected = "a port in [1, 65535]";
         break;
       case Key::kBind:
-        expected = "auto, none, core or numa";
+        expected = "auto, none, core, cores or numa";
         break;
       case Key::kTimeout:
         expected = "a positive number of seconds";

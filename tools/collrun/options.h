@@ -6,8 +6,9 @@
 
 namespace collrun {
 
-// kAuto: core when this node's ranks fit its cores (as Open MPI binds by default), else none.
-enum class Binding { kAuto, kNone, kCore, kNuma };
+// kAuto: cores (each rank its share) when this node's ranks fit its cores (Open MPI binds by
+// default too), else none.
+enum class Binding { kAuto, kNone, kCore, kCores, kNuma };
 
 struct Options {
   int nprocs = 0;    // -n: processes on this node

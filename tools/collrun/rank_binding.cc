@@ -23,6 +23,8 @@ coll::topo::BindMode modeOf(Binding bind) {
   switch (bind) {
     case Binding::kCore:
       return coll::topo::BindMode::kCore;
+    case Binding::kCores:
+      return coll::topo::BindMode::kCores;
     case Binding::kNuma:
       return coll::topo::BindMode::kNuma;
     case Binding::kNone:
@@ -52,10 +54,12 @@ std::vector<RankBinding> bindingsForRanks(const Options& opts) {
   // Like Open MPI, pin to cores by default when every rank gets one: unpinned ranks that wait by
   // sleeping are woken onto their waker's core and end up sharing one, which measured many times
   // slower beside a background job (docs/performance.md, "Defaults, and the measurement behind
-  // each").
+  // each). Each rank gets its share of the cores, not one: the OMP_NUM_THREADS threads collrun
+  // gives it (torch's, DeepSpeed's CPU Adam, the ZeRO step's) and its data loader's processes
+  // inherit its binding.
   if (opts.bind == Binding::kAuto) {
     if (opts.nprocs > usableCores(topology)) return {};
-    request.mode = coll::topo::BindMode::kCore;
+    request.mode = coll::topo::BindMode::kCores;
   }
   request.localRanks = opts.nprocs;
   request.allowed = topology.processCpus;
