@@ -76,6 +76,11 @@ class BindingRules {
   }
 
  private:
+  // Rank `index` of the `sharers` that draw from `choices`: one core (core), or its share (cores).
+  CpuList take(const std::vector<CpuList>& choices, int index, int sharers) const {
+    return request_.mode == BindMode::kCores ? pickShare(choices, index, sharers) : pick(choices, index);
+  }
+
   const PciDevice* nicDevice() const {
     const NetInterface* nic = topology_.interface(request_.nicName);
     if (nic == nullptr || nic->isVirtual) return nullptr;
@@ -99,8 +104,7 @@ class BindingRules {
         before += same && r < request_.localRank;
         sharers += same;
       }
-      const std::vector<CpuList> cores = coresWithin(cores_, region);
-      choice->cpus = request_.mode == BindMode::kCores ? pickShare(cores, before, sharers) : pick(cores, before);
+      choice->cpus = take(coresWithin(cores_, region), before, sharers);
     }
     choice->gpuIndex = gpu;
     choice->reason = std::string(bindModeName(request_.mode)) + ", near GPU" + std::to_string(gpu) + " " + device.busId;
@@ -124,8 +128,7 @@ class BindingRules {
       for (const CpuList& core : cores_) {
         if (intersectCpus(core, region).empty()) ordered.push_back(core);
       }
-      choice->cpus = request_.mode == BindMode::kCores ? pickShare(ordered, request_.localRank, request_.localRanks)
-                                                       : pick(ordered, request_.localRank);
+      choice->cpus = take(ordered, request_.localRank, request_.localRanks);
     }
     choice->reason = std::string(bindModeName(request_.mode)) + ", near NIC " + request_.nicName + " " + device->busId +
                      nodeSuffix(device->numaNode);
@@ -134,8 +137,7 @@ class BindingRules {
 
   void roundRobin(BindChoice* choice) const {
     if (request_.mode == BindMode::kCore || request_.mode == BindMode::kCores) {
-      choice->cpus = request_.mode == BindMode::kCores ? pickShare(cores_, request_.localRank, request_.localRanks)
-                                                       : pick(cores_, request_.localRank);
+      choice->cpus = take(cores_, request_.localRank, request_.localRanks);
       choice->reason =
           std::string(bindModeName(request_.mode)) + ", round-robin over " + std::to_string(cores_.size()) + " cores";
       return;

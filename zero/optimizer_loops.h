@@ -40,7 +40,7 @@ namespace detail {
 
 // Small enough that a block of every array the step touches (parameters, gradient, both moments,
 // the low-precision copy, the widened gradient) stays in L1 from one pass over it to the next,
-// whatever the arrays' alignment to each other (docs/performance.md, "The ZeRO optimizer step").
+// whatever the arrays' alignment to each other (docs/performance.md, "The host step of ZeRO-Offload").
 constexpr size_t kBlock = 256;
 
 using kernels::detail::Bfloat16Codec;

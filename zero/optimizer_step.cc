@@ -4,10 +4,10 @@
 // compute; optimizer_variant.h, which one runs) over the step's threads (step_threads.h), or the
 // device kernel (zero/device/device_step.h).
 #include <cmath>
-#include <cstdint>
 
 #include "collective_zero.h"
 #include "common/error.h"
+#include "kernels/cpu/reduce.h"
 #include "src/api_internal.h"
 #include "zero/device/device_step.h"
 #include "zero/host_step.h"
@@ -22,12 +22,13 @@ namespace zero {
 void stepOnHost(const collZeroStepConfig_t& config, float* master, const void* grad, collDataType_t gradType,
                 float* state0, float* state1, void* paramOut, collDataType_t paramType, size_t count, int threads) {
   const OptimizerLoops& loops = activeOptimizerLoops();
-  const size_t gradBytes = gradType == collFloat32 ? sizeof(float) : sizeof(uint16_t);
+  const size_t gradBytes = kernels::dataTypeSize(gradType);
+  const size_t paramBytes = kernels::dataTypeSize(paramType);
   // Pieces start on 4 KiB of float32: no two threads write one cache line.
   forEachPiece(count, threads, 1024, [&](size_t begin, size_t end) {
     loops.step(config, master + begin, static_cast<const char*>(grad) + begin * gradBytes, gradType,
                state0 == nullptr ? nullptr : state0 + begin, state1 == nullptr ? nullptr : state1 + begin,
-               paramOut == nullptr ? nullptr : static_cast<char*>(paramOut) + begin * sizeof(uint16_t), paramType,
+               paramOut == nullptr ? nullptr : static_cast<char*>(paramOut) + begin * paramBytes, paramType,
                end - begin);
   });
 }

@@ -38,13 +38,14 @@ class StepPool {
   // False when another thread's step holds the pool, or this process is a fork of the one that
   // made it (its helpers did not come along, and one may have held mutex_ at the fork): the
   // caller then runs every piece itself.
-  bool run(size_t pieces, int helpers, const std::function<void(size_t)>& body) {
+  // A piece each for the calling thread and pieces - 1 helpers.
+  bool run(size_t pieces, const std::function<void(size_t)>& body) {
     if (getpid() != owner_) return false;
     std::unique_lock<std::mutex> call(callMutex_, std::try_to_lock);
     if (!call.owns_lock()) return false;
     std::unique_lock<std::mutex> lock(mutex_);
     try {
-      while (static_cast<int>(threads_.size()) < helpers) threads_.emplace_back([this] { help(); });
+      while (threads_.size() + 1 < pieces) threads_.emplace_back([this] { help(); });
     } catch (const std::system_error&) {
       // No thread to be had (a process limit): the pieces go to the helpers there are, and this one.
     }
@@ -128,7 +129,7 @@ void forEachPiece(size_t count, int threads, size_t alignment, const std::functi
     return;
   }
   const std::function<void(size_t)> runPiece = body;
-  if (stepPool().run(pieces, static_cast<int>(pieces) - 1, runPiece)) return;
+  if (stepPool().run(pieces, runPiece)) return;
   for (size_t i = 0; i < pieces; ++i) body(i);
 }
 
