@@ -125,7 +125,8 @@ typedef struct {
  * gradType (collFloat32, collFloat16 or collBfloat16), read only; state0/state1: float32 state
  * (Adam: exp_avg and exp_avg_sq; SGD: momentum buffer in state0, state1 unused and may be NULL).
  * paramOut: NULL, or count elements of paramType (collFloat16 or collBfloat16) that receive the
- * updated master rounded to nearest even (the low-precision model copy of mixed precision). */
+ * updated master rounded to nearest even (the low-precision model copy of mixed precision). The
+ * arrays must not overlap one another (collInvalidArgument naming the two that do). */
 collResult_t collZeroOptimizerStep(const collZeroStepConfig_t* config, float* master, const void* grad,
                                    collDataType_t gradType, float* state0, float* state1, void* paramOut,
                                    collDataType_t paramType, size_t count);

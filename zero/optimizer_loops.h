@@ -6,10 +6,10 @@
 // Each step follows torch.optim's arithmetic for one tensor (float32, scalars rounded to float
 // where torch rounds them: stepScalarsOf), so that a sharded run matches an unsharded torch run to
 // rounding. The device kernel computes the same, element by element (step_element.h). The
-// loops work on blocks: gradients of any type are widened into a float block first, then one
-// branch-free loop per block updates parameters and state, which the compiler vectorizes as wide
-// as the variant allows (these files are built with -fno-math-errno so that sqrt vectorizes too),
-// and the low-precision copy is written from the block while it is still in L1.
+// loops work on blocks: 16-bit gradients are widened into a float block first (a float32 one is
+// read in place), then one branch-free loop per block updates parameters and state, which the compiler vectorizes as
+// wide as the variant allows (these files are built with -fno-math-errno so that sqrt vectorizes too), and the
+// low-precision copy is written from the block while it is still in L1.
 //
 // Every variant computes the same bits: no FMA contraction (-ffp-contract=off for every variant),
 // and sqrt and division are correctly rounded in every width, so only the speed differs. ZeRO
@@ -105,14 +105,16 @@ enum class Decay { kNone, kToGradient, kDecoupled };
 
 // torch.optim.Adam / AdamW (single-tensor form) on one block, in one pass: each element's decay,
 // moments and update in the order torch applies them to the whole tensor, so the same roundings.
-// g is the block's gradient, widened and scaled. The scalars come by value: a local copy that no
-// store through the arrays can change, so the loop keeps them in registers.
+// g is the block's gradient, not yet scaled (a float32 gradient is read where it lies: staging it
+// through a block buffer first costs a second pass and slows this memory-bound loop). The scalars
+// come by value: a local copy that no store through the arrays can change, so the loop keeps them
+// in registers.
 template <Decay kDecay>
 inline void adamBlock(const StepScalars s, float* __restrict p, const float* __restrict g, float* __restrict m,
                       float* __restrict v, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     float parameter = p[i];
-    float gradient = g[i];
+    float gradient = g[i] * s.gradScale;
     if constexpr (kDecay == Decay::kDecoupled) parameter *= s.decayFactor;
     if constexpr (kDecay == Decay::kToGradient) gradient += parameter * s.weightDecay;
     m[i] = m[i] * s.beta1 + gradient * s.oneMinusBeta1;
@@ -159,10 +161,16 @@ inline void step(const collZeroStepConfig_t& config, float* master, const void* 
   float g[kBlock];
   for (size_t first = 0; first < count; first += kBlock) {
     const size_t n = count - first < kBlock ? count - first : kBlock;
-    loadGradients(grad, gradType, first, n, scalars.gradScale, g);
     if (scalars.adam) {
-      adamBlock(scalars, master + first, g, state0 + first, state1 + first, n);
+      const float* gradient = g;
+      if (gradType == collFloat32) {
+        gradient = static_cast<const float*>(grad) + first;
+      } else {
+        loadGradients(grad, gradType, first, n, 1.0f, g);
+      }
+      adamBlock(scalars, master + first, gradient, state0 + first, state1 + first, n);
     } else {
+      loadGradients(grad, gradType, first, n, scalars.gradScale, g);  // SGD rewrites its block
       sgdBlock(scalars, master + first, g, state0 == nullptr ? nullptr : state0 + first, n);
     }
     if (paramOut != nullptr) storeLowPrecision(master + first, n, paramType, static_cast<uint16_t*>(paramOut) + first);

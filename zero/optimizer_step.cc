@@ -4,6 +4,8 @@
 // compute; optimizer_variant.h, which one runs) over the step's threads (step_threads.h), or the
 // device kernel (zero/device/device_step.h).
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 
 #include "collective_zero.h"
 #include "common/error.h"
@@ -67,6 +69,31 @@ void checkStepConfig(const char* function, const collZeroStepConfig_t* c) {
   }
 }
 
+// The step reads grad in place while it writes master, the state and paramOut (the host loops
+// assume no two of them overlap: optimizer_loops.h), so arrays that overlap are refused rather than
+// stepped into a result that depends on the thread count and the instruction set.
+void checkSeparateArrays(const char* function, const float* master, const void* grad, collDataType_t gradType,
+                         const float* state0, const float* state1, const void* paramOut, collDataType_t paramType,
+                         size_t count) {
+  struct Span {
+    const char* name;
+    uintptr_t begin, end;
+  };
+  auto span = [count](const char* name, const void* p, size_t elementBytes) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    return Span{name, begin, p == nullptr ? begin : begin + count * elementBytes};
+  };
+  const Span spans[] = {span("master", master, sizeof(float)), span("grad", grad, kernels::dataTypeSize(gradType)),
+                        span("state0", state0, sizeof(float)), span("state1", state1, sizeof(float)),
+                        span("paramOut", paramOut, paramOut == nullptr ? 0 : kernels::dataTypeSize(paramType))};
+  for (size_t a = 0; a < std::size(spans); ++a)
+    for (size_t b = a + 1; b < std::size(spans); ++b)
+      if (spans[a].begin < spans[b].end && spans[b].begin < spans[a].end)
+        throwError(collInvalidArgument, "%s: %s %p and %s %p overlap (%zu elements each): expected separate arrays",
+                   function, spans[a].name, reinterpret_cast<const void*>(spans[a].begin), spans[b].name,
+                   reinterpret_cast<const void*>(spans[b].begin), count);
+}
+
 // Everything both steps check, before either touches a buffer.
 void checkStepArguments(const char* function, const collZeroStepConfig_t* config, const float* master, const void* grad,
                         collDataType_t gradType, const float* state0, const float* state1, const void* paramOut,
@@ -81,6 +108,8 @@ void checkStepArguments(const char* function, const collZeroStepConfig_t* config
   if (paramOut != nullptr && paramType != collFloat16 && paramType != collBfloat16)
     throwError(collInvalidArgument, "%s: paramType %d: expected collFloat16 or collBfloat16 with paramOut", function,
                static_cast<int>(paramType));
+  checkSeparateArrays(function, master, grad, gradType, adam || config->momentum != 0.0 ? state0 : nullptr,
+                      adam ? state1 : nullptr, paramOut, paramType, count);
 }
 
 // The entry points' bodies, for host memory (stream NULL) and device memory alike: the checks,

@@ -315,6 +315,62 @@ TEST(ZeroOptimizerStepErrors, BadArgumentsAreRefusedBeforeAnyWrite) {
   }
 }
 
+// Arrays that share bytes are refused naming both, whatever pair it is, and nothing is written;
+// arrays that only touch end to start are separate, and a state SGD without momentum does not use
+// may lie anywhere.
+TEST(ZeroOptimizerStepErrors, OverlappingArraysAreRefused) {
+  const size_t count = 8;
+  // One float32 arena: master [0, 8), state0 [8, 16), state1 [16, 24), grad [24, 32), paramOut
+  // (bf16) [32, 36), moved by each case to where it overlaps.
+  struct Case {
+    const char* name;
+    std::vector<std::string> pieces;
+    size_t master, state0, state1, grad, paramOut;
+    collDataType_t gradType;
+  };
+  const std::vector<Case> cases = {
+      {"grad is master", {"master", "grad", "overlap"}, 0, 8, 16, 0, 32, collFloat32},
+      {"state0 over grad's last element", {"grad", "state0"}, 0, 31, 16, 24, 32, collFloat32},
+      {"state1 over bf16 grad's last two", {"grad", "state1"}, 0, 8, 27, 24, 32, collBfloat16},
+      {"state0 is state1", {"state0", "state1"}, 0, 8, 8, 24, 32, collFloat32},
+      {"paramOut over grad", {"grad", "paramOut"}, 0, 8, 16, 24, 27, collFloat32},
+      {"paramOut at master's end", {"master", "paramOut"}, 0, 8, 16, 24, 7, collFloat32},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    std::vector<float> arena(40);
+    for (size_t i = 0; i < arena.size(); ++i) arena[i] = 0.25f * float(i + 1);
+    const std::vector<float> before = arena;
+    collZeroStepConfig_t c = adam(collZeroAdamW, 0.01);
+    c.step = 2;
+    const collResult_t rc = collZeroOptimizerStep(&c, &arena[k.master], &arena[k.grad], k.gradType, &arena[k.state0],
+                                                  &arena[k.state1], &arena[k.paramOut], collBfloat16, count);
+    std::vector<std::string> pieces = {"collZeroOptimizerStep", "expected separate arrays"};
+    pieces.insert(pieces.end(), k.pieces.begin(), k.pieces.end());
+    for (const auto& piece : pieces) EXPECT_EQ(invalidArgumentProblem(rc, {piece}), "");
+    EXPECT_TRUE(arena == before) << "a refused call wrote into its arrays";
+  }
+  std::vector<float> arena(40, 0.5f);
+  collZeroStepConfig_t c = adam(collZeroAdamW, 0.01);
+  c.step = 1;
+  EXPECT_EQ(collZeroOptimizerStep(&c, &arena[0], &arena[8], collFloat32, &arena[16], &arena[24], &arena[32],
+                                  collBfloat16, count),
+            collSuccess)
+      << collGetLastError(nullptr);
+  // A bf16 gradient spans 2 bytes an element: state1 may start right after its 16 bytes.
+  EXPECT_EQ(collZeroOptimizerStep(&c, &arena[0], &arena[24], collBfloat16, &arena[8], &arena[28], nullptr, collFloat32,
+                                  count),
+            collSuccess)
+      << collGetLastError(nullptr);
+  c = sgd(0.0, 0.0, 0, 0.01);
+  c.step = 1;
+  c.eps = 0.0;  // not used by SGD
+  EXPECT_EQ(
+      collZeroOptimizerStep(&c, &arena[0], &arena[8], collFloat32, &arena[0], &arena[0], nullptr, collFloat32, count),
+      collSuccess)
+      << collGetLastError(nullptr);
+}
+
 // What needs no buffer may be NULL: count 0, SGD's state without momentum, paramOut.
 TEST(ZeroOptimizerStepErrors, OptionalBuffersMayBeNull) {
   collZeroStepConfig_t c = adam(collZeroAdamW, 0.01);
