@@ -102,14 +102,16 @@ void checkStepArguments(const char* function, const collZeroStepConfig_t* config
   checkFloatType(function, gradType, "gradType");
   checkBuffer(function, master, count, "master");
   checkBuffer(function, grad, count, "grad");
-  const bool adam = config->optimizer != collZeroSgd;
-  if (adam || config->momentum != 0.0) checkBuffer(function, state0, count, "state0");
-  if (adam) checkBuffer(function, state1, count, "state1");
+  // The state the step uses: Adam both arrays, SGD state0 with momentum only.
+  const bool usesState1 = config->optimizer != collZeroSgd;
+  const bool usesState0 = usesState1 || config->momentum != 0.0;
+  if (usesState0) checkBuffer(function, state0, count, "state0");
+  if (usesState1) checkBuffer(function, state1, count, "state1");
   if (paramOut != nullptr && paramType != collFloat16 && paramType != collBfloat16)
     throwError(collInvalidArgument, "%s: paramType %d: expected collFloat16 or collBfloat16 with paramOut", function,
                static_cast<int>(paramType));
-  checkSeparateArrays(function, master, grad, gradType, adam || config->momentum != 0.0 ? state0 : nullptr,
-                      adam ? state1 : nullptr, paramOut, paramType, count);
+  checkSeparateArrays(function, master, grad, gradType, usesState0 ? state0 : nullptr, usesState1 ? state1 : nullptr,
+                      paramOut, paramType, count);
 }
 
 // The entry points' bodies, for host memory (stream NULL) and device memory alike: the checks,

@@ -118,7 +118,10 @@ class TorchOptimizer:
 
     def skip_to(self, step):
         for state in self.optimizer.state.values():  # torch keeps a tensor, DeepSpeedCPUAdam an int
-            state["step"] = state["step"].fill_(step) if torch.is_tensor(state["step"]) else step
+            if torch.is_tensor(state["step"]):
+                state["step"].fill_(step)
+            else:
+                state["step"] = step
 
     def step(self):
         self.optimizer.step()
