@@ -3,7 +3,9 @@
 CUDA tensors on --ranks processes sharing GPU 0 (the library's serialized device mode), float32 and
 bfloat16, an odd size, outputs poisoned first, expected values computed on the host from every
 rank's known input; asynchronous calls with wait(), a call on a non-default current stream, a call
-that mixes CPU and CUDA tensors (an error naming both); the ZeRO functions of torch_collective._C
+that mixes CPU and CUDA tensors (an error naming both); the group's own stream (a call waits for its
+caller's stream, the caller's later work does not wait for the call, a dropped tensor is not reused
+under its call); the ZeRO functions of torch_collective._C
 on CUDA tensors against the same calls on CPU tensors, and torch_collective.zero (stages 0-3) on a
 model on CUDA against Adam on the full batch; then DistributedDataParallel on CUDA against
 single-process training on the full batch.
@@ -266,6 +268,67 @@ def run_streams_and_async(torch, dist, checks, rank, world):
     dist.barrier()
 
 
+def run_call_streams(torch, dist, checks, rank, world):
+    """The group's own stream (docs/pytorch.md, "CUDA tensors"): a call waits for what its caller
+    queued before it, the caller's later work does not wait for the call, and a tensor the caller
+    drops while its call runs is not handed out again under the call."""
+    cuda = torch.device("cuda", 0)
+    dtype = torch.float32
+    inputs = [rank_input(torch, r, BIG_COUNT, dtype) for r in range(world)]
+    summed = torch.stack(inputs).sum(0)
+    late = 0.5  # s: how long rank 1 comes late to the calls below
+
+    # The input is written on the caller's stream behind a long spin of the GPU: a call that did not
+    # wait for that stream would reduce the poison.
+    t = torch.full((BIG_COUNT,), POISON, dtype=dtype, device=cuda)
+    mine = inputs[rank].to(cuda)
+    torch.cuda._sleep(100_000_000)
+    t.copy_(mine)
+    dist.all_reduce(t)
+    checks.equal("all_reduce of an input written late on the caller's stream", t, summed)
+
+    own_stream = os.environ.get("TORCH_COLLECTIVE_CUDA_STREAM", "internal") != "current"
+    if own_stream:
+        # Rank 1 comes late: rank 0's kernel queued on its stream after the call ends long before the call.
+        t = inputs[rank].to(cuda)
+        torch.cuda.synchronize()
+        if rank == 1:
+            time.sleep(late)
+        work = dist.all_reduce(t, async_op=True)
+        if rank == 0:
+            time.sleep(0.05)  # the worker has queued the call by now
+            marker = torch.cuda.Event()
+            torch.ones(1, device=cuda).sum()  # a kernel of its own, touching nothing of the call
+            marker.record()
+            deadline = time.monotonic() + late * 0.8
+            while not marker.query() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            overtook = marker.query() and not work.is_completed()
+            checks.report("the caller's later kernel does not wait for the call (peer late)", overtook,
+                          "" if overtook else f"rank {rank}: kernel done {marker.query()}, call done {work.is_completed()}")
+        work.wait()
+        checks.equal("all_reduce with a late peer", t, summed)
+
+    # Rank 0 drops its tensor and the call's Work while the call waits for rank 1, and fills new
+    # tensors of that size on its stream: had the allocator handed the block out again, rank 1's
+    # sum would hold the poison.
+    t = inputs[rank].to(cuda)
+    torch.cuda.synchronize()
+    dist.barrier()
+    if rank == 1:
+        time.sleep(late)
+        dist.all_reduce(t)
+        checks.equal("all_reduce whose input a peer dropped while it ran", t, summed)
+    else:
+        dist.all_reduce(t, async_op=True)  # the Work is dropped at once
+        del t
+        time.sleep(0.05)  # the worker has queued the call and let go of it
+        poison = [torch.full((BIG_COUNT,), POISON, dtype=dtype, device=cuda) for _ in range(4)]
+        torch.cuda.synchronize()
+        del poison
+    dist.barrier()
+
+
 def run_ddp(torch, dist, checks, rank, world):
     from torch.nn.parallel import DistributedDataParallel
 
@@ -365,6 +428,7 @@ def rank_main(rank, world, port, timeout):
                  lambda: run_operations(torch, dist, checks, rank, world, torch.float32),
                  lambda: run_operations(torch, dist, checks, rank, world, torch.bfloat16),
                  lambda: run_streams_and_async(torch, dist, checks, rank, world),
+                 lambda: run_call_streams(torch, dist, checks, rank, world),
                  lambda: run_zero_functions(torch, dist, checks, rank, world),
                  lambda: gpu_torch_sharded.run_zero_engine(torch, dist, checks, rank, world),
                  lambda: gpu_torch_sharded.run_zero_gpt(torch, dist, checks, rank, world),

@@ -63,7 +63,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allreduce_coalesced(std::
   checkSameType(tensors, "allreduce_coalesced", "the tensor list");
   collDataType_t type = collTypeOf(tensors[0], Combines::kYes, "allreduce_coalesced");
   collRedOp_t op = collOpOf(opts.reduceOp, "allreduce_coalesced");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("allreduce_coalesced", tensors);
+  std::shared_ptr<DeviceCall> device = deviceCallOf("allreduce_coalesced", tensors);
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   at::Tensor flat = packTensors(tensors);
   collComm_t comm = comm_.handle();
@@ -91,7 +92,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_coalesced(
   std::vector<std::vector<at::Tensor>> outputLists = outputTensorLists;
   std::vector<at::Tensor> outputs;
   for (const auto& list : outputLists) outputs.insert(outputs.end(), list.begin(), list.end());
-  std::shared_ptr<DeviceCall> device = deviceCallFor("allgather_coalesced", withTensors(outputs, inputTensors));
+  std::shared_ptr<DeviceCall> device = deviceCallOf("allgather_coalesced", withTensors(outputs, inputTensors));
+  const IssueOnCallStream issuing(device);
   PackedAllGather call = packedAllGather(inputTensors, type, comm_.handle(), streamOf(device), getSize(),
                                          [outputLists](size_t i, int rank, int64_t) { return outputLists[rank][i]; });
   return enqueue(c10d::OpType::ALLGATHER_COALESCED, outputs, inputTensors, std::move(device), std::move(call.issue),
@@ -108,7 +110,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather_into_tensor_coa
   for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(outputs[i], inputs[i], getSize(), op, "output");
   collDataType_t type = collTypeOf(inputs[0], Combines::kNo, op);
   std::vector<at::Tensor> out = outputs;
-  std::shared_ptr<DeviceCall> device = deviceCallFor(op, withTensors(out, inputs));
+  std::shared_ptr<DeviceCall> device = deviceCallOf(op, withTensors(out, inputs));
+  const IssueOnCallStream issuing(device);
   PackedAllGather call = packedAllGather(inputs, type, comm_.handle(), streamOf(device), getSize(),
                                          [out](size_t i, int rank, int64_t count) {
                                            return out[i].view({-1}).narrow(0, rank * count, count);
@@ -126,7 +129,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter_tensor_coa
   for (size_t i = 0; i < inputs.size(); ++i) checkSlicedPair(inputs[i], outputs[i], getSize(), op, "input");
   collDataType_t type = collTypeOf(outputs[0], Combines::kYes, op);
   collRedOp_t reduceOp = collOpOf(opts.reduceOp, op);
-  std::shared_ptr<DeviceCall> device = deviceCallFor(op, withTensors(outputs, inputs));
+  std::shared_ptr<DeviceCall> device = deviceCallOf(op, withTensors(outputs, inputs));
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   // The library scatters slice r of one buffer to rank r: lay out every input's slice r together.
   std::vector<at::Tensor> pieces;

@@ -86,7 +86,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
                 outputs[rank].numel(), " elements but its input ", input.numel(),
                 " (outputs of different sizes: output r receives rank r's input)");
     collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
-    std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));
+    std::shared_ptr<DeviceCall> device = deviceCallOf("allgather", withTensor(outputs, input));
+    const IssueOnCallStream issuing(device);
     TORCH_CHECK(!device, "collective backend: allgather: outputs of different sizes take CPU tensors for now ",
                 "(collAllGatherV on device memory has not run on a GPU yet)");
     auto counts = std::make_shared<std::vector<size_t>>(), displs = std::make_shared<std::vector<size_t>>();
@@ -109,7 +110,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::allgather(std::vector<std
   }
   checkMatchingTensors(outputs, input, getSize(), "allgather", "the output list");
   collDataType_t type = collTypeOf(input, Combines::kNo, "allgather");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("allgather", withTensor(outputs, input));
+  std::shared_ptr<DeviceCall> device = deviceCallOf("allgather", withTensor(outputs, input));
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(input);
   at::Tensor gathered = flatBufferFor(input, getSize());
@@ -125,7 +127,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_allgather_base(at::Tenso
                                                                        const c10d::AllgatherOptions& opts) {
   checkSlicedPair(outputBuffer, inputBuffer, getSize(), "_allgather_base", "output");
   collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "_allgather_base");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("_allgather_base", {outputBuffer, inputBuffer});
+  std::shared_ptr<DeviceCall> device = deviceCallOf("_allgather_base", {outputBuffer, inputBuffer});
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();
@@ -152,7 +155,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::gather(std::vector<std::v
     TORCH_CHECK(outputTensors.empty(), "collective backend: gather takes no output list on a rank that is not root");
   }
   collDataType_t type = collTypeOf(input, Combines::kNo, "gather");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("gather", withTensor(outputs, input));
+  std::shared_ptr<DeviceCall> device = deviceCallOf("gather", withTensor(outputs, input));
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(input);
   at::Tensor gathered = isRoot ? flatBufferFor(input, getSize()) : at::Tensor();
@@ -186,7 +190,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::scatter(std::vector<at::T
   }
   collDataType_t type = collTypeOf(output, Combines::kNo, "scatter");
   std::shared_ptr<DeviceCall> device =
-      deviceCallFor("scatter", isRoot ? withTensor(inputTensors[0], output) : std::vector<at::Tensor>{output});
+      deviceCallOf("scatter", isRoot ? withTensor(inputTensors[0], output) : std::vector<at::Tensor>{output});
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor out(output);
   collComm_t comm = comm_.handle();
@@ -208,7 +213,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::reduce_scatter(
   checkMatchingTensors(inputTensors[0], output, getSize(), "reduce_scatter", "the input list");
   collDataType_t type = collTypeOf(output, Combines::kYes, "reduce_scatter");
   collRedOp_t op = collOpOf(opts.reduceOp, "reduce_scatter");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("reduce_scatter", withTensor(inputTensors[0], output));
+  std::shared_ptr<DeviceCall> device = deviceCallOf("reduce_scatter", withTensor(inputTensors[0], output));
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   at::Tensor pieces = packTensors(inputTensors[0]);
   StagedTensor out(output);
@@ -225,7 +231,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::_reduce_scatter_base(at::
   checkSlicedPair(inputBuffer, outputBuffer, getSize(), "_reduce_scatter_base", "input");
   collDataType_t type = collTypeOf(outputBuffer, Combines::kYes, "_reduce_scatter_base");
   collRedOp_t op = collOpOf(opts.reduceOp, "_reduce_scatter_base");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("_reduce_scatter_base", {outputBuffer, inputBuffer});
+  std::shared_ptr<DeviceCall> device = deviceCallOf("_reduce_scatter_base", {outputBuffer, inputBuffer});
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(inputBuffer), out(outputBuffer);
   collComm_t comm = comm_.handle();

@@ -104,7 +104,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::bitwiseAllreduce(const at
   TORCH_CHECK(at::isIntegralType(tensor.scalar_type(), /*includeBool=*/true),
               "collective backend: allreduce: ReduceOp.", bitwiseName(op), " takes integer or bool tensors, got ",
               tensor.scalar_type());
-  std::shared_ptr<DeviceCall> device = deviceCallFor("allreduce", {tensor});
+  std::shared_ptr<DeviceCall> device = deviceCallOf("allreduce", {tensor});
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(tensor);
   at::Tensor gathered = flatBufferFor(tensor, getSize());

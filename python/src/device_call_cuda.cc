@@ -1,5 +1,7 @@
-// DeviceCall on CUDA: the caller's current stream of the tensors' device and one event per call.
-// Built only when torch is a CUDA build and the CUDA toolkit's headers are found.
+// DeviceCall on CUDA: a process group's own stream of the tensors' device (or the caller's current
+// stream) and one event per call. Built only when torch is a CUDA build and the CUDA toolkit's
+// headers are found.
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "device_call.h"
@@ -15,9 +18,27 @@
 namespace torch_collective {
 namespace {
 
+// One stream per device, from torch's pool (as NCCL's process group takes its streams), made at
+// the device's first call.
+class InternalStreams final : public CallStreams {
+ public:
+  c10::cuda::CUDAStream streamFor(c10::DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const c10::cuda::CUDAStream& stream : streams_)
+      if (stream.device_index() == device) return stream;
+    streams_.push_back(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device));
+    return streams_.back();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<c10::cuda::CUDAStream> streams_;
+};
+
 class CudaCall final : public DeviceCall {
  public:
-  CudaCall(c10::Device device) : device_(device), stream_(c10::cuda::getCurrentCUDAStream(device.index())) {}
+  CudaCall(c10::Device device, c10::cuda::CUDAStream stream)
+      : device_(device), stream_(stream), caller_(c10::cuda::getCurrentCUDAStream(device.index())) {}
   ~CudaCall() override {
     // An event may be destroyed while the device has yet to pass it: CUDA releases it afterwards.
     if (event_ != nullptr) cudaEventDestroy(event_);
@@ -29,6 +50,32 @@ class CudaCall final : public DeviceCall {
   collStream_t stream() const override {
     cudaStream_t stream = stream_.stream();
     return stream != nullptr ? stream : cudaStreamLegacy;
+  }
+
+  // On a stream of the group's own: it waits for what the caller has queued so far, and the
+  // tensors' blocks, which the caching allocator hands out again once the caller's stream has
+  // passed their last use there, wait for this stream too (recordStream), so that a program that
+  // drops a tensor while the call runs cannot see its memory reused under the call.
+  void followCaller(const std::vector<at::Tensor>& tensors) const {
+    if (stream_ == caller_) return;
+    c10::cuda::CUDAGuard onDevice(device_.index());
+    cudaEvent_t issued = nullptr;
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&issued, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventRecord(issued, caller_.stream()));
+    const cudaError_t waited = cudaStreamWaitEvent(stream_.stream(), issued, 0);
+    // Destroying an event a stream still waits for is allowed: CUDA releases it once passed.
+    C10_CUDA_CHECK(cudaEventDestroy(issued));
+    C10_CUDA_CHECK(waited);
+    for (const at::Tensor& tensor : tensors)
+      if (tensor.defined() && tensor.is_cuda() && !tensor.is_sparse() && tensor.has_storage())
+        c10::cuda::CUDACachingAllocator::recordStream(tensor.storage().data_ptr(), stream_);
+  }
+
+  void enterIssue() const override {
+    if (stream_ != caller_) c10::cuda::setCurrentCUDAStream(stream_);
+  }
+  void leaveIssue() const override {
+    if (stream_ != caller_) c10::cuda::setCurrentCUDAStream(caller_);
   }
 
   void runOnStream(const std::function<void()>& body) const override {
@@ -86,7 +133,8 @@ class CudaCall final : public DeviceCall {
 
  private:
   c10::Device device_;
-  c10::cuda::CUDAStream stream_;
+  c10::cuda::CUDAStream stream_;  // where the call runs
+  c10::cuda::CUDAStream caller_;  // the caller's current stream when the call was made
   cudaEvent_t event_ = nullptr;
 };
 
@@ -94,8 +142,16 @@ class CudaCall final : public DeviceCall {
 
 bool hasCudaSupport() { return true; }
 
-std::shared_ptr<DeviceCall> makeDeviceCall(const char* /*op*/, c10::Device device) {
-  return std::make_shared<CudaCall>(device);
+std::shared_ptr<CallStreams> makeInternalStreams() { return std::make_shared<InternalStreams>(); }
+
+std::shared_ptr<DeviceCall> makeDeviceCall(const char* /*op*/, c10::Device device, CallStreams* streams,
+                                           const std::vector<at::Tensor>& tensors) {
+  const c10::DeviceIndex index = device.index();
+  auto* own = static_cast<InternalStreams*>(streams);
+  auto call = std::make_shared<CudaCall>(
+      device, own != nullptr ? own->streamFor(index) : c10::cuda::getCurrentCUDAStream(index));
+  call->followCaller(tensors);
+  return call;
 }
 
 }  // namespace torch_collective

@@ -90,7 +90,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::recvAnysource(std::vector
   const at::Tensor& tensor = singleTensor(tensors, "recvAnysource");
   collDataType_t type = collTypeOf(tensor, Combines::kNo, "recvAnysource");
   TORCH_CHECK(getSize() > 1, "collective backend: recv from any source in a group of one rank: no rank can send");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("recvAnysource", {tensor});
+  std::shared_ptr<DeviceCall> device = deviceCallOf("recvAnysource", {tensor});
+  const IssueOnCallStream issuing(device);
   const bool onDevice = device != nullptr;
   TORCH_CHECK(anySource_->available(onDevice), "collective backend: recv from any source is off in this group",
               " (its ranks do not all share one host's memory, so sends are counted in the store, and",
@@ -158,7 +159,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall_base(at::Tensor&
               "collective backend: alltoall_base: output type ", outputBuffer.scalar_type(),
               " differs from input type ", inputBuffer.scalar_type());
   collDataType_t type = collTypeOf(inputBuffer, Combines::kNo, "alltoall_base");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("alltoall_base", {outputBuffer, inputBuffer});
+  std::shared_ptr<DeviceCall> device = deviceCallOf("alltoall_base", {outputBuffer, inputBuffer});
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   StagedTensor in(separateFrom(inputBuffer, outputBuffer)), out(outputBuffer);
   collComm_t comm = comm_.handle();
@@ -204,7 +206,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::alltoall(std::vector<at::
               " and ", outputTensors.size());
   const at::Tensor& first = inputTensors[0];
   collDataType_t type = collTypeOf(first, Combines::kNo, "alltoall");
-  std::shared_ptr<DeviceCall> device = deviceCallFor("alltoall", withTensors(inputTensors, outputTensors));
+  std::shared_ptr<DeviceCall> device = deviceCallOf("alltoall", withTensors(inputTensors, outputTensors));
+  const IssueOnCallStream issuing(device);
   std::vector<StagedTensor> ins, outs;
   std::vector<Segment> sends(ranks), recvs(ranks);
   for (int r = 0; r < ranks; ++r) {

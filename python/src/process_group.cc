@@ -182,7 +182,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::barrier(const c10d::Barri
 c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueLibraryCall(
     const char* op, std::vector<at::Tensor> tensors, std::function<collResult_t(collComm_t, collStream_t)> call) {
   collComm_t comm = comm_.handle();
-  std::shared_ptr<DeviceCall> device = deviceCallFor(op, tensors);
+  std::shared_ptr<DeviceCall> device = deviceCallOf(op, tensors);
+  const IssueOnCallStream issuing(device);
   collStream_t stream = streamOf(device);
   return enqueue(c10d::OpType::UNKNOWN, tensors, tensors, std::move(device),
                  [comm, call, stream] { checkResult(call(comm, stream)); });

@@ -219,6 +219,13 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& tensor, const c10d::ReduceOp& reduceOp);
   void checkRoot(int64_t root, const char* op) const;
   void checkPeer(int peer, const char* op) const;
+  // deviceCallFor on this group's streams (device_call.h).
+  std::shared_ptr<DeviceCall> deviceCallOf(const char* op, const std::vector<at::Tensor>& tensors) {
+    return deviceCallFor(op, tensors, callStreams_.get());
+  }
+  std::shared_ptr<DeviceCall> deviceCallOf(const char* op, const at::Tensor& tensor) {
+    return deviceCallFor(op, tensor, callStreams_.get());
+  }
 
   Communicator comm_;
   c10::intrusive_ptr<c10d::Store> store_;
@@ -232,6 +239,7 @@ class ProcessGroupCollective : public BackendBase {
   c10::intrusive_ptr<c10d::Work> lastCoalescedWork_;
   // The last call queued on CUDA tensors (guarded by coalescingMutex_): barrier waits for it.
   std::shared_ptr<DeviceCall> lastDeviceCall_;
+  std::shared_ptr<CallStreams> callStreams_ = makeCallStreams();  // null: the callers' current streams
   std::shared_ptr<CompletionHooks> completionHooks_ = std::make_shared<CompletionHooks>();
   std::shared_ptr<FlightRecording> flightRecording_;
   // A shrink's new backend until it is handed over (fault_tolerance.cc).
@@ -246,7 +254,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCollective::enqueueOnTensor(c10d::OpT
                                                                        const at::Tensor& tensor, TensorCall call,
                                                                        Writes writes, CallKind kind, CallerWaits waits,
                                                                        int peer) {
-  std::shared_ptr<DeviceCall> device = deviceCallFor(op, tensor);
+  std::shared_ptr<DeviceCall> device = deviceCallOf(op, tensor);
+  const IssueOnCallStream issuing(device);
   std::vector<at::Tensor> tensors{tensor};
   c10::intrusive_ptr<CollectiveWork> work = makeWork(type, tensors, tensors, device, peer);
   StagedTensor data(tensor);

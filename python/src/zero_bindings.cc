@@ -203,7 +203,7 @@ void registerZeroBindings(py::module& module) {
         std::vector<at::Tensor> tensors{master, grad};
         for (const c10::optional<at::Tensor>* t : {&state0, &state1, &paramOut})
           if (t->has_value()) tensors.push_back(**t);
-        const std::shared_ptr<DeviceCall> device = deviceCallFor(fn, tensors);
+        const std::shared_ptr<DeviceCall> device = deviceCallFor(fn, tensors, /*streams=*/nullptr);
         collDataType_t gradType = flatType(grad, fn, "grad");
         const int64_t n = master.numel();
         auto stateData = [&](const c10::optional<at::Tensor>& s, const char* what) -> float* {
@@ -241,7 +241,7 @@ void registerZeroBindings(py::module& module) {
       "zero_squared_norm",
       [](at::Tensor data) {
         collDataType_t type = flatType(data, "zero_squared_norm", "data");
-        const std::shared_ptr<DeviceCall> device = deviceCallFor("zero_squared_norm", data);
+        const std::shared_ptr<DeviceCall> device = deviceCallFor("zero_squared_norm", data, /*streams=*/nullptr);
         const void* d = dataOf(data);
         size_t n = size_t(data.numel());
         // The results where the data is (on a GPU, written on the caller's stream); the values

@@ -107,12 +107,32 @@ def test_async_error(check, rank, ranks):
     dist.barrier()
 
 
+def test_stream_setting_refused(check, rank, ranks):
+    """A value of TORCH_COLLECTIVE_CUDA_STREAM the backend does not know fails the group's creation,
+    naming the variable and what it takes (every rank sets the same)."""
+    os.environ["TORCH_COLLECTIVE_CUDA_STREAM"] = "sideways"
+    try:
+        expect_runtime_error(check, "TORCH_COLLECTIVE_CUDA_STREAM=sideways", lambda: dist.new_group(list(range(ranks))),
+                             "TORCH_COLLECTIVE_CUDA_STREAM=sideways", "expected internal", "or current")
+    finally:
+        del os.environ["TORCH_COLLECTIVE_CUDA_STREAM"]
+    os.environ["TORCH_COLLECTIVE_CUDA_STREAM"] = "current"
+    try:
+        group = dist.new_group(list(range(ranks)))
+        value = torch.ones(3)
+        dist.all_reduce(value, group=group)
+        check.equal(value, torch.full((3,), float(ranks)), "all_reduce in a group made with TORCH_COLLECTIVE_CUDA_STREAM=current")
+    finally:
+        del os.environ["TORCH_COLLECTIVE_CUDA_STREAM"]
+    dist.barrier()
+
+
 def main():
     dist.init_process_group("collective")
     rank, ranks = dist.get_rank(), dist.get_world_size()
     check = Checker()
     for test in (test_backend_checks, test_library_invalid_argument, test_mismatch_named,
-                 test_timeout_from_new_group, test_async_error):
+                 test_timeout_from_new_group, test_async_error, test_stream_setting_refused):
         test(check, rank, ranks)
     dist.destroy_process_group()
     check.summary(f"test_errors ({ranks} ranks)")

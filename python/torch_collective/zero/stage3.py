@@ -74,7 +74,7 @@ class ParameterGatherer:
         shard_begin, shard_end = self.layout.shard_range()
         lo, hi = max(begin, shard_begin), min(end, shard_end)
         if lo < hi:
-            # From pinned memory, on the current stream, which the gather runs on next.
+            # From pinned memory, on the current stream, which the gather waits for.
             buffer[lo - begin:hi - begin].copy_(self.shard[lo - shard_begin:hi - shard_begin], non_blocking=True)
         return _C.zero_all_gather_range_in_place(self.backend, begin, buffer, partition)
 
