@@ -35,6 +35,8 @@ std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const std::vector<at::
 }
 
 std::shared_ptr<DeviceCall> deviceCallFor(const char* op, const at::Tensor& tensor, CallStreams* streams) {
+  // A host tensor, the small calls' usual case, returns before the list a device call needs is made.
+  if (!tensor.defined() || tensor.device().is_cpu()) return nullptr;
   return deviceCallFor(op, std::vector<at::Tensor>{tensor}, streams);
 }
 
