@@ -93,7 +93,7 @@ Schedule pairwiseAllToAllV(int n, int r, const size_t* sendcounts, const size_t*
   // Each pair's messages carry their own count in the tag: a receiver that expects another count
   // than its peer sends fails on the tag, naming both, before a byte lands. (A pair where one
   // side expects nothing sends nothing, as zero-count steps do: the other side waits for its
-  // deadline.) Built for every call (its counts are the call's): one allocation for its steps.
+  // deadline.) The planner keeps it while calls repeat its arrays and datatype (host_planner.h).
   s.steps.reserve(2 * static_cast<size_t>(n - 1) + 1);
   for (int k = 1; k < n; ++k) {
     int to = (r + k) % n, from = (r - k + n) % n;

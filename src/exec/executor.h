@@ -63,8 +63,8 @@ class Executor {
   bool tryRunSmallPointToPoint(const std::vector<CollCall>& calls, ProgressWaiter& waiter);
   // The same for a variable-count all-to-all whose every pair's message fits one slot, with the
   // pairwise schedule's tags (so a peer that runs the schedule exchanges with this rank alike),
-  // then the rank's own block. Building the schedule for every call (its counts are the call's)
-  // cost more than the exchange.
+  // then the rank's own block. Planning the call and walking its schedule cost more than the
+  // exchange.
   bool tryRunSmallAllToAllV(const CollCall& call, ProgressWaiter& waiter);
 
  private:

@@ -71,8 +71,9 @@ class HostPlanner {
   KeptPlan& planFor(const CollCall& call);
   RunnableCall planAny(const CollCall& call, PeerWaiter& waiter);
   // The schedule of a schedule row, kept per collective for the last call it was built for: a
-  // schedule depends on the call's shape (count, element size, root, whether the op averages) and
-  // the plan, never on its buffers, and building it allocates and fills a vector of steps.
+  // schedule depends on the call's shape (count, element size, root, whether the op averages),
+  // a variable-count call's arrays and the plan, never on its buffers, and building it allocates
+  // and fills a vector of steps.
   const Schedule& scheduleFor(const CollCall& call, const Plan& plan);
 
   const PlanContext& context_;
@@ -94,12 +95,23 @@ class HostPlanner {
              root == o.root && averages == o.averages;
     }
   };
+  // A variable-count call's arrays and datatype, as its schedule follows them: a loop that
+  // repeats its calls with the same arrays reuses the schedule, and the same total split
+  // otherwise builds anew.
+  class CountsKey {
+   public:
+    bool matches(const CollCall& call, int nranks) const;
+    void keep(const CollCall& call, int nranks);
+
+   private:
+    std::vector<size_t> values_;  // which arrays, the scalars, then each array's nranks entries
+  };
   struct KeptSchedule {
     ScheduleShape shape;
+    CountsKey counts;  // variable-count collectives only
     Schedule schedule;
   };
   KeptSchedule keptSchedules_[static_cast<int>(CollType::kCount)];
-  Schedule variableSchedule_;  // a variable-count call's, rebuilt at each (its capacity stays)
   SharedChoices choices_;
 };
 
