@@ -23,6 +23,14 @@ size_t sumOf(const char* fn, const char* name, const size_t* counts, int nranks)
   return total;
 }
 
+[[noreturn]] void throwOverlap(const char* fn, const char* displsName, const size_t* counts, const size_t* displs,
+                               int a, int b) {
+  throwError(collInvalidArgument,
+             "%s: the regions of rank %d (%s[%d] = %zu, %zu elements) and rank %d (%s[%d] = %zu, %zu elements) "
+             "overlap: expected each rank's elements in a place of their own",
+             fn, a, displsName, a, displs[a], counts[a], b, displsName, b, displs[b], counts[b]);
+}
+
 // Where the regions counts[p] elements at displs[p] end, at the furthest; with `disjoint`, refuses
 // two regions that share an element: they would be the places of two ranks' data at once (a
 // receive buffer). Regions of zero elements take no place.
@@ -39,19 +47,28 @@ size_t extentOf(const char* fn, const char* countsName, const size_t* counts, co
     extent = std::max(extent, end);
   }
   if (!disjoint) return extent;
+  // Regions laid out in rank order, as they mostly are, are checked as they come: sorting them
+  // would allocate on every call.
+  int previous = -1;
+  bool inRankOrder = true;
+  for (int p = 0; p < nranks && inRankOrder; ++p) {
+    if (counts[p] == 0) continue;
+    if (previous >= 0) {
+      inRankOrder = displs[p] >= displs[previous];
+      if (inRankOrder && displs[previous] + counts[previous] > displs[p])
+        throwOverlap(fn, displsName, counts, displs, previous, p);
+    }
+    previous = p;
+  }
+  if (inRankOrder) return extent;
   std::vector<int> order;
   order.reserve(nranks);
   for (int p = 0; p < nranks; ++p)
     if (counts[p] > 0) order.push_back(p);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return displs[a] < displs[b]; });
-  for (size_t i = 1; i < order.size(); ++i) {
-    const int a = order[i - 1], b = order[i];
-    if (displs[a] + counts[a] > displs[b])
-      throwError(collInvalidArgument,
-                 "%s: the regions of rank %d (%s[%d] = %zu, %zu elements) and rank %d (%s[%d] = %zu, %zu elements) "
-                 "overlap: expected each rank's elements in a place of their own",
-                 fn, a, displsName, a, displs[a], counts[a], b, displsName, b, displs[b], counts[b]);
-  }
+  for (size_t i = 1; i < order.size(); ++i)
+    if (displs[order[i - 1]] + counts[order[i - 1]] > displs[order[i]])
+      throwOverlap(fn, displsName, counts, displs, order[i - 1], order[i]);
   return extent;
 }
 

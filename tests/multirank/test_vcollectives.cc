@@ -126,6 +126,11 @@ TEST(VCollectiveErrors, BadArraysAreRefusedAndWriteNothing) {
     if (nranks > 1)
       check(collAllGatherV(s, 4, r, counts.data(), overlapping.data(), collInt32, comm, nullptr),
             {collInvalidArgument, {"collAllGatherV", "overlap", "displs[1] = 2"}}, "overlapping displacements");
+    // Out of rank order (checked after sorting): rank 2's region first, rank 0's inside rank 1's.
+    const std::vector<size_t> unordered = {6, 4, 0};
+    check(collAllGatherV(s, 4, r, counts.data(), unordered.data(), collInt32, comm, nullptr),
+          {collInvalidArgument, {"collAllGatherV", "overlap", "displs[1] = 4", "displs[0] = 6"}},
+          "overlapping displacements out of rank order");
     // One element into the receive buffer: inside it, but at no rank's place.
     check(collAllGatherV(static_cast<uint8_t*>(r) + 4, 4, r, counts.data(), displs.data(), collInt32, comm, nullptr),
           {collInvalidArgument, {"collAllGatherV", "overlap without being in place", "displs[rank]"}},
