@@ -41,6 +41,9 @@ struct VariableCounts {
   const size_t* rdispls = nullptr;     // AllGatherV, AllToAllV: where each rank's elements land
   size_t sendElems = 0;                // the buffers' extents on this rank, in elements
   size_t recvElems = 0;
+  // AllGatherV, ReduceScatterV: the ranks whose block holds elements (entries of recvcounts that
+  // are not 0, alike on every rank), which the plan follows (oneshot.cc); AllToAllV: 0.
+  size_t filledBlocks = 0;
 };
 
 struct CollCall {

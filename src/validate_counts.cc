@@ -13,13 +13,17 @@ void refuseNull(const char* fn, const char* name, const size_t* array, int nrank
     throwError(collInvalidArgument, "%s: %s is NULL: expected an array of %d entries, one per rank", fn, name, nranks);
 }
 
-size_t sumOf(const char* fn, const char* name, const size_t* counts, int nranks) {
+// The sum of the counts, and in *filled how many are not 0.
+size_t sumOf(const char* fn, const char* name, const size_t* counts, int nranks, size_t* filled) {
   size_t total = 0;
-  for (int p = 0; p < nranks; ++p)
+  *filled = 0;
+  for (int p = 0; p < nranks; ++p) {
     if (__builtin_add_overflow(total, counts[p], &total))
       throwError(collInvalidArgument,
                  "%s: the sum of %s overflows size_t at %s[%d] = %zu: expected counts a buffer holds", fn, name, name,
                  p, counts[p]);
+    *filled += counts[p] != 0;
+  }
   return total;
 }
 
@@ -83,7 +87,7 @@ void checkAllGatherVCounts(const char* fn, CollCall& c, int rank, int nranks) {
                "%s: sendcount %zu differs from recvcounts[%d] = %zu: expected this rank's own entry (every rank "
                "passes the same recvcounts)",
                fn, v.sendcount, rank, v.recvcounts[rank]);
-  c.count = sumOf(fn, "recvcounts", v.recvcounts, nranks);
+  c.count = sumOf(fn, "recvcounts", v.recvcounts, nranks, &v.filledBlocks);
   v.sendElems = v.sendcount;
   v.recvElems = extentOf(fn, "recvcounts", v.recvcounts, "displs", v.rdispls, nranks, /*disjoint=*/true);
 }
@@ -91,7 +95,7 @@ void checkAllGatherVCounts(const char* fn, CollCall& c, int rank, int nranks) {
 void checkReduceScatterVCounts(const char* fn, CollCall& c, int rank, int nranks) {
   VariableCounts& v = *c.counts;
   refuseNull(fn, "recvcounts", v.recvcounts, nranks);
-  c.count = sumOf(fn, "recvcounts", v.recvcounts, nranks);
+  c.count = sumOf(fn, "recvcounts", v.recvcounts, nranks, &v.filledBlocks);
   v.sendElems = c.count;
   v.recvElems = v.recvcounts[rank];
 }

@@ -424,10 +424,11 @@ bool oneshotEligible(const CollCall& call, const PlanContext& ctx) {
   const CollectiveRow& row = collectiveRow(call.type);
   // A barrier (no data) has nothing for the pipelines to win on.
   if (!row.hasData) return true;
-  // A variable-count call has no tiny entries, whose four calls to a line keep a crowded core's
-  // waits short: where ranks outnumber cores, the ring's steps beat everyone waiting for everyone
-  // (docs/performance.md, "Choices").
-  if (row.variableCounts && ctx.ranksOutnumberCores) return false;
+  // Where ranks outnumber cores, everyone waiting for everyone costs each rank its turn on a core.
+  // A ring whose blocks are mostly empty skips their steps and waits for few; one whose blocks
+  // are mostly filled waits at every step (docs/performance.md, "Choices").
+  if (row.variableCounts && ctx.ranksOutnumberCores && 2 * call.counts->filledBlocks <= static_cast<size_t>(ctx.nranks))
+    return false;
   return modelOneShot(call, ctx) <= pipelineUs(call, ctx.nranks);
 }
 

@@ -72,7 +72,8 @@ NativeRunner& HostPlanner::native(Algo algo) {
 
 HostPlanner::KeptPlan& HostPlanner::planFor(const CollCall& call) {
   KeptPlan& kept = keptPlans_[static_cast<int>(call.type)];
-  if (!kept.valid || kept.count != call.count || kept.elemSize != call.elemSize) {
+  if (!kept.valid || kept.count != call.count || kept.elemSize != call.elemSize ||
+      kept.filledBlocks != filledBlocksOf(call)) {
     kept.valid = false;
     kept.onlyRunner = nullptr;
     kept.schedule = nullptr;
@@ -83,6 +84,7 @@ HostPlanner::KeptPlan& HostPlanner::planFor(const CollCall& call) {
     kept.valid = true;
     kept.count = call.count;
     kept.elemSize = call.elemSize;
+    kept.filledBlocks = filledBlocksOf(call);
   }
   return kept;
 }

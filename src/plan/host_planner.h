@@ -38,7 +38,7 @@ class HostPlanner {
     // A repeated call with no alternative (every small call) is answered here, inline: on such a
     // call the rest would weigh.
     const KeptPlan& kept = keptPlans_[static_cast<int>(call.type)];
-    if (kept.count == call.count && kept.elemSize == call.elemSize) {
+    if (kept.count == call.count && kept.elemSize == call.elemSize && kept.filledBlocks == filledBlocksOf(call)) {
       RunnableCall runnable;
       runnable.algo = kept.plan.algo;
       if (kept.onlyRunner != nullptr) {
@@ -54,6 +54,7 @@ class HostPlanner {
   }
 
  private:
+  static size_t filledBlocksOf(const CollCall& call) { return call.counts != nullptr ? call.counts->filledBlocks : 0; }
   NativeRunner& native(Algo algo);
   // The plan of `call`, kept per collective for the last call's count and element size, and what
   // runs it where nothing else can (no alternative): the row's native runner, or the kept
@@ -62,6 +63,7 @@ class HostPlanner {
     bool valid = false;
     size_t count = 0;
     size_t elemSize = 0;
+    size_t filledBlocks = 0;  // variable counts: a plan may follow how many blocks hold elements
     Plan plan;
     NativeRunner* onlyRunner = nullptr;
     const Schedule* schedule = nullptr;

@@ -132,6 +132,30 @@ TEST(Planner, NeverOneShotWhenUnavailable) {
       }
 }
 
+// A small all-gather-v or reduce-scatter-v takes the one-shot path where every rank has a core;
+// where ranks outnumber cores, only when most ranks' blocks hold elements (the ring skips the
+// steps of empty blocks), the same choice on every rank since every rank has the same counts.
+TEST(Planner, CrowdedVariableCountsTakeOneShotWhereMostBlocksAreFilled) {
+  for (CollType type : {CollType::kAllGatherV, CollType::kReduceScatterV})
+    for (int n : {2, 3, 4, 8})
+      for (int filled = 0; filled <= n; ++filled)
+        for (bool crowded : {false, true}) {
+          std::vector<size_t> recvcounts(static_cast<size_t>(n), 0);
+          for (int p = 0; p < filled; ++p) recvcounts[static_cast<size_t>(n - 1 - p)] = 3;
+          VariableCounts counts;
+          counts.recvcounts = recvcounts.data();
+          counts.filledBlocks = static_cast<size_t>(filled);
+          CollCall call = makeCall(type, 3 * static_cast<size_t>(filled));
+          call.counts = &counts;
+          PlanContext ctx = makeContext(n, true);
+          ctx.ranksOutnumberCores = crowded;
+          const bool oneshot = !crowded || 2 * filled > n;
+          const std::string where =
+              what(type, n, call.count) + " filled=" + std::to_string(filled) + (crowded ? " crowded" : "");
+          EXPECT_EQ(planCall(call, ctx).algo, oneshot ? Algo::kOneShot : Algo::kRing) << where;
+        }
+}
+
 TEST(Planner, NeverOneShotWhenTheInputDoesNotFit) {
   PlanContext ctx = makeContext(4, true);
   for (CollType type : kPlannedTypes) {
