@@ -28,12 +28,14 @@ if [[ ${1:-} == --prepare ]]; then
   grep -q '^COLL_HAVE_CUDA:INTERNAL=ON\|CMAKE_CUDA_COMPILER:' "$build/CMakeCache.txt" ||
     { echo "gpu_torch_build.sh: $build is not a CUDA build" >&2; exit 1; }
   # What `cmake --install` installs, and nothing else (no tests).
-  available=$(cmake --build "$build" --target help | awk '{ print $NF }')
+  # Make lists "... name", Ninja "name: phony".
+  available=$(cmake --build "$build" --target help | awk '{ t = $1 == "..." ? $2 : $1; sub(/:$/, "", t); print t }')
   targets=()
   for t in collective collective_static collrun colltopo torch_collective all_reduce_perf all_gather_perf broadcast_perf \
            reduce_perf reduce_scatter_perf gather_perf scatter_perf alltoall_perf sendrecv_perf; do
     grep -qx "$t" <<<"$available" && targets+=("$t")
   done
+  ((${#targets[@]} > 0)) || { echo "gpu_torch_build.sh: $build lists none of the targets to install" >&2; exit 1; }
   cmake --build "$build" --parallel "${JOBS:-2}" --target "${targets[@]}" >/dev/null
   cmake --install "$build" --prefix "$prefix" >/dev/null
   for lib in $(ldd "$build/libcollective.so" | awk '/libhwloc|libudev/ { print $3 }'); do
