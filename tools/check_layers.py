@@ -90,11 +90,19 @@ def unit_of(path):
     return None, None
 
 
+def kept_dirs(rel_dir, dirs):
+    """The folders of `dirs` to walk into. At the top, not the build trees (build/, build-*/: generated
+    files and links back into the sources), an install/ tree, nor the hidden folders that git
+    ignores (.gpu/ holds an installed copy of the headers for the GPU machine)."""
+    top = rel_dir == "."
+    return [d for d in dirs
+            if d not in SKIP_DIRS and not (top and (d.startswith("build") or d.startswith(".") or d == "install"))]
+
+
 def source_files(root):
     for directory, dirs, files in os.walk(root):
         rel_dir = os.path.relpath(directory, root)
-        # Build trees (build/, build-*/) hold generated files and links back into the sources.
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not (rel_dir == "." and d.startswith("build"))]
+        dirs[:] = kept_dirs(rel_dir, dirs)
         for name in files:
             if name.endswith(SOURCE_EXTENSIONS):
                 yield os.path.normpath(os.path.join(rel_dir, name))
@@ -130,7 +138,7 @@ def folder_problems(root):
     folders = {unit: folder.rstrip("/") for folder, unit, _ in LIBRARY}
     for directory, dirs, files in os.walk(root):
         rel_dir = os.path.relpath(directory, root)
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not (rel_dir == "." and d.startswith("build"))]
+        dirs[:] = kept_dirs(rel_dir, dirs)
         if "CMakeLists.txt" not in files:
             continue
         cmake_path = os.path.normpath(os.path.join(rel_dir, "CMakeLists.txt"))
