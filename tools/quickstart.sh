@@ -62,7 +62,7 @@ Next:
   - the other collectives: $BUILD_DIR/benchmarks/perf/*_perf (same flags; -h for help), e.g.
       $collrun -n 4 $BUILD_DIR/benchmarks/perf/reduce_scatter_perf -b 1K -e 16M -f 4 -d all -o all
   - against Open MPI and Gloo on this host (all-reduce, about a minute; leave out --colls for
-    all nine collectives, several minutes):
+    all twelve collectives, several minutes):
       benchmarks/compare/compare.py --build-dir $BUILD_DIR --ranks 2,4 --colls all_reduce
   - the tests: tools/test.sh
   - benchmarks/README.md and tools/README.md say more.
