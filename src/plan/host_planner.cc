@@ -2,8 +2,7 @@
 
 #include <string.h>
 
-#include <algorithm>
-#include <iterator>
+#include <array>
 
 #include "common/error.h"
 #include "src/plan/planner.h"
@@ -11,48 +10,30 @@
 namespace coll {
 namespace {
 
-// The arrays a variable-count call carries (absent ones null), and the key's head: which of them
-// are there, the call's scalars, and its datatype (an all-to-all-v's steps carry the call's tag,
-// which names it).
-struct CountsView {
-  const size_t* arrays[4];
-  size_t head[5];
-  size_t present = 0;
-  explicit CountsView(const CollCall& call) {
-    const VariableCounts& c = *call.counts;
-    const size_t* carried[4] = {c.sendcounts, c.sdispls, c.recvcounts, c.rdispls};
-    size_t which = 0;
-    for (size_t i = 0; i < 4; ++i) {
-      arrays[i] = carried[i];
-      present += carried[i] != nullptr;
-      which |= size_t{carried[i] != nullptr} << i;
-    }
-    const size_t scalars[5] = {which, c.sendcount, c.sendElems, c.recvElems, static_cast<size_t>(call.datatype)};
-    std::copy(scalars, scalars + 5, head);
-  }
-};
+// The arrays a variable-count call carries (null where its collective has none, alike for every
+// call of it); the other fields of VariableCounts follow from them.
+std::array<const size_t*, 4> arraysOf(const VariableCounts& c) {
+  return {c.sendcounts, c.sdispls, c.recvcounts, c.rdispls};
+}
 
 }  // namespace
 
 bool HostPlanner::CountsKey::matches(const CollCall& call, int nranks) const {
-  const CountsView view(call);
   const size_t n = static_cast<size_t>(nranks);
-  constexpr size_t kHead = sizeof(view.head) / sizeof(size_t);
-  if (values_.size() != kHead + view.present * n || memcmp(values_.data(), view.head, sizeof(view.head)) != 0)
-    return false;
-  const size_t* kept = values_.data() + kHead;
-  for (const size_t* array : view.arrays) {
+  if (values_.empty() || values_[0] != static_cast<size_t>(call.datatype)) return false;
+  const size_t* kept = values_.data() + 1;
+  const size_t* end = values_.data() + values_.size();
+  for (const size_t* array : arraysOf(*call.counts)) {
     if (array == nullptr) continue;
-    if (memcmp(kept, array, n * sizeof(size_t)) != 0) return false;
+    if (static_cast<size_t>(end - kept) < n || memcmp(kept, array, n * sizeof(size_t)) != 0) return false;
     kept += n;
   }
-  return true;
+  return kept == end;
 }
 
 void HostPlanner::CountsKey::keep(const CollCall& call, int nranks) {
-  const CountsView view(call);
-  values_.assign(std::begin(view.head), std::end(view.head));
-  for (const size_t* array : view.arrays)
+  values_.assign(1, static_cast<size_t>(call.datatype));
+  for (const size_t* array : arraysOf(*call.counts))
     if (array != nullptr) values_.insert(values_.end(), array, array + nranks);
 }
 

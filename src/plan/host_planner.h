@@ -106,7 +106,9 @@ class HostPlanner {
     void keep(const CollCall& call, int nranks);
 
    private:
-    std::vector<size_t> values_;  // which arrays, the scalars, then each array's nranks entries
+    // The datatype (an all-to-all-v's steps carry the call's tag, which names it), then each
+    // array's nranks entries.
+    std::vector<size_t> values_;
   };
   struct KeptSchedule {
     ScheduleShape shape;
